@@ -1,0 +1,75 @@
+/**
+ * The ONLY module that reads process.env. Everything else receives configuration as arguments,
+ * so tests and library users can pass values explicitly and nothing is read behind their back.
+ */
+
+/** Snapshot of the environment variables codehop understands. */
+export interface CodehopEnv {
+  /** OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama). */
+  openaiBaseUrl?: string;
+  /** API key for the endpoint; local servers accept any non-empty string. */
+  openaiApiKey?: string;
+  /** Default model name for every agent (CODEHOP_MODEL). */
+  model?: string;
+  /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
+  agentModels: Record<string, string>;
+  /** Data directory for checkpoints, caches and journals (CODEHOP_HOME, default ".codehop"). */
+  home: string;
+  /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
+  corpus?: string;
+  /** MediaWiki API endpoint (CODEHOP_WIKIPEDIA_API), default https://en.wikipedia.org/w/api.php. */
+  wikipediaApi?: string;
+  /** OpenAI-compatible embeddings endpoint for corpus vectors (CODEHOP_EMBEDDINGS_BASE_URL). */
+  embeddingsBaseUrl?: string;
+  /** Embedding model name (CODEHOP_EMBEDDINGS_MODEL). */
+  embeddingsModel?: string;
+  /** API key for the embeddings endpoint (CODEHOP_EMBEDDINGS_API_KEY, falls back to OPENAI_API_KEY). */
+  embeddingsApiKey?: string;
+  /** Sampling temperature (CODEHOP_TEMPERATURE). */
+  temperature?: number;
+  /** Max output tokens per model call (CODEHOP_MAX_TOKENS). */
+  maxTokens?: number;
+  /** HTTP retries for model calls (CODEHOP_MAX_RETRIES). */
+  maxRetries?: number;
+  /** Model request timeout in ms (CODEHOP_MODEL_TIMEOUT_MS). */
+  modelTimeoutMs?: number;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const v = value?.trim();
+  return v ? v : undefined;
+}
+
+function num(name: string, value: string | undefined): number | undefined {
+  const v = nonEmpty(value);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${v}"`);
+  return n;
+}
+
+/** Reads the environment (default: process.env) into a typed snapshot. */
+export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
+  const agentModels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    const m = /^CODEHOP_MODEL_([A-Z0-9_]+)$/.exec(key);
+    const v = nonEmpty(value);
+    if (m && v) agentModels[m[1].toLowerCase()] = v;
+  }
+  return {
+    openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
+    openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
+    model: nonEmpty(env.CODEHOP_MODEL),
+    agentModels,
+    home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
+    corpus: nonEmpty(env.CODEHOP_CORPUS),
+    wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
+    embeddingsBaseUrl: nonEmpty(env.CODEHOP_EMBEDDINGS_BASE_URL),
+    embeddingsModel: nonEmpty(env.CODEHOP_EMBEDDINGS_MODEL),
+    embeddingsApiKey: nonEmpty(env.CODEHOP_EMBEDDINGS_API_KEY) ?? nonEmpty(env.OPENAI_API_KEY),
+    temperature: num("CODEHOP_TEMPERATURE", env.CODEHOP_TEMPERATURE),
+    maxTokens: num("CODEHOP_MAX_TOKENS", env.CODEHOP_MAX_TOKENS),
+    maxRetries: num("CODEHOP_MAX_RETRIES", env.CODEHOP_MAX_RETRIES),
+    modelTimeoutMs: num("CODEHOP_MODEL_TIMEOUT_MS", env.CODEHOP_MODEL_TIMEOUT_MS),
+  };
+}

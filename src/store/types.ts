@@ -1,0 +1,57 @@
+/**
+ * Public contract of knowledge sources (online Wikipedia, local SQLite corpus). The agent tools in
+ * src/tools/ and the evaluation harness depend only on these types.
+ */
+
+/** A search hit: a page title and a summary of ~1,000 characters. */
+export interface PageSummary {
+  title: string;
+  summary: string;
+  url?: string;
+}
+
+/** A page's full plain text. */
+export interface Page {
+  title: string;
+  text: string;
+  url?: string;
+  /** Where it came from: "wikipedia", or the corpus document's `source`. */
+  source?: string;
+}
+
+/** Result of looking a page up by title. */
+export type PageLookup =
+  | { status: "found"; page: Page }
+  /** The title is a disambiguation page; `options` lists the pages it points to. */
+  | { status: "disambiguation"; title: string; options: string[] }
+  /** No such page; `suggestions` are close titles (possibly empty). */
+  | { status: "missing"; title: string; suggestions: string[] };
+
+/** A passage (chunk) of one page, ranked for a query. */
+export interface Passage {
+  title: string;
+  /** Section heading the passage sits under ("" for the lead). */
+  section: string;
+  text: string;
+  /** Higher is better; comparable only within one result list. */
+  score: number;
+}
+
+/** Where agents look things up. */
+export interface KnowledgeSource {
+  /** "wikipedia" (online MediaWiki API) or "corpus" (local SQLite file). */
+  readonly kind: "wikipedia" | "corpus";
+  /** Top pages for a query, best first. */
+  search(query: string, options?: { limit?: number }): Promise<PageSummary[]>;
+  /** A page by (case-insensitive, redirect-following) title. */
+  getPage(title: string): Promise<PageLookup>;
+  /** Passages of one page ranked for a query, best first (up to `k`, default 5). */
+  retrievePassages(
+    title: string,
+    query: string,
+    options?: { k?: number },
+  ): Promise<{ lookup: PageLookup; passages: Passage[] }>;
+  /** Passages across the whole source, best first (used by the `rag` baseline). */
+  searchPassages?(query: string, options?: { k?: number }): Promise<Passage[]>;
+  close(): Promise<void>;
+}

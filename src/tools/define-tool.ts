@@ -1,0 +1,166 @@
+import { z } from "zod";
+
+/**
+ * Context given to a tool's host implementation for one call made from a code action.
+ * `callIndex` is the position of the call within its action (assigned in the guest, in the order
+ * the code made the calls), which makes calls addressable for the call journal (resume/replay).
+ */
+export interface ToolCallContext {
+  /** 0-based index of this call within the current code action. */
+  callIndex: number;
+  /** Aborted when the action ends (timeout, final answer, crash) so long calls can stop early. */
+  signal: AbortSignal;
+  /** LangGraph RunnableConfig of the act node that runs the action (for nested agent invokes). */
+  config?: unknown;
+}
+
+/**
+ * A tool callable from an agent's JavaScript as `await name(arg1, arg2)` (positional arguments in
+ * the order of the schema's keys) or `await name({ arg1, arg2 })`.
+ *
+ * The same zod schema validates arguments and renders the tool into the prompt as a JS signature
+ * with JSDoc, so the documentation the model reads can never drift from what is accepted.
+ */
+export interface CodeTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  /** JS identifier the guest code calls. */
+  readonly name: string;
+  /** One or two sentences for the prompt: what it does and what it returns. */
+  readonly description: string;
+  /** Parameters, in positional order; `.describe()` on each field documents it in the prompt. */
+  readonly parameters: z.ZodObject<Shape>;
+  /** TypeScript-style return type for the prompt, e.g. "string". */
+  readonly returns: string;
+  /** Host implementation; receives validated arguments. Its return value must be JSON-serializable. */
+  readonly invoke: (args: z.infer<z.ZodObject<Shape>>, ctx: ToolCallContext) => Promise<unknown>;
+  /**
+   * Compiled LangGraph graphs this tool invokes (set for agents wrapped as tools), so the parent's
+   * act node can declare them as subgraphs for drawing and `getState({ subgraphs: true })`.
+   */
+  readonly subgraphs?: readonly unknown[];
+  /** True for tools that wrap another agent (rendered under "team members" in prompts). */
+  readonly isAgent?: boolean;
+}
+
+/** Defines a tool (identity helper that keeps the schema's inferred types). */
+export function defineTool<Shape extends z.ZodRawShape>(tool: CodeTool<Shape>): CodeTool<Shape> {
+  if (!/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(tool.name)) {
+    throw new Error(`Tool name "${tool.name}" is not a valid JavaScript identifier`);
+  }
+  return tool;
+}
+
+/** Thrown (host side) when a guest passes arguments that don't match the tool's schema. */
+export class ToolArgumentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ToolArgumentError";
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Maps the guest's raw arguments (positional, or one object with the parameter names) onto the
+ * schema and validates them. Errors name the tool and its signature so the model can fix its call.
+ */
+export function parseToolArgs(tool: CodeTool<any>, rawArgs: unknown[]): Record<string, unknown> {
+  const keys = Object.keys(tool.parameters.shape);
+  let candidate: Record<string, unknown>;
+  // `tool({ query: "x" })` is accepted as named arguments when the object's keys are all
+  // parameter names and it names at least one of them (so `tool({})` stays positional).
+  const named =
+    rawArgs.length === 1 &&
+    isPlainObject(rawArgs[0]) &&
+    Object.keys(rawArgs[0]).length > 0 &&
+    Object.keys(rawArgs[0]).every((k) => keys.includes(k));
+  if (named) {
+    candidate = rawArgs[0] as Record<string, unknown>;
+  } else {
+    if (rawArgs.length > keys.length) {
+      throw new ToolArgumentError(
+        `${tool.name}() takes ${keys.length} argument(s) (${keys.join(", ")}) but got ${rawArgs.length}. Usage: ${renderSignature(tool)}`,
+      );
+    }
+    candidate = {};
+    keys.forEach((k, i) => {
+      if (i < rawArgs.length) candidate[k] = rawArgs[i];
+    });
+  }
+  const parsed = tool.parameters.safeParse(candidate);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((iss) => `${iss.path.join(".") || "arguments"}: ${iss.message}`)
+      .join("; ");
+    throw new ToolArgumentError(
+      `Invalid arguments for ${tool.name}(): ${problems}. Usage: ${renderSignature(tool)}`,
+    );
+  }
+  return parsed.data as Record<string, unknown>;
+}
+
+/** A zod type rendered as a short TypeScript type for prompts. */
+export function tsType(schema: z.ZodType): string {
+  const def: any = (schema as any)._zod?.def ?? (schema as any).def;
+  switch (def?.type) {
+    case "string":
+      return "string";
+    case "number":
+    case "int":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "optional":
+    case "default":
+      return tsType(def.innerType);
+    case "nullable":
+      return `${tsType(def.innerType)} | null`;
+    case "array":
+      return `${tsType(def.element)}[]`;
+    case "enum":
+      return Object.values(def.entries as Record<string, string>)
+        .map((v) => JSON.stringify(v))
+        .join(" | ");
+    case "literal":
+      return (def.values as unknown[]).map((v) => JSON.stringify(v)).join(" | ");
+    case "object": {
+      const shape = def.shape as Record<string, z.ZodType>;
+      return `{ ${Object.entries(shape)
+        .map(([k, v]) => `${k}${isOptional(v) ? "?" : ""}: ${tsType(v)}`)
+        .join("; ")} }`;
+    }
+    default:
+      return "any";
+  }
+}
+
+function isOptional(schema: z.ZodType): boolean {
+  const t = ((schema as any)._zod?.def ?? (schema as any).def)?.type;
+  return t === "optional" || t === "default";
+}
+
+/** `async function name(a: string, b?: number): Promise<string>` */
+export function renderSignature(tool: CodeTool<any>): string {
+  const params = Object.entries(tool.parameters.shape as Record<string, z.ZodType>)
+    .map(([k, v]) => `${k}${isOptional(v) ? "?" : ""}: ${tsType(v)}`)
+    .join(", ");
+  return `async function ${tool.name}(${params}): Promise<${tool.returns}>`;
+}
+
+/**
+ * Renders a tool for the prompt as JSDoc + signature, e.g.
+ *
+ *   /** Searches Wikipedia and returns up to 5 page titles with summaries.
+ *    * @param query - what to search for *\/
+ *   async function search_wikipedia(query: string): Promise<string>
+ */
+export function renderToolDoc(tool: CodeTool<any>): string {
+  const lines = [`/** ${tool.description.trim().replace(/\n/g, "\n * ")}`];
+  for (const [k, v] of Object.entries(tool.parameters.shape as Record<string, z.ZodType>)) {
+    const desc = (v as any).description ?? (v as any)._zod?.def?.innerType?.description;
+    lines.push(` * @param ${k}${desc ? ` - ${desc}` : ""}`);
+  }
+  lines[lines.length - 1] += " */";
+  return `${lines.join("\n")}\n${renderSignature(tool)}`;
+}

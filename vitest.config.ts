@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+// One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
+// MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox
+// spawns child processes; forks keep a crashing test from taking the runner with it).
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    pool: "forks",
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    reporters: ["default"],
+  },
+});
