@@ -1,0 +1,147 @@
+import type Database from "better-sqlite3";
+
+/** Lifecycle of a thread as seen by the app. */
+export type ThreadStatus = "running" | "done" | "failed";
+
+/** What the app remembers about a thread besides its checkpoints. */
+export interface ThreadRecord {
+  threadId: string;
+  question: string | null;
+  status: ThreadStatus | "unknown";
+  answer: string | null;
+  error: string | null;
+  /** Run options needed to resume the thread the same way (e.g. the corpus it used). */
+  options: Record<string, unknown>;
+  /** Thread and checkpoint this one was forked from (replay into a new thread). */
+  forkedFrom: { threadId: string; checkpointId: string } | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+  /** Root-graph checkpoints stored for the thread (0 if the run died before the first one). */
+  checkpoints: number;
+}
+
+/**
+ * Registry of threads started by the app (`ask`, `resume`, `replay`), stored next to the
+ * checkpoints. Threads created directly through the graph API (no registry row) are still listed,
+ * from the checkpoints table.
+ */
+export class ThreadRegistry {
+  constructor(private readonly db: Database.Database) {
+    db.exec(`
+CREATE TABLE IF NOT EXISTS codehop_threads (
+  thread_id TEXT PRIMARY KEY,
+  question TEXT,
+  status TEXT NOT NULL,
+  answer TEXT,
+  error TEXT,
+  options_json TEXT NOT NULL DEFAULT '{}',
+  forked_from_thread TEXT,
+  forked_from_checkpoint TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);`);
+  }
+
+  /** Records that a run started on `threadId` (keeps the original question and created time on re-runs). */
+  start(
+    threadId: string,
+    init: {
+      question?: string;
+      options?: Record<string, unknown>;
+      forkedFrom?: { threadId: string; checkpointId: string };
+    } = {},
+  ): void {
+    const now = new Date().toISOString();
+    this.db
+      .prepare(
+        `INSERT INTO codehop_threads (thread_id, question, status, options_json, forked_from_thread, forked_from_checkpoint, created_at, updated_at)
+         VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now)
+         ON CONFLICT(thread_id) DO UPDATE SET
+           status = 'running', error = NULL, updated_at = @now,
+           question = COALESCE(codehop_threads.question, excluded.question),
+           options_json = CASE WHEN @hasOptions THEN excluded.options_json ELSE codehop_threads.options_json END`,
+      )
+      .run({
+        id: threadId,
+        question: init.question ?? null,
+        options: JSON.stringify(init.options ?? {}),
+        hasOptions: init.options ? 1 : 0,
+        fromThread: init.forkedFrom?.threadId ?? null,
+        fromCheckpoint: init.forkedFrom?.checkpointId ?? null,
+        now,
+      });
+  }
+
+  /** Marks a run finished with its answer. */
+  finish(threadId: string, answer: string): void {
+    this.db
+      .prepare(`UPDATE codehop_threads SET status = 'done', answer = ?, error = NULL, updated_at = ? WHERE thread_id = ?`)
+      .run(answer, new Date().toISOString(), threadId);
+  }
+
+  /** Marks a run failed (it stays resumable from its last checkpoint). */
+  fail(threadId: string, error: string): void {
+    this.db
+      .prepare(`UPDATE codehop_threads SET status = 'failed', error = ?, updated_at = ? WHERE thread_id = ?`)
+      .run(error, new Date().toISOString(), threadId);
+  }
+
+  /** One thread, or undefined if neither a registry row nor a checkpoint exists. */
+  get(threadId: string): ThreadRecord | undefined {
+    return this.list().find((t) => t.threadId === threadId);
+  }
+
+  /** All threads, most recently updated first. */
+  list(): ThreadRecord[] {
+    const rows = this.db.prepare(`SELECT * FROM codehop_threads`).all() as Array<Record<string, any>>;
+    const counts = new Map<string, number>();
+    if (this.hasCheckpointsTable()) {
+      const countRows = this.db
+        .prepare(`SELECT thread_id, count(*) AS n FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`)
+        .all() as Array<{ thread_id: string; n: number }>;
+      for (const r of countRows) counts.set(r.thread_id, r.n);
+    }
+    const out: ThreadRecord[] = rows.map((r) => ({
+      threadId: r.thread_id,
+      question: r.question,
+      status: r.status as ThreadStatus,
+      answer: r.answer,
+      error: r.error,
+      options: safeJson(r.options_json),
+      forkedFrom: r.forked_from_thread ? { threadId: r.forked_from_thread, checkpointId: r.forked_from_checkpoint } : null,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      checkpoints: counts.get(r.thread_id) ?? 0,
+    }));
+    const known = new Set(out.map((t) => t.threadId));
+    for (const [threadId, n] of counts) {
+      if (known.has(threadId)) continue;
+      out.push({
+        threadId,
+        question: null,
+        status: "unknown",
+        answer: null,
+        error: null,
+        options: {},
+        forkedFrom: null,
+        createdAt: null,
+        updatedAt: null,
+        checkpoints: n,
+      });
+    }
+    return out.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));
+  }
+
+  private hasCheckpointsTable(): boolean {
+    return !!this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'`).get();
+  }
+}
+
+function safeJson(text: string | null): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text ?? "{}");
+    return v && typeof v === "object" ? v : {};
+  } catch {
+    return {};
+  }
+}
