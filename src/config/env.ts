@@ -33,6 +33,12 @@ export interface CodehopEnv {
   maxRetries?: number;
   /** Model request timeout in ms (CODEHOP_MODEL_TIMEOUT_MS). */
   modelTimeoutMs?: number;
+  /** Model for the eval harness's optional LLM-as-judge (CODEHOP_JUDGE_MODEL). */
+  judgeModel?: string;
+  /** OpenAI-compatible endpoint of the judge (CODEHOP_JUDGE_BASE_URL, falls back to OPENAI_BASE_URL). */
+  judgeBaseUrl?: string;
+  /** API key of the judge endpoint (CODEHOP_JUDGE_API_KEY, falls back to OPENAI_API_KEY). */
+  judgeApiKey?: string;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -71,5 +77,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
     maxTokens: num("CODEHOP_MAX_TOKENS", env.CODEHOP_MAX_TOKENS),
     maxRetries: num("CODEHOP_MAX_RETRIES", env.CODEHOP_MAX_RETRIES),
     modelTimeoutMs: num("CODEHOP_MODEL_TIMEOUT_MS", env.CODEHOP_MODEL_TIMEOUT_MS),
+    judgeModel: nonEmpty(env.CODEHOP_JUDGE_MODEL),
+    judgeBaseUrl: nonEmpty(env.CODEHOP_JUDGE_BASE_URL) ?? nonEmpty(env.OPENAI_BASE_URL),
+    judgeApiKey: nonEmpty(env.CODEHOP_JUDGE_API_KEY) ?? nonEmpty(env.OPENAI_API_KEY),
   };
 }

@@ -1,0 +1,48 @@
+import { ChatOpenAI } from "@langchain/openai";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { CodehopEnv } from "../config/env.ts";
+
+/** Model settings recorded in the report, so a run says exactly what it measured. */
+export interface EvalModelSettings {
+  model: string;
+  baseURL?: string;
+  temperature?: number;
+  maxTokens?: number;
+  maxRetries: number;
+  timeoutMs?: number;
+}
+
+/** Settings of the model under test, from the environment snapshot. */
+export function evalModelSettings(env: CodehopEnv): EvalModelSettings {
+  if (!env.model) {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      "No model configured: set CODEHOP_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a local or hosted OpenAI-compatible endpoint)",
+    );
+  }
+  return {
+    model: env.model,
+    baseURL: env.openaiBaseUrl,
+    // Greedy decoding by default: evaluation figures should be reproducible.
+    temperature: env.temperature ?? 0,
+    maxTokens: env.maxTokens,
+    maxRetries: env.maxRetries ?? 2,
+    timeoutMs: env.modelTimeoutMs,
+  };
+}
+
+/**
+ * A ChatOpenAI for the baselines and the judge. Never `streaming: true`: with it, invoke()
+ * estimates tokens with tiktoken, which downloads an encoding and hangs offline.
+ */
+export function createChatModel(settings: EvalModelSettings, apiKey: string | undefined): ChatOpenAI {
+  return new ChatOpenAI({
+    model: settings.model,
+    apiKey: apiKey ?? "not-needed",
+    temperature: settings.temperature,
+    maxTokens: settings.maxTokens,
+    maxRetries: settings.maxRetries,
+    timeout: settings.timeoutMs,
+    configuration: settings.baseURL ? { baseURL: settings.baseURL } : undefined,
+  });
+}

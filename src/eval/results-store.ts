@@ -1,0 +1,91 @@
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { QuestionResult, SystemName } from "./types.ts";
+
+/** File name of the results database inside an eval output directory. */
+export const RESULTS_DB_FILE = "eval.db";
+
+/**
+ * Per-question results of an evaluation run, one SQLite row per (system, question), committed as
+ * each question finishes. A killed or interrupted run therefore loses at most the questions that
+ * were in flight, the report can always be rebuilt from what is stored, and a rerun with the same
+ * output directory skips the questions that finished without error.
+ */
+export class ResultsStore {
+  readonly path: string;
+  private readonly db: Database.Database;
+
+  constructor(outDir: string) {
+    const dir = resolve(outDir);
+    this.path = join(dir, RESULTS_DB_FILE);
+    try {
+      mkdirSync(dir, { recursive: true });
+      this.db = new Database(this.path);
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma("busy_timeout = 5000");
+      this.db.exec(`
+CREATE TABLE IF NOT EXISTS eval_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS eval_results (
+  system TEXT NOT NULL,
+  question_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  result_json TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  PRIMARY KEY (system, question_id)
+);`);
+    } catch (err) {
+      throw new CodehopError(ErrorCodes.DB_INVALID, `Cannot open eval results database ${this.path}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  getMeta<T>(key: string): T | undefined {
+    const row = this.db.prepare("SELECT value FROM eval_meta WHERE key = ?").get(key) as { value: string } | undefined;
+    return row ? (JSON.parse(row.value) as T) : undefined;
+  }
+
+  setMeta(key: string, value: unknown): void {
+    this.db
+      .prepare("INSERT INTO eval_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .run(key, JSON.stringify(value));
+  }
+
+  /** Stores (or replaces) one question's result. */
+  put(result: QuestionResult): void {
+    this.db
+      .prepare(
+        `INSERT INTO eval_results (system, question_id, idx, ok, result_json, finished_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(system, question_id) DO UPDATE SET idx = excluded.idx, ok = excluded.ok,
+           result_json = excluded.result_json, finished_at = excluded.finished_at`,
+      )
+      .run(result.system, result.questionId, result.index, result.error ? 0 : 1, JSON.stringify(result), result.finishedAt);
+  }
+
+  /** Keys `${system}\u0000${questionId}` of questions that finished without error. */
+  finishedKeys(): Set<string> {
+    const rows = this.db.prepare("SELECT system, question_id FROM eval_results WHERE ok = 1").all() as {
+      system: string;
+      question_id: string;
+    }[];
+    return new Set(rows.map((r) => resultKey(r.system as SystemName, r.question_id)));
+  }
+
+  /** All stored results, in dataset order, then system. */
+  all(): QuestionResult[] {
+    const rows = this.db.prepare("SELECT result_json FROM eval_results ORDER BY idx, system").all() as { result_json: string }[];
+    return rows.map((r) => JSON.parse(r.result_json) as QuestionResult);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** Key of a (system, question) pair. */
+export function resultKey(system: SystemName, questionId: string): string {
+  return `${system}\u0000${questionId}`;
+}

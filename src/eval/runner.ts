@@ -1,0 +1,313 @@
+import { randomBytes } from "node:crypto";
+import { renameSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import cliProgress from "cli-progress";
+import type { CodehopEnv } from "../config/env.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { describeBadRecord, loadDataset } from "./datasets.ts";
+import { htmlReport } from "./html.ts";
+import { AnswerJudge } from "./judge.ts";
+import { scoreAnswer } from "./metrics.ts";
+import { createChatModel, evalModelSettings, type EvalModelSettings } from "./model.ts";
+import { runPool } from "./pool.ts";
+import { EvalRecorder } from "./recorder.ts";
+import { markdownReport, summarize, terminalTable, type EvalReport } from "./report.ts";
+import { ResultsStore, resultKey } from "./results-store.ts";
+import { createSystems, type SystemFactoryContext } from "./systems/index.ts";
+import type { EvalSystem } from "./systems/system.ts";
+import { exportTrajectories } from "./trajectories.ts";
+import {
+  SYSTEM_NAMES,
+  type AgentTranscript,
+  type DatasetFormat,
+  type EvalExample,
+  type LoadedDataset,
+  type QuestionResult,
+  type SystemName,
+} from "./types.ts";
+
+/** Options of {@link runEval} (the `codehop eval` flags, plus hooks for library use and tests). */
+export interface RunEvalOptions {
+  /** Dataset file. */
+  dataset: string;
+  /** Dataset format; guessed from the file when omitted. */
+  format?: DatasetFormat;
+  /** Only the first N usable questions. */
+  limit?: number;
+  /** Questions in flight at once (default 2). */
+  concurrency?: number;
+  /** Systems to compare (default agentic, rag, direct). */
+  systems?: SystemName[];
+  /** Output directory: results DB, checkpoints, corpus, reports. Reusing it resumes the run. */
+  out: string;
+  /** Model and source configuration (from readEnv()). */
+  env: CodehopEnv;
+  /** Run the LLM judge (default: when CODEHOP_JUDGE_MODEL is set). */
+  judge?: boolean;
+  /** Passages retrieved by the rag baseline (default 5). */
+  k?: number;
+  /** Abort (Ctrl-C): in-flight questions are cancelled, finished ones kept, a partial report written. */
+  signal?: AbortSignal;
+  /** Show a progress bar on stderr (default: when stderr is a TTY). */
+  progress?: boolean;
+  /** Where progress lines and warnings go (default: stderr). */
+  log?: (line: string) => void;
+  /** Builds the systems; default {@link createSystems}. */
+  createSystems?: (names: SystemName[], ctx: SystemFactoryContext) => Promise<EvalSystem[]>;
+}
+
+/** What a run produced. */
+export interface EvalRunOutcome {
+  report: EvalReport;
+  /** Paths of report.json, report.md, report.html and the trajectory files. */
+  files: { json: string; md: string; html: string; trajectories: string[] };
+  /** Questions run now / skipped because a previous run finished them. */
+  ran: number;
+  skipped: number;
+  /** True when the signal stopped the run before every question finished. */
+  interrupted: boolean;
+}
+
+/** Settings that must not change between a run and its resumption, or the figures would mix. */
+function fingerprint(settings: EvalModelSettings, format: DatasetFormat, dataset: string) {
+  return {
+    model: settings.model,
+    baseURL: settings.baseURL ?? null,
+    temperature: settings.temperature ?? null,
+    maxTokens: settings.maxTokens ?? null,
+    format,
+    dataset: basename(dataset),
+  };
+}
+
+/**
+ * Runs the evaluation: loads the dataset (bad records reported and skipped), prepares the
+ * systems with the same model, answers every (question, system) pair not finished by a previous
+ * run in this output directory, with at most `concurrency` in flight, storing each result as it
+ * finishes, then writes report.json / report.md / report.html and the trajectory export.
+ */
+export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const out = resolve(options.out);
+  const systemsWanted = options.systems ?? [...SYSTEM_NAMES];
+  for (const s of systemsWanted) {
+    if (!SYSTEM_NAMES.includes(s)) {
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown system "${s}" (expected some of ${SYSTEM_NAMES.join(", ")})`);
+    }
+  }
+  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--limit must be a positive integer, got ${options.limit}`);
+  }
+  const concurrency = options.concurrency ?? 2;
+  if (!(Number.isInteger(concurrency) && concurrency > 0)) {
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--concurrency must be a positive integer, got ${concurrency}`);
+  }
+  const settings = evalModelSettings(options.env);
+  const dataset = loadDataset(options.dataset, { format: options.format, limit: options.limit });
+  for (const b of dataset.bad) log(`skipped ${describeBadRecord(b)}`);
+
+  const store = new ResultsStore(out);
+  const systems: EvalSystem[] = [];
+  try {
+    const fp = fingerprint(settings, dataset.format, options.dataset);
+    const previous = store.getMeta<typeof fp>("fingerprint");
+    if (previous && JSON.stringify(previous) !== JSON.stringify(fp)) {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `${out} holds results of a run with different settings (${JSON.stringify(previous)}), not ${JSON.stringify(fp)}: ` +
+          "use another --out directory so the figures do not mix",
+      );
+    }
+    store.setMeta("fingerprint", fp);
+    const runId = store.getMeta<string>("runId") ?? `eval-${new Date().toISOString().slice(0, 10).replace(/-/g, "")}-${randomBytes(3).toString("hex")}`;
+    store.setMeta("runId", runId);
+
+    const model = createChatModel(settings, options.env.openaiApiKey);
+    const factoryCtx: SystemFactoryContext = { env: options.env, settings, model, dataset, out, runId, k: options.k ?? 5, log };
+    systems.push(...(await (options.createSystems ?? createSystems)(systemsWanted, factoryCtx)));
+    const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
+
+    const config = {
+      model: settings,
+      systems: Object.fromEntries(systems.map((s) => [s.name, s.config])),
+      judge: judge ? { model: options.env.judgeModel, baseURL: options.env.judgeBaseUrl ?? null } : null,
+      concurrency,
+      limit: options.limit ?? null,
+    };
+    store.setMeta("config", config);
+    store.setMeta("source", factoryCtx.source ?? null);
+
+    const finished = store.finishedKeys();
+    const tasks: { example: EvalExample; system: EvalSystem }[] = [];
+    for (const example of dataset.examples) {
+      for (const system of systems) {
+        if (!finished.has(resultKey(system.name, example.id))) tasks.push({ example, system });
+      }
+    }
+    const expected = dataset.examples.length * systems.length;
+    const skipped = expected - tasks.length;
+    if (skipped) log(`resuming ${runId}: ${skipped} of ${expected} question × system results already done`);
+
+    const signal = options.signal ?? new AbortController().signal;
+    const showBar = options.progress ?? !!process.stderr.isTTY;
+    const bar = showBar
+      ? new cliProgress.SingleBar(
+          { format: "eval [{bar}] {value}/{total} | {percentage}% | ETA {eta_formatted} | {status}", hideCursor: true, etaBuffer: 16, stream: process.stderr },
+          cliProgress.Presets.shades_classic,
+        )
+      : undefined;
+    const tally = new Map<SystemName, { n: number; em: number }>();
+    bar?.start(tasks.length, 0, { status: "starting" });
+    let ran = 0;
+
+    await runPool(
+      tasks,
+      concurrency,
+      async ({ example, system }) => {
+        const result = await answerOne(example, system, runId, signal, judge);
+        if (!result) return; // interrupted: nothing stored, the rerun will redo it
+        store.put(result);
+        ran++;
+        const t = tally.get(system.name) ?? { n: 0, em: 0 };
+        t.n++;
+        t.em += result.em;
+        tally.set(system.name, t);
+        bar?.increment(1, { status: [...tally].map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`).join(" · ") });
+      },
+      signal,
+    );
+    bar?.stop();
+    const interrupted = signal.aborted && ran < tasks.length;
+    if (interrupted) log(`interrupted: ${ran} of ${tasks.length} pending results finished; partial report written, rerun to continue`);
+
+    const written = writeReports(store, { out, runId, dataset, systems: systems.map((s) => s.name) });
+    return { ...written, ran, skipped, interrupted };
+  } finally {
+    for (const s of systems) await s.close?.().catch(() => undefined);
+    store.close();
+  }
+}
+
+function createJudge(env: CodehopEnv): AnswerJudge {
+  if (!env.judgeModel) {
+    throw new CodehopError(ErrorCodes.MODEL_NOT_CONFIGURED, "--judge needs CODEHOP_JUDGE_MODEL (and CODEHOP_JUDGE_BASE_URL / CODEHOP_JUDGE_API_KEY if it is not the main endpoint)");
+  }
+  const model = createChatModel(
+    { model: env.judgeModel, baseURL: env.judgeBaseUrl, temperature: 0, maxRetries: env.maxRetries ?? 2, timeoutMs: env.modelTimeoutMs },
+    env.judgeApiKey,
+  );
+  return new AnswerJudge(model);
+}
+
+/** Runs one system on one question; `undefined` when the run was interrupted mid-question. */
+async function answerOne(
+  example: EvalExample,
+  system: EvalSystem,
+  runId: string,
+  signal: AbortSignal,
+  judge: AnswerJudge | undefined,
+): Promise<QuestionResult | undefined> {
+  const threadId = `${runId}:${system.name}:${example.id}`;
+  const recorder = new EvalRecorder(system.name);
+  const started = performance.now();
+  let prediction = "";
+  let sources: string[] = [];
+  let steps = 0;
+  let error: string | undefined;
+  try {
+    const res = await system.answer(example, { threadId, recorder, signal });
+    prediction = res.answer;
+    sources = res.sources;
+    steps = res.steps;
+  } catch (err) {
+    if (signal.aborted) return undefined;
+    error = describeError(err);
+  }
+  const wallMs = performance.now() - started;
+  if (signal.aborted && error) return undefined;
+  const scores = scoreAnswer(prediction, example.answers);
+  let verdict;
+  if (judge && !error) {
+    try {
+      verdict = await judge.judge(example.question, example.answers, prediction, signal);
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      error = `judge failed: ${describeError(err)}`;
+    }
+  }
+  const usage = recorder.usage;
+  const sum = (k: "inputTokens" | "outputTokens" | "cachedTokens") => Object.values(usage).reduce((a, u) => a + u[k], 0);
+  return {
+    system: system.name,
+    questionId: example.id,
+    index: example.position.index,
+    question: example.question,
+    answers: example.answers,
+    prediction,
+    ...scores,
+    judge: verdict,
+    modelCalls: recorder.calls,
+    inputTokens: sum("inputTokens"),
+    outputTokens: sum("outputTokens"),
+    cachedTokens: sum("cachedTokens"),
+    usage,
+    steps,
+    wallMs: Math.round(wallMs),
+    error,
+    threadId,
+    sources,
+    transcripts: recorder.transcripts(),
+    finishedAt: new Date().toISOString(),
+  };
+}
+
+function describeError(err: unknown): string {
+  if (CodehopError.isInstance(err)) return `${err.message} [${err.code}]`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Rebuilds every report file from the stored results. */
+export function writeReports(
+  store: ResultsStore,
+  ctx: { out: string; runId: string; dataset: LoadedDataset; systems: SystemName[] },
+): Omit<EvalRunOutcome, "ran" | "skipped" | "interrupted"> {
+  const selected = new Set(ctx.dataset.examples.map((e) => e.id));
+  const results = store.all().filter((r) => selected.has(r.questionId) && ctx.systems.includes(r.system));
+  const expected = ctx.dataset.examples.length * ctx.systems.length;
+  const report: EvalReport = {
+    runId: ctx.runId,
+    generatedAt: new Date().toISOString(),
+    partial: results.length < expected,
+    progress: { expected, done: results.length },
+    dataset: {
+      path: ctx.dataset.path,
+      format: ctx.dataset.format,
+      questions: ctx.dataset.examples.length,
+      bad: ctx.dataset.bad,
+      source: store.getMeta<Record<string, unknown> | null>("source") ?? undefined,
+    },
+    config: store.getMeta<Record<string, unknown>>("config") ?? {},
+    systems: ctx.systems.map((s) => summarize(s, results)),
+    results: results.map(({ transcripts: _t, ...rest }) => rest),
+  };
+  const transcripts = new Map<string, AgentTranscript[]>(results.map((r) => [r.threadId, r.transcripts]));
+  const files = {
+    json: join(ctx.out, "report.json"),
+    md: join(ctx.out, "report.md"),
+    html: join(ctx.out, "report.html"),
+    trajectories: exportTrajectories(join(ctx.out, "trajectories"), results),
+  };
+  // Write to a temp name and rename, so a reader never sees half a report.
+  writeAtomic(files.json, JSON.stringify(report, null, 2) + "\n");
+  writeAtomic(files.md, markdownReport(report));
+  writeAtomic(files.html, htmlReport(report, transcripts));
+  return { report, files };
+}
+
+function writeAtomic(path: string, text: string): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+export { terminalTable };

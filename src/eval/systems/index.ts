@@ -1,0 +1,36 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { CodehopEnv } from "../../config/env.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
+import type { EvalModelSettings } from "../model.ts";
+import type { LoadedDataset, SystemName } from "../types.ts";
+import { createDirectSystem } from "./baselines.ts";
+import type { EvalSystem } from "./system.ts";
+
+/** What the system factory gets from the runner. */
+export interface SystemFactoryContext {
+  env: CodehopEnv;
+  settings: EvalModelSettings;
+  /** The model under test, shared by the baselines. */
+  model: BaseChatModel;
+  dataset: LoadedDataset;
+  /** Output directory of the run (corpus DB and checkpoints go here). */
+  out: string;
+  runId: string;
+  /** Passages for the rag baseline. */
+  k: number;
+  log: (line: string) => void;
+  /** Set by the factory: which knowledge source rag / agentic used, for the report. */
+  source?: Record<string, unknown>;
+}
+
+/** Builds the requested systems, all on the same model. */
+export async function createSystems(names: SystemName[], ctx: SystemFactoryContext): Promise<EvalSystem[]> {
+  const out: EvalSystem[] = [];
+  for (const name of names) {
+    if (name === "direct") out.push(createDirectSystem(ctx.model));
+    else {
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `System "${name}" needs the knowledge-source and app modules, which this build does not have yet; use --systems direct`);
+    }
+  }
+  return out;
+}

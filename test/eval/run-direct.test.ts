@@ -1,0 +1,167 @@
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runEval } from "../../src/eval/runner.ts";
+import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { directRules, scriptedEnv } from "./scripted-eval.ts";
+
+const FIX = join(import.meta.dirname, "../fixtures/eval");
+let server: ScriptedOpenAIServer;
+const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-"));
+const quiet = () => undefined;
+
+beforeAll(async () => {
+  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(directRules()) });
+});
+afterAll(async () => server.close());
+
+describe.each([
+  ["hotpotqa.json", "hotpotqa", ["h1", "h2", "h3"]],
+  ["2wiki.json", "2wiki", ["w1", "w2", "w3"]],
+  ["musique.jsonl", "musique", ["2hop__1", "2hop__2", "2hop__3"]],
+  ["plain.jsonl", "jsonl", ["p1", "p2", "p3"]],
+] as const)("direct system end to end on %s", (file, format, ids) => {
+  it("reports the figures the scripted answers imply", async () => {
+    const out = join(tmp, `direct-${format}`);
+    const before = server.requests.length;
+    const res = await runEval({ dataset: join(FIX, file), systems: ["direct"], out, env: scriptedEnv(server.baseURL), concurrency: 2, log: quiet });
+    expect(server.requests.length - before).toBe(3);
+    const r = res.report;
+    expect(r.dataset.format).toBe(format);
+    expect(r.dataset.bad).toHaveLength(1);
+    expect(r.partial).toBe(false);
+    const s = r.systems[0];
+    expect(s.system).toBe("direct");
+    expect(s.questions).toBe(3);
+    expect(s.em).toBeCloseTo(1 / 3, 10);
+    expect(s.f1).toBeCloseTo((1 + 4 / 7 + 0) / 3, 10);
+    expect(s.coverEm).toBeCloseTo(2 / 3, 10);
+    expect(s.avgModelCalls).toBe(1);
+    expect(s.avgInputTokens).toBe(100);
+    expect(s.avgOutputTokens).toBe(5);
+    expect(s.perAgent).toEqual({ direct: { avgCalls: 1, avgInputTokens: 100, avgOutputTokens: 5 } });
+    expect(s.errors).toBe(0);
+    expect(r.results.map((q) => [q.questionId, q.prediction, q.em])).toEqual([
+      [ids[0], "Norway", 1],
+      [ids[1], "The tower is 40 metres tall.", 0],
+      [ids[2], "Yes", 0],
+    ]);
+    expect(r.results[0].threadId).toBe(`${r.runId}:direct:${ids[0]}`);
+    // the same figures are in every report file
+    const json = JSON.parse(readFileSync(res.files.json, "utf8"));
+    expect(json.systems[0].em).toBeCloseTo(1 / 3, 10);
+    const md = readFileSync(res.files.md, "utf8");
+    expect(md).toContain("| direct | 3 | 33.3 | 52.4 | 66.7 |");
+    expect(md).toMatch(/- record \d+ \(line \d+\): /);
+    const html = readFileSync(res.files.html, "utf8");
+    // (booleans, so a failure does not print 200 KB of inlined Chart.js)
+    expect(html.includes("Chart.js v4")).toBe(true); // inlined, not fetched
+    expect(/<script[^>]+src=/.test(html)).toBe(false);
+    expect(html.includes(`${r.runId}:direct:${ids[0]}`)).toBe(true);
+    // the only correct answer is exported as a chat transcript
+    expect(res.files.trajectories).toEqual([join(out, "trajectories", "direct", "direct.jsonl")]);
+    const lines = readFileSync(res.files.trajectories[0], "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0].messages.map((m: any) => m.role)).toEqual(["system", "user", "assistant"]);
+    expect(lines[0].messages[1].content).toContain("Blue Pavilion");
+    expect(lines[0].messages[2].content).toBe("Norway");
+    expect(lines[0].metadata).toMatchObject({ system: "direct", agent: "direct", question_id: ids[0] });
+  });
+});
+
+describe("resuming", () => {
+  it("a rerun into the same --out skips finished questions and keeps the run id", async () => {
+    const out = join(tmp, "resume");
+    const env = scriptedEnv(server.baseURL);
+    const first = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, limit: 2, log: quiet });
+    expect(first.ran).toBe(2);
+    const before = server.requests.length;
+    const second = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+    expect(second.skipped).toBe(2);
+    expect(second.ran).toBe(1);
+    expect(server.requests.length - before).toBe(1);
+    expect(server.requests.at(-1)!.request.messages[1].content).toContain("same city");
+    expect(second.report.runId).toBe(first.report.runId);
+    expect(second.report.systems[0].questions).toBe(3);
+    expect(second.report.systems[0].em).toBeCloseTo(1 / 3, 10);
+  });
+
+  it("refuses to mix results of a different model into the same output directory", async () => {
+    const out = join(tmp, "mix");
+    await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(server.baseURL), limit: 1, log: quiet });
+    await expect(
+      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" }), log: quiet }),
+    ).rejects.toThrow(/different settings/);
+  });
+});
+
+describe("failures", () => {
+  it("an endpoint error on one question is recorded as an error (scored wrong), the others finish, and a rerun retries it", async () => {
+    let failQ2 = true;
+    const rules = directRules();
+    const flaky = await ScriptedOpenAIServer.start({
+      responder: async (req, ctx) => {
+        if (failQ2 && req.messages[1]?.content.includes("Marek Zelny")) return { status: 500, body: '{"error":{"message":"boom"}}' };
+        return trajectoryResponder(rules)(req, ctx);
+      },
+    });
+    try {
+      const out = join(tmp, "errors");
+      const env = scriptedEnv(flaky.baseURL);
+      const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      const s = res.report.systems[0];
+      expect(s.questions).toBe(3);
+      expect(s.errors).toBe(1);
+      expect(s.em).toBeCloseTo(1 / 3, 10);
+      const failed = res.report.results.find((r) => r.questionId === "p2")!;
+      expect(failed.error).toMatch(/boom|500/);
+      expect(failed.prediction).toBe("");
+      expect(failed.modelCalls).toBe(1);
+      failQ2 = false;
+      const again = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      expect(again.ran).toBe(1);
+      expect(again.report.systems[0].errors).toBe(0);
+      expect(again.report.results.find((r) => r.questionId === "p2")!.prediction).toBe("The tower is 40 metres tall.");
+    } finally {
+      await flaky.close();
+    }
+  });
+
+  it("Ctrl-C (abort) keeps finished questions, writes a partial report, and the rerun completes it", async () => {
+    const slow = await ScriptedOpenAIServer.start({
+      responder: trajectoryResponder(directRules(300)),
+    });
+    try {
+      const out = join(tmp, "abort");
+      const env = scriptedEnv(slow.baseURL);
+      const ac = new AbortController();
+      const lines: string[] = [];
+      const started = Date.now();
+      // concurrency 1: q1 finishes at ~300 ms, q2 is in flight when we abort at ~450 ms
+      setTimeout(() => ac.abort(), 450);
+      const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, concurrency: 1, signal: ac.signal, log: (l) => lines.push(l) });
+      expect(Date.now() - started).toBeLessThan(1500); // the in-flight call was cancelled, not awaited
+      expect(res.interrupted).toBe(true);
+      expect(res.report.partial).toBe(true);
+      expect(res.report.progress).toEqual({ expected: 3, done: 1 });
+      expect(res.report.results.map((r) => r.questionId)).toEqual(["p1"]);
+      expect(JSON.parse(readFileSync(res.files.json, "utf8")).partial).toBe(true);
+      expect(readFileSync(res.files.md, "utf8")).toContain("(partial)");
+      expect(lines.join("\n")).toMatch(/interrupted/);
+      const again = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      expect(again.skipped).toBe(1);
+      expect(again.ran).toBe(2);
+      expect(again.report.partial).toBe(false);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("fails fast with a clear error when no model is configured", async () => {
+    await expect(
+      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "nomodel"), env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }), log: quiet }),
+    ).rejects.toThrow(/CODEHOP_MODEL/);
+    expect(existsSync(join(tmp, "nomodel"))).toBe(false);
+  });
+});

@@ -1,0 +1,41 @@
+import { readEnv, type CodehopEnv } from "../../src/config/env.ts";
+import type { ScriptedReply, TrajectoryRule } from "../../src/testing/scripted-openai-server.ts";
+
+/**
+ * Scripted replies shared by the eval tests. Each question of the fixtures (same three questions
+ * in every format) gets a fixed answer per system, with fixed usage, so the expected report
+ * figures can be computed by hand.
+ */
+export const Q1 = "Which country was the architect of the Blue Pavilion born in?";
+export const Q2 = "How tall is the tower in the city where Marek Zelny was born?";
+export const Q3 = "Are the Blue Pavilion and the Red Tower in the same city?";
+
+const reply = (content: string, prompt = 100, completion = 5, delayMs?: number): ScriptedReply => ({
+  content,
+  delayMs,
+  usage: { prompt_tokens: prompt, completion_tokens: completion },
+});
+
+/**
+ * direct: Q1 right ("Norway"), Q2 verbose ("The tower is 40 metres tall." → EM 0, F1 4/7, cover 1),
+ * Q3 wrong ("Yes" vs "no" → all 0). 100 input + 5 output tokens per call.
+ */
+export function directRules(delayMs?: number): TrajectoryRule[] {
+  const sys = "without looking anything up";
+  return [
+    { name: "direct:q1", system: sys, task: Q1, steps: [reply("Norway", 100, 5, delayMs)] },
+    { name: "direct:q2", system: sys, task: Q2, steps: [reply("The tower is 40 metres tall.", 100, 5, delayMs)] },
+    { name: "direct:q3", system: sys, task: Q3, steps: [reply("Yes", 100, 5, delayMs)] },
+  ];
+}
+
+/** Environment pointing at the scripted server. */
+export function scriptedEnv(baseURL: string, extra: Record<string, string> = {}): CodehopEnv {
+  return readEnv({
+    OPENAI_BASE_URL: baseURL,
+    OPENAI_API_KEY: "test",
+    CODEHOP_MODEL: "scripted-model",
+    CODEHOP_MAX_RETRIES: "0",
+    ...extra,
+  });
+}
