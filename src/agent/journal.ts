@@ -4,6 +4,7 @@
  * of repeating finished work. The act node consults it; the SQLite implementation lives in
  * src/persistence/.
  */
+import type { ToolReport } from "../tools/define-tool.ts";
 
 /** Identifies one call: which thread, which (nested) agent, which action, which call within it. */
 export interface CallKey {
@@ -20,8 +21,14 @@ export interface CallKey {
   argsJson: string;
 }
 
-/** A finished call's outcome. */
-export type CallOutcome = { ok: true; value: unknown } | { ok: false; error: string };
+/**
+ * A finished call's outcome. `reports` (optional, added by the agent core) holds what the tool
+ * reported through `ctx.report` (a sub-agent's usage and sources), re-applied when the outcome is
+ * served from the journal so a resumed parent still accounts for work done before the crash.
+ */
+export type CallOutcome =
+  | { ok: true; value: unknown; reports?: ToolReport[] }
+  | { ok: false; error: string; reports?: ToolReport[] };
 
 /** Storage for call outcomes. */
 export interface CallJournal {

@@ -12,6 +12,20 @@ export interface ToolCallContext {
   signal: AbortSignal;
   /** LangGraph RunnableConfig of the act node that runs the action (for nested agent invokes). */
   config?: unknown;
+  /**
+   * Reports metadata back to the calling agent's act node: `usage` (tokens per agent name, e.g. a
+   * sub-agent's rolled-up usage) is added to the caller's usage, `sources` to its sources. Set by
+   * the code-agent act node; absent when a tool is called outside an agent.
+   */
+  report?: (report: ToolReport) => void;
+}
+
+/** What a tool can report to the agent that called it (see {@link ToolCallContext.report}). */
+export interface ToolReport {
+  /** Token usage per agent name ({ calls, inputTokens, outputTokens, cachedInputTokens }). */
+  usage?: Record<string, { calls: number; inputTokens: number; outputTokens: number; cachedInputTokens: number }>;
+  /** Metadata of what the tool used, e.g. `{ title: "Rome", url: "..." }` (JSON values only). */
+  sources?: Record<string, any>[];
 }
 
 /**

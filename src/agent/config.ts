@@ -1,0 +1,67 @@
+import { z } from "zod";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * Agent limits and policies with their defaults — the one place defaults live. `createCodeAgent`
+ * validates its options against this schema so a bad value fails at build time with
+ * CODEHOP_CONFIG_INVALID, not in the middle of a run.
+ */
+export const AgentSettingsSchema = z.object({
+  /** Code actions the agent may run before its max-steps policy applies. */
+  maxSteps: z.number().int().min(1).max(1000).default(10),
+  /**
+   * What happens when `maxSteps` actions ran without a final answer:
+   * "last_observation" returns the last observation as the answer (the seed's page agent);
+   * "final_answer_prompt" asks the model once for a final answer from what it has.
+   */
+  maxStepsPolicy: z.enum(["last_observation", "final_answer_prompt"]).default("last_observation"),
+  /** Run a planning step before action 1 and then every N actions (unset = never). */
+  planningInterval: z.number().int().min(1).optional(),
+  /** What the model sees: "condensed" (default) or "full" (every action and observation). */
+  historyPolicy: z.enum(["condensed", "full"]).default("condensed"),
+  /**
+   * k: the same normalized code producing the same observation k times in a row adds a nudge to
+   * the observation; 2k times applies `repeatPolicy`.
+   */
+  repeatThreshold: z.number().int().min(1).default(3),
+  /** At 2k repeats: "replan" forces a planning step, "stop" ends the run per `maxStepsPolicy`. */
+  repeatPolicy: z.enum(["replan", "stop"]).default("replan"),
+  /** Stop sequences sent with every action request. */
+  stopSequences: z.array(z.string().min(1)).default(["<end_action>", "Observation:"]),
+  /** Observations longer than this are cut (head and tail kept) before entering the prompt. */
+  maxObservationChars: z.number().int().min(200).default(8_000),
+  /** Use the model's streaming API (`.stream()` + concatenated chunks) instead of `invoke()`. */
+  streamModel: z.boolean().default(false),
+});
+
+/** Validated agent settings (every default filled in). */
+export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
+/** Agent settings as given by a caller (defaults optional). */
+export type AgentSettingsInput = z.input<typeof AgentSettingsSchema>;
+
+/** Validates settings and fills defaults; throws CODEHOP_CONFIG_INVALID naming the bad fields. */
+export function resolveSettings(agentName: string, input: AgentSettingsInput): AgentSettings {
+  const parsed = AgentSettingsSchema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.join(".") || "settings"}: ${i.message}`)
+      .join("; ");
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": invalid settings — ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Built-in capabilities of guest code, listed in the system prompt's {{capabilities}}. */
+export const DEFAULT_CAPABILITIES: readonly string[] = [
+  "top-level await; await several tool calls at once with Promise.all([...])",
+  "console.log(...) to see values (printed output becomes your next observation)",
+  "final_answer(value) to finish with an answer",
+  "JSON, Math, String/Array/Object/RegExp/Map/Set methods",
+  "variables and functions you define at top level are kept for later steps",
+  "no network, no files, no require/import, no Date.now()/Math.random() — only the tools below",
+];
+
+/** Recursion limit that lets an agent use all its steps (plan+act+observe per step, planning, final answer). */
+export function recursionLimitFor(settings: Pick<AgentSettings, "maxSteps">): number {
+  return settings.maxSteps * 4 + 10;
+}

@@ -1,0 +1,73 @@
+import { AIMessage, type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
+
+/**
+ * What the model sees of its past, kept in the `history` state channel. The full trajectory lives
+ * in the `steps` channel (for Studio and debugging) and never enters the prompt.
+ */
+export interface HistoryEntry {
+  /** "plan": a planning step's output; "action": the model's reply; "observation": what the action produced. */
+  kind: "plan" | "action" | "observation";
+  /** Agent-local action number the entry belongs to (plans: the action they precede). */
+  step: number;
+  content: string;
+  /** Observations of failed actions (errors, no code): dropped once a later observation exists. */
+  isError?: boolean;
+}
+
+/** How much of the past goes into the prompt. */
+export type HistoryPolicy = "condensed" | "full";
+
+/**
+ * The condensed view: the latest plan, every observation except resolved errors, and only the last
+ * action. Pure filtering, so chronological order is kept and the prompt stays prefix-stable
+ * (system, task, earlier observations, then the last action and its observation): servers with
+ * prefix caching reuse almost the whole prompt from one step to the next. Idempotent.
+ */
+export function condenseHistory(entries: readonly HistoryEntry[]): HistoryEntry[] {
+  let lastPlan = -1;
+  let lastAction = -1;
+  let lastObservation = -1;
+  entries.forEach((e, i) => {
+    if (e.kind === "plan") lastPlan = i;
+    else if (e.kind === "action") lastAction = i;
+    else lastObservation = i;
+  });
+  return entries.filter((e, i) => {
+    if (e.kind === "plan") return i === lastPlan;
+    if (e.kind === "action") return i === lastAction;
+    return !e.isError || i === lastObservation;
+  });
+}
+
+/** Reducer for the `history` channel under a policy: append, then condense if asked. */
+export function historyReducer(policy: HistoryPolicy) {
+  return (left: HistoryEntry[], right: HistoryEntry[] | HistoryEntry | undefined): HistoryEntry[] => {
+    const added = right === undefined ? [] : Array.isArray(right) ? right : [right];
+    const all = [...left, ...added];
+    return policy === "condensed" ? condenseHistory(all) : all;
+  };
+}
+
+/**
+ * Chat messages for a model call: system, task, then the history. Observations are user messages
+ * (chat templates like Qwen's only know system/user/assistant); adjacent assistant entries (a plan
+ * followed by an action) are merged so templates that require alternation accept the prompt.
+ */
+export function historyToMessages(system: string, task: string, history: readonly HistoryEntry[]): BaseMessage[] {
+  const messages: BaseMessage[] = [new SystemMessage(system), new HumanMessage(task)];
+  let pendingAssistant: string[] = [];
+  const flush = () => {
+    if (pendingAssistant.length) messages.push(new AIMessage(pendingAssistant.join("\n\n")));
+    pendingAssistant = [];
+  };
+  for (const entry of history) {
+    if (entry.kind === "observation") {
+      flush();
+      messages.push(new HumanMessage(entry.content));
+    } else {
+      pendingAssistant.push(entry.content);
+    }
+  }
+  flush();
+  return messages;
+}

@@ -1,0 +1,82 @@
+/**
+ * Tolerant parsing of a model's action. Small local models drift from the format, so the parser
+ * accepts: `Thought: ... Code: ```js ... ```<end_action>` (the seed format), js / javascript / ts /
+ * typescript / jsx / mjs / unlabeled fences, a missing `<end_action>` or closing fence (cut by a
+ * stop sequence), a missing "Thought:", and several code blocks (run in order, as one action).
+ * Anything it cannot use becomes `error`: an observation telling the model the expected format.
+ */
+
+/** Result of parsing one model reply. */
+export interface ParsedAction {
+  /** Reasoning before the code ("" when absent). */
+  thought: string;
+  /** JavaScript to run, or null when the reply contains no usable code. */
+  code: string | null;
+  /** Set when `code` is null: what was wrong, phrased for the model. */
+  error?: string;
+}
+
+/** Fence labels accepted as JavaScript. */
+const JS_LANGS = new Set(["", "js", "javascript", "ts", "typescript", "jsx", "tsx", "mjs", "cjs", "node"]);
+
+/** The format reminder used in "no code" observations. */
+export const FORMAT_REMINDER =
+  "Reply in this format:\nThought: <your reasoning>\nCode:\n```js\n<JavaScript>\n```<end_action>";
+
+const END_MARKERS = /<end_action>|<end_code>|<\/code>/g;
+
+/** Parses a model reply into thought and code. Never throws. */
+export function parseAction(text: string): ParsedAction {
+  const raw = (text ?? "").replace(/\r\n/g, "\n");
+  const fence = /```([A-Za-z0-9_+-]*)[^\n]*\n([\s\S]*?)(?:```|$)/g;
+  const blocks: { lang: string; body: string; start: number }[] = [];
+  for (const m of raw.matchAll(fence)) {
+    blocks.push({ lang: m[1].toLowerCase(), body: m[2], start: m.index ?? 0 });
+    if (m[0].length === 0) break;
+  }
+  const jsBlocks = blocks.filter((b) => JS_LANGS.has(b.lang) && b.body.replace(END_MARKERS, "").trim());
+  let code: string | null = null;
+  let thoughtEnd = raw.length;
+  if (jsBlocks.length) {
+    code = jsBlocks.map((b) => b.body.replace(END_MARKERS, "").trim()).join("\n\n");
+    thoughtEnd = jsBlocks[0].start;
+  } else {
+    // No fence: accept the text after a "Code:" label (some models drop the fences).
+    const label = /(^|\n)\s*Code:\s*\n?/i.exec(raw);
+    if (label) {
+      const body = raw.slice(label.index + label[0].length).replace(END_MARKERS, "").trim();
+      if (body && !body.startsWith("```")) {
+        code = body;
+        thoughtEnd = label.index;
+      }
+    }
+  }
+  const thought = raw
+    .slice(0, thoughtEnd)
+    .replace(/(^|\n)\s*Code:\s*$/i, "")
+    .replace(/^\s*Thought:\s*/i, "")
+    .trim();
+  if (code !== null) return { thought, code };
+
+  const other = blocks.find((b) => !JS_LANGS.has(b.lang));
+  const error = other
+    ? `Your code block is marked as "${other.lang}", but only JavaScript runs here. Rewrite it in JavaScript.\n${FORMAT_REMINDER}`
+    : raw.trim()
+      ? `No code found in your reply. Every step must end with a JavaScript code block.\n${FORMAT_REMINDER}`
+      : `Your reply was empty.\n${FORMAT_REMINDER}`;
+  return { thought, code: null, error };
+}
+
+/**
+ * Normal form of code for repeated-action detection: comments and whitespace differences don't
+ * make two actions different.
+ */
+export function normalizeCode(code: string): string {
+  return code
+    .replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/(^|[^:"'`\\])\/\/[^\n]*/g, "$1")
+    .replace(/\s+/g, " ")
+    .replace(/\s*([;,(){}[\]=+\-*/<>:])\s*/g, "$1")
+    .replace(/;+$/g, "")
+    .trim();
+}

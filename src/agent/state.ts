@@ -1,0 +1,148 @@
+import { Annotation } from "@langchain/langgraph";
+import type { GuestError, JsonValue, VariablesSnapshot } from "../sandbox/types.ts";
+import { type HistoryEntry, type HistoryPolicy, historyReducer } from "./history.ts";
+import { type UsageByAgent, type UsageTotals, mergeUsage } from "./usage.ts";
+
+/** Metadata a tool reports about what it used (e.g. `{ title, url }` of a Wikipedia page). */
+export type Source = Record<string, JsonValue>;
+
+/** One tool call made by a code action, as recorded in the trajectory. */
+export interface ToolCallRecord {
+  callIndex: number;
+  tool: string;
+  /** Validated arguments (raw guest arguments if validation failed). */
+  args: unknown;
+  ok: boolean;
+  /** Error message when `ok` is false. */
+  error?: string;
+  durationMs: number;
+  /** True when the outcome was served from the call journal instead of running the tool. */
+  fromJournal: boolean;
+}
+
+/** One step of the full trajectory (kept for Studio and debugging, never sent to the model). */
+export interface StepRecord {
+  /** Agent-local action number (planning/final-answer records carry the action they precede/follow). */
+  step: number;
+  kind: "action" | "planning" | "final_answer";
+  /** The model's raw reply. */
+  modelOutput: string;
+  thought: string;
+  code: string | null;
+  /** Observation text as shown to the model ("" for planning). */
+  observation: string;
+  /** Guest error or format error, if the action failed. */
+  error: GuestError | null;
+  toolCalls: ToolCallRecord[];
+  isFinalAnswer: boolean;
+  finalAnswer?: unknown;
+  /** Usage of this step's model call. */
+  usage?: UsageTotals;
+  /** Wall time of the code action (0 when no code ran). */
+  durationMs: number;
+}
+
+/** Plan node → act node: the parsed model reply. */
+export interface PendingAction {
+  step: number;
+  modelOutput: string;
+  thought: string;
+  code: string | null;
+  /** Format problem when `code` is null. */
+  parseError?: string;
+  usage: UsageTotals;
+}
+
+/** Act node → observe node: what running the code produced. */
+export interface ActionOutcome {
+  step: number;
+  ok: boolean;
+  logs: string;
+  isFinalAnswer: boolean;
+  finalAnswer: unknown;
+  error: GuestError | null;
+  toolCalls: ToolCallRecord[];
+  durationMs: number;
+}
+
+/** Why the run ended (or "running"). */
+export type AgentStatus = "running" | "final_answer" | "max_steps" | "repeated_action";
+
+const last = <T>(fallback: () => T) =>
+  Annotation<T>({ reducer: (_left: T, right: T) => right, default: fallback });
+
+function appendUnique(left: Source[], right: Source[] | undefined): Source[] {
+  if (!right?.length) return left;
+  const seen = new Set(left.map((s) => JSON.stringify(s)));
+  const out = [...left];
+  for (const s of right) {
+    const key = JSON.stringify(s);
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(s);
+    }
+  }
+  return out;
+}
+
+/** Input of every code agent: the task, and context its tools may be bound to. */
+export const AgentInput = Annotation.Root({
+  /** The task in natural language (becomes the first user message). */
+  task: Annotation<string>,
+  /** Run context for tool factories (e.g. `{ page: "Rome" }` for a page agent). Not shown to the model. */
+  context: Annotation<Record<string, unknown>>,
+});
+
+/**
+ * Full state of a code agent. Every channel, its reducer and its writer:
+ * the history reducer depends on the agent's history policy, hence a factory.
+ */
+export function createAgentState(policy: HistoryPolicy) {
+  return Annotation.Root({
+    /** Input task. Last value. */
+    task: last<string>(() => ""),
+    /** Input context (tool binding). Last value. */
+    context: last<Record<string, unknown>>(() => ({})),
+    /** Prompt history (plans, actions, observations); reducer appends then applies the history policy. Written by planning/plan/observe. */
+    history: Annotation<HistoryEntry[], HistoryEntry[] | HistoryEntry>({
+      reducer: historyReducer(policy),
+      default: () => [],
+    }),
+    /** Full trajectory; reducer appends. Written by planning/observe/final_answer. */
+    steps: Annotation<StepRecord[], StepRecord[] | StepRecord>({
+      reducer: (left, right) => left.concat(right),
+      default: () => [],
+    }),
+    /** Parsed model reply waiting to run. Last value; written by plan, consumed by act. */
+    pending: last<PendingAction | null>(() => null),
+    /** Result of the last code action. Last value; written by act, consumed by observe. */
+    outcome: last<ActionOutcome | null>(() => null),
+    /** Code actions completed so far. Last value; written by observe. */
+    stepCount: last<number>(() => 0),
+    /** Sandbox variables after the last action, so a resumed run gets them back. Last value; written by act. */
+    variables: last<VariablesSnapshot | null>(() => null),
+    /** The result: the final answer, or the last observation under the max-steps policy. Last value. */
+    answer: last<unknown>(() => null),
+    /** Why the run ended. Last value; written by observe/final_answer. */
+    status: last<AgentStatus>(() => "running"),
+    /** Tokens and model calls per agent name; reducer sums (sub-agents roll up here). */
+    usage: Annotation<UsageByAgent>({ reducer: mergeUsage, default: () => ({}) }),
+    /** Sources tools reported (pages read, ...); reducer appends, dropping duplicates. */
+    sources: Annotation<Source[]>({ reducer: appendUnique, default: () => [] }),
+    /** Repeated-action detector: fingerprint of the last (code, observation) and how often in a row. Last value. */
+    repeat: last<{ fingerprint: string; count: number }>(() => ({ fingerprint: "", count: 0 })),
+    /** Set by observe to force a planning step next. Last value. */
+    replan: last<boolean>(() => false),
+    /** Latest plan text (also in history), for Studio. Last value. */
+    plan: last<string | null>(() => null),
+  });
+}
+
+/** The state annotation type of a code agent. */
+export type AgentStateAnnotation = ReturnType<typeof createAgentState>;
+/** Code-agent state as read by nodes. */
+export type AgentState = AgentStateAnnotation["State"];
+/** Partial update returned by nodes. */
+export type AgentUpdate = AgentStateAnnotation["Update"];
+/** What callers pass to `graph.invoke`. */
+export type AgentInputValue = { task: string; context?: Record<string, unknown> };

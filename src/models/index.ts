@@ -1,0 +1,158 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage, AIMessageChunk, BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { ChatOpenAI } from "@langchain/openai";
+import { type CodehopEnv, readEnv } from "../config/env.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * Model factory: every agent's chat model is resolved here, from (in order of precedence)
+ * 1. a BaseChatModel instance given to `createCodeAgent({ model })`,
+ * 2. `config.configurable.models[agentName]` (model name or instance),
+ * 3. `config.configurable.model` (model name or instance),
+ * 4. a model name given to `createCodeAgent({ model: "name" })`,
+ * 5. CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_PAGE_SEARCH), 6. CODEHOP_MODEL.
+ * Names become a ChatOpenAI for the OpenAI-compatible endpoint in OPENAI_BASE_URL (or
+ * `configurable.modelSettings.baseURL`). Never built with `streaming: true` (it hangs offline:
+ * token counting downloads a tiktoken encoding).
+ */
+
+/** Endpoint and sampling settings; each falls back to its environment variable. */
+export interface ModelSettings {
+  /** OPENAI_BASE_URL, e.g. http://localhost:8000/v1. */
+  baseURL?: string;
+  /** OPENAI_API_KEY; defaults to "EMPTY" for a custom endpoint (vLLM / Ollama accept any key). */
+  apiKey?: string;
+  /** CODEHOP_TEMPERATURE (default 0). */
+  temperature?: number;
+  /** CODEHOP_MAX_TOKENS (default 1024). */
+  maxTokens?: number;
+  /** CODEHOP_MAX_RETRIES (default 3; exponential backoff between attempts). */
+  maxRetries?: number;
+  /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
+  timeoutMs?: number;
+}
+
+/** Model-related keys read from `config.configurable`. */
+export interface ModelConfigurable {
+  model?: string | BaseChatModel;
+  models?: Record<string, string | BaseChatModel>;
+  modelSettings?: ModelSettings;
+}
+
+/** Defaults for model calls. */
+export const MODEL_DEFAULTS = { temperature: 0, maxTokens: 1024, maxRetries: 3, timeoutMs: 120_000 } as const;
+
+function isChatModel(value: unknown): value is BaseChatModel {
+  return typeof value === "object" && value !== null && typeof (value as any).invoke === "function";
+}
+
+/** Env key suffix for an agent name: "page_search" → "PAGE_SEARCH". */
+export function agentEnvKey(agentName: string): string {
+  return agentName.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase();
+}
+
+const cache = new Map<string, ChatOpenAI>();
+
+/**
+ * The chat model for `agentName` in a run with `config`. Throws CODEHOP_MODEL_NOT_CONFIGURED
+ * naming the variables to set when no model or endpoint can be found.
+ */
+export function resolveModel(
+  agentName: string,
+  config: RunnableConfig | undefined,
+  options: { model?: string | BaseChatModel; env?: CodehopEnv } = {},
+): BaseChatModel {
+  if (isChatModel(options.model)) return options.model;
+  const conf = (config?.configurable ?? {}) as ModelConfigurable;
+  const env = options.env ?? readEnv();
+  const candidates: unknown[] = [
+    conf.models?.[agentName],
+    conf.model,
+    options.model,
+    env.agentModels[agentName.toLowerCase().replace(/[^a-z0-9]+/g, "_")],
+    env.model,
+  ];
+  const chosen = candidates.find((c) => isChatModel(c) || (typeof c === "string" && c.trim()));
+  if (isChatModel(chosen)) return chosen;
+  const settings = conf.modelSettings ?? {};
+  const baseURL = settings.baseURL ?? env.openaiBaseUrl;
+  const apiKey = settings.apiKey ?? env.openaiApiKey ?? (baseURL ? "EMPTY" : undefined);
+  const key = agentEnvKey(agentName);
+  if (typeof chosen !== "string") {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `No model configured for agent "${agentName}": set CODEHOP_MODEL (or CODEHOP_MODEL_${key} for this agent) ` +
+        `and OPENAI_BASE_URL (e.g. http://localhost:8000/v1), or pass configurable.model.`,
+    );
+  }
+  if (!apiKey) {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `No model endpoint configured for agent "${agentName}" (model "${chosen}"): set OPENAI_BASE_URL ` +
+        `(e.g. http://localhost:8000/v1) for a local server, or OPENAI_API_KEY for api.openai.com.`,
+    );
+  }
+  const fields = {
+    model: chosen,
+    apiKey,
+    temperature: settings.temperature ?? env.temperature ?? MODEL_DEFAULTS.temperature,
+    maxTokens: settings.maxTokens ?? env.maxTokens ?? MODEL_DEFAULTS.maxTokens,
+    maxRetries: settings.maxRetries ?? env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
+    timeout: settings.timeoutMs ?? env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
+    baseURL,
+  };
+  const cacheKey = JSON.stringify(fields);
+  let model = cache.get(cacheKey);
+  if (!model) {
+    const { baseURL: url, ...rest } = fields;
+    model = new ChatOpenAI({ ...rest, configuration: url ? { baseURL: url } : undefined });
+    cache.set(cacheKey, model);
+  }
+  return model;
+}
+
+/** A short description of a model for error messages ("scripted at http://127.0.0.1:1234/v1"). */
+export function describeModel(model: BaseChatModel): string {
+  const m = model as any;
+  const name = m.model ?? m.modelName ?? model.getName?.() ?? "model";
+  const url = m.clientConfig?.baseURL ?? m.configuration?.baseURL;
+  return url ? `${name} at ${url}` : String(name);
+}
+
+/**
+ * Calls the model once (invoke, or stream + concatenated chunks) with stop sequences. Any failure
+ * after the client's own retries becomes CODEHOP_MODEL_ENDPOINT_FAILED naming the agent and
+ * endpoint; since it happens before the calling node writes state, the thread stays resumable.
+ */
+export async function callModel(
+  model: BaseChatModel,
+  messages: BaseMessage[],
+  options: { agentName: string; stop?: string[]; stream?: boolean; signal?: AbortSignal },
+): Promise<AIMessage | AIMessageChunk> {
+  const callOptions: Record<string, unknown> = {};
+  if (options.stop?.length) callOptions.stop = options.stop;
+  if (options.signal) callOptions.signal = options.signal;
+  try {
+    if (!options.stream) return (await model.invoke(messages, callOptions)) as AIMessage;
+    let acc: AIMessageChunk | undefined;
+    for await (const chunk of await model.stream(messages, callOptions)) acc = acc ? acc.concat(chunk) : chunk;
+    if (!acc) throw new Error("the stream ended without any chunk");
+    return acc;
+  } catch (err) {
+    if (CodehopError.isInstance(err)) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new CodehopError(
+      ErrorCodes.MODEL_ENDPOINT_FAILED,
+      `Model call for agent "${options.agentName}" failed (${describeModel(model)}): ${reason}`,
+      { cause: err },
+    );
+  }
+}
+
+/** Text of a model reply (content parts joined). */
+export function messageText(message: Pick<AIMessage, "content">): string {
+  const c = message.content;
+  if (typeof c === "string") return c;
+  return c.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+}

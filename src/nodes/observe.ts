@@ -1,0 +1,77 @@
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { OBSERVATION_HEADER, formatObservation, repeatNudge } from "../agent/observation.ts";
+import { normalizeCode } from "../agent/parser.ts";
+import type { AgentRuntime } from "../agent/runtime.ts";
+import type { AgentState, AgentStatus, AgentUpdate } from "../agent/state.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * observe: turns the action's outcome into an observation (a user message), appends it to the
+ * history and the trajectory, counts the step, detects a final answer, repeated actions (the same
+ * normalized code with the same observation k times: a nudge; 2k times: replan or stop) and the
+ * step limit. Routing is done by `routeAfterObserve` from what this node writes.
+ */
+export function makeObserveNode(rt: AgentRuntime) {
+  return async function observe(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+    const { pending, outcome } = state;
+    const step = state.stepCount + 1;
+    if (!pending || !outcome || outcome.step !== step || pending.step !== step) {
+      throw new CodehopError(
+        ErrorCodes.GRAPH_INVARIANT,
+        `Agent "${rt.name}": observe reached without an outcome for step ${step}`,
+      );
+    }
+    const toolNames = rt.tools(state.context ?? {}, config).map((t) => t.name);
+    const { text, isError } = formatObservation(outcome, toolNames, rt.settings.maxObservationChars);
+    const { repeatThreshold: k, repeatPolicy, maxSteps } = rt.settings;
+
+    const fingerprint = pending.code === null ? "" : `${normalizeCode(pending.code)}\u0000${text}`;
+    const count = fingerprint && fingerprint === state.repeat.fingerprint ? state.repeat.count + 1 : 1;
+    let observation = text;
+    if (fingerprint && count >= k) observation += repeatNudge(count);
+
+    let status: AgentStatus = "running";
+    let answer: unknown = null;
+    let replan = false;
+    if (outcome.ok && outcome.isFinalAnswer) {
+      status = "final_answer";
+      answer = outcome.finalAnswer ?? null;
+    } else if (fingerprint && count >= 2 * k && repeatPolicy === "stop") {
+      status = "repeated_action";
+    } else if (step >= maxSteps) {
+      status = "max_steps";
+    } else if (fingerprint && count >= 2 * k) {
+      replan = true;
+    }
+    // Under "last_observation" the result of a stopped run is what the agent saw last.
+    if (status === "max_steps" || status === "repeated_action") {
+      answer = rt.settings.maxStepsPolicy === "last_observation" ? text : null;
+    }
+
+    const update: AgentUpdate = {
+      stepCount: step,
+      history: { kind: "observation", step, content: `${OBSERVATION_HEADER}\n${observation}`, isError },
+      steps: {
+        step,
+        kind: "action",
+        modelOutput: pending.modelOutput,
+        thought: pending.thought,
+        code: pending.code,
+        observation,
+        error: outcome.error,
+        toolCalls: outcome.toolCalls,
+        isFinalAnswer: outcome.ok && outcome.isFinalAnswer,
+        ...(outcome.ok && outcome.isFinalAnswer ? { finalAnswer: outcome.finalAnswer } : {}),
+        usage: pending.usage,
+        durationMs: outcome.durationMs,
+      },
+      repeat: { fingerprint, count },
+      replan,
+      status,
+      pending: null,
+      outcome: null,
+    };
+    if (status !== "running") update.answer = answer;
+    return update;
+  };
+}

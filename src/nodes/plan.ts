@@ -1,0 +1,39 @@
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { historyToMessages } from "../agent/history.ts";
+import { parseAction } from "../agent/parser.ts";
+import { renderSystemPrompt, renderTaskMessage } from "../agent/prompts.ts";
+import type { AgentRuntime } from "../agent/runtime.ts";
+import type { AgentState, AgentUpdate } from "../agent/state.ts";
+import { usageFromMessage } from "../agent/usage.ts";
+import { callModel, messageText } from "../models/index.ts";
+
+/**
+ * plan: builds the prompt (system, task, history under the agent's policy), calls the model with
+ * the stop sequences, parses the reply into thought + code and records usage. Writes nothing when
+ * the model call fails (CODEHOP_MODEL_ENDPOINT_FAILED), so the thread resumes at this node.
+ */
+export function makePlanNode(rt: AgentRuntime) {
+  return async function plan(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+    const tools = rt.tools(state.context ?? {}, config);
+    const system = renderSystemPrompt(rt.prompts, rt.promptContext(tools));
+    const messages = historyToMessages(system, renderTaskMessage(rt.prompts, state.task, rt.name), state.history);
+    const reply = await callModel(rt.model(config), messages, {
+      agentName: rt.name,
+      stop: rt.settings.stopSequences,
+      stream: rt.settings.streamModel,
+      signal: config.signal,
+    });
+    const text = messageText(reply);
+    const parsed = parseAction(text);
+    const usage = usageFromMessage(reply);
+    const step = state.stepCount + 1;
+    // The model sees its own past action closed with <end_action>, as the format asks, so it keeps
+    // closing its actions even though the server cut the marker off.
+    const shown = parsed.code !== null && !text.includes("<end_action>") ? `${text.trimEnd()}<end_action>` : text;
+    return {
+      pending: { step, modelOutput: text, thought: parsed.thought, code: parsed.code, parseError: parsed.error, usage },
+      history: { kind: "action", step, content: shown.trim() ? shown : "(empty reply)" },
+      usage: { [rt.name]: usage },
+    };
+  };
+}
