@@ -134,7 +134,7 @@ export function createAgentState(policy: HistoryPolicy) {
     /** Set by observe to force a planning step next. Last value. */
     replan: last<boolean>(() => false),
     /** Latest plan text (also in history), for Studio. Last value. */
-    plan: last<string | null>(() => null),
+    currentPlan: last<string | null>(() => null),
   });
 }
 

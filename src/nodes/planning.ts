@@ -31,7 +31,7 @@ export function makePlanningNode(rt: AgentRuntime) {
     const usage = usageFromMessage(reply);
     const step = state.stepCount + 1;
     return {
-      plan: text,
+      currentPlan: text,
       replan: false,
       history: { kind: "plan", step, content: text || "(empty plan)" },
       steps: {

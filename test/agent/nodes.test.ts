@@ -52,7 +52,7 @@ function state(overrides: Partial<AgentState> = {}): AgentState {
     sources: [],
     repeat: { fingerprint: "", count: 0 },
     replan: false,
-    plan: null,
+    currentPlan: null,
     ...overrides,
   };
 }
@@ -114,7 +114,7 @@ describe("planning node", () => {
     expect(all).not.toContain("OLD PLAN");
     expect(all).toContain("first");
     expect(all).toContain("second");
-    expect(update.plan).toBe("## Facts survey\n...\n## Plan\n1. compute");
+    expect(update.currentPlan).toBe("## Facts survey\n...\n## Plan\n1. compute");
     expect(update.history).toMatchObject({ kind: "plan", step: 3 });
     expect(update.replan).toBe(false);
   });
