@@ -1,0 +1,124 @@
+import { join } from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
+import cliProgress from "cli-progress";
+import { readEnv } from "../../config/env.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
+import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
+import { type IngestFormat, openReader } from "../../ingest/readers.ts";
+import { createEmbedder } from "../../store/embeddings.ts";
+
+function int(name: string) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
+    return n;
+  };
+}
+
+const FORMATS: Record<string, IngestFormat> = {
+  jsonl: "jsonl",
+  folder: "folder",
+  xml: "mediawiki-xml",
+  "mediawiki-xml": "mediawiki-xml",
+};
+
+/** Human-readable summary of an ingest report (the CLI's last lines). */
+export function formatIngestReport(report: IngestReport, dbPath: string, maxSkipped = 20): string {
+  const secs = report.elapsedMs / 1000;
+  const rate = secs > 0 ? Math.round((report.records - report.resumedFrom) / secs) : 0;
+  const lines = [
+    `${report.interrupted ? "Interrupted" : "Done"}: ${report.records} records in ${secs.toFixed(1)} s (${rate}/s) into ${dbPath}`,
+    `  ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.skipped} skipped; ` +
+      `${report.passages} passages, ${report.vectors} vectors, ${report.aliases} redirects`,
+  ];
+  if (report.resumedFrom > 0) lines.push(`  resumed after record ${report.resumedFrom} of an interrupted run`);
+  if (report.skippedRecords.length > 0) {
+    lines.push("Skipped records:");
+    for (const s of report.skippedRecords.slice(0, maxSkipped)) lines.push(`  ${s.where}: ${s.reason}`);
+    if (report.skippedRecords.length > maxSkipped) lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
+  }
+  if (report.interrupted) lines.push("Run the same command again to resume.");
+  return lines.join("\n");
+}
+
+/**
+ * `codehop ingest <path> --db <file>`: builds or updates a local corpus from a JSONL file, a folder
+ * of .md/.txt files or a MediaWiki XML dump (.xml / .xml.bz2), with a progress bar. Ctrl-C stops
+ * after the current batch; re-running the same command resumes.
+ */
+export default function ingestCommand(): Command {
+  return new Command("ingest")
+    .description("Ingest JSONL, a folder of .md/.txt files, or a MediaWiki XML dump (.xml/.xml.bz2) into a local SQLite corpus")
+    .argument("<path>", "input file or folder")
+    .option("--db <file>", "corpus database to create or update (default: $CODEHOP_CORPUS or <CODEHOP_HOME>/corpus.db)")
+    .addOption(new Option("--format <format>", "input format (default: from the path)").choices(Object.keys(FORMATS)))
+    .option("--chunk-size <chars>", "passage size in characters", int("--chunk-size"), 512)
+    .option("--chunk-overlap <chars>", "overlap between passages in characters", int("--chunk-overlap"), 256)
+    .option("--batch-size <docs>", "documents per transaction", int("--batch-size"), 200)
+    .option("--embeddings", "also embed passages (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL or the flags below)")
+    .option("--embeddings-url <url>", "OpenAI-compatible embeddings base URL, e.g. http://localhost:8080/v1")
+    .option("--embeddings-model <name>", "embedding model name")
+    .option("--no-progress", "no progress bar")
+    .option("--json", "print the report as JSON")
+    .action(async (path: string, opts) => {
+      const env = readEnv();
+      const dbPath: string = opts.db ?? env.corpus ?? join(env.home, "corpus.db");
+      let embedder;
+      if (opts.embeddings || opts.embeddingsUrl || opts.embeddingsModel) {
+        const baseUrl = opts.embeddingsUrl ?? env.embeddingsBaseUrl;
+        const model = opts.embeddingsModel ?? env.embeddingsModel;
+        if (!baseUrl || !model) {
+          throw new CodehopError(
+            ErrorCodes.CONFIG_INVALID,
+            "--embeddings needs an endpoint and a model: set CODEHOP_EMBEDDINGS_BASE_URL and CODEHOP_EMBEDDINGS_MODEL or pass --embeddings-url and --embeddings-model",
+          );
+        }
+        embedder = createEmbedder({ baseUrl, model, apiKey: env.embeddingsApiKey });
+      }
+      const reader = openReader(path, opts.format ? FORMATS[opts.format] : undefined);
+      const showBar = opts.progress !== false && !opts.json && process.stderr.isTTY;
+      const bar = showBar
+        ? new cliProgress.SingleBar(
+            {
+              format: `ingest {bar} {percentage}% | {records} records | {rate}/s | ETA {eta_formatted}`,
+              stream: process.stderr,
+              hideCursor: true,
+              etaBuffer: 50,
+            },
+            cliProgress.Presets.shades_classic,
+          )
+        : undefined;
+      const total = reader.progress().total ?? 0;
+      bar?.start(Math.max(total, 1), 0, { records: 0, rate: 0 });
+      const controller = new AbortController();
+      const onSigint = () => {
+        if (controller.signal.aborted) process.exit(130);
+        controller.abort();
+        process.stderr.write("\nStopping after the current batch (Ctrl-C again to quit now)...\n");
+      };
+      process.on("SIGINT", onSigint);
+      let report: IngestReport;
+      try {
+        report = await ingestDocuments(dbPath, reader.items, {
+          chunkSize: opts.chunkSize,
+          chunkOverlap: opts.chunkOverlap,
+          batchSize: opts.batchSize,
+          embedder,
+          sourceKey: reader.sourceKey,
+          defaultSource: path,
+          signal: controller.signal,
+          onProgress: (p) => {
+            const pos = reader.progress();
+            if (pos.total && bar) bar.setTotal(pos.total);
+            bar?.update(pos.done, { records: p.records, rate: Math.round(p.records / Math.max(p.elapsedMs / 1000, 0.001)) });
+          },
+        });
+      } finally {
+        process.off("SIGINT", onSigint);
+        bar?.stop();
+      }
+      if (opts.json) process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
+      else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
+      if (report.interrupted) process.exitCode = 130;
+    });
+}

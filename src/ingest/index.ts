@@ -1,0 +1,21 @@
+/** Ingestion: readers for JSONL, folders and MediaWiki XML dumps, and the corpus writer. */
+import { type IngestOptions, type IngestReport, ingestDocuments } from "./ingest.ts";
+import { type IngestFormat, openReader } from "./readers.ts";
+
+export { ingestDocuments, validateDocument, type IngestOptions, type IngestProgress, type IngestReport } from "./ingest.ts";
+export { openReader, detectFormat, readJsonl, fileToDocument, type DocumentReader, type IngestFormat } from "./readers.ts";
+export { readMediaWikiXml, wikitextToDocument, type MediaWikiXmlOptions } from "./mediawiki-xml.ts";
+export type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
+
+/**
+ * Ingests a file or folder (format detected from the path unless given) into the corpus at
+ * `dbPath`, resumable: an interrupted run of the same unchanged input continues where it stopped.
+ */
+export async function ingestPath(
+  dbPath: string,
+  inputPath: string,
+  options: IngestOptions & { format?: IngestFormat } = {},
+): Promise<IngestReport> {
+  const reader = openReader(inputPath, options.format);
+  return ingestDocuments(dbPath, reader.items, { sourceKey: reader.sourceKey, defaultSource: inputPath, ...options });
+}

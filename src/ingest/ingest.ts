@@ -1,0 +1,320 @@
+import { createHash } from "node:crypto";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { type ChunkOptions, type Chunk, Chunker } from "../store/chunking.ts";
+import { type CorpusDb, ensureVectorTable, hasVectorTable, openCorpusDb, setMeta } from "../store/corpus-db.ts";
+import type { Embedder } from "../store/embeddings.ts";
+import { titleKey } from "../store/text.ts";
+import type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
+
+/** Options for {@link ingestDocuments}. */
+export interface IngestOptions extends ChunkOptions {
+  /** Embeds passages into sqlite-vec vectors (hybrid retrieval). Omit for BM25 only. */
+  embedder?: Embedder;
+  /** Documents per transaction (default 200). A crash loses at most one batch, which a re-run redoes. */
+  batchSize?: number;
+  /**
+   * Identifies the input for resuming (e.g. file path + size + mtime). With it, an interrupted run
+   * records how far it got and the next run with the same key skips that many records.
+   */
+  sourceKey?: string;
+  /** Stops after the current batch is committed; the report then has `interrupted: true`. */
+  signal?: AbortSignal;
+  /** Called after every committed batch. */
+  onProgress?: (progress: IngestProgress) => void;
+  /** `source` for documents that have none. */
+  defaultSource?: string;
+}
+
+/** Progress after a batch. */
+export interface IngestProgress {
+  /** Records consumed from the input so far (including skipped and resumed-over ones). */
+  records: number;
+  added: number;
+  updated: number;
+  unchanged: number;
+  skipped: number;
+  passages: number;
+  elapsedMs: number;
+}
+
+/** What an ingest did. */
+export interface IngestReport extends IngestProgress {
+  /** Redirects stored as aliases. */
+  aliases: number;
+  /** Passages embedded. */
+  vectors: number;
+  /** Records skipped because they were malformed, with their position. */
+  skippedRecords: SkippedRecord[];
+  /** Records skipped because an earlier interrupted run already ingested them (0 = fresh run). */
+  resumedFrom: number;
+  /** True when stopped by the signal before the input ended (re-run to resume). */
+  interrupted: boolean;
+}
+
+const MAX_TITLE = 512;
+
+function isReaderItem(x: unknown): x is ReaderItem {
+  return typeof x === "object" && x !== null && "kind" in x && "where" in x;
+}
+
+/** Validates a document; returns a reason when it cannot be ingested. */
+export function validateDocument(doc: unknown): string | undefined {
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return "not an object";
+  const d = doc as Record<string, unknown>;
+  if (typeof d.title !== "string" || !d.title.trim()) return 'missing or empty "title" (a string is required)';
+  if (d.title.length > MAX_TITLE) return `"title" is longer than ${MAX_TITLE} characters`;
+  if (typeof d.text !== "string") return 'missing "text" (a string is required)';
+  if (!d.text.trim()) return 'empty "text"';
+  if (d.source !== undefined && typeof d.source !== "string") return '"source" must be a string';
+  if (d.metadata !== undefined && (typeof d.metadata !== "object" || d.metadata === null || Array.isArray(d.metadata)))
+    return '"metadata" must be an object';
+  if (d.aliases !== undefined && (!Array.isArray(d.aliases) || d.aliases.some((a) => typeof a !== "string")))
+    return '"aliases" must be an array of strings';
+  return undefined;
+}
+
+interface Prepared {
+  doc: IngestDocument;
+  key: string;
+  hash: string;
+  chunks: Chunk[];
+  vectors?: number[][];
+}
+
+/**
+ * Ingests documents into the corpus at `dbPath` (created if needed): stores each document, splits
+ * it into passages (section-aware recursive splitter), indexes them in FTS5 and, with an
+ * embedder, in sqlite-vec. Idempotent: a title already present with the same content (and chunk
+ * settings) is left alone, a changed one is replaced. Streams: memory is bounded by one batch.
+ *
+ * Accepts plain documents or reader items (from {@link openReader}); malformed records are skipped
+ * and listed in the report, never fatal.
+ */
+export async function ingestDocuments(
+  dbPath: string,
+  input: AsyncIterable<IngestDocument | ReaderItem> | Iterable<IngestDocument | ReaderItem>,
+  options: IngestOptions = {},
+): Promise<IngestReport> {
+  const chunker = new Chunker(options);
+  const batchSize = options.batchSize ?? 200;
+  const started = Date.now();
+  const db = openCorpusDb(dbPath, { create: true });
+  const report: IngestReport = {
+    records: 0,
+    added: 0,
+    updated: 0,
+    unchanged: 0,
+    skipped: 0,
+    passages: 0,
+    elapsedMs: 0,
+    aliases: 0,
+    vectors: 0,
+    skippedRecords: [],
+    resumedFrom: 0,
+    interrupted: false,
+  };
+  try {
+    setMeta(db, "chunk_size", String(chunker.options.chunkSize));
+    setMeta(db, "chunk_overlap", String(chunker.options.chunkOverlap));
+    const writer = new CorpusWriter(db, options.embedder?.model);
+    if (options.sourceKey) {
+      const run = db.prepare("SELECT records_done, completed FROM ingest_runs WHERE source_key = ?").get(options.sourceKey) as
+        | { records_done: number; completed: number }
+        | undefined;
+      if (run && !run.completed) report.resumedFrom = run.records_done;
+    }
+    const saveRun = db.prepare(
+      `INSERT INTO ingest_runs (source_key, records_done, completed, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(source_key) DO UPDATE SET records_done = excluded.records_done, completed = excluded.completed, updated_at = excluded.updated_at`,
+    );
+
+    let batch: Prepared[] = [];
+    let redirects: { from: string; to: string }[] = [];
+    const flush = async () => {
+      if (options.embedder) await embedBatch(options.embedder, writer, batch);
+      db.transaction(() => {
+        for (const p of batch) {
+          const outcome = writer.write(p, options.defaultSource);
+          report[outcome]++;
+          if (outcome !== "unchanged") report.passages += p.chunks.length;
+          report.vectors += p.vectors?.length ?? 0;
+        }
+        for (const r of redirects) if (writer.alias(r.from, r.to)) report.aliases++;
+        if (options.sourceKey) saveRun.run(options.sourceKey, report.records, 0, new Date().toISOString());
+      })();
+      batch = [];
+      redirects = [];
+      report.elapsedMs = Date.now() - started;
+      options.onProgress?.({ ...report });
+    };
+
+    for await (const raw of input as AsyncIterable<IngestDocument | ReaderItem>) {
+      report.records++;
+      if (report.records <= report.resumedFrom) continue;
+      const item: ReaderItem = isReaderItem(raw) ? raw : { kind: "document", doc: raw, where: `record ${report.records}` };
+      if (item.kind === "skip") {
+        report.skipped++;
+        report.skippedRecords.push({ where: item.where, reason: item.reason });
+      } else if (item.kind === "redirect") {
+        redirects.push({ from: item.from, to: item.to });
+      } else {
+        const problem = validateDocument(item.doc);
+        if (problem) {
+          report.skipped++;
+          report.skippedRecords.push({ where: item.where, reason: problem });
+        } else {
+          batch.push(await prepare(item.doc, chunker));
+        }
+      }
+      if (batch.length + redirects.length >= batchSize) {
+        await flush();
+        if (options.signal?.aborted) {
+          report.interrupted = true;
+          return report;
+        }
+      }
+    }
+    await flush();
+    if (options.sourceKey) saveRun.run(options.sourceKey, report.records, 1, new Date().toISOString());
+    db.pragma("optimize");
+    return report;
+  } finally {
+    report.elapsedMs = Date.now() - started;
+    db.close();
+  }
+}
+
+async function prepare(doc: IngestDocument, chunker: Chunker): Promise<Prepared> {
+  const { chunkSize, chunkOverlap } = chunker.options;
+  const hash = createHash("sha1")
+    .update(JSON.stringify([doc.title, doc.text, doc.source ?? "", doc.metadata ?? {}, doc.aliases ?? [], chunkSize, chunkOverlap]))
+    .digest("hex");
+  return { doc, key: titleKey(doc.title), hash, chunks: await chunker.chunk(doc.text) };
+}
+
+/** Embeds the passages of every changed document in the batch (and backfills unchanged ones lacking vectors). */
+async function embedBatch(embedder: Embedder, writer: CorpusWriter, batch: Prepared[]): Promise<void> {
+  const todo = batch.filter((p) => writer.needsVectors(p));
+  // Embed "heading: text" so a passage's section contributes to its meaning, as in BM25 weighting.
+  const texts = todo.flatMap((p) => p.chunks.map((c) => `${p.doc.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`));
+  if (texts.length === 0) return;
+  const vectors = await embedder.embed(texts);
+  let i = 0;
+  for (const p of todo) {
+    p.vectors = vectors.slice(i, i + p.chunks.length);
+    i += p.chunks.length;
+  }
+}
+
+/** Prepared statements for writing documents; all calls happen inside a transaction. */
+class CorpusWriter {
+  private readonly findDoc;
+  private readonly insertDoc;
+  private readonly updateDoc;
+  private readonly docPassages;
+  private readonly deletePassage;
+  private readonly deleteFts;
+  private readonly insertPassage;
+  private readonly insertFts;
+  private readonly deleteTitle;
+  private readonly insertTitle;
+  private readonly upsertAlias;
+
+  constructor(
+    private readonly db: CorpusDb,
+    private readonly embeddingModel: string | undefined,
+  ) {
+    this.findDoc = db.prepare("SELECT id, hash FROM documents WHERE title_key = ?");
+    this.insertDoc = db.prepare(
+      "INSERT INTO documents (title, title_key, text, source, metadata, hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.updateDoc = db.prepare(
+      "UPDATE documents SET title = ?, text = ?, source = ?, metadata = ?, hash = ?, updated_at = ? WHERE id = ?",
+    );
+    this.docPassages = db.prepare("SELECT id FROM passages WHERE doc_id = ?").pluck();
+    this.deletePassage = db.prepare("DELETE FROM passages WHERE id = ?");
+    this.deleteFts = db.prepare("DELETE FROM passages_fts WHERE rowid = ?");
+    this.insertPassage = db.prepare("INSERT INTO passages (doc_id, ord, section, text) VALUES (?, ?, ?, ?)");
+    this.insertFts = db.prepare("INSERT INTO passages_fts (rowid, title, section, text) VALUES (?, ?, ?, ?)");
+    this.deleteTitle = db.prepare("DELETE FROM titles_fts WHERE rowid = ?");
+    this.insertTitle = db.prepare("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)");
+    this.upsertAlias = db.prepare(
+      "INSERT INTO aliases (alias_key, alias, target_key) VALUES (?, ?, ?) ON CONFLICT(alias_key) DO UPDATE SET alias = excluded.alias, target_key = excluded.target_key",
+    );
+  }
+
+  /** True when the document is new/changed, or unchanged but stored without vectors. */
+  needsVectors(p: Prepared): boolean {
+    const existing = this.findDoc.get(p.key) as { id: number; hash: string } | undefined;
+    if (!existing || existing.hash !== p.hash) return true;
+    const first = this.docPassages.get(existing.id) as number | undefined;
+    if (first === undefined) return false;
+    return !hasVectorTable(this.db) || !this.db.prepare("SELECT 1 FROM passages_vec WHERE rowid = ?").get(BigInt(first));
+  }
+
+  /** Inserts, replaces or leaves a document; returns which. */
+  write(p: Prepared, defaultSource = ""): "added" | "updated" | "unchanged" {
+    const { doc } = p;
+    const now = new Date().toISOString();
+    const existing = this.findDoc.get(p.key) as { id: number; hash: string } | undefined;
+    if (existing && existing.hash === p.hash) {
+      if (p.vectors) this.writeVectors(this.docPassages.all(existing.id) as number[], p.vectors);
+      this.writeAliases(doc, p.key);
+      return "unchanged";
+    }
+    const source = doc.source ?? defaultSource;
+    const metadata = JSON.stringify(doc.metadata ?? {});
+    let docId: number;
+    if (existing) {
+      docId = existing.id;
+      for (const pid of this.docPassages.all(docId) as number[]) {
+        this.deleteFts.run(pid);
+        if (hasVectorTable(this.db)) this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?").run(BigInt(pid));
+        this.deletePassage.run(pid);
+      }
+      this.updateDoc.run(doc.title, doc.text, source, metadata, p.hash, now, docId);
+      this.deleteTitle.run(docId);
+    } else {
+      docId = Number(this.insertDoc.run(doc.title, p.key, doc.text, source, metadata, p.hash, now).lastInsertRowid);
+    }
+    this.insertTitle.run(docId, doc.title);
+    const ids: number[] = [];
+    p.chunks.forEach((c, ord) => {
+      const pid = Number(this.insertPassage.run(docId, ord, c.section, c.text).lastInsertRowid);
+      this.insertFts.run(pid, doc.title, c.section, c.text);
+      ids.push(pid);
+    });
+    if (p.vectors) this.writeVectors(ids, p.vectors);
+    this.writeAliases(doc, p.key);
+    return existing ? "updated" : "added";
+  }
+
+  /** Stores a redirect `from` → `to`; false if it would shadow a real page. */
+  alias(from: string, to: string): boolean {
+    const key = titleKey(from);
+    if (!key || this.findDoc.get(key)) return false;
+    this.upsertAlias.run(key, from, titleKey(to));
+    return true;
+  }
+
+  private writeAliases(doc: IngestDocument, targetKey: string): void {
+    for (const a of doc.aliases ?? []) {
+      const key = titleKey(a);
+      if (key && key !== targetKey) this.upsertAlias.run(key, a, targetKey);
+    }
+  }
+
+  private writeVectors(ids: number[], vectors: number[][]): void {
+    if (!this.embeddingModel || ids.length === 0) return;
+    ensureVectorTable(this.db, this.embeddingModel, vectors[0].length);
+    const del = this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?");
+    const ins = this.db.prepare("INSERT INTO passages_vec (rowid, embedding) VALUES (?, ?)");
+    ids.forEach((id, i) => {
+      if (vectors[i].length !== vectors[0].length) {
+        throw new CodehopError(ErrorCodes.SOURCE_UNAVAILABLE, "embeddings endpoint returned vectors of different sizes");
+      }
+      del.run(BigInt(id));
+      ins.run(BigInt(id), new Float32Array(vectors[i]));
+    });
+  }
+}

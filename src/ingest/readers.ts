@@ -1,0 +1,157 @@
+import { createReadStream, existsSync, statSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { basename, extname, join, relative, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { readMediaWikiXml } from "./mediawiki-xml.ts";
+import type { ReaderItem } from "./types.ts";
+
+/** Input formats `codehop ingest` understands. */
+export type IngestFormat = "jsonl" | "folder" | "mediawiki-xml";
+
+/** A streaming reader over one input, with progress for a progress bar. */
+export interface DocumentReader {
+  readonly format: IngestFormat;
+  /** Stable identity of the input (path + size + mtime) used to resume interrupted runs. */
+  readonly sourceKey: string;
+  /** Unit of {@link progress}: bytes of the input file, or files of a folder. */
+  readonly unit: "bytes" | "files";
+  /** Records, in input order. Iterate once. */
+  readonly items: AsyncIterable<ReaderItem>;
+  /** How much of the input has been consumed, and the total when known. */
+  progress(): { done: number; total?: number };
+}
+
+/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, *.xml / *.xml.bz2. */
+export function detectFormat(path: string): IngestFormat {
+  if (!existsSync(path)) throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
+  if (statSync(path).isDirectory()) return "folder";
+  const lower = path.toLowerCase();
+  if (lower.endsWith(".xml") || lower.endsWith(".xml.bz2")) return "mediawiki-xml";
+  if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson") || lower.endsWith(".json")) return "jsonl";
+  throw new CodehopError(
+    ErrorCodes.INPUT_INVALID,
+    `cannot tell the format of ${path}; pass --format jsonl|folder|mediawiki-xml`,
+  );
+}
+
+/** Opens a reader for a JSONL file, a folder of .md/.txt files or a MediaWiki XML dump (.xml, .xml.bz2). */
+export function openReader(path: string, format: IngestFormat = detectFormat(path)): DocumentReader {
+  if (!existsSync(path)) throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
+  const st = statSync(path);
+  const sourceKey = `${format}:${resolve(path)}:${st.size}:${Math.trunc(st.mtimeMs)}`;
+  if (format === "folder") {
+    if (!st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is not a directory`);
+    return folderReader(path, sourceKey);
+  }
+  if (st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is a directory; use --format folder`);
+  const counter = { bytes: 0 };
+  const raw = () => {
+    const s = createReadStream(path);
+    s.on("data", (chunk) => (counter.bytes += chunk.length));
+    return s;
+  };
+  const progress = () => ({ done: counter.bytes, total: st.size });
+  if (format === "jsonl") return { format, sourceKey, unit: "bytes", items: readJsonl(raw()), progress };
+  return { format, sourceKey, unit: "bytes", items: readMediaWikiXml(raw(), { bzip2: path.toLowerCase().endsWith(".bz2") }), progress };
+}
+
+// Fields of a JSONL record with a meaning; everything else is kept as metadata.
+const KNOWN_FIELDS = new Set(["title", "text", "source", "metadata", "aliases"]);
+
+/**
+ * Reads JSONL: one `{"title", "text", "source"?, "metadata"?, "aliases"?, ...}` object per line.
+ * Extra fields (e.g. "url", "id") go into metadata. Blank lines are ignored; a line that is not
+ * JSON is reported as skipped with its line number.
+ */
+export async function* readJsonl(stream: NodeJS.ReadableStream): AsyncGenerator<ReaderItem> {
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  let n = 0;
+  for await (const line of lines) {
+    n++;
+    if (!line.trim()) continue;
+    const where = `line ${n}`;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (err) {
+      yield { kind: "skip", where, reason: `invalid JSON (${(err as Error).message})` };
+      continue;
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      yield { kind: "skip", where, reason: "not a JSON object" };
+      continue;
+    }
+    const rec = value as Record<string, unknown>;
+    const extra: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(rec)) if (!KNOWN_FIELDS.has(k)) extra[k] = v;
+    const metadata =
+      rec.metadata && typeof rec.metadata === "object" && !Array.isArray(rec.metadata)
+        ? { ...extra, ...(rec.metadata as Record<string, unknown>) }
+        : rec.metadata === undefined
+          ? extra
+          : rec.metadata;
+    // Validation (types, empty text) happens in ingestDocuments so it applies to every input.
+    yield {
+      kind: "document",
+      where,
+      doc: { ...(rec as any), metadata: Object.keys(extra).length || rec.metadata !== undefined ? metadata : undefined },
+    };
+  }
+}
+
+const TEXT_EXTENSIONS = new Set([".md", ".markdown", ".txt"]);
+
+async function listFiles(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (dir: string) => {
+    const entries = await readdir(dir, { withFileTypes: true });
+    entries.sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of entries) {
+      if (e.name.startsWith(".")) continue;
+      const full = join(dir, e.name);
+      if (e.isDirectory()) await walk(full);
+      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) out.push(full);
+    }
+  };
+  await walk(root);
+  return out;
+}
+
+/**
+ * Turns a Markdown/text file into a document: the title is the first-line `# Heading` if there is
+ * one (removed from the text), else the file name without extension, with _ and - as spaces.
+ */
+export function fileToDocument(relPath: string, content: string): { title: string; text: string } {
+  const text = content.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n");
+  const m = /^\s*#[ \t]+(.+?)[ \t]*#*[ \t]*\n/.exec(text);
+  if (m) return { title: m[1].trim(), text: text.slice(m[0].length).trim() };
+  const name = basename(relPath, extname(relPath)).replace(/[_-]+/g, " ").trim();
+  return { title: name, text: text.trim() };
+}
+
+function folderReader(root: string, sourceKeyBase: string): DocumentReader {
+  let files: string[] | undefined;
+  let done = 0;
+  const items = async function* (): AsyncGenerator<ReaderItem> {
+    files = await listFiles(root);
+    for (const file of files) {
+      const rel = relative(root, file);
+      try {
+        const { title, text } = fileToDocument(rel, await readFile(file, "utf8"));
+        yield { kind: "document", where: rel, doc: { title, text, source: rel } };
+      } catch (err) {
+        yield { kind: "skip", where: rel, reason: (err as Error).message };
+      }
+      done++;
+    }
+  };
+  return {
+    format: "folder",
+    // A folder's mtime changes when files are added or removed, which starts a fresh run.
+    sourceKey: sourceKeyBase,
+    unit: "files",
+    items: items(),
+    progress: () => ({ done, total: files?.length }),
+  };
+}

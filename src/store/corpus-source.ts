@@ -1,0 +1,263 @@
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { type CorpusDb, type CorpusStats, corpusStats, getMeta, hasVectorTable, openCorpusDb } from "./corpus-db.ts";
+import type { Embedder } from "./embeddings.ts";
+import { ftsQuery, reciprocalRankFusion, summarize, titleKey, titleSimilarity, trigramQuery } from "./text.ts";
+import type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./types.ts";
+
+/** Options for {@link CorpusSource.open}. */
+export interface CorpusSourceOptions {
+  /**
+   * Embeds queries for hybrid ranking. Used only when the corpus has vectors; it must be the model
+   * the corpus was ingested with.
+   */
+  embedder?: Embedder;
+  /** Length of search summaries in characters (default 1,000). */
+  summaryChars?: number;
+}
+
+/** How passages are ranked: BM25 alone, or BM25 + vectors fused with reciprocal rank fusion. */
+export type RankingMode = "bm25" | "hybrid";
+
+// BM25 column weights for (title, section, text): a query word in the page title or the section
+// heading says more about a passage than the same word in its body.
+const W_TITLE = 10;
+const W_SECTION = 3;
+const W_TEXT = 1;
+/** Candidates taken from each ranker before fusion. */
+const FUSION_DEPTH = 50;
+
+interface PassageRow {
+  id: number;
+  doc_id: number;
+  title: string;
+  section: string;
+  text: string;
+}
+
+/**
+ * The local corpus: one SQLite file made by `codehop ingest` / {@link ingestDocuments}. Pages are
+ * documents, passages are their chunks; ranking is FTS5 BM25, or hybrid BM25 + sqlite-vec cosine
+ * (reciprocal rank fusion) when the corpus has vectors and an embedder is given.
+ */
+export class CorpusSource implements KnowledgeSource {
+  readonly kind = "corpus" as const;
+  /** Ranking in use. */
+  readonly mode: RankingMode;
+  private readonly summaryChars: number;
+
+  private constructor(
+    /** The open database (read-only use; exposed for diagnostics and benchmarks). */
+    readonly db: CorpusDb,
+    private readonly embedder: Embedder | undefined,
+    summaryChars: number,
+    readonly path: string,
+  ) {
+    this.summaryChars = summaryChars;
+    this.mode = embedder && hasVectorTable(db) ? "hybrid" : "bm25";
+  }
+
+  /** Opens an existing corpus file (DB_INVALID if missing or not a corpus). */
+  static open(path: string, options: CorpusSourceOptions = {}): CorpusSource {
+    const db = openCorpusDb(path, { readonly: true });
+    const model = getMeta(db, "embedding_model");
+    if (options.embedder && model && options.embedder.model !== model) {
+      db.close();
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `corpus ${path} was embedded with model "${model}" but queries would use "${options.embedder.model}"`,
+      );
+    }
+    return new CorpusSource(db, options.embedder, options.summaryChars ?? 1000, path);
+  }
+
+  /** Document/passage/vector counts. */
+  stats(): CorpusStats {
+    return corpusStats(this.db);
+  }
+
+  async search(query: string, options: { limit?: number } = {}): Promise<PageSummary[]> {
+    const limit = options.limit ?? 5;
+    if (limit <= 0) return [];
+    const ranked = await this.rankPassages(query, FUSION_DEPTH * 4);
+    const docIds: number[] = [];
+    // A query that is exactly a title (or alias) names that page: put it first.
+    const exact = this.resolveDocId(query);
+    if (exact !== undefined) docIds.push(exact);
+    for (const { docId } of ranked) {
+      if (docIds.length >= limit) break;
+      if (!docIds.includes(docId)) docIds.push(docId);
+    }
+    const head = this.db.prepare("SELECT title, substr(text, 1, ?) AS head FROM documents WHERE id = ?");
+    return docIds.slice(0, limit).map((id) => {
+      const row = head.get(this.summaryChars * 2, id) as { title: string; head: string };
+      return { title: row.title, summary: summarize(row.head, this.summaryChars) };
+    });
+  }
+
+  async getPage(title: string): Promise<PageLookup> {
+    const id = this.resolveDocId(title);
+    if (id === undefined) return { status: "missing", title, suggestions: this.suggestTitles(title) };
+    const row = this.db.prepare("SELECT title, text, source, metadata FROM documents WHERE id = ?").get(id) as {
+      title: string;
+      text: string;
+      source: string;
+      metadata: string;
+    };
+    const metadata = safeJson(row.metadata);
+    if (metadata.disambiguation === true) {
+      const options = Array.isArray(metadata.options) ? metadata.options.map(String) : [];
+      return { status: "disambiguation", title: row.title, options };
+    }
+    const page: Page = { title: row.title, text: row.text, source: row.source || undefined };
+    if (typeof metadata.url === "string") page.url = metadata.url;
+    return { status: "found", page };
+  }
+
+  async retrievePassages(
+    title: string,
+    query: string,
+    options: { k?: number } = {},
+  ): Promise<{ lookup: PageLookup; passages: Passage[] }> {
+    const k = options.k ?? 5;
+    const lookup = await this.getPage(title);
+    if (lookup.status !== "found") return { lookup, passages: [] };
+    const docId = this.resolveDocId(lookup.page.title)!;
+    const rows = this.db
+      .prepare("SELECT p.id, p.doc_id, d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ? ORDER BY p.ord")
+      .all(docId) as PassageRow[];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const lists: number[][] = [];
+    const match = ftsQuery(query);
+    if (match) {
+      const bm25 = this.db
+        .prepare(
+          `SELECT rowid AS id FROM passages_fts WHERE passages_fts MATCH ? AND rowid IN (SELECT id FROM passages WHERE doc_id = ?)
+           ORDER BY bm25(passages_fts, 0, ${W_SECTION}, ${W_TEXT})`,
+        )
+        .all(match, docId) as { id: number }[];
+      lists.push(bm25.map((r) => r.id));
+    }
+    if (this.mode === "hybrid" && query.trim()) {
+      const [vector] = await this.embedder!.embed([query]);
+      const near = this.db
+        .prepare(
+          `SELECT rowid AS id FROM passages_vec WHERE rowid IN (SELECT id FROM passages WHERE doc_id = ?)
+           ORDER BY vec_distance_cosine(embedding, ?)`,
+        )
+        .all(docId, new Float32Array(vector)) as { id: number }[];
+      lists.push(near.map((r) => r.id));
+    }
+    const fused = [...reciprocalRankFusion(lists).entries()].sort((a, b) => b[1] - a[1]);
+    const passages: Passage[] = fused.slice(0, k).map(([id, score]) => toPassage(byId.get(id)!, score));
+    // Nothing (or too little) matched: fill up in page order so the agent still sees the page
+    // rather than an empty list; these carry score 0, below every match.
+    for (const row of rows) {
+      if (passages.length >= k) break;
+      if (!fused.some(([id]) => id === row.id)) passages.push(toPassage(row, 0));
+    }
+    return { lookup, passages };
+  }
+
+  async searchPassages(query: string, options: { k?: number } = {}): Promise<Passage[]> {
+    const k = options.k ?? 5;
+    if (k <= 0) return [];
+    const ranked = await this.rankPassages(query, Math.max(FUSION_DEPTH, k));
+    const get = this.db.prepare(
+      "SELECT p.id, p.doc_id, d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.id = ?",
+    );
+    return ranked.slice(0, k).map((r) => toPassage(get.get(r.id) as PassageRow, r.score));
+  }
+
+  /**
+   * Close titles for a title that does not exist: trigram matches on titles plus word matches,
+   * ordered by character-bigram similarity. Used for "did you mean" messages.
+   */
+  suggestTitles(title: string, limit = 5): string[] {
+    const candidates = new Map<string, number>();
+    const tq = trigramQuery(title);
+    if (tq) {
+      const rows = this.db
+        .prepare(
+          "SELECT d.title FROM titles_fts JOIN documents d ON d.id = titles_fts.rowid WHERE titles_fts MATCH ? ORDER BY bm25(titles_fts) LIMIT 30",
+        )
+        .all(tq) as { title: string }[];
+      for (const r of rows) candidates.set(r.title, titleSimilarity(title, r.title));
+    }
+    const match = ftsQuery(title);
+    if (match) {
+      const rows = this.db
+        .prepare(
+          `SELECT DISTINCT d.title FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?
+             ORDER BY bm25(passages_fts, ${W_TITLE}, ${W_SECTION}, ${W_TEXT}) LIMIT 20) m
+           JOIN passages p ON p.id = m.rowid JOIN documents d ON d.id = p.doc_id`,
+        )
+        .all(match) as { title: string }[];
+      // Word matches get a floor so a page about the topic is offered even with a different name.
+      for (const r of rows) candidates.set(r.title, Math.max(candidates.get(r.title) ?? 0, titleSimilarity(title, r.title), 0.25));
+    }
+    return [...candidates.entries()]
+      .filter(([, s]) => s >= 0.25)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit)
+      .map(([t]) => t);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Document id for a title or alias (case/underscore/space-insensitive). */
+  private resolveDocId(title: string): number | undefined {
+    const key = titleKey(title);
+    if (!key) return undefined;
+    const direct = this.db.prepare("SELECT id FROM documents WHERE title_key = ?").get(key) as { id: number } | undefined;
+    if (direct) return direct.id;
+    const alias = this.db
+      .prepare("SELECT d.id FROM aliases a JOIN documents d ON d.title_key = a.target_key WHERE a.alias_key = ?")
+      .get(key) as { id: number } | undefined;
+    return alias?.id;
+  }
+
+  /** Passages across the corpus, best first (BM25, or RRF of BM25 and vector neighbours). */
+  private async rankPassages(query: string, depth: number): Promise<{ id: number; docId: number; score: number }[]> {
+    const lists: number[][] = [];
+    const match = ftsQuery(query);
+    if (match) {
+      const rows = this.db
+        .prepare(
+          `SELECT rowid AS id, bm25(passages_fts, ${W_TITLE}, ${W_SECTION}, ${W_TEXT}) AS r FROM passages_fts
+           WHERE passages_fts MATCH ? ORDER BY r LIMIT ?`,
+        )
+        .all(match, depth) as { id: number; r: number }[];
+      if (this.mode === "bm25") {
+        const docOf = this.db.prepare("SELECT doc_id FROM passages WHERE id = ?").pluck();
+        return rows.map((r) => ({ id: r.id, docId: docOf.get(r.id) as number, score: -r.r }));
+      }
+      lists.push(rows.map((r) => r.id));
+    }
+    if (this.mode === "hybrid" && query.trim()) {
+      const [vector] = await this.embedder!.embed([query]);
+      const rows = this.db
+        .prepare("SELECT rowid AS id FROM passages_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance")
+        .all(new Float32Array(vector), depth) as { id: number }[];
+      lists.push(rows.map((r) => r.id));
+    }
+    const docOf = this.db.prepare("SELECT doc_id FROM passages WHERE id = ?").pluck();
+    return [...reciprocalRankFusion(lists).entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([id, score]) => ({ id, docId: docOf.get(id) as number, score }));
+  }
+}
+
+function toPassage(row: PassageRow, score: number): Passage {
+  return { title: row.title, section: row.section, text: row.text, score };
+}
+
+function safeJson(text: string): Record<string, any> {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
