@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { clip, RunProgress, type StreamEvent } from "../../src/app/progress.ts";
+
+// Event shapes as LangGraph 1.7 emits them for `stream(..., { subgraphs: true, streamMode:
+// ["updates", "tasks"] })`: the manager is the root graph (namespace []); a sub-agent invoked from
+// the manager's act node runs under ["act:<id>"], a second concurrent call under ["act:<id>", "1"].
+const ACT = "act:11111111-aaaa";
+const events: StreamEvent[] = [
+  [[], "tasks", { id: "s", name: "start", input: { question: "Does birch plywood float in ethanol?" }, triggers: [] }],
+  [[], "updates", { start: { task: "Does birch plywood float in ethanol?", context: {} } }],
+  [[], "tasks", { id: "p1", name: "plan", input: {}, triggers: [] }],
+  [[], "updates", { plan: { pending: { step: 1, thought: "Look up both densities.", code: "const [a, b] = await Promise.all([\n  wikipedia_search_agent('q1'),\n  wikipedia_search_agent('q2'),\n]);\nconsole.log(a, b);" } } }],
+  [[], "tasks", { id: "a1", name: "act", input: {}, triggers: [] }],
+  [[ACT], "tasks", { id: "c1", name: "plan", input: { task: "You are wikipedia_search, a member of a team. Your manager gave you this task:\nWhat is the density of birch plywood?\nSolve it." }, triggers: [] }],
+  [[ACT, "1"], "tasks", { id: "c2", name: "plan", input: { task: "What is the density of ethanol?" }, triggers: [] }],
+  [[ACT], "updates", { plan: { pending: { step: 1, thought: "Search.", code: "console.log(await search_wikipedia('birch plywood'))" } } }],
+  [[ACT], "updates", { observe: { steps: [{ step: 1, kind: "action", thought: "Search.", code: "x", observation: "Final answer: 680 kg/m³", error: null, isFinalAnswer: true }], status: "final_answer", answer: "680 kg/m³" } }],
+  [[ACT, "1"], "updates", { observe: { steps: { step: 1, kind: "action", thought: "t", code: "y", observation: "Final answer: 0.789 g/cm³", error: null, isFinalAnswer: true }, status: "final_answer", answer: "0.789 g/cm³" } }],
+  [[], "updates", { act: { outcome: { step: 1 } } }],
+  [[], "updates", { observe: { steps: [{ step: 1, kind: "action", thought: "Look up both densities.", code: "...", observation: "680 kg/m³ 0.789 g/cm³", error: null, isFinalAnswer: false }], status: "running" } }],
+];
+
+describe("run progress tree", () => {
+  it("nests concurrent sub-agent calls under the action that made them", () => {
+    const lines: string[] = [];
+    const p = new RunProgress({ onLine: (l) => lines.push(l) });
+    for (const e of events) p.apply(e);
+    expect(p.root?.name).toBe("manager");
+    expect(p.root?.task).toBe("Does birch plywood float in ethanol?");
+    const step = p.root!.steps[0];
+    expect(step.children.map((c) => [c.name, c.task, c.answer])).toEqual([
+      ["wikipedia_search", "What is the density of birch plywood?", "680 kg/m³"],
+      ["wikipedia_search", "What is the density of ethanol?", "0.789 g/cm³"],
+    ]);
+    expect(step.observation).toBe("680 kg/m³ 0.789 g/cm³");
+    // The manager is still working: it shows a spinner line, the finished sub-agents collapse.
+    const text = p.render("*", 100).join("\n");
+    expect(text).toContain("* manager: Does birch plywood float in ethanol?");
+    expect(text).toContain("✓ wikipedia_search: What is the density of ethanol?");
+    expect(text).toContain("→ 0.789 g/cm³");
+    expect(text).toContain("* thinking…");
+    // Plain line output (non-TTY) indents sub-agents.
+    expect(lines).toContain("  [wikipedia_search] done (final_answer): 680 kg/m³");
+  });
+
+  it("finishes the root with its answer and ignores events it does not understand", () => {
+    const p = new RunProgress();
+    for (const e of events) p.apply(e);
+    p.apply([[], "updates", { observe: { status: "final_answer", answer: "Yes, it floats.", steps: [] } }]);
+    p.apply([[], "custom", "not an object"] as StreamEvent);
+    p.apply([["weird"], "updates", { node: 42 }] as StreamEvent);
+    expect(p.root?.phase).toBe("done");
+    expect(p.output?.answer).toBe("Yes, it floats.");
+    expect(p.render("*").join("\n")).toContain("answer: Yes, it floats.");
+  });
+
+  it("clips long code and observations with a visible marker", () => {
+    expect(clip("a\nb\nc\nd", 2, 80)).toEqual(["a", "b", "… (2 more lines)"]);
+    expect(clip("x".repeat(30), 1, 10)).toEqual(["xxxxxxxxx…"]);
+  });
+});
