@@ -1,0 +1,458 @@
+/**
+ * The code-action sandbox: `createSandbox()` returns a {@link CodeSandbox} whose `run()` evaluates
+ * one model-written JavaScript action in an SES Compartment inside a locked-down child process.
+ *
+ * Host side (this file): builds the wrapper (transform.ts), hands it to a pooled child, serves its
+ * tool calls (copied as JSON, concurrency- and count-limited), enforces the wall-clock deadline with
+ * SIGKILL, and turns whatever happened into an {@link ActionResult} with a JSON variables snapshot.
+ */
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_ADDRESS_SPACE_MB,
+  IDLE_GRACE_MS,
+  MAX_CODE_CHARS,
+  resolveCapabilities,
+  resolveLimits,
+  type SandboxCapabilities,
+} from "./limits.ts";
+import { ChildPool, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
+import { sanitizeErrorMessage } from "./sanitize.ts";
+import { buildAction, isBindableName, type BuiltAction } from "./transform.ts";
+import type {
+  ActionResult,
+  CodeSandbox,
+  GuestError,
+  HostToolFn,
+  JsonValue,
+  RunActionRequest,
+  SandboxLimits,
+  VariablesSnapshot,
+} from "./types.ts";
+
+export type * from "./types.ts";
+export {
+  DEFAULT_LIMITS,
+  DEFAULT_CAPABILITIES,
+  DEFAULT_TIMEOUT_MS,
+  DEFAULT_MAX_HEAP_MB,
+  DEFAULT_MAX_OUTPUT_CHARS,
+  DEFAULT_MAX_TOOL_CALLS,
+  DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
+  DEFAULT_MAX_VALUE_BYTES,
+  DEFAULT_MAX_VALUE_DEPTH,
+  DEFAULT_MAX_ADDRESS_SPACE_MB,
+  type SandboxCapabilities,
+} from "./limits.ts";
+export { HAS_OS_MEMORY_LIMIT } from "./pool.ts";
+
+/** Options of {@link createSandbox}. */
+export interface SandboxOptions {
+  /** Limits for every action (per-action overrides go in `run({ limits })`). */
+  limits?: Partial<SandboxLimits>;
+  /** Idle child processes kept warm (default 1). More are spawned on demand for concurrent actions. */
+  poolSize?: number;
+  /** What guest code may use beyond plain ECMAScript (see {@link SandboxCapabilities}). */
+  capabilities?: Partial<SandboxCapabilities>;
+  /** OS address-space limit per child in MB (prlimit; default 1536; null disables). */
+  maxAddressSpaceMb?: number | null;
+}
+
+/** Names the sandbox itself puts in the guest's global scope (tools may not use them). */
+export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
+  "console", "print", "final_answer", "Math", "Date", "Intl", "Float32Array", "Float64Array", "globalThis",
+  "JSON", "Object", "Array", "Promise", "Function", "eval", "Compartment", "harden", "lockdown",
+]);
+
+/** Note used in `snapshot.unserializable` for names whose value was `undefined` (restored as undefined). */
+export const UNDEFINED_NOTE = "value is undefined";
+
+/** An empty snapshot (the first action of a run). */
+export function emptySnapshot(): VariablesSnapshot {
+  return { values: {}, declarations: {}, unserializable: {} };
+}
+
+let nextActionId = 1;
+
+/**
+ * Creates a sandbox backed by a warm pool of child processes. Call `close()` when done; idle
+ * children never keep the host process alive, so forgetting it only leaks the processes until the
+ * host exits.
+ */
+export function createSandbox(options: SandboxOptions = {}): CodeSandbox & { readonly processCount: number } {
+  const baseLimits = resolveLimits(DEFAULT_LIMITS, options.limits);
+  const capabilities = resolveCapabilities(options.capabilities);
+  const poolSize = options.poolSize ?? 1;
+  if (!Number.isInteger(poolSize) || poolSize < 0 || poolSize > 64) {
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `poolSize must be an integer between 0 and 64, got ${String(poolSize)}`);
+  }
+  const addressSpaceMb = options.maxAddressSpaceMb === undefined ? DEFAULT_MAX_ADDRESS_SPACE_MB : options.maxAddressSpaceMb;
+  if (addressSpaceMb !== null && (!Number.isInteger(addressSpaceMb) || addressSpaceMb < 512)) {
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `maxAddressSpaceMb must be an integer >= 512 or null, got ${String(addressSpaceMb)}`);
+  }
+  const specFor = (limits: SandboxLimits): ChildSpec => ({
+    heapMb: limits.maxHeapMb,
+    // The address-space limit must leave room for the heap itself.
+    addressSpaceMb: addressSpaceMb === null || !HAS_OS_MEMORY_LIMIT ? null : Math.max(addressSpaceMb, limits.maxHeapMb + 1024),
+  });
+  const pool = new ChildPool(specFor(baseLimits), poolSize);
+  let closed = false;
+
+  return {
+    get processCount() {
+      return pool.size;
+    },
+    async run(request: RunActionRequest): Promise<ActionResult> {
+      if (closed) throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
+      const limits = resolveLimits(baseLimits, request.limits);
+      const tools = request.tools ?? {};
+      for (const [name, fn] of Object.entries(tools)) {
+        if (!isBindableName(name) || RESERVED_GLOBALS.has(name)) {
+          throw new CodehopError(ErrorCodes.CONFIG_INVALID, `"${name}" cannot be used as a tool name in the sandbox`);
+        }
+        if (typeof fn !== "function") throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Tool "${name}" is not a function`);
+      }
+      return runAction(pool, specFor(limits), request, limits, capabilities);
+    },
+    async close() {
+      closed = true;
+      await pool.close();
+    },
+  };
+}
+
+function failed(started: number, previous: VariablesSnapshot, error: GuestError, logs = ""): ActionResult {
+  return {
+    ok: false,
+    logs,
+    finalAnswer: null,
+    isFinalAnswer: false,
+    error,
+    variables: previous.values,
+    snapshot: previous,
+    toolCalls: 0,
+    durationMs: performance.now() - started,
+  };
+}
+
+function safeSnapshot(s: VariablesSnapshot | undefined): VariablesSnapshot {
+  if (!s || typeof s !== "object") return emptySnapshot();
+  const obj = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, never>) : {});
+  return { values: obj(s.values), declarations: obj(s.declarations), unserializable: obj(s.unserializable) };
+}
+
+async function runAction(
+  pool: ChildPool,
+  spec: ChildSpec,
+  request: RunActionRequest,
+  limits: SandboxLimits,
+  capabilities: SandboxCapabilities,
+): Promise<ActionResult> {
+  const started = performance.now();
+  const previous = safeSnapshot(request.snapshot);
+  const code = request.code;
+  if (typeof code !== "string") {
+    return failed(started, previous, { name: "TypeError", message: "The action's code must be a string", line: null });
+  }
+  if (code.length > MAX_CODE_CHARS) {
+    return failed(started, previous, { name: "RangeError", message: `The code is too long (${code.length} characters; the limit is ${MAX_CODE_CHARS})`, line: null });
+  }
+  const tools = request.tools ?? {};
+  const toolNames = Object.keys(tools);
+  const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames]);
+  const built = buildAction(code, previous, shadowable);
+  if ("error" in built) return failed(started, previous, built.error);
+
+  const child = await pool.acquire(spec);
+  const id = nextActionId++;
+  return new Promise<ActionResult>((resolve, reject) => {
+    const session = new ActionSession(pool, id, child, built, tools, limits, previous, shadowable, started, resolve);
+    child.ready.then(
+      () => session.start(capabilities),
+      (err) => {
+        session.abandon();
+        reject(err);
+      },
+    );
+  });
+}
+
+interface QueuedCall {
+  callIndex: number;
+  tool: string;
+  args: unknown[];
+}
+
+/** Host-side state of one action running in one child. */
+class ActionSession {
+  private ended = false;
+  private head = "";
+  private readonly abort = new AbortController();
+  private timer: NodeJS.Timeout | null = null;
+  private running = 0;
+  private calls = 0;
+  private readonly queue: QueuedCall[] = [];
+  private released = false;
+
+  constructor(
+    private readonly pool: ChildPool,
+    private readonly id: number,
+    private readonly child: SandboxChild,
+    private readonly built: BuiltAction,
+    private readonly tools: Record<string, HostToolFn>,
+    private readonly limits: SandboxLimits,
+    private readonly previous: VariablesSnapshot,
+    private readonly shadowable: ReadonlySet<string>,
+    private readonly started: number,
+    private readonly resolve: (r: ActionResult) => void,
+  ) {}
+
+  start(capabilities: SandboxCapabilities): void {
+    if (this.ended) return;
+    this.child.onMessage = (msg) => this.onMessage(msg);
+    this.child.onExit = (exit) => this.onExit(exit);
+    this.timer = setTimeout(() => {
+      this.child.kill("timeout");
+    }, this.limits.timeoutMs);
+    const unserializable: Record<string, string> = {};
+    for (const [k, v] of Object.entries(this.previous.unserializable)) if (typeof v === "string") unserializable[k] = v;
+    this.child.send({
+      t: "run",
+      id: this.id,
+      source: this.built.source,
+      names: this.built.names,
+      restoreJson: JSON.stringify(this.built.restoreValues),
+      tools: Object.keys(this.tools),
+      unserializable,
+      limits: this.limits,
+      capabilities,
+    });
+  }
+
+  /** The child never became ready: release everything without a result. */
+  abandon(): void {
+    this.ended = true;
+    this.child.kill("failed to start");
+  }
+
+  private onMessage(msg: ChildMessage): void {
+    if (msg.id !== this.id) return; // stale message from an earlier action of a reused child
+    switch (msg.t) {
+      case "log":
+        if (!this.ended && typeof msg.text === "string" && this.head.length < this.limits.maxOutputChars) {
+          this.head += msg.text.slice(0, this.limits.maxOutputChars - this.head.length);
+        }
+        return;
+      case "call":
+        this.onCall(msg);
+        return;
+      case "done":
+        this.onDone(msg);
+        return;
+      case "idle":
+        if (this.ended) this.releaseChild();
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onCall(msg: ChildMessage): void {
+    if (this.ended) return;
+    const callIndex = msg.callIndex;
+    const tool = msg.tool;
+    if (typeof callIndex !== "number" || typeof tool !== "string" || typeof msg.argsJson !== "string") return this.protocolError();
+    if (callIndex !== this.calls) return this.protocolError(); // indexes are assigned in order by the child
+    this.calls++;
+    if (this.calls > this.limits.maxToolCalls || !Object.hasOwn(this.tools, tool)) {
+      this.child.send({ t: "result", id: this.id, callIndex, ok: false, message: `Tool call refused: ${tool}` });
+      return;
+    }
+    let args: unknown;
+    try {
+      args = JSON.parse(msg.argsJson);
+    } catch {
+      return this.protocolError();
+    }
+    if (!Array.isArray(args)) return this.protocolError();
+    this.queue.push({ callIndex, tool, args });
+    this.pump();
+  }
+
+  /** Starts queued calls in call order while under the concurrency limit. */
+  private pump(): void {
+    while (!this.ended && this.running < this.limits.maxConcurrentToolCalls && this.queue.length > 0) {
+      const call = this.queue.shift()!;
+      this.running++;
+      void this.invoke(call).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  private async invoke({ callIndex, tool, args }: QueuedCall): Promise<void> {
+    let reply: { ok: true; json?: string } | { ok: false; message: string };
+    try {
+      const value = await this.tools[tool](args, { callIndex, signal: this.abort.signal });
+      reply = this.encodeResult(tool, value);
+    } catch (err) {
+      reply = { ok: false, message: sanitizeErrorMessage(err) };
+    }
+    if (this.ended) return; // calls after the action ended are dropped, never delivered
+    this.child.send({ t: "result", id: this.id, callIndex, ...reply });
+  }
+
+  private encodeResult(tool: string, value: unknown): { ok: true; json?: string } | { ok: false; message: string } {
+    if (value === undefined) return { ok: true };
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      return { ok: false, message: `${tool}() returned a value that is not JSON-serializable` };
+    }
+    if (json === undefined) return { ok: true };
+    if (json.length > this.limits.maxValueBytes) {
+      return { ok: false, message: `${tool}() returned too much data (${json.length} bytes; the limit is ${this.limits.maxValueBytes})` };
+    }
+    return { ok: true, json };
+  }
+
+  private protocolError(): void {
+    this.child.kill("protocol");
+  }
+
+  private onDone(msg: ChildMessage): void {
+    if (this.ended) return;
+    const error = this.toGuestError(msg.error);
+    let finalAnswer: unknown = null;
+    const isFinal = msg.isFinal === true;
+    if (isFinal && typeof msg.finalJson === "string") {
+      try {
+        finalAnswer = JSON.parse(msg.finalJson);
+      } catch {
+        return this.protocolError();
+      }
+    }
+    const dropped = typeof msg.dropped === "number" ? msg.dropped : 0;
+    const tail = typeof msg.tail === "string" ? msg.tail.slice(-this.limits.maxOutputChars) : "";
+    const logs = dropped > 0 ? `${this.head}\n... [${dropped} characters of output truncated] ...\n${tail}` : this.head + tail;
+    const snapshot = this.buildSnapshot(msg.bindings);
+    this.finish({
+      ok: error === null,
+      logs,
+      finalAnswer,
+      isFinalAnswer: isFinal,
+      error,
+      variables: snapshot.values,
+      snapshot,
+      toolCalls: typeof msg.toolCalls === "number" ? msg.toolCalls : this.calls,
+      durationMs: performance.now() - this.started,
+    });
+    // The child must report `idle` soon (guest code still spinning after final_answer doesn't).
+    this.pool.markFinishing(this.child);
+    setTimeout(() => {
+      if (!this.released) this.child.kill("busy after the action ended");
+    }, IDLE_GRACE_MS).unref();
+  }
+
+  private toGuestError(raw: unknown): GuestError | null {
+    if (raw === null || raw === undefined) return null;
+    const e = raw as { name?: unknown; message?: unknown; frames?: unknown };
+    let line: number | null = null;
+    if (Array.isArray(e.frames)) {
+      for (const f of e.frames) {
+        if (Array.isArray(f) && typeof f[0] === "number" && typeof f[1] === "number") {
+          line = this.built.mapLine(f[0], f[1] - 1);
+          if (line !== null) break;
+        }
+      }
+    }
+    return {
+      name: typeof e.name === "string" ? e.name : "Error",
+      message: typeof e.message === "string" ? e.message : "",
+      line,
+    };
+  }
+
+  private buildSnapshot(raw: unknown): VariablesSnapshot {
+    const snapshot: VariablesSnapshot = { values: {}, declarations: {}, unserializable: { ...this.built.dropped } };
+    const bindings = raw && typeof raw === "object" ? (raw as Record<string, { kind?: string; json?: string; reason?: string }>) : {};
+    for (const name of this.built.names) {
+      const b = bindings[name];
+      if (!b) continue;
+      if (this.shadowable.has(name)) {
+        snapshot.unserializable[name] = "shadows a built-in or tool name; not carried over";
+        continue;
+      }
+      if (b.kind === "value" && typeof b.json === "string") {
+        try {
+          snapshot.values[name] = JSON.parse(b.json) as JsonValue;
+        } catch {
+          snapshot.unserializable[name] = "could not be copied";
+        }
+      } else if (b.kind === "decl" && typeof this.built.declarationSources[name] === "string") {
+        snapshot.declarations[name] = this.built.declarationSources[name];
+      } else if (b.kind === "undefined") {
+        // Still undefined because it could not be restored: keep the original reason for the model.
+        const earlier = this.previous.unserializable[name];
+        snapshot.unserializable[name] = typeof earlier === "string" && earlier !== UNDEFINED_NOTE ? earlier : UNDEFINED_NOTE;
+      } else {
+        snapshot.unserializable[name] = typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
+      }
+    }
+    return snapshot;
+  }
+
+  private onExit(exit: { code: number | null; signal: NodeJS.Signals | null }): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.released = true;
+    if (this.ended) return;
+    const reason = this.child.killedBy;
+    let error: GuestError;
+    if (reason === "timeout") {
+      error = {
+        name: "TimeoutError",
+        message: `The action did not finish within ${this.limits.timeoutMs} ms and was stopped (infinite loop or too much work?)`,
+        line: null,
+      };
+    } else if (
+      /heap out of memory|Allocation failed|out of memory/i.test(this.child.stderrTail) ||
+      exit.signal === "SIGABRT" ||
+      exit.signal === "SIGSEGV" ||
+      exit.code === 134
+    ) {
+      error = {
+        name: "MemoryError",
+        message: `The action ran out of memory (limit ${this.limits.maxHeapMb} MB heap) and was stopped`,
+        line: null,
+      };
+    } else if (reason === "protocol") {
+      error = { name: "SandboxError", message: "The sandbox process broke its protocol and was stopped", line: null };
+    } else {
+      error = {
+        name: "SandboxError",
+        message: `The sandbox process exited unexpectedly (${exit.signal ?? `code ${exit.code}`})`,
+        line: null,
+      };
+    }
+    const logs = this.head.length > 0 ? `${this.head}\n... [output after this point was lost: the action was stopped]` : "";
+    this.finish({ ...failed(this.started, this.previous, error, logs), toolCalls: this.calls });
+  }
+
+  private finish(result: ActionResult): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.abort.abort(); // in-flight tool calls are told the action is over
+    this.queue.length = 0;
+    this.resolve(result);
+  }
+
+  private releaseChild(): void {
+    if (this.released) return;
+    this.released = true;
+    this.child.onMessage = null;
+    this.pool.release(this.child);
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * Warm pool of locked-down sandbox child processes.
+ *
+ * Every in-flight action gets its own child: a parent agent's action that awaits a tool running a
+ * child agent never needs the parent's (busy) process, so nested agents cannot deadlock the pool.
+ * `warm` idle children are kept ready; more are spawned on demand and retired when idle. Idle
+ * children are unref'd so an idle pool never keeps the host process alive.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { Readable, Writable } from "node:stream";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/** How a child is started (children are only reused for the same spec). */
+export interface ChildSpec {
+  heapMb: number;
+  /** RLIMIT_AS in MB, or null for none. */
+  addressSpaceMb: number | null;
+}
+
+/** Message from a child (already JSON-parsed; validated by the consumer). */
+export type ChildMessage = { t: string; [key: string]: unknown };
+
+const CHILD_ENTRY = fileURLToPath(new URL("./child.mjs", import.meta.url));
+const SES_PATH = createRequire(import.meta.url).resolve("ses");
+const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission") ? "--permission" : "--experimental-permission";
+/** Largest single protocol line accepted from a child (guards host memory against a broken child). */
+const MAX_LINE_CHARS = 64 * 1024 * 1024;
+const STDERR_TAIL_CHARS = 4096;
+
+/** True when an OS address-space limit can be applied (prlimit found). */
+export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
+
+/** One sandbox child process and its line protocol. */
+export class SandboxChild {
+  readonly spec: ChildSpec;
+  readonly proc: ChildProcess;
+  readonly spawnedAt = performance.now();
+  /** Resolves when the child reported `ready` (rejects if it died first). */
+  readonly ready: Promise<void>;
+  /** Resolves with how the process ended. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readyAt: number | null = null;
+  dead = false;
+  /** Set when we killed it on purpose (timeout, grace expiry, close). */
+  killedBy: string | null = null;
+  stderrTail = "";
+  /** Current consumer of messages (the running action); null when idle. */
+  onMessage: ((msg: ChildMessage) => void) | null = null;
+  /** Current consumer of the exit event (the running action); null when idle. */
+  onExit: ((exit: { code: number | null; signal: NodeJS.Signals | null }) => void) | null = null;
+  private readonly stdin: Writable;
+  private readonly out: Readable;
+  private buf = "";
+
+  constructor(spec: ChildSpec) {
+    this.spec = spec;
+    const nodeArgs = [
+      `--max-old-space-size=${spec.heapMb}`,
+      PERMISSION_FLAG,
+      `--allow-fs-read=${CHILD_ENTRY}`,
+      `--allow-fs-read=${SES_PATH}`,
+      "--disable-warning=ExperimentalWarning",
+      CHILD_ENTRY,
+      SES_PATH,
+    ];
+    const [cmd, args] =
+      spec.addressSpaceMb !== null && PRLIMIT
+        ? [PRLIMIT, [`--as=${spec.addressSpaceMb * 1024 * 1024}`, process.execPath, ...nodeArgs]]
+        : [process.execPath, nodeArgs];
+    this.proc = spawn(cmd, args, {
+      // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
+      env: {},
+      stdio: ["pipe", "ignore", "pipe", "pipe"],
+      detached: false,
+    });
+    this.stdin = this.proc.stdin as Writable;
+    this.out = this.proc.stdio[3] as Readable;
+    this.stdin.on("error", () => {}); // EPIPE after the child died is reported through `exit`
+    this.out.setEncoding("utf8");
+    this.proc.stderr!.setEncoding("utf8");
+    this.proc.stderr!.on("data", (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    this.exited = new Promise((resolve) => {
+      this.proc.on("exit", (code, signal) => {
+        this.dead = true;
+        resolve({ code, signal });
+      });
+      this.proc.on("error", () => {
+        this.dead = true;
+        resolve({ code: null, signal: null });
+      });
+    });
+    void this.exited.then((exit) => this.onExit?.(exit));
+    this.ready = new Promise((resolve, reject) => {
+      const onData = (chunk: string) => {
+        this.buf += chunk;
+        if (this.buf.length > MAX_LINE_CHARS && this.buf.indexOf("\n") < 0) {
+          this.kill("protocol");
+          return;
+        }
+        let nl: number;
+        while ((nl = this.buf.indexOf("\n")) >= 0) {
+          const line = this.buf.slice(0, nl);
+          this.buf = this.buf.slice(nl + 1);
+          let msg: ChildMessage;
+          try {
+            msg = JSON.parse(line);
+          } catch {
+            this.kill("protocol");
+            return;
+          }
+          if (msg?.t === "ready" && this.readyAt === null) {
+            this.readyAt = performance.now();
+            resolve();
+          } else this.onMessage?.(msg);
+        }
+      };
+      this.out.on("data", onData);
+      void this.exited.then(() => {
+        if (this.readyAt === null) {
+          reject(
+            new CodehopError(
+              ErrorCodes.SANDBOX_INTERNAL,
+              `Sandbox process failed to start: ${this.stderrTail.trim().slice(-1000) || "no output"}`,
+            ),
+          );
+        }
+      });
+    });
+    this.ready.catch(() => {}); // observed by whoever awaits it
+    this.setRef(false);
+  }
+
+  /** Writes one protocol message (ignored once dead). */
+  send(msg: unknown): void {
+    if (this.dead) return;
+    this.stdin.write(JSON.stringify(msg) + "\n");
+  }
+
+  /** Keeps the host alive while an action runs; lets it exit while idle. */
+  setRef(on: boolean): void {
+    const items = [this.proc, this.stdin, this.out, this.proc.stderr] as unknown as { ref?(): void; unref?(): void }[];
+    for (const item of items) {
+      if (on) item?.ref?.();
+      else item?.unref?.();
+    }
+  }
+
+  /** SIGKILL (idempotent); `reason` is kept for the result. */
+  kill(reason: string): void {
+    if (!this.killedBy) this.killedBy = reason;
+    if (!this.dead) this.proc.kill("SIGKILL");
+  }
+}
+
+/** Pool of {@link SandboxChild} processes. */
+export class ChildPool {
+  private readonly idle: SandboxChild[] = [];
+  private readonly all = new Set<SandboxChild>();
+  /** Children whose action reported `done` but not yet `idle`, with the acquirer waiting for each. */
+  private readonly finishing = new Map<SandboxChild, ((child: SandboxChild | null) => void) | null>();
+  private closed = false;
+
+  constructor(
+    private readonly defaultSpec: ChildSpec,
+    private readonly warm: number,
+  ) {
+    this.replenish();
+  }
+
+  private sameSpec(a: ChildSpec, b: ChildSpec): boolean {
+    return a.heapMb === b.heapMb && a.addressSpaceMb === b.addressSpaceMb;
+  }
+
+  private spawnChild(spec: ChildSpec): SandboxChild {
+    const child = new SandboxChild(spec);
+    this.all.add(child);
+    void child.exited.then(() => {
+      this.all.delete(child);
+      const waiter = this.finishing.get(child);
+      this.finishing.delete(child);
+      waiter?.(null);
+      const i = this.idle.indexOf(child);
+      if (i >= 0) this.idle.splice(i, 1);
+      // A warm child that died on its own (should not happen) is replaced too.
+      this.replenish();
+    });
+    return child;
+  }
+
+  /** Tops the idle set up to `warm` children of the default spec. */
+  replenish(): void {
+    if (this.closed) return;
+    let warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
+    while (warmIdle < this.warm) {
+      this.idle.push(this.spawnChild(this.defaultSpec));
+      warmIdle++;
+    }
+  }
+
+  /**
+   * A child for `spec` that runs nothing else — never one that is busy with another action.
+   * Order of preference: an idle child that is up; a child whose action just ended (it reports
+   * idle within microseconds, or is killed within IDLE_GRACE_MS — so waiting cannot deadlock); an
+   * idle child still starting; a new child.
+   */
+  async acquire(spec: ChildSpec): Promise<SandboxChild> {
+    if (this.closed) throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
+    let index = this.idle.findIndex((c) => !c.dead && c.readyAt !== null && this.sameSpec(c.spec, spec));
+    if (index < 0) {
+      for (const [c, waiter] of this.finishing) {
+        if (waiter === null && this.sameSpec(c.spec, spec)) {
+          const handed = await new Promise<SandboxChild | null>((resolve) => this.finishing.set(c, resolve));
+          if (handed && !handed.dead && !this.closed) {
+            handed.setRef(true);
+            return handed;
+          }
+          return this.acquire(spec);
+        }
+      }
+      index = this.idle.findIndex((c) => !c.dead && this.sameSpec(c.spec, spec));
+    }
+    const child = index >= 0 ? this.idle.splice(index, 1)[0] : this.spawnChild(spec);
+    child.setRef(true);
+    // No refill here: the child comes back on release, so sequential actions reuse one process.
+    // Concurrent actions beyond the warm set pay a cold start; dead children are replaced on exit.
+    return child;
+  }
+
+  /** The child's action ended; it will be released (or killed) shortly. */
+  markFinishing(child: SandboxChild): void {
+    if (!child.dead) this.finishing.set(child, null);
+  }
+
+  /** Returns a healthy child after its action (handed to a waiter, kept warm, or retired). */
+  release(child: SandboxChild): void {
+    child.onMessage = null;
+    child.onExit = null;
+    const waiter = this.finishing.get(child);
+    this.finishing.delete(child);
+    if (waiter && !child.dead) {
+      waiter(child);
+      return;
+    }
+    child.setRef(false);
+    if (child.dead) return;
+    const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
+    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.warm) this.idle.push(child);
+    else child.kill("retired");
+  }
+
+  /** Kills every child and waits for them to exit. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const children = [...this.all];
+    this.idle.length = 0;
+    for (const c of children) c.kill("closed");
+    await Promise.all(children.map((c) => c.exited));
+  }
+
+  /** Number of live child processes (for tests and benchmarks). */
+  get size(): number {
+    return this.all.size;
+  }
+}

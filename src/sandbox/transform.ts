@@ -1,0 +1,452 @@
+/**
+ * Builds the evaluable wrapper around one code action from a parsed AST (acorn in, astring out).
+ *
+ * Guest code never gets pasted into a template: it is parsed, its top-level bindings are rewritten
+ * into assignments to bindings the wrapper declares, and the wrapper is generated from the AST.
+ * That gives REPL semantics across actions:
+ * - every top-level `const` / `let` / `var` / function / class name lives in one wrapper scope, so a
+ *   later action can declare the same name again and the newer value simply wins;
+ * - values come back after the action through `read()` (the child serializes them);
+ * - function and class declarations (and `const f = () => ...`) are recorded with their source so
+ *   they can be re-installed from a snapshot, also in a fresh process.
+ */
+import * as acorn from "acorn";
+import { generate } from "astring";
+import type { GuestError, VariablesSnapshot } from "./types.ts";
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- ESTree nodes are handled structurally. */
+type AnyNode = any;
+
+/** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
+export interface BuiltAction {
+  /** Source of `(function (restore, decl) { ... return { read, run } })`. */
+  source: string;
+  /** Persistent binding names, in the order `read()` returns their values. */
+  names: string[];
+  /** Source of every function/class binding known after this action (previous + new). */
+  declarationSources: Record<string, string>;
+  /** Values to restore before the guest code runs (from the previous snapshot). */
+  restoreValues: Record<string, unknown>;
+  /** Snapshot entries that could not be re-installed (bad names or sources), with the reason. */
+  dropped: Record<string, string>;
+  /** Maps a 1-based line/column of the generated source to the 1-based guest line, if any. */
+  mapLine(line: number, column: number): number | null;
+}
+
+/** Parse failure reported to the model. */
+export interface BuildFailure {
+  error: GuestError;
+}
+
+const PARSE_OPTIONS: acorn.Options = {
+  ecmaVersion: "latest",
+  sourceType: "script",
+  allowAwaitOutsideFunction: true,
+  allowReturnOutsideFunction: true,
+  locations: true,
+};
+
+/** Reserved words that can never be binding names in strict code. */
+const STRICT_RESERVED = new Set([
+  "arguments", "eval", "implements", "interface", "let", "package", "private", "protected",
+  "public", "static", "yield", "await", "enum", "this", "super", "null", "true", "false",
+]);
+
+/** True if `name` can be declared as a strict-mode binding (validates snapshot keys). */
+export function isBindableName(name: string): boolean {
+  if (typeof name !== "string" || name.length === 0 || name.length > 200) return false;
+  if (STRICT_RESERVED.has(name)) return false;
+  try {
+    const node: AnyNode = acorn.parseExpressionAt(name, 0, { ecmaVersion: "latest" });
+    return node.type === "Identifier" && node.end === name.length && node.name === name;
+  } catch {
+    return false;
+  }
+}
+
+function isFunctionBoundary(node: AnyNode): boolean {
+  return (
+    node.type === "FunctionDeclaration" ||
+    node.type === "FunctionExpression" ||
+    node.type === "ArrowFunctionExpression"
+  );
+}
+
+/** Visits every node (pre-order). `enter` returning false skips the node's children. */
+function walk(node: AnyNode, enter: (n: AnyNode, parent: AnyNode) => boolean | void, parent: AnyNode = null): void {
+  // Iterative to survive deeply nested (hostile) code without a host stack overflow.
+  const stack: [AnyNode, AnyNode][] = [[node, parent]];
+  while (stack.length > 0) {
+    const [n, p] = stack.pop()!;
+    if (enter(n, p) === false) continue;
+    for (const key of Object.keys(n)) {
+      if (key === "loc") continue;
+      const v = n[key];
+      if (Array.isArray(v)) {
+        for (let i = v.length - 1; i >= 0; i--) if (v[i] && typeof v[i].type === "string") stack.push([v[i], n]);
+      } else if (v && typeof v === "object" && typeof v.type === "string") stack.push([v, n]);
+    }
+  }
+}
+
+function patternNames(pattern: AnyNode, out: string[]): void {
+  switch (pattern.type) {
+    case "Identifier":
+      out.push(pattern.name);
+      break;
+    case "ObjectPattern":
+      for (const p of pattern.properties) patternNames(p.type === "RestElement" ? p.argument : p.value, out);
+      break;
+    case "ArrayPattern":
+      for (const el of pattern.elements) if (el) patternNames(el, out);
+      break;
+    case "RestElement":
+      patternNames(pattern.argument, out);
+      break;
+    case "AssignmentPattern":
+      patternNames(pattern.left, out);
+      break;
+  }
+}
+
+const id = (name: string): AnyNode => ({ type: "Identifier", name });
+const str = (value: string): AnyNode => ({ type: "Literal", value, raw: JSON.stringify(value) });
+const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
+  type: "AssignmentExpression",
+  operator: "=",
+  left,
+  right,
+  loc,
+});
+const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({ type: "ExpressionStatement", expression, loc });
+
+function isFunctionLike(node: AnyNode): boolean {
+  return (
+    node != null &&
+    (node.type === "ArrowFunctionExpression" || node.type === "FunctionExpression" || node.type === "ClassExpression")
+  );
+}
+
+function toGuestSyntaxError(err: unknown): GuestError {
+  if (err instanceof SyntaxError && (err as any).loc) {
+    const loc = (err as any).loc as { line: number; column: number };
+    return {
+      name: "SyntaxError",
+      message: err.message.replace(/\s*\(\d+:\d+\)$/, ""),
+      line: loc.line,
+      column: loc.column + 1,
+    };
+  }
+  if (err instanceof RangeError) {
+    return { name: "SyntaxError", message: "The code is nested too deeply to parse", line: null, column: null };
+  }
+  return { name: "SyntaxError", message: String((err as Error)?.message ?? err), line: null, column: null };
+}
+
+/**
+ * SES rejects sources that merely *contain* `import(`, `<!--`, `-->` or `eval(` (a regex check,
+ * not a parse). Inside string and template literals those sequences are harmless, so escape one
+ * character of each with a unicode escape that denotes the same string.
+ */
+function neutralizeLiteralText(raw: string): string {
+  return raw
+    .replace(/\b(import|eval)(\s*)\(/g, "$1$2\\u0028")
+    .replace(/<!--/g, "<!\\u002d-")
+    .replace(/-->/g, "-\\u002d>");
+}
+
+/** Parses a stored declaration source as a single function/class expression. */
+function parseDeclarationSource(source: string): AnyNode | string {
+  if (typeof source !== "string") return "declaration source is not a string";
+  let node: AnyNode;
+  try {
+    node = acorn.parseExpressionAt(source, 0, { ecmaVersion: "latest" });
+  } catch (err) {
+    return `declaration source does not parse: ${(err as Error).message}`;
+  }
+  if (source.slice(node.end).trim() !== "") return "declaration source has trailing code";
+  if (!isFunctionLike(node)) return "declaration source is not a function or class";
+  return node;
+}
+
+/**
+ * Parses `code` and builds the wrapper for one action.
+ * @param previous snapshot of the previous action (its values are restored, declarations re-installed)
+ * @param shadowable names of endowments (tools, print, ...) — never restored from a snapshot
+ */
+export function buildAction(
+  code: string,
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string> = new Set(),
+): BuiltAction | BuildFailure {
+  let program: AnyNode;
+  try {
+    program = acorn.parse(code, PARSE_OPTIONS);
+  } catch (err) {
+    const e = toGuestSyntaxError(err);
+    if (/'import' and 'export' may appear only/.test(e.message)) {
+      e.message = "import/export statements are not available in the sandbox (no modules; use the provided tools)";
+    }
+    return { error: e };
+  }
+
+  const usedIdentifiers = new Set<string>();
+  let failure: GuestError | null = null;
+  walk(program, (n) => {
+    if (failure) return false;
+    if (n.type === "Identifier") usedIdentifiers.add(n.name);
+    if (n.type === "ImportExpression") {
+      failure = {
+        name: "SyntaxError",
+        message: "import() is not available in the sandbox (no modules; use the provided tools)",
+        line: n.loc.start.line,
+        column: n.loc.start.column + 1,
+      };
+      return false;
+    }
+    if (n.type === "Literal" && typeof n.value === "string") n.raw = neutralizeLiteralText(JSON.stringify(n.value));
+    if (n.type === "TemplateElement") n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
+    return undefined;
+  });
+  if (failure) return { error: failure };
+
+  // Fresh names for the wrapper's own parameters: never equal to anything the guest wrote.
+  const fresh = (base: string): string => {
+    let name = base;
+    for (let i = 0; usedIdentifiers.has(name); i++) name = `${base}${i}`;
+    usedIdentifiers.add(name);
+    return name;
+  };
+  const RESTORE = fresh("$restore");
+  const DECL = fresh("$decl");
+
+  const names: string[] = [];
+  const nameSet = new Set<string>();
+  const addName = (n: string) => {
+    if (!nameSet.has(n)) {
+      nameSet.add(n);
+      names.push(n);
+    }
+  };
+
+  // 1. Previous snapshot: values, then declarations (re-parsed, never pasted).
+  const restoreValues: Record<string, unknown> = {};
+  const dropped: Record<string, string> = {};
+  const declarationSources: Record<string, string> = {};
+  const restoreStatements: AnyNode[] = [];
+  if (previous) {
+    for (const [name, value] of Object.entries(previous.values ?? {})) {
+      if (!isBindableName(name)) dropped[name] = "not a valid variable name";
+      else if (shadowable.has(name)) dropped[name] = "shadows a built-in or tool name; not carried over";
+      else {
+        addName(name);
+        restoreValues[name] = value;
+        restoreStatements.push(exprStmt(assign(id(name), { type: "MemberExpression", object: id(RESTORE), property: str(name), computed: true, optional: false })));
+      }
+    }
+    for (const name of Object.keys(previous.unserializable ?? {})) {
+      // Declared (as undefined) so later code can assign or redeclare it; the note tells the model why it is empty.
+      if (isBindableName(name) && !shadowable.has(name)) addName(name);
+    }
+    for (const [name, source] of Object.entries(previous.declarations ?? {})) {
+      if (!isBindableName(name)) {
+        dropped[name] = "not a valid variable name";
+        continue;
+      }
+      if (shadowable.has(name)) {
+        dropped[name] = "shadows a built-in or tool name; not carried over";
+        continue;
+      }
+      const parsed = parseDeclarationSource(source);
+      if (typeof parsed === "string") {
+        dropped[name] = parsed;
+        continue;
+      }
+      addName(name);
+      declarationSources[name] = source;
+      restoreStatements.push(declStatement(name, parsed, DECL));
+    }
+  }
+
+  // 2. Current code: collect and rewrite top-level bindings.
+  const hoisted: AnyNode[] = [];
+  const body: AnyNode[] = [];
+  for (const stmt of program.body) {
+    if (stmt.type === "FunctionDeclaration") {
+      addName(stmt.id.name);
+      declarationSources[stmt.id.name] = code.slice(stmt.start, stmt.end);
+      hoisted.push(declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc));
+      continue;
+    }
+    if (stmt.type === "ClassDeclaration") {
+      addName(stmt.id.name);
+      declarationSources[stmt.id.name] = code.slice(stmt.start, stmt.end);
+      body.push(declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, DECL, stmt.loc));
+      continue;
+    }
+    if (stmt.type === "VariableDeclaration") {
+      body.push(rewriteDeclaration(stmt, true, code, addName, declarationSources, DECL) ?? { type: "EmptyStatement" });
+      continue;
+    }
+    body.push(stmt);
+  }
+  // `var` nested in top-level blocks and loops is top-level too (function scoped).
+  for (const stmt of body) rewriteNestedVars(stmt, code, addName, declarationSources, DECL);
+
+  // A name redeclared as a plain value in this action is no longer a declaration.
+  for (const stmt of program.body) {
+    if (stmt.type !== "VariableDeclaration") continue;
+    for (const d of stmt.declarations) {
+      if (d.id.type === "Identifier" && isFunctionLike(d.init)) continue;
+      const ns: string[] = [];
+      patternNames(d.id, ns);
+      for (const n of ns) delete declarationSources[n];
+    }
+  }
+
+  const runBody = [...restoreStatements, ...hoisted, ...body];
+  const wrapper: AnyNode = {
+    type: "Program",
+    sourceType: "script",
+    body: [
+      exprStmt({
+        type: "FunctionExpression",
+        id: null,
+        params: [id(RESTORE), id(DECL)],
+        async: false,
+        generator: false,
+        body: {
+          type: "BlockStatement",
+          body: [
+            ...(names.length > 0
+              ? [{ type: "VariableDeclaration", kind: "let", declarations: names.map((n) => ({ type: "VariableDeclarator", id: id(n), init: null })) }]
+              : []),
+            {
+              type: "ReturnStatement",
+              argument: {
+                type: "ObjectExpression",
+                properties: [
+                  prop("read", { type: "ArrowFunctionExpression", params: [], expression: true, async: false, body: { type: "ArrayExpression", elements: names.map(id) } }),
+                  // A real function (not an arrow) so guest `arguments` / `this` refer to nothing of ours.
+                  prop("run", { type: "FunctionExpression", id: null, params: [], async: true, generator: false, body: { type: "BlockStatement", body: runBody } }),
+                ],
+              },
+            },
+          ],
+        },
+      }),
+    ],
+  };
+
+  // Record generated -> original line mappings (astring calls addMapping for nodes with `loc`).
+  const mappings: { line: number; column: number; original: number }[] = [];
+  let source: string;
+  try {
+    source = generate(wrapper, {
+      sourceMap: {
+        addMapping(m: { generated: { line: number; column: number }; original: { line: number } | null }) {
+          if (m.original) mappings.push({ line: m.generated.line, column: m.generated.column, original: m.original.line });
+        },
+      } as any,
+    });
+  } catch (err) {
+    return { error: toGuestSyntaxError(err) };
+  }
+
+  return {
+    source,
+    names,
+    declarationSources,
+    restoreValues,
+    dropped,
+    mapLine(line: number, column: number): number | null {
+      // Last mapping at or before (line, column) on the same generated line; else the line's first.
+      let best: number | null = null;
+      for (const m of mappings) {
+        if (m.line !== line) continue;
+        if (m.column <= column) best = m.original;
+        else if (best === null) best = m.original;
+      }
+      return best;
+    },
+  };
+}
+
+function prop(key: string, value: AnyNode): AnyNode {
+  return { type: "Property", key: id(key), value, kind: "init", method: false, shorthand: false, computed: false };
+}
+
+function declStatement(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
+  return exprStmt(assign(id(name), { type: "CallExpression", callee: id(DECL), arguments: [str(name), fn], optional: false }, loc), loc);
+}
+
+/**
+ * Turns a declaration into assignments to the wrapper's bindings. Returns an ExpressionStatement,
+ * or null when nothing needs to happen (`var x;`). `topLevel` marks Program-level statements,
+ * where `const f = () => ...` is recorded as a declaration.
+ */
+function rewriteDeclaration(
+  decl: AnyNode,
+  topLevel: boolean,
+  code: string,
+  addName: (n: string) => void,
+  declarationSources: Record<string, string>,
+  DECL: string,
+): AnyNode | null {
+  const assignments: AnyNode[] = [];
+  for (const d of decl.declarations) {
+    const ns: string[] = [];
+    patternNames(d.id, ns);
+    ns.forEach(addName);
+    if (d.init == null) {
+      // `let x;` (re)declares x as undefined; `var x;` keeps the current value, like JS.
+      if (decl.kind !== "var") for (const n of ns) assignments.push(assign(id(n), id("undefined"), d.loc));
+      continue;
+    }
+    if (topLevel && d.id.type === "Identifier" && isFunctionLike(d.init)) {
+      declarationSources[d.id.name] = code.slice(d.init.start, d.init.end);
+      assignments.push(assign(id(d.id.name), { type: "CallExpression", callee: id(DECL), arguments: [str(d.id.name), d.init], optional: false }, d.loc));
+      continue;
+    }
+    assignments.push(assign(d.id, d.init, d.loc));
+  }
+  if (assignments.length === 0) return null;
+  const expression = assignments.length === 1 ? assignments[0] : { type: "SequenceExpression", expressions: assignments };
+  return exprStmt(expression, decl.loc);
+}
+
+/** Rewrites `var` declarations nested in top-level statements (not inside functions). */
+function rewriteNestedVars(
+  root: AnyNode,
+  code: string,
+  addName: (n: string) => void,
+  declarationSources: Record<string, string>,
+  DECL: string,
+): void {
+  walk(root, (n) => {
+    if (isFunctionBoundary(n) || n.type === "ClassBody") return false;
+    for (const key of Object.keys(n)) {
+      if (key === "loc") continue;
+      const v = n[key];
+      const fix = (child: AnyNode): AnyNode => {
+        if (!child || child.type !== "VariableDeclaration" || child.kind !== "var") return child;
+        const isLoopHead = (n.type === "ForInStatement" || n.type === "ForOfStatement") && key === "left";
+        if (isLoopHead) {
+          const ns: string[] = [];
+          patternNames(child.declarations[0].id, ns);
+          ns.forEach(addName);
+          return child.declarations[0].id;
+        }
+        const stmt = rewriteDeclaration(child, false, code, addName, declarationSources, DECL);
+        if (n.type === "ForStatement" && key === "init") return stmt ? stmt.expression : null;
+        return stmt ?? { type: "EmptyStatement" };
+      };
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) v[i] = fix(v[i]);
+      } else if (v && typeof v === "object" && typeof v.type === "string") {
+        n[key] = fix(v);
+      }
+    }
+    return undefined;
+  });
+}

@@ -1,0 +1,187 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandbox, type HostToolFn } from "../../src/sandbox/index.ts";
+
+// One sandbox (one lockdown configuration: the default) for the whole file.
+const sandbox = createSandbox({ poolSize: 1 });
+afterAll(() => sandbox.close());
+
+const search: HostToolFn = async (args) => `result for ${String(args[0])}`;
+const tools = { search };
+
+describe("code actions", () => {
+  it("runs top-level await, tools, console.log and print", async () => {
+    const r = await sandbox.run({
+      code: 'const r = await search("cats");\nconsole.log("got", r);\nprint({ a: [1, "x"] });',
+      tools,
+    });
+    expect(r.error).toBeNull();
+    expect(r.ok).toBe(true);
+    expect(r.logs).toBe('got result for cats\n{ a: [ 1, "x" ] }\n');
+    expect(r.toolCalls).toBe(1);
+    expect(r.variables).toEqual({ r: "result for cats" });
+  });
+
+  it("final_answer ends the action and records a JSON copy of the value", async () => {
+    const r = await sandbox.run({ code: 'final_answer({ answer: 42, why: ["x"] });\nprint("not reached");', tools });
+    expect(r.ok).toBe(true);
+    expect(r.isFinalAnswer).toBe(true);
+    expect(r.finalAnswer).toEqual({ answer: 42, why: ["x"] });
+    expect(r.logs).toBe("");
+  });
+
+  it("final_answer cannot be swallowed by guest try/catch", async () => {
+    const r = await sandbox.run({
+      code: 'try { final_answer("yes") } catch (e) { print("caught") }\nprint("after")',
+      tools,
+    });
+    expect(r.isFinalAnswer).toBe(true);
+    expect(r.finalAnswer).toBe("yes");
+    expect(r.logs).toBe("");
+  });
+
+  it("final_answer cannot be forged by throwing a look-alike", async () => {
+    const r = await sandbox.run({
+      code: 'throw { isFinalAnswer: true, finalAnswer: "forged", name: "FinalAnswer" }',
+      tools,
+    });
+    expect(r.isFinalAnswer).toBe(false);
+    expect(r.finalAnswer).toBeNull();
+    expect(r.ok).toBe(false);
+  });
+
+  it("a throwing tool surfaces as a catchable Error with the host message, sanitized", async () => {
+    const boom: HostToolFn = async () => {
+      throw new Error("lookup failed in /srv/secret/config.json\n    at foo (/srv/app/x.js:1:2)");
+    };
+    const r = await sandbox.run({
+      code: "try { await boom() } catch (e) { print(e instanceof Error, e.name, e.message) }",
+      tools: { boom },
+    });
+    expect(r.error).toBeNull();
+    expect(r.logs).toBe("true ToolError lookup failed in <path>\n");
+  });
+
+  it("an uncaught tool error is reported as ToolError with the guest line", async () => {
+    const boom: HostToolFn = async () => {
+      throw new Error("no such page");
+    };
+    const r = await sandbox.run({ code: "const a = 1;\n\nawait boom();", tools: { boom } });
+    expect(r.ok).toBe(false);
+    expect(r.error).toEqual({ name: "ToolError", message: "no such page", line: 3 });
+  });
+
+  it("reports runtime errors with name, message and guest line", async () => {
+    const r = await sandbox.run({ code: "let a = 1;\nlet b = 2;\nnull.foo;", tools });
+    expect(r.error).toEqual({ name: "TypeError", message: "Cannot read properties of null (reading 'foo')", line: 3 });
+  });
+
+  it("reports syntax errors with line and column", async () => {
+    const r = await sandbox.run({ code: "let a = 1;\nlet = = 2;", tools });
+    expect(r.ok).toBe(false);
+    expect(r.error?.name).toBe("SyntaxError");
+    expect(r.error?.line).toBe(2);
+    expect(r.error?.column).toBeGreaterThan(0);
+  });
+
+  it("assigns callIndex in call order, also for concurrent calls", async () => {
+    const seen: [number, unknown][] = [];
+    const echo: HostToolFn = async (args, ctx) => {
+      seen.push([ctx.callIndex, args[0]]);
+      // Finish in reverse order: indexes must still follow the guest's call order.
+      await new Promise((r) => setTimeout(r, 30 - ctx.callIndex * 10));
+      return args[0];
+    };
+    const r = await sandbox.run({
+      code: 'const out = await Promise.all([echo("a"), echo("b"), echo("c")]);\nconst d = await echo("d");',
+      tools: { echo },
+    });
+    expect(r.error).toBeNull();
+    expect(r.variables).toEqual({ out: ["a", "b", "c"], d: "d" });
+    expect(seen.sort((x, y) => x[0] - y[0])).toEqual([
+      [0, "a"],
+      [1, "b"],
+      [2, "c"],
+      [3, "d"],
+    ]);
+  });
+});
+
+describe("persistent variables", () => {
+  it("carries values and declarations from action to action, and redeclaration wins", async () => {
+    const r1 = await sandbox.run({
+      code: "const x = 1;\nlet list = [1, 2];\nfunction double(n) { return n * 2 }\nconst inc = (n) => n + 1;\nclass Box { constructor(v) { this.v = v } }",
+      tools,
+    });
+    expect(r1.error).toBeNull();
+    expect(r1.snapshot.values).toEqual({ x: 1, list: [1, 2] });
+    expect(Object.keys(r1.snapshot.declarations).sort()).toEqual(["Box", "double", "inc"]);
+
+    const r2 = await sandbox.run({
+      code: "list.push(3);\nconst x = double(x) + inc(0);\nconst b = new Box(x);\nprint(x, list, b.v);",
+      tools,
+      snapshot: r1.snapshot,
+    });
+    expect(r2.error).toBeNull();
+    expect(r2.logs).toBe("3 [ 1, 2, 3 ] 3\n");
+    expect(r2.snapshot.values).toEqual({ x: 3, list: [1, 2, 3] });
+    expect(r2.snapshot.unserializable.b).toMatch(/instance of Box/);
+
+    const r3 = await sandbox.run({ code: "const x = 'again';\nvar double = 7;", tools, snapshot: r2.snapshot });
+    expect(r3.error).toBeNull();
+    expect(r3.snapshot.values.x).toBe("again");
+    expect(r3.snapshot.values.double).toBe(7);
+    expect(r3.snapshot.declarations.double).toBeUndefined();
+  });
+
+  it("restores from a JSON round-tripped snapshot in a fresh sandbox process", async () => {
+    const r1 = await sandbox.run({ code: "const city = 'Paris';\nfunction greet(p) { return 'hi ' + p }", tools });
+    const stored = JSON.parse(JSON.stringify(r1.snapshot));
+    const fresh = createSandbox({ poolSize: 0 });
+    try {
+      const r2 = await fresh.run({ code: "final_answer(greet(city))", tools, snapshot: stored });
+      expect(r2.finalAnswer).toBe("hi Paris");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("lists unserializable values by name with a reason instead of dropping them", async () => {
+    const r = await sandbox.run({ code: "const m = new Map();\nconst d = new Date(0);\nconst n = NaN;\nlet u;", tools });
+    expect(r.snapshot.unserializable).toEqual({
+      m: expect.stringMatching(/Map/),
+      d: expect.stringMatching(/Date/),
+      n: expect.stringMatching(/NaN/),
+      u: "value is undefined",
+    });
+  });
+
+  it("keeps variables assigned before an error", async () => {
+    const r = await sandbox.run({ code: "const before = 'kept';\nthrow new Error('stop')", tools });
+    expect(r.error).toMatchObject({ name: "Error", message: "stop", line: 2 });
+    expect(r.snapshot.values).toEqual({ before: "kept" });
+  });
+});
+
+describe("limits", () => {
+  it("kills an infinite loop at the deadline, reports it and replaces the process", async () => {
+    const t0 = performance.now();
+    const r = await sandbox.run({ code: "while (true) {}", tools, limits: { timeoutMs: 300 } });
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(r.ok).toBe(false);
+    expect(r.error?.name).toBe("TimeoutError");
+    const next = await sandbox.run({ code: "final_answer(1 + 1)", tools });
+    expect(next.finalAnswer).toBe(2);
+  });
+
+  it("keeps the head and tail of long output with a visible marker", async () => {
+    const r = await sandbox.run({
+      code: "for (let i = 0; i < 5000; i++) print('line ' + i)",
+      tools,
+      limits: { maxOutputChars: 1000 },
+    });
+    expect(r.logs.startsWith("line 0\nline 1\n")).toBe(true);
+    expect(r.logs.endsWith("line 4999\n")).toBe(true);
+    expect(r.logs).toMatch(/characters of output truncated/);
+    expect(r.logs.length).toBeLessThan(1200);
+  });
+});
