@@ -1,5 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { OBSERVATION_HEADER, formatObservation, repeatNudge } from "../agent/observation.ts";
+import { OBSERVATION_HEADER, formatObservation, repeatNudge, truncateMiddle } from "../agent/observation.ts";
 import { normalizeCode } from "../agent/parser.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentStatus, AgentUpdate } from "../agent/state.ts";
@@ -43,9 +43,16 @@ export function makeObserveNode(rt: AgentRuntime) {
     } else if (fingerprint && count >= 2 * k) {
       replan = true;
     }
-    // Under "last_observation" the result of a stopped run is what the agent saw last.
+    // Under "last_observation" the result of a stopped run is what the agent saw last: the printed
+    // output itself when the action succeeded (so a parent's code can use it), else the observation.
     if (status === "max_steps" || status === "repeated_action") {
-      answer = rt.settings.maxStepsPolicy === "last_observation" ? text : null;
+      const logs = outcome.logs.trim();
+      answer =
+        rt.settings.maxStepsPolicy === "last_observation"
+          ? outcome.ok && logs
+            ? truncateMiddle(logs, rt.settings.maxObservationChars)
+            : text
+          : null;
     }
 
     const update: AgentUpdate = {

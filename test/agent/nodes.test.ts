@@ -155,7 +155,7 @@ describe("observe node", () => {
       state({ stepCount: 1, pending: pending("console.log(1)", 2), outcome: outcome({ logs: "passage text" }, 2) }),
       {},
     );
-    expect(u).toMatchObject({ status: "max_steps", answer: "Execution logs:\npassage text" });
+    expect(u).toMatchObject({ status: "max_steps", answer: "passage text" });
   });
 
   it("leaves the answer to the final-answer prompt under final_answer_prompt", async () => {
