@@ -207,6 +207,25 @@ async function answerOne(
   signal: AbortSignal,
   judge: AnswerJudge | undefined,
 ): Promise<QuestionResult | undefined> {
+  // A per-question signal: model clients add abort listeners to whatever signal they get, so
+  // handing them the run-wide one would pile up a listener per call.
+  const question = new AbortController();
+  const forward = () => question.abort(signal.reason);
+  signal.addEventListener("abort", forward, { once: true });
+  try {
+    return await answerOneWith(example, system, runId, question.signal, judge);
+  } finally {
+    signal.removeEventListener("abort", forward);
+  }
+}
+
+async function answerOneWith(
+  example: EvalExample,
+  system: EvalSystem,
+  runId: string,
+  signal: AbortSignal,
+  judge: AnswerJudge | undefined,
+): Promise<QuestionResult | undefined> {
   const threadId = `${runId}:${system.name}:${example.id}`;
   const recorder = new EvalRecorder(system.name);
   const started = performance.now();

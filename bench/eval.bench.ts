@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readEnv } from "../src/config/env.ts";
+import { loadDataset } from "../src/eval/datasets.ts";
+import { scoreAnswer } from "../src/eval/metrics.ts";
+import { runEval } from "../src/eval/runner.ts";
+import { ScriptedOpenAIServer } from "../src/testing/scripted-openai-server.ts";
+import { type BenchSection, fmt, percentile } from "./lib.ts";
+
+/**
+ * Evaluation harness overhead, with a scripted model so only codehop's own cost is measured:
+ * loading a HotpotQA-dev-sized file, scoring, and the per-question cost of the runner (HTTP to
+ * the local server, result row, reports) for the `direct` system.
+ */
+export default async function evalBench(): Promise<BenchSection[]> {
+  const dir = mkdtempSync(join(tmpdir(), "codehop-bench-eval-"));
+  try {
+    return [loadingBench(dir), scoringBench(), await runnerBench(dir)];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const WORDS = "the river city tower born architect film album released country capital bridge museum founded river".split(" ");
+function sentence(i: number): string {
+  return Array.from({ length: 18 }, (_, k) => WORDS[(i * 7 + k * 3) % WORDS.length]).join(" ") + ". ";
+}
+
+function loadingBench(dir: string): BenchSection {
+  // HotpotQA dev (distractor) has 7,405 questions with 10 paragraphs each, ~46 MB.
+  const n = 7405;
+  const records = Array.from({ length: n }, (_, i) => ({
+    _id: `5a8b57f25542995d1e6f13${i.toString(16).padStart(2, "0")}`,
+    question: `Which tower was designed by the architect born in city number ${i}?`,
+    answer: `Tower ${i}`,
+    type: i % 5 ? "bridge" : "comparison",
+    level: "hard",
+    supporting_facts: [[`Title ${i}-0`, 0], [`Title ${i}-1`, 1]],
+    context: Array.from({ length: 10 }, (_, p) => [`Title ${i}-${p}`, Array.from({ length: 4 }, (_, s) => sentence(i + p + s))]),
+  }));
+  const path = join(dir, "hotpot_dev_like.json");
+  writeFileSync(path, JSON.stringify(records));
+  const mb = statSync(path).size / 1024 ** 2;
+  const times: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    const t = performance.now();
+    const ds = loadDataset(path);
+    times.push(performance.now() - t);
+    if (ds.examples.length !== n) throw new Error(`loaded ${ds.examples.length} of ${n}`);
+  }
+  const best = Math.min(...times);
+  return {
+    title: "Eval: loading a HotpotQA-dev-sized dataset",
+    description: `A synthetic JSON array shaped like HotpotQA dev (distractor): ${n} questions × 10 paragraphs, ${fmt(mb, 1)} MB, loaded with loadDataset (array split into records, each parsed and validated on its own). Best of 3.`,
+    columns: ["questions", "MB", "load ms (best)", "load ms (median)", "MB/s"],
+    rows: [[n, fmt(mb, 1), fmt(best, 0), fmt(percentile(times, 50), 0), fmt(mb / (best / 1000), 1)]],
+    verdicts: [`full HotpotQA dev loads in under 5 s: ${best < 5000 ? "MET" : "NOT MET"} (${fmt(best / 1000, 2)} s)`],
+  };
+}
+
+function scoringBench(): BenchSection {
+  const n = 100_000;
+  const preds = Array.from({ length: n }, (_, i) => (i % 3 ? `The ${WORDS[i % WORDS.length]} Tower, ${i}` : `tower ${i}`));
+  const t = performance.now();
+  let em = 0;
+  for (let i = 0; i < n; i++) em += scoreAnswer(preds[i], [`Tower ${i}`, `the tower no. ${i}`]).em;
+  const ms = performance.now() - t;
+  if (em === 0) throw new Error("scoring produced no matches");
+  return {
+    title: "Eval: scoring",
+    description: `EM + F1 + cover-EM of ${n.toLocaleString("en")} predictions, each against a gold answer and one alias.`,
+    columns: ["predictions", "total ms", "µs / prediction"],
+    rows: [[n, fmt(ms, 0), fmt((ms * 1000) / n, 2)]],
+  };
+}
+
+async function runnerBench(dir: string): Promise<BenchSection> {
+  const n = 200;
+  const path = join(dir, "plain.jsonl");
+  writeFileSync(path, Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i}`, question: `Question number ${i}?`, answer: `answer ${i}` })).join("\n"));
+  const server = await ScriptedOpenAIServer.start({
+    responder: (req) => {
+      const m = /Question number (\d+)/.exec(req.messages.at(-1)?.content ?? "");
+      return { content: m && Number(m[1]) % 2 === 0 ? `answer ${m[1]}` : "wrong", usage: { prompt_tokens: 80, completion_tokens: 3 } };
+    },
+  });
+  const env = readEnv({ OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: "bench", CODEHOP_MODEL: "scripted", CODEHOP_MAX_RETRIES: "0" });
+  const rows: (string | number)[][] = [];
+  try {
+    for (const concurrency of [1, 4]) {
+      const out = join(dir, `run-c${concurrency}`);
+      const t = performance.now();
+      const res = await runEval({ dataset: path, systems: ["direct"], out, env, concurrency, progress: false, log: () => undefined });
+      const ms = performance.now() - t;
+      if (Math.abs(res.report.systems[0].em - 0.5) > 1e-9) throw new Error(`expected EM 0.5, got ${res.report.systems[0].em}`);
+      const t2 = performance.now();
+      const again = await runEval({ dataset: path, systems: ["direct"], out, env, concurrency, progress: false, log: () => undefined });
+      const resumeMs = performance.now() - t2;
+      if (again.ran !== 0) throw new Error("resumed run re-ran questions");
+      rows.push([concurrency, n, fmt(ms, 0), fmt(ms / n, 2), fmt((n * 1000) / ms, 0), fmt(resumeMs, 0), fmt(statSync(res.files.html).size / 1024, 0)]);
+    }
+  } finally {
+    await server.close();
+  }
+  return {
+    title: "Eval: runner overhead per question (direct, scripted model)",
+    description: `${n} questions through \`runEval\` with the direct system against the local scripted OpenAI-compatible server (no model latency): real ChatOpenAI HTTP call, scoring, one SQLite result row per question, then report.json/md/html and trajectory export. "resume" is a rerun of the finished run (everything skipped, reports rewritten).`,
+    columns: ["concurrency", "questions", "total ms", "ms / question", "questions / s", "resume ms", "report.html KB"],
+    rows,
+  };
+}
