@@ -92,7 +92,8 @@ export async function* readMediaWikiXml(
       else if (tag.name === "ns" && parent === "page") page.ns = Number(buf);
       else if (tag.name === "text" && parent === "revision") page.text = buf;
       else if (tag.name === "page") {
-        ready.push(page);
+        // After an XML error the parser recovers but what it reads is unreliable: keep nothing.
+        if (!xmlError) ready.push(page);
         page = undefined;
       }
     }
