@@ -469,6 +469,13 @@ function describeError(err, act) {
   return { name, message, frames };
 }
 
+/** Adds the sandbox hint to a fresh ReferenceError (it is thrown into the guest as is). */
+function describeReference(err, act) {
+  const { message } = describeError(err, act);
+  Object.defineProperty(err, "message", { value: message, writable: true, configurable: true, enumerable: false });
+  return err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Actions
 
@@ -541,7 +548,7 @@ function startAction(msg) {
     const compartment = new Compartment({ __options__: true, globals: harden(globals), name: "codehop-action" });
     harden(compartment.globalThis);
     makeError = compartment.evaluate(
-      "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
+      "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
     );
     const factory = compartment.evaluate(msg.source);
     const restore = jsonParse(msg.restoreJson);
@@ -549,7 +556,12 @@ function startAction(msg) {
       act.declared.set(name, fn);
       return fn;
     });
-    const api = factory(restore, decl);
+    const guestGlobal = compartment.globalThis;
+    const ref = harden((name) => {
+      if (typeof name === "string" && name in guestGlobal) return guestGlobal[name];
+      throw describeReference(makeError("ReferenceError", `${String(name)} is not defined`), act);
+    });
+    const api = factory(restore, decl, ref);
     act.read = api.read;
     run = api.run;
   } catch (err) {

@@ -19,7 +19,7 @@ type AnyNode = any;
 
 /** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
 export interface BuiltAction {
-  /** Source of `(function (restore, decl) { ... return { read, run } })`. */
+  /** Source of `(function (restore, decl, ref) { ... return { read, run } })`. */
   source: string;
   /** Persistent binding names, in the order `read()` returns their values. */
   names: string[];
@@ -219,6 +219,7 @@ export function buildAction(
   };
   const RESTORE = fresh("$restore");
   const DECL = fresh("$decl");
+  const REF = fresh("$ref");
 
   const names: string[] = [];
   const nameSet = new Set<string>();
@@ -305,6 +306,11 @@ export function buildAction(
   }
 
   const runBody = [...restoreStatements, ...hoisted, ...body];
+  try {
+    guardFreeReferences(runBody, new Set([...names, RESTORE, DECL, REF, ...shadowable]), REF);
+  } catch (err) {
+    return { error: toGuestSyntaxError(err) };
+  }
   const wrapper: AnyNode = {
     type: "Program",
     sourceType: "script",
@@ -312,7 +318,7 @@ export function buildAction(
       exprStmt({
         type: "FunctionExpression",
         id: null,
-        params: [id(RESTORE), id(DECL)],
+        params: [id(RESTORE), id(DECL), id(REF)],
         async: false,
         generator: false,
         body: {
@@ -449,4 +455,182 @@ function rewriteNestedVars(
     }
     return undefined;
   });
+}
+
+/**
+ * Globals every compartment has (plus the endowments passed as `known`). References to them are left
+ * alone; any other free name goes through `ref(name)`, which throws a real ReferenceError for names
+ * the compartment doesn't have. (SES's scope terminator makes unknown globals read as `undefined`,
+ * so a model calling a tool that doesn't exist would otherwise get "x is not a function".)
+ */
+const COMPARTMENT_GLOBALS = new Set([
+  "Infinity", "NaN", "undefined", "isFinite", "isNaN", "parseFloat", "parseInt", "decodeURI",
+  "decodeURIComponent", "encodeURI", "encodeURIComponent", "Array", "ArrayBuffer", "BigInt",
+  "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "EvalError", "Int8Array", "Int16Array",
+  "Int32Array", "Map", "Number", "Object", "Promise", "Proxy", "RangeError", "ReferenceError", "Set",
+  "String", "SyntaxError", "TypeError", "Uint8Array", "Uint8ClampedArray", "Uint16Array", "Uint32Array",
+  "URIError", "WeakMap", "WeakSet", "AggregateError", "JSON", "Reflect", "Date", "Error", "RegExp",
+  "Symbol", "Math", "globalThis", "arguments",
+]);
+
+function collectDeclaredNames(root: AnyNode, out: Set<string>): void {
+  walk(root, (n) => {
+    switch (n.type) {
+      case "VariableDeclarator":
+      {
+        const ns: string[] = [];
+        patternNames(n.id, ns);
+        ns.forEach((x) => out.add(x));
+        break;
+      }
+      case "FunctionDeclaration":
+      case "FunctionExpression":
+      case "ArrowFunctionExpression": {
+        if (n.id) out.add(n.id.name);
+        const ns: string[] = [];
+        for (const p of n.params) patternNames(p, ns);
+        ns.forEach((x) => out.add(x));
+        break;
+      }
+      case "ClassDeclaration":
+      case "ClassExpression":
+        if (n.id) out.add(n.id.name);
+        break;
+      case "CatchClause":
+        if (n.param) {
+          const ns: string[] = [];
+          patternNames(n.param, ns);
+          ns.forEach((x) => out.add(x));
+        }
+        break;
+    }
+  });
+}
+
+function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): void {
+  const bound = new Set<string>(known);
+  for (const stmt of body) collectDeclaredNames(stmt, bound);
+  const isFree = (name: string) => !bound.has(name) && !COMPARTMENT_GLOBALS.has(name);
+  const refCall = (name: string, loc: AnyNode): AnyNode => ({
+    type: "CallExpression",
+    callee: id(REF),
+    arguments: [str(name)],
+    optional: false,
+    loc,
+  });
+
+  // Returns a replacement for `node` when it is a free identifier in expression position.
+  const visit = (node: AnyNode): AnyNode => {
+    if (node == null || typeof node !== "object") return node;
+    if (node.type === "Identifier") return isFree(node.name) ? refCall(node.name, node.loc) : node;
+    switch (node.type) {
+      case "MemberExpression":
+        node.object = visit(node.object);
+        if (node.computed) node.property = visit(node.property);
+        return node;
+      case "Property":
+        // Only reached for object literals (patterns are skipped below).
+        if (node.computed) node.key = visit(node.key);
+        if (node.shorthand && node.value.type === "Identifier" && isFree(node.value.name)) {
+          node.shorthand = false;
+          node.value = refCall(node.value.name, node.value.loc);
+        } else node.value = visit(node.value);
+        return node;
+      case "MethodDefinition":
+      case "PropertyDefinition":
+        if (node.computed) node.key = visit(node.key);
+        node.value = visit(node.value);
+        return node;
+      case "UnaryExpression":
+        // `typeof notDefined` must stay "undefined", not throw.
+        if (node.operator === "typeof" && node.argument.type === "Identifier") return node;
+        node.argument = visit(node.argument);
+        return node;
+      case "AssignmentExpression":
+        // An undeclared assignment target already throws ReferenceError (SES's set trap).
+        if (node.left.type === "MemberExpression") node.left = visit(node.left);
+        else visitPattern(node.left);
+        node.right = visit(node.right);
+        return node;
+      case "UpdateExpression":
+        if (node.argument.type !== "Identifier") node.argument = visit(node.argument);
+        return node;
+      case "VariableDeclarator":
+        visitPattern(node.id);
+        node.init = visit(node.init);
+        return node;
+      case "FunctionDeclaration":
+      case "FunctionExpression":
+      case "ArrowFunctionExpression":
+        for (const p of node.params) visitPattern(p);
+        node.body = visit(node.body);
+        return node;
+      case "ClassDeclaration":
+      case "ClassExpression":
+        node.superClass = visit(node.superClass);
+        node.body = visit(node.body);
+        return node;
+      case "CatchClause":
+        if (node.param) visitPattern(node.param);
+        node.body = visit(node.body);
+        return node;
+      case "ForInStatement":
+      case "ForOfStatement":
+        if (node.left.type === "VariableDeclaration") visit(node.left);
+        else if (node.left.type === "MemberExpression") node.left = visit(node.left);
+        else visitPattern(node.left);
+        node.right = visit(node.right);
+        node.body = visit(node.body);
+        return node;
+      case "LabeledStatement":
+        node.body = visit(node.body);
+        return node;
+      case "BreakStatement":
+      case "ContinueStatement":
+      case "MetaProperty":
+      case "Literal":
+      case "TemplateElement":
+      case "Super":
+      case "ThisExpression":
+        return node;
+    }
+    for (const key of Object.keys(node)) {
+      if (key === "loc") continue;
+      const v = node[key];
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (v[i] && typeof v[i].type === "string") v[i] = visit(v[i]);
+      } else if (v && typeof v === "object" && typeof v.type === "string") node[key] = visit(v);
+    }
+    return node;
+  };
+  // Patterns bind or assign names; only their default values and computed keys are expressions.
+  const visitPattern = (p: AnyNode): void => {
+    if (!p) return;
+    switch (p.type) {
+      case "ObjectPattern":
+        for (const prop of p.properties) {
+          if (prop.type === "RestElement") visitPattern(prop.argument);
+          else {
+            if (prop.computed) prop.key = visit(prop.key);
+            visitPattern(prop.value);
+          }
+        }
+        return;
+      case "ArrayPattern":
+        for (const el of p.elements) visitPattern(el);
+        return;
+      case "RestElement":
+        visitPattern(p.argument);
+        return;
+      case "AssignmentPattern":
+        visitPattern(p.left);
+        p.right = visit(p.right);
+        return;
+      case "MemberExpression":
+        p.object = visit(p.object);
+        if (p.computed) p.property = visit(p.property);
+        return;
+    }
+  };
+  for (let i = 0; i < body.length; i++) body[i] = visit(body[i]);
 }
