@@ -4,6 +4,8 @@ import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
 import type { CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import { openEvalSource, type EvalSourceInfo } from "./corpus.ts";
 import { describeBadRecord, loadDataset } from "./datasets.ts";
 import { htmlReport } from "./html.ts";
 import { AnswerJudge } from "./judge.ts";
@@ -103,11 +105,13 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--concurrency must be a positive integer, got ${concurrency}`);
   }
   const settings = evalModelSettings(options.env);
-  const dataset = loadDataset(options.dataset, { format: options.format, limit: options.limit });
+  const full = loadDataset(options.dataset, { format: options.format });
+  const dataset = selectExamples(full, options.limit);
   for (const b of dataset.bad) log(`skipped ${describeBadRecord(b)}`);
 
   const store = new ResultsStore(out);
   const systems: EvalSystem[] = [];
+  let sourceToClose: KnowledgeSource | undefined;
   try {
     const fp = fingerprint(settings, dataset.format, options.dataset);
     const previous = store.getMeta<typeof fp>("fingerprint");
@@ -123,7 +127,25 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     store.setMeta("runId", runId);
 
     const model = createChatModel(settings, options.env.openaiApiKey);
-    const factoryCtx: SystemFactoryContext = { env: options.env, settings, model, dataset, out, runId, k: options.k ?? 5, log };
+    let opened: Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> | undefined;
+    const factoryCtx: SystemFactoryContext = {
+      env: options.env,
+      settings,
+      model,
+      dataset,
+      out,
+      runId,
+      k: options.k ?? 5,
+      log,
+      // Opened once, on first use, and shared by rag and agentic.
+      openSource: async () => {
+        opened ??= openEvalSource(full, full.examples, out, options.env, log, store.getMeta<EvalSourceInfo>("source"));
+        const { source, info } = await opened;
+        sourceToClose = source;
+        factoryCtx.source = info as unknown as Record<string, unknown>;
+        return source;
+      },
+    };
     systems.push(...(await (options.createSystems ?? createSystems)(systemsWanted, factoryCtx)));
     const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
 
@@ -135,7 +157,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       limit: options.limit ?? null,
     };
     store.setMeta("config", config);
-    store.setMeta("source", factoryCtx.source ?? null);
+    if (factoryCtx.source) store.setMeta("source", factoryCtx.source);
 
     const finished = store.finishedKeys();
     const tasks: { example: EvalExample; system: EvalSystem }[] = [];
@@ -184,8 +206,17 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     return { ...written, ran, skipped, interrupted };
   } finally {
     for (const s of systems) await s.close?.().catch(() => undefined);
+    await sourceToClose?.close().catch(() => undefined);
     store.close();
   }
+}
+
+/** The first `limit` usable questions, and the bad records among the records read up to them. */
+function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedDataset {
+  if (limit === undefined || limit >= full.examples.length) return full;
+  const examples = full.examples.slice(0, limit);
+  const last = examples[examples.length - 1].position.index;
+  return { ...full, examples, bad: full.bad.filter((b) => b.position.index < last) };
 }
 
 function createJudge(env: CodehopEnv): AnswerJudge {

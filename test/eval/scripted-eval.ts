@@ -39,3 +39,24 @@ export function scriptedEnv(baseURL: string, extra: Record<string, string> = {})
     ...extra,
   });
 }
+
+/**
+ * rag: Q1 "Norway" and Q2 "40 metres" right, Q3 "Yes" wrong → EM = F1 = cover-EM = 2/3.
+ * 300 input + 4 output tokens per call.
+ */
+export function ragRules(): TrajectoryRule[] {
+  const sys = "using the passages you are given";
+  return [
+    { name: "rag:q1", system: sys, task: Q1, steps: [reply("Answer: Norway", 300, 4)] },
+    { name: "rag:q2", system: sys, task: Q2, steps: [reply("40 metres", 300, 4)] },
+    { name: "rag:q3", system: sys, task: Q3, steps: [reply("Yes", 300, 4)] },
+  ];
+}
+
+/** The fixtures' paragraphs as corpus documents (for the configured-corpus case). */
+export const FIXTURE_PAGES = [
+  { title: "Blue Pavilion", text: "The Blue Pavilion is an exhibition hall in Lisbon. It was designed by the architect Ingrid Halvorsen and opened in 1998." },
+  { title: "Ingrid Halvorsen", text: "Ingrid Halvorsen (born 1961 in Bergen, Norway) is an architect. She is known for timber buildings." },
+  { title: "Red Tower", text: "The Red Tower is a 40-metre observation tower in Porto. It was completed in 1988." },
+  { title: "Marek Zelny", text: "Marek Zelny (born 1950 in Porto) is a painter. He moved to Prague in 1975." },
+];

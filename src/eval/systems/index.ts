@@ -3,7 +3,8 @@ import type { CodehopEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import type { EvalModelSettings } from "../model.ts";
 import type { LoadedDataset, SystemName } from "../types.ts";
-import { createDirectSystem } from "./baselines.ts";
+import type { KnowledgeSource } from "../../store/types.ts";
+import { createDirectSystem, createRagSystem } from "./baselines.ts";
 import type { EvalSystem } from "./system.ts";
 
 /** What the system factory gets from the runner. */
@@ -19,7 +20,12 @@ export interface SystemFactoryContext {
   /** Passages for the rag baseline. */
   k: number;
   log: (line: string) => void;
-  /** Set by the factory: which knowledge source rag / agentic used, for the report. */
+  /**
+   * The knowledge source for rag / agentic, opened on first call: the dataset's own paragraphs
+   * ingested into `<out>/corpus.db`, or the configured source.
+   */
+  openSource: () => Promise<KnowledgeSource>;
+  /** Set once the source is open: which knowledge source rag / agentic used, for the report. */
   source?: Record<string, unknown>;
 }
 
@@ -28,8 +34,14 @@ export async function createSystems(names: SystemName[], ctx: SystemFactoryConte
   const out: EvalSystem[] = [];
   for (const name of names) {
     if (name === "direct") out.push(createDirectSystem(ctx.model));
-    else {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `System "${name}" needs the knowledge-source and app modules, which this build does not have yet; use --systems direct`);
+    else if (name === "rag") {
+      const source = await ctx.openSource();
+      if (!source.searchPassages) {
+        throw new CodehopError(ErrorCodes.CONFIG_INVALID, `The rag baseline needs passage search, which the ${source.kind} source lacks`);
+      }
+      out.push(createRagSystem(ctx.model, source, { k: ctx.k }));
+    } else {
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `System "${name}" needs the app module, which this build does not have yet; use --systems direct,rag`);
     }
   }
   return out;

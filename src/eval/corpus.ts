@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { CodehopEnv } from "../config/env.ts";
+import { ingestDocuments } from "../ingest/ingest.ts";
+import type { IngestDocument } from "../ingest/types.ts";
+import { createEmbedder } from "../store/embeddings.ts";
+import { knowledgeSourceOptionsFromEnv, openKnowledgeSource } from "../store/open.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import type { EvalExample, LoadedDataset } from "./types.ts";
+
+/** File name of the per-dataset corpus inside an eval output directory. */
+export const DATASET_CORPUS_FILE = "corpus.db";
+
+/**
+ * The documents a dataset ships (distractor settings): one document per title, the distinct
+ * paragraphs under that title joined by blank lines (MuSiQue has several paragraphs per title),
+ * in order of first appearance. Built from every usable question of the file — not only the
+ * --limit ones — so the corpus, and therefore retrieval, is the same however many questions a
+ * run (or a resumed run) covers.
+ */
+export function datasetDocuments(examples: EvalExample[], source: string): IngestDocument[] {
+  const byTitle = new Map<string, string[]>();
+  for (const ex of examples) {
+    for (const p of ex.paragraphs) {
+      const title = p.title.trim();
+      const text = p.text.trim();
+      if (!title || !text) continue;
+      const texts = byTitle.get(title) ?? byTitle.set(title, []).get(title)!;
+      if (!texts.includes(text)) texts.push(text);
+    }
+  }
+  return [...byTitle].map(([title, texts]) => ({ title, text: texts.join("\n\n"), source }));
+}
+
+/** Where retrieval comes from, as recorded in the report. */
+export interface EvalSourceInfo {
+  kind: "dataset-corpus" | "configured-corpus" | "wikipedia";
+  path?: string;
+  documents?: number;
+  passages?: number;
+  /** Content hash of the dataset documents (a changed dataset re-ingests). */
+  hash?: string;
+  ranking?: string;
+}
+
+/**
+ * Opens the knowledge source for a run: when the dataset carries its own paragraphs, they are
+ * ingested (once; reruns reuse it) into `<out>/corpus.db` so the run is offline and
+ * reproducible; otherwise the configured source (CODEHOP_CORPUS, else online Wikipedia).
+ */
+export async function openEvalSource(
+  dataset: LoadedDataset,
+  allExamples: EvalExample[],
+  out: string,
+  env: CodehopEnv,
+  log: (line: string) => void,
+  previous?: EvalSourceInfo,
+): Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> {
+  const sourceOptions = knowledgeSourceOptionsFromEnv(env);
+  const docs = datasetDocuments(allExamples, `${dataset.format}:${dataset.path.split(/[\\/]/).pop()}`);
+  if (docs.length === 0) {
+    const source = openKnowledgeSource(sourceOptions);
+    const info: EvalSourceInfo = sourceOptions.corpus
+      ? { kind: "configured-corpus", path: sourceOptions.corpus }
+      : { kind: "wikipedia", path: sourceOptions.wikipediaApi ?? "https://en.wikipedia.org/w/api.php" };
+    return { source, info };
+  }
+  const path = join(out, DATASET_CORPUS_FILE);
+  const hash = createHash("sha256")
+    .update(JSON.stringify(docs.map((d) => [d.title, d.text])))
+    .digest("hex")
+    .slice(0, 16);
+  const embeddings = sourceOptions.embeddings;
+  let info: EvalSourceInfo;
+  if (previous?.kind === "dataset-corpus" && previous.hash === hash && existsSync(path)) {
+    info = previous;
+  } else {
+    log(`ingesting ${docs.length} dataset paragraphs' pages into ${path}${embeddings ? " (with embeddings)" : ""}`);
+    const report = await ingestDocuments(path, docs, {
+      embedder: embeddings ? createEmbedder(embeddings) : undefined,
+    });
+    for (const s of report.skippedRecords) log(`corpus: skipped ${s.where}: ${s.reason}`);
+    info = {
+      kind: "dataset-corpus",
+      path,
+      documents: report.added + report.updated + report.unchanged,
+      passages: report.passages,
+      hash,
+      ranking: embeddings ? `hybrid (${embeddings.model})` : "bm25",
+    };
+  }
+  const source = openKnowledgeSource({ corpus: path, embeddings });
+  return { source, info };
+}
