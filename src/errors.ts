@@ -24,6 +24,8 @@ export const ErrorCodes = {
   DB_INVALID: "CODEHOP_DB_INVALID",
   /** Input data (dataset, corpus file) is unreadable as a whole (single bad records are skipped). */
   INPUT_INVALID: "CODEHOP_INPUT_INVALID",
+  /** A run was stopped by the user (Ctrl-C / abort signal); its thread is resumable. */
+  RUN_INTERRUPTED: "CODEHOP_RUN_INTERRUPTED",
   /** The knowledge source (Wikipedia API) failed after retries. */
   SOURCE_UNAVAILABLE: "CODEHOP_SOURCE_UNAVAILABLE",
 } as const;

@@ -1,0 +1,37 @@
+import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ingestDocuments } from "../store/index.ts";
+import type { IngestDocument } from "../ingest/types.ts";
+import { ScriptedOpenAIServer, trajectoryResponder, type TrajectoryRule } from "../testing/scripted-openai-server.ts";
+import { demoRules } from "./demo-trajectories.ts";
+
+/** data/demo-corpus.jsonl shipped with the package. */
+export const DEMO_CORPUS_JSONL = resolve(dirname(fileURLToPath(import.meta.url)), "../../data/demo-corpus.jsonl");
+
+/**
+ * Builds (once) the demo corpus DB `<home>/demo-corpus.db` from data/demo-corpus.jsonl with the
+ * real ingestion code, and returns its path.
+ */
+export async function ensureDemoCorpus(home: string): Promise<string> {
+  const dbPath = join(resolve(home), "demo-corpus.db");
+  if (existsSync(dbPath)) return dbPath;
+  mkdirSync(dirname(dbPath), { recursive: true });
+  const docs: IngestDocument[] = readFileSync(DEMO_CORPUS_JSONL, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as IngestDocument);
+  // Build under a temporary name so an interrupted build never leaves a half corpus behind.
+  const tmp = `${dbPath}.building-${process.pid}`;
+  await ingestDocuments(tmp, docs);
+  // ingestDocuments closes its connection, which checkpoints the WAL; move any leftovers along.
+  for (const suffix of ["-wal", "-shm", ""]) {
+    if (existsSync(`${tmp}${suffix}`)) renameSync(`${tmp}${suffix}`, `${dbPath}${suffix}`);
+  }
+  return dbPath;
+}
+
+/** Starts the local OpenAI-compatible server replaying the demo trajectories (port 0 = free port). */
+export async function startDemoModelServer(rules: TrajectoryRule[] = demoRules(), port = 0): Promise<ScriptedOpenAIServer> {
+  return ScriptedOpenAIServer.start({ responder: trajectoryResponder(rules), port });
+}

@@ -1,0 +1,332 @@
+import { randomUUID } from "node:crypto";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { UsageByAgent } from "../agent/usage.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.ts";
+import { openPersistence, type Persistence } from "../persistence/index.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import { assertModelConfigured, loadAppConfig, type AppConfig, type AppConfigOverrides } from "./config.ts";
+import type { StreamEvent } from "./progress.ts";
+import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
+import { openSourceFor } from "./source.ts";
+
+/** Options shared by {@link ask}, {@link resume} and {@link replay}. */
+export interface RunOptions {
+  /** Configuration overrides (the rest comes from the environment, see src/app/config.ts). */
+  config?: AppConfigOverrides;
+  /** An already open persistence (else `<home>/checkpoints.db` is opened and closed per call). */
+  persistence?: Persistence;
+  /** An already open knowledge source (else chosen by `config.corpus`: corpus DB or online Wikipedia). */
+  source?: KnowledgeSource;
+  /** A chat model (instance or name) for every agent, overriding the configuration. */
+  model?: BaseChatModel | string;
+  /** Receives every stream event (`[namespace, mode, chunk]`), e.g. for a live tree. */
+  onEvent?: (event: StreamEvent) => void;
+  /** Called once the thread id is known, before the first model call. */
+  onStart?: (info: { threadId: string; dbPath: string }) => void;
+  /** Aborts the run (the thread stays resumable from its last checkpoint). */
+  signal?: AbortSignal;
+}
+
+/** Builds the `configurable` keys the agents read (model factory, journal, knowledge source). */
+export function runConfigurable(
+  config: AppConfig,
+  extra: { threadId: string; persistence: Persistence; source: KnowledgeSource; model?: BaseChatModel | string },
+): Record<string, unknown> {
+  const configurable: Record<string, unknown> = {
+    thread_id: extra.threadId,
+    journal: extra.persistence.journal,
+    knowledgeSource: extra.source,
+    modelSettings: {
+      baseURL: config.baseURL,
+      apiKey: config.apiKey,
+      temperature: config.temperature,
+      maxTokens: config.maxTokens,
+      maxRetries: config.maxRetries,
+      timeoutMs: config.timeoutMs,
+    },
+  };
+  if (extra.model) configurable.model = extra.model;
+  else {
+    if (config.model) configurable.model = config.model;
+    if (Object.keys(config.models).length) configurable.models = config.models;
+  }
+  return configurable;
+}
+
+interface Session {
+  config: AppConfig;
+  persistence: Persistence;
+  source?: KnowledgeSource;
+  close(): Promise<void>;
+}
+
+async function openSession(options: RunOptions, needModel: boolean): Promise<Session> {
+  const config = loadAppConfig(options.config);
+  if (needModel && !options.model) assertModelConfigured(config);
+  const persistence = options.persistence ?? openPersistence(config.home);
+  const session: Session = {
+    config,
+    persistence,
+    async close() {
+      if (session.source && session.source !== options.source) await session.source.close().catch(() => {});
+      if (!options.persistence) persistence.close();
+    },
+  };
+  return session;
+}
+
+async function withSource(session: Session, options: RunOptions, corpus?: string): Promise<KnowledgeSource> {
+  if (options.source) return (session.source = options.source);
+  const config = corpus && !session.config.corpus ? { ...session.config, corpus } : session.config;
+  session.source = await openSourceFor(config);
+  return session.source;
+}
+
+/**
+ * Streams the manager graph for `input` (a new question, or null to continue from the checkpoint
+ * in `cfg`) and returns the shaped result read from the final checkpoint.
+ */
+async function execute(
+  session: Session,
+  options: RunOptions,
+  threadId: string,
+  input: { question: string } | null,
+  checkpointId?: string,
+): Promise<AskResult> {
+  const started = Date.now();
+  const { persistence, config } = session;
+  const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
+  const source = session.source!;
+  const configurable = runConfigurable(config, { threadId, persistence, source, model: options.model });
+  if (checkpointId) configurable.checkpoint_id = checkpointId;
+  const runConfig: RunnableConfig = { configurable, recursionLimit: MANAGER_RECURSION_LIMIT, signal: options.signal };
+  options.onStart?.({ threadId, dbPath: persistence.dbPath });
+  try {
+    const stream = await graph.stream(input, {
+      ...runConfig,
+      subgraphs: true,
+      streamMode: ["updates", "tasks"],
+    });
+    for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    persistence.threads.fail(threadId, message);
+    const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
+    if (options.signal?.aborted) {
+      throw new CodehopError(ErrorCodes.RUN_INTERRUPTED, `Run interrupted on thread ${threadId}.\n${hint}`, { cause: err });
+    }
+    if (CodehopError.isInstance(err)) throw new CodehopError(err.code, `${err.message}\n${hint}`, { cause: err });
+    throw new CodehopError(ErrorCodes.GRAPH_INVARIANT, `Run failed on thread ${threadId}: ${message}\n${hint}`, { cause: err });
+  }
+  const result = await readResult(persistence, threadId, started);
+  persistence.threads.finish(threadId, result.answer);
+  return result;
+}
+
+/** The result stored in a thread's latest checkpoint. */
+export async function readResult(persistence: Persistence, threadId: string, started = Date.now()): Promise<AskResult> {
+  const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
+  const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+  const values = (snapshot.values ?? {}) as Record<string, unknown>;
+  return {
+    answer: answerText(values.answer),
+    thread_id: threadId,
+    status: typeof values.status === "string" ? values.status : snapshot.next.length ? "interrupted" : "unknown",
+    sources: shapeSources(values.sources),
+    usage: shapeUsage(values.usage as UsageByAgent | undefined),
+    steps: typeof values.stepCount === "number" ? values.stepCount : 0,
+    checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
+    checkpoint_db: persistence.dbPath,
+    duration_ms: Date.now() - started,
+  };
+}
+
+/** Options of {@link ask}. */
+export interface AskOptions extends RunOptions {
+  /** Thread id to use (default: a new UUID). Reusing a finished thread's id starts a new run on it. */
+  threadId?: string;
+}
+
+/**
+ * Answers a question with the three-agent system (manager → wikipedia_search → page_search),
+ * checkpointing every step to `<CODEHOP_HOME>/checkpoints.db`.
+ */
+export async function ask(question: string, options: AskOptions = {}): Promise<AskResult> {
+  if (!question.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The question is empty.");
+  const session = await openSession(options, true);
+  try {
+    const threadId = options.threadId ?? randomUUID();
+    await withSource(session, options);
+    session.persistence.threads.start(threadId, {
+      question,
+      options: { corpus: session.source?.kind === "corpus" ? session.config.corpus : undefined },
+    });
+    return await execute(session, options, threadId, { question });
+  } finally {
+    await session.close();
+  }
+}
+
+function requireThread(persistence: Persistence, threadId: string) {
+  const record = persistence.threads.get(threadId);
+  if (!record) {
+    throw new CodehopError(
+      ErrorCodes.THREAD_NOT_FOUND,
+      `No thread "${threadId}" in ${persistence.dbPath}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+    );
+  }
+  return record;
+}
+
+/**
+ * Continues a thread from its last checkpoint — after a crash, a kill -9, an endpoint failure or
+ * Ctrl-C. Sub-agent and tool calls that had finished are served from the call journal, not re-run.
+ * A thread that already finished returns its stored result without calling the model.
+ */
+export async function resume(threadId: string, options: RunOptions = {}): Promise<AskResult> {
+  const session = await openSession(options, false);
+  try {
+    const record = requireThread(session.persistence, threadId);
+    if (record.checkpoints === 0) {
+      // The run died before its first checkpoint: start it again from the recorded question.
+      if (!record.question) throw new CodehopError(ErrorCodes.THREAD_NOT_FOUND, `Thread "${threadId}" has no checkpoints.`);
+      if (!options.model) assertModelConfigured(session.config);
+      await withSource(session, options, record.options.corpus as string | undefined);
+      session.persistence.threads.start(threadId);
+      return await execute(session, options, threadId, { question: record.question });
+    }
+    const graph = createManagerGraph({ checkpointer: session.persistence.checkpointer });
+    const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+    if (snapshot.next.length === 0) {
+      const result = await readResult(session.persistence, threadId);
+      options.onStart?.({ threadId, dbPath: session.persistence.dbPath });
+      if (record.status !== "done") session.persistence.threads.finish(threadId, result.answer);
+      return result;
+    }
+    if (!options.model) assertModelConfigured(session.config);
+    await withSource(session, options, record.options.corpus as string | undefined);
+    session.persistence.threads.start(threadId);
+    return await execute(session, options, threadId, null);
+  } finally {
+    await session.close();
+  }
+}
+
+/** Options of {@link replay}. */
+export interface ReplayOptions extends RunOptions {
+  /**
+   * State values to change before re-running (a fork with an edited state), applied with
+   * `updateState` as if written by `asNode` (default: the node that wrote the checkpoint).
+   */
+  update?: Record<string, unknown>;
+  asNode?: string;
+}
+
+/**
+ * Re-runs a thread from one of its checkpoints. LangGraph forks: new checkpoints branch off the
+ * chosen one and the original history stays intact (`codehop history` shows both branches).
+ * Calls recorded in the journal for the same action and arguments are served from it, which makes
+ * an unedited replay deterministic; an edited state that changes a call runs it for real.
+ */
+export async function replay(threadId: string, checkpointId: string, options: ReplayOptions = {}): Promise<AskResult> {
+  const session = await openSession(options, false);
+  try {
+    const record = requireThread(session.persistence, threadId);
+    const tuple = await session.persistence.checkpointer.getTuple({
+      configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
+    });
+    if (!tuple) {
+      throw new CodehopError(
+        ErrorCodes.CHECKPOINT_NOT_FOUND,
+        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
+      );
+    }
+    if (!options.model) assertModelConfigured(session.config);
+    await withSource(session, options, record.options.corpus as string | undefined);
+    session.persistence.threads.start(threadId);
+    let from = checkpointId;
+    if (options.update) {
+      const graph = createManagerGraph({ checkpointer: session.persistence.checkpointer });
+      const forked = await graph.updateState(
+        { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
+        options.update,
+        options.asNode,
+      );
+      from = forked.configurable?.checkpoint_id as string;
+    }
+    return await execute(session, options, threadId, null, from);
+  } finally {
+    await session.close();
+  }
+}
+
+/** One checkpoint of a thread as listed by {@link history}. */
+export interface CheckpointSummary {
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  /** LangGraph super-step number. */
+  step: number;
+  /** "input", "loop" or "update" (a fork with an edited state). */
+  source: string;
+  /** Nodes that run next from here (empty = finished). */
+  next: string[];
+  /** Manager actions completed at this checkpoint. */
+  actions: number;
+  /** Short description of the latest manager step at this checkpoint. */
+  summary: string;
+  created_at: string;
+  /** Full state values (only with `withValues`). */
+  values?: Record<string, unknown>;
+}
+
+/** Lists a thread's root checkpoints, newest first (all branches). */
+export async function history(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence"> & { withValues?: boolean; checkpointId?: string } = {},
+): Promise<CheckpointSummary[]> {
+  const config = loadAppConfig(options.config);
+  const persistence = options.persistence ?? openPersistence(config.home, { mustExist: true });
+  try {
+    requireThread(persistence, threadId);
+    const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
+    const out: CheckpointSummary[] = [];
+    for await (const snap of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
+      const values = (snap.values ?? {}) as Record<string, any>;
+      const id = snap.config.configurable?.checkpoint_id as string;
+      if (options.checkpointId && id !== options.checkpointId) continue;
+      const steps = Array.isArray(values.steps) ? values.steps : [];
+      const last = steps[steps.length - 1];
+      const pending = values.pending;
+      let summary = "";
+      const outcome = values.outcome;
+      if (snap.next.length === 0 && values.answer != null) summary = `answer: ${answerText(values.answer)}`;
+      else if (snap.next.includes("act") && pending) summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
+      else if (snap.next.includes("observe") && outcome) {
+        summary = `ran step ${outcome.step}: ${outcome.error ? `${outcome.error.name}: ${outcome.error.message}` : outcome.logs || "(nothing printed)"}`;
+      } else if (last) summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
+      else if (values.question || values.task) summary = `question: ${values.question ?? values.task}`;
+      out.push({
+        checkpoint_id: id,
+        parent_checkpoint_id: (snap.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
+        step: Number(snap.metadata?.step ?? -1),
+        source: String(snap.metadata?.source ?? ""),
+        next: [...snap.next],
+        actions: typeof values.stepCount === "number" ? values.stepCount : 0,
+        summary: summary.replace(/\s+/g, " ").trim(),
+        created_at: snap.createdAt ?? "",
+        ...(options.withValues ? { values } : {}),
+      });
+    }
+    if (options.checkpointId && out.length === 0) {
+      throw new CodehopError(
+        ErrorCodes.CHECKPOINT_NOT_FOUND,
+        `Thread "${threadId}" has no checkpoint "${options.checkpointId}". List them with \`codehop history ${threadId}\`.`,
+      );
+    }
+    return out;
+  } finally {
+    if (!options.persistence) persistence.close();
+  }
+}

@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import { Command } from "commander";
+import { printResult, terminalRun, type RunFlags } from "../../app/cli-support.ts";
+import { loadAppConfig } from "../../app/config.ts";
+import { ensureDemoCorpus, startDemoModelServer } from "../../app/demo.ts";
+import { DEMO_QUESTIONS } from "../../app/demo-trajectories.ts";
+import { ask } from "../../app/run.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
+
+const SCRIPTED_NOTE = [
+  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
+  "replies (src/app/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search",
+  "and SQLite checkpoints are real. To use a real model instead:",
+  "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
+  "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",
+  "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
+  '  codehop ask "Does birch plywood float in ethanol?" --corpus <corpus.db>   # omit --corpus for online Wikipedia',
+].join("\n");
+
+/** `codehop demo`: the offline demo — real agents over the demo corpus with a scripted model. */
+export default function demoCommand(): Command {
+  return new Command("demo")
+    .description("offline demo: the three agents answer demo questions over data/demo-corpus.jsonl with a scripted model")
+    .option("--question <name>", `which demo question: ${Object.keys(DEMO_QUESTIONS).join(", ")} or all`, "plywood,towers")
+    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+    .option("--json", "print one JSON object per question")
+    .option("-q, --quiet", "no live tree")
+    .option("--serve", "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)")
+    .option("--port <n>", "port of the scripted model server (default: a free port)", "0")
+    .action(async (flags: RunFlags & { question: string; serve?: boolean; port: string }) => {
+      const config = loadAppConfig(flags.home ? { home: flags.home } : {});
+      const names = flags.question === "all" ? Object.keys(DEMO_QUESTIONS) : flags.question.split(",").map((s) => s.trim());
+      for (const n of names) {
+        if (!(n in DEMO_QUESTIONS)) {
+          throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`);
+        }
+      }
+      const corpus = await ensureDemoCorpus(config.home);
+      const server = await startDemoModelServer(undefined, Number(flags.port) || 0);
+      if (flags.serve) {
+        process.stderr.write(
+          [
+            `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
+            "In another terminal, resume or replay demo threads with it:",
+            `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted codehop replay <thread> --checkpoint <id>`,
+            "Ctrl-C stops it.",
+            "",
+          ].join("\n"),
+        );
+        await new Promise<void>((resolve) => process.once("SIGINT", () => resolve()));
+        await server.close();
+        return;
+      }
+      try {
+        if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
+        for (const name of names) {
+          const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
+          if (!flags.json) process.stderr.write(`Question: ${question}\n`);
+          const term = terminalRun(flags, `codehop demo (${name})`);
+          try {
+            const result = await ask(question, {
+              threadId: randomUUID(),
+              // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
+              config: { home: config.home, corpus, baseURL: server.baseURL, apiKey: "scripted", model: "scripted-demo", models: {} },
+              ...term.options,
+            });
+            term.finish();
+            printResult(result, flags);
+          } finally {
+            term.finish();
+          }
+        }
+        if (!flags.json) {
+          process.stderr.write(
+            [
+              "",
+              `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
+              "  codehop threads                                   # the demo threads",
+              "  codehop history <thread>                          # their checkpoints",
+              "  codehop history <thread> --checkpoint <id>        # the state at one step",
+              "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
+              "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
+              "",
+              SCRIPTED_NOTE,
+              "",
+            ].join("\n"),
+          );
+        }
+      } finally {
+        await server.close();
+      }
+    });
+}

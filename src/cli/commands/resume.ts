@@ -1,0 +1,27 @@
+import { Command } from "commander";
+import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
+import { resume } from "../../app/run.ts";
+
+/** `codehop resume <thread>`: continues a crashed / interrupted / failed run from its last checkpoint. */
+export default function resumeCommand(): Command {
+  return new Command("resume")
+    .description("continue a thread from its last checkpoint (finished sub-agent calls are not repeated)")
+    .argument("<thread>", "thread id (see `codehop threads`)")
+    .option("--corpus <db>", "local corpus DB (default: the one the thread was started with)")
+    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+    .option("--model <name>", "model for every agent (default CODEHOP_MODEL)")
+    .option("--json", "print one JSON object when the run ends")
+    .option("-q, --quiet", "no live tree")
+    .action(async (threadId: string, flags: RunFlags) => {
+      const term = terminalRun(flags, "codehop resume");
+      try {
+        const result = await withJsonErrors(flags, threadId, () =>
+          resume(threadId, { config: configFromFlags(flags), ...term.options }),
+        );
+        term.finish();
+        printResult(result, flags);
+      } finally {
+        term.finish();
+      }
+    });
+}
