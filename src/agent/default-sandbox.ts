@@ -1,4 +1,3 @@
-import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { CodeSandbox } from "../sandbox/types.ts";
 
 let shared: Promise<CodeSandbox> | undefined;
@@ -10,12 +9,7 @@ let shared: Promise<CodeSandbox> | undefined;
 export function getDefaultSandbox(): Promise<CodeSandbox> {
   shared ??= (async () => {
     // Loaded lazily: the sandbox pool (child processes) is only needed once an action runs.
-    const mod = (await import(new URL("../sandbox/index.ts", import.meta.url).href)) as {
-      createSandbox?: () => CodeSandbox | Promise<CodeSandbox>;
-    };
-    if (typeof mod.createSandbox !== "function") {
-      throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "src/sandbox/index.ts does not export createSandbox()");
-    }
+    const mod = await import("../sandbox/index.ts");
     const sandbox = await mod.createSandbox();
     const close = () => void sandbox.close().catch(() => {});
     process.once("beforeExit", close);

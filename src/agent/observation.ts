@@ -39,7 +39,11 @@ export function formatObservation(
   if (err || !outcome.ok) {
     const where = err?.line ? ` (line ${err.line})` : "";
     let msg = `Error${where}: ${err ? `${err.name}: ${err.message}` : "the action failed"}`;
-    const undefinedName = err ? /\b([A-Za-z_$][\w$]*) is not defined/.exec(err.message)?.[1] : undefined;
+    // A bare name that is undefined or not callable is usually a made-up tool (the sandbox reports
+    // either, depending on how the guest scope resolves it); "obj.f is not a function" is not.
+    const undefinedName = err
+      ? /(?:^|[^.\w$])([A-Za-z_$][\w$]*) is not (?:defined|a function)/.exec(err.message)?.[1]
+      : undefined;
     if (undefinedName && !toolNames.includes(undefinedName)) {
       msg += `\n"${undefinedName}" is not a tool or variable. The tools that exist are: ${[...toolNames, "final_answer"].join(", ")}.`;
     }

@@ -72,15 +72,9 @@ export function makeActNode(rt: AgentRuntime) {
     const threadId = String(configurable.thread_id ?? "");
     const checkpointNs = String(configurable.checkpoint_ns ?? "");
     const toolCalls: ToolCallRecord[] = [];
-    let usage: UsageByAgent = {};
-    const sources: Source[] = [];
     let fatal: CodehopError | undefined;
-    const apply = (reports: readonly ToolReport[]) => {
-      for (const r of reports) {
-        if (r.usage) usage = mergeUsage(usage, r.usage);
-        if (r.sources) sources.push(...(r.sources as Source[]));
-      }
-    };
+    // Reports are applied in call order after the action, so concurrent calls give a stable order.
+    const reportsByCall = new Map<number, readonly ToolReport[]>();
 
     const host = (tool: CodeTool<any>): HostToolFn => async (rawArgs, { callIndex, signal }) => {
       const started = performance.now();
@@ -104,7 +98,7 @@ export function makeActNode(rt: AgentRuntime) {
       const key: CallKey = { threadId, checkpointNs, step, callIndex, tool: tool.name, argsJson: stableJson(args) };
       const recorded = journal ? await journal.get(key) : undefined;
       if (recorded) {
-        apply(recorded.reports ?? []);
+        reportsByCall.set(callIndex, recorded.reports ?? []);
         record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
         if (recorded.ok) return recorded.value;
         throw new Error(recorded.error);
@@ -114,12 +108,12 @@ export function makeActNode(rt: AgentRuntime) {
         const value = await tool.invoke(args, { callIndex, signal, config, report: (r) => reports.push(r) });
         // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
         const json = value === undefined ? null : JSON.parse(JSON.stringify(value));
-        apply(reports);
+        reportsByCall.set(callIndex, reports);
         record(args, true, undefined, false);
         if (journal) await journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome);
         return json;
       } catch (err) {
-        apply(reports);
+        reportsByCall.set(callIndex, reports);
         if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
           fatal ??= err;
           throw err;
@@ -154,6 +148,14 @@ export function makeActNode(rt: AgentRuntime) {
       // A crashed or killed action reports no snapshot worth keeping; keep the previous one.
       variables: result.snapshot ?? state.variables,
     };
+    let usage: UsageByAgent = {};
+    const sources: Source[] = [];
+    for (const index of [...reportsByCall.keys()].sort((a, b) => a - b)) {
+      for (const r of reportsByCall.get(index)!) {
+        if (r.usage) usage = mergeUsage(usage, r.usage);
+        if (r.sources) sources.push(...(r.sources as Source[]));
+      }
+    }
     if (Object.keys(usage).length) update.usage = usage;
     if (sources.length) update.sources = sources;
     return update;

@@ -34,6 +34,13 @@ describe("formatObservation", () => {
     expect(o.text).toContain("The tools that exist are: search_wikipedia, get_page, final_answer.");
   });
 
+  it("lists the tools for an uncallable bare name, but not for a method", () => {
+    const bare = formatObservation(outcome({ ok: false, error: { name: "TypeError", message: "web is not a function", line: 1 } }), ["get"], 1000);
+    expect(bare.text).toContain("The tools that exist are: get, final_answer.");
+    const method = formatObservation(outcome({ ok: false, error: { name: "TypeError", message: "s.foo is not a function", line: 1 } }), ["get"], 1000);
+    expect(method.text).not.toContain("The tools that exist");
+  });
+
   it("keeps logs printed before an error and explains timeouts", () => {
     const o = formatObservation(
       outcome({ ok: false, logs: "step 1", error: { name: "TimeoutError", message: "action exceeded 30000 ms", line: null } }),

@@ -1,0 +1,172 @@
+import type { BaseMessage } from "@langchain/core/messages";
+import { afterAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
+import { createCodeAgent } from "../../src/graphs/code-agent.ts";
+import { createSandbox } from "../../src/sandbox/index.ts";
+import { defineTool } from "../../src/tools/define-tool.ts";
+
+// Whole agents on the real sandbox (SES in child processes) with an in-process scripted model.
+const sandbox = createSandbox({ limits: { timeoutMs: 1500 } });
+afterAll(() => sandbox.close());
+
+const text = (m: BaseMessage) => String(m.content);
+const system = (msgs: BaseMessage[]) => text(msgs[0]);
+const action = (code: string, thought = "next") => `Thought: ${thought}\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
+
+const lookup = defineTool({
+  name: "lookup",
+  description: "Returns a fact.",
+  parameters: z.object({ key: z.string() }),
+  returns: "string",
+  invoke: async ({ key }) => {
+    if (key === "boom") throw new Error("lookup service unavailable");
+    return `fact:${key}`;
+  },
+});
+
+describe("a single agent on the real sandbox", () => {
+  it("keeps variables between steps and finishes with a computed answer", async () => {
+    const agent = createCodeAgent({
+      name: "calc",
+      description: "computes",
+      sandbox,
+      tools: [lookup],
+      model: new ScriptedChatModel([
+        action('const facts = await Promise.all([lookup("a"), lookup("b")]);\nfunction size(xs) { return xs.join("").length; }\nconsole.log(facts);'),
+        action("final_answer(size(facts) * 2)"),
+      ]),
+    });
+    const out = await agent.invoke({ task: "compute" });
+    expect(out.status).toBe("final_answer");
+    expect(out.answer).toBe(24);
+    expect(out.variables?.values.facts).toEqual(["fact:a", "fact:b"]);
+    expect(out.steps[0].toolCalls.map((c) => [c.tool, c.args, c.ok])).toEqual([
+      ["lookup", { key: "a" }, true],
+      ["lookup", { key: "b" }, true],
+    ]);
+    expect(out.usage.calc.calls).toBe(2);
+  });
+
+  it("turns syntax, runtime, unknown-tool, tool and timeout errors into observations and recovers", async () => {
+    const model = new ScriptedChatModel([
+      action("const x = ;"),
+      action("null.prop"),
+      action('await search_web("x")'),
+      action('await lookup("boom")'),
+      action("while (true) {}"),
+      "I think I am done.",
+      action("final_answer('recovered')"),
+    ]);
+    const agent = createCodeAgent({ name: "errs", description: "d", sandbox, tools: [lookup], model, maxSteps: 10 });
+    const out = await agent.invoke({ task: "survive errors" });
+    expect(out.answer).toBe("recovered");
+    const obs = out.steps.map((s) => s.observation);
+    expect(obs[0]).toMatch(/SyntaxError/);
+    expect(obs[1]).toMatch(/TypeError/);
+    expect(obs[2]).toMatch(/The tools that exist are: lookup, final_answer/);
+    expect(obs[3]).toMatch(/lookup service unavailable/);
+    expect(obs[4]).toMatch(/TimeoutError[\s\S]*do less per step/);
+    expect(obs[5]).toMatch(/No code found/);
+    // Resolved errors are dropped from the condensed prompt: the last call saw only the latest one.
+    const lastPrompt = model.calls.at(-1)!.messages.map(text).join("\n");
+    expect(lastPrompt).toContain("No code found");
+    expect(lastPrompt).not.toContain("SyntaxError");
+    expect(lastPrompt).not.toContain("TimeoutError");
+  });
+
+  it("returns the last observation when it hits maxSteps under last_observation", async () => {
+    const agent = createCodeAgent({
+      name: "reader",
+      description: "d",
+      sandbox,
+      tools: [lookup],
+      maxSteps: 2,
+      model: new ScriptedChatModel([action('console.log(await lookup("x"))'), action('console.log(await lookup("y"))')]),
+    });
+    const out = await agent.invoke({ task: "read" });
+    expect(out).toMatchObject({ status: "max_steps", answer: "fact:y", stepCount: 2 });
+  });
+
+  it("asks once for a final answer at maxSteps under final_answer_prompt", async () => {
+    const model = new ScriptedChatModel([
+      (m) => (system(m).includes("no steps left") ? "Final answer: fact:x it is" : action('console.log(await lookup("x"))')),
+    ]);
+    const agent = createCodeAgent({ name: "fa", description: "d", sandbox, tools: [lookup], maxSteps: 2, maxStepsPolicy: "final_answer_prompt", model });
+    const out = await agent.invoke({ task: "answer" });
+    expect(out).toMatchObject({ status: "max_steps", answer: "fact:x it is" });
+    expect(model.calls).toHaveLength(3);
+    expect(out.usage.fa.calls).toBe(3);
+  });
+
+  it("detects a repeated action: nudges at k, replans at 2k", async () => {
+    const model = new ScriptedChatModel([
+      (m) => (system(m).includes("Facts survey") ? "## Facts survey\n...\n## Plan\n1. try something else" : action('console.log(await lookup("same"))')),
+    ]);
+    const agent = createCodeAgent({ name: "loop", description: "d", sandbox, tools: [lookup], model, maxSteps: 5, repeatThreshold: 2 });
+    const out = await agent.invoke({ task: "loop forever" });
+    expect(out.steps.map((s) => s.kind)).toEqual(["action", "action", "action", "action", "planning", "action"]);
+    expect(out.steps[0].observation).not.toMatch(/same result/);
+    expect(out.steps[1].observation).toMatch(/same result 2 times/);
+    expect(out.status).toBe("max_steps");
+  });
+
+  it("stops a repeating agent under repeatPolicy stop", async () => {
+    const agent = createCodeAgent({
+      name: "stopper",
+      description: "d",
+      sandbox,
+      tools: [lookup],
+      model: new ScriptedChatModel([action('console.log(await lookup("same"))')]),
+      maxSteps: 10,
+      repeatThreshold: 1,
+      repeatPolicy: "stop",
+    });
+    const out = await agent.invoke({ task: "loop" });
+    expect(out).toMatchObject({ status: "repeated_action", stepCount: 2, answer: "fact:same" });
+  });
+
+  it("fires planning on schedule, without showing the previous plan, and shows the plan to the next action", async () => {
+    let plans = 0;
+    const model = new ScriptedChatModel([
+      (m) => {
+        if (system(m).includes("Facts survey")) return `## Facts survey\n- none\n## Plan\nPLAN-${++plans}<end_plan>`;
+        const observations = m.filter((x) => text(x).startsWith("Observation:")).length;
+        return observations >= 4 ? action("final_answer('done')") : action(`console.log(${observations})`);
+      },
+    ]);
+    const agent = createCodeAgent({ name: "planner", description: "d", sandbox, model, planningInterval: 2, maxSteps: 8, historyPolicy: "full" });
+    const out = await agent.invoke({ task: "plan it" });
+    expect(out.steps.map((s) => s.kind)).toEqual(["planning", "action", "action", "planning", "action", "action", "planning", "action"]);
+    const planningCalls = model.calls.filter((c) => system(c.messages).includes("Facts survey"));
+    expect(planningCalls).toHaveLength(3);
+    for (const c of planningCalls) expect(c.messages.map(text).join("\n")).not.toMatch(/PLAN-/);
+    const actionAfterPlan2 = model.calls[model.calls.indexOf(planningCalls[1]) + 1];
+    expect(actionAfterPlan2.messages.map(text).join("\n")).toContain("PLAN-2");
+    expect(out.currentPlan).toContain("PLAN-3");
+  });
+
+  it("binds tools to the run's context with a tools factory", async () => {
+    const agent = createCodeAgent({
+      name: "bound",
+      description: "d",
+      sandbox,
+      tools: ({ context }) => [
+        defineTool({
+          name: "read_page",
+          description: "Reads the page this run is about.",
+          parameters: z.object({}),
+          returns: "string",
+          invoke: async (_args, ctx) => {
+            ctx.report?.({ sources: [{ title: String(context.page) }] });
+            return `text of ${context.page}`;
+          },
+        }),
+      ],
+      model: new ScriptedChatModel([action("final_answer(await read_page())")]),
+    });
+    const out = await agent.invoke({ task: "read it", context: { page: "Rome" } });
+    expect(out.answer).toBe("text of Rome");
+    expect(out.sources).toEqual([{ title: "Rome" }]);
+  });
+});
