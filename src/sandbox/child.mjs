@@ -612,7 +612,9 @@ function makeTool(act, tool, guestError) {
   const fn = (...args) => {
     if (act.ended) return Promise.reject(guestError("Error", `${tool}() was called after the action ended`, "ToolError"));
     if (act.calls >= act.limits.maxToolCalls) {
-      return Promise.reject(guestError("Error", `Tool call limit reached: at most ${act.limits.maxToolCalls} tool calls per action`, "ToolError"));
+      // One error object per action: a flood of refused calls must stay cheap.
+      act.limitError ??= guestError("Error", `Tool call limit reached: at most ${act.limits.maxToolCalls} tool calls per action`, "ToolError");
+      return Promise.reject(act.limitError);
     }
     // Trailing undefined arguments are just omitted optional parameters.
     let n = args.length;
@@ -677,6 +679,9 @@ function checkStall(act) {
   });
 }
 
+/** All carried-over values together may use this many times `maxValueBytes`. */
+const SNAPSHOT_BUDGET_FACTOR = 4;
+
 function captureBindings(act) {
   const out = {};
   if (!act.read) return out;
@@ -687,6 +692,8 @@ function captureBindings(act) {
     return out;
   }
   const { maxValueBytes, maxValueDepth } = act.limits;
+  // The whole snapshot goes into checkpointed graph state: cap it, not just each value.
+  let budget = maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
   for (let i = 0; i < act.names.length; i++) {
     const name = act.names[i];
     const v = values[i];
@@ -694,7 +701,9 @@ function captureBindings(act) {
     else if (typeof v === "function" && act.declared.get(name) === v) out[name] = { kind: "decl" };
     else {
       try {
-        out[name] = { kind: "value", json: toJson(v, maxValueBytes, maxValueDepth, name) };
+        const json = toJson(v, Math.min(maxValueBytes, budget), maxValueDepth, name);
+        budget -= json.length;
+        out[name] = { kind: "value", json };
       } catch (err) {
         out[name] = { kind: "unserializable", reason: err instanceof CopyError ? err.message : "could not be copied" };
       }

@@ -417,14 +417,17 @@ class ActionSession {
         line: null,
       };
     } else if (
-      /heap out of memory|Allocation failed|out of memory/i.test(this.child.stderrTail) ||
+      /heap out of memory|Allocation failed|out of memory|invalid size error|invalid array length/i.test(this.child.stderrTail) ||
       exit.signal === "SIGABRT" ||
       exit.signal === "SIGSEGV" ||
+      exit.signal === "SIGTRAP" ||
       exit.code === 134
     ) {
+      // V8 aborts the process (no catchable error) when the heap limit or an internal size limit
+      // is hit; SIGTRAP is V8's fatal "invalid size" check.
       error = {
         name: "MemoryError",
-        message: `The action ran out of memory (limit ${this.limits.maxHeapMb} MB heap) and was stopped`,
+        message: `The action ran out of memory (limit ${this.limits.maxHeapMb} MB heap) or built a value too large for JavaScript, and was stopped`,
         line: null,
       };
     } else if (reason === "protocol") {
