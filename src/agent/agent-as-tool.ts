@@ -33,6 +33,26 @@ export interface AgentToolOptions<Shape extends z.ZodRawShape> {
   wrapTask?: boolean;
 }
 
+/** LangGraph's per-task scratchpad key in `configurable` (holds the subgraph invocation counter). */
+const SCRATCHPAD_KEY = "__pregel_scratchpad";
+
+/**
+ * Pins a nested agent's checkpoint namespace to the call's index in the action. LangGraph numbers
+ * graphs invoked inside one node by invocation order (ns, ns|1, ns|2 ...): when a resumed action is
+ * served call 0 from the journal, call 1 would become the first invocation and pick up call 0's
+ * finished checkpoints (returning call 0's answer). Numbering by callIndex — deterministic for
+ * deterministic code — keeps every call on its own checkpoints across crashes and replays.
+ */
+function pinSubgraphNamespace(config: RunnableConfig, callIndex: number): RunnableConfig {
+  const configurable = config.configurable as Record<string, unknown> | undefined;
+  const pad = configurable?.[SCRATCHPAD_KEY];
+  if (!pad || typeof pad !== "object") return config;
+  // Reads fall through to the node's scratchpad; only the counter the child consumes is ours.
+  const pinned = Object.create(pad) as { subgraphCounter: number };
+  pinned.subgraphCounter = callIndex;
+  return { ...config, configurable: { ...configurable, [SCRATCHPAD_KEY]: pinned } };
+}
+
 /**
  * Wraps a compiled agent as a tool for another agent's code: `await wiki_agent("...")`. The child
  * runs with the parent act node's config, so its checkpoints nest under the parent's namespace and
@@ -59,7 +79,7 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
       const parent = (ctx.config ?? {}) as RunnableConfig;
       const signals = [ctx.signal, parent.signal].filter((s): s is AbortSignal => Boolean(s));
       const config: RunnableConfig = {
-        ...parent,
+        ...pinSubgraphNamespace(parent, ctx.callIndex),
         recursionLimit: agent.recursionLimit,
         ...(signals.length ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) } : {}),
       };

@@ -2,8 +2,8 @@ import { BaseChatModel, type BaseChatModelCallOptions } from "@langchain/core/la
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 
-/** A reply of {@link ScriptedChatModel}: text, or a function of the messages (route by prompt content). */
-export type ScriptedChatReply = string | ((messages: BaseMessage[]) => string);
+/** A reply of {@link ScriptedChatModel}: text, or a (possibly async) function of the messages; a function may throw to simulate an endpoint failure. */
+export type ScriptedChatReply = string | ((messages: BaseMessage[]) => string | Promise<string>);
 
 /** One recorded call. */
 export interface ScriptedChatCall {
@@ -42,7 +42,7 @@ export class ScriptedChatModel extends BaseChatModel {
     const stop = (options as BaseChatModelCallOptions).stop;
     this.calls.push({ messages, stop });
     const reply = this.replies[Math.min(this.next++, this.replies.length - 1)];
-    let out = typeof reply === "function" ? reply(messages) : reply;
+    let out = typeof reply === "function" ? await reply(messages) : reply;
     for (const s of stop ?? []) {
       const i = out.indexOf(s);
       if (i !== -1) out = out.slice(0, i);
