@@ -1,0 +1,38 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+
+/** Path of the `codehop` executable (package.json bin). */
+export const CODEHOP_BIN = join(process.cwd(), "bin/codehop.mjs");
+
+/** Environment for a CLI run: only what the test sets, plus PATH/HOME so node works. */
+export function cliEnv(vars: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1" };
+  for (const [k, v] of Object.entries(vars)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
+/** A spawned `codehop` process with its output collected. */
+export interface CliRun {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+}
+
+/** Spawns `node bin/codehop.mjs <args>` (the same entry `npx codehop` runs). */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): CliRun {
+  const child = spawn(process.execPath, [CODEHOP_BIN, ...args], { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal, stdout: out, stderr: err })),
+  );
+  return { child, stdout: () => out, stderr: () => err, done };
+}
+
+/** Runs the CLI to completion. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
+  return spawnCli(args, env, cwd).done;
+}

@@ -1,0 +1,102 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS, DEMO_SUBTASKS, towersRules } from "../../src/app/demo-trajectories.ts";
+import { createManagerGraph } from "../../src/graphs/manager.ts";
+import { openPersistence } from "../../src/persistence/index.ts";
+import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { cliEnv, runCli, spawnCli } from "./cli-helpers.ts";
+
+let server: ScriptedOpenAIServer;
+let home: string;
+let corpus: string;
+// Set when the CLI's second sub-agent call reaches the model; that request is held until the kill.
+let secondCallStarted: () => void;
+const secondCall = new Promise<void>((r) => (secondCallStarted = r));
+let holdSecondCall = true;
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "codehop-crash-"));
+  corpus = await ensureDemoCorpus(home);
+  const responder = trajectoryResponder(towersRules());
+  server = await ScriptedOpenAIServer.start({
+    responder: async (req, ctx) => {
+      const reply = await responder(req, ctx);
+      const task = req.messages.find((m) => m.role === "user")?.content ?? "";
+      if (holdSecondCall && task.includes(DEMO_SUBTASKS.empire)) {
+        secondCallStarted();
+        // Long enough that the process is killed while waiting for this reply.
+        return { ...(reply as object), delayMs: 20_000 } as typeof reply;
+      }
+      return reply;
+    },
+  });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+describe("crash and resume through the CLI", () => {
+  it("kill -9 during the second sub-agent call, then `codehop resume` finishes without repeating the first", async () => {
+    const env = cliEnv({
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: "test",
+      CODEHOP_MODEL: "scripted",
+      CODEHOP_HOME: home,
+      CODEHOP_MAX_RETRIES: "0",
+    });
+    const run = spawnCli(["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", corpus, "--json"], env);
+    await Promise.race([
+      secondCall,
+      run.done.then((r) => {
+        throw new Error(`the CLI ended before the second sub-agent call: ${r.stderr}`);
+      }),
+    ]);
+    // The thread id was shown as soon as the run started.
+    expect(run.stderr()).toContain("thread crash-1");
+    run.child.kill("SIGKILL");
+    const killed = await run.done;
+    expect(killed.signal).toBe("SIGKILL");
+    holdSecondCall = false;
+
+    const before = {
+      manager: server.requestsFor("manager:towers").length,
+      eiffel: server.requestsFor("wiki:eiffel").length,
+    };
+    expect(before).toEqual({ manager: 1, eiffel: 2 });
+
+    const resumed = await runCli(["resume", "crash-1", "--json"], env);
+    expect(resumed.stderr).not.toContain("Error:");
+    expect(resumed.code).toBe(0);
+    const result = JSON.parse(resumed.stdout);
+    expect(result).toMatchObject({ answer: DEMO_ANSWERS.towers, thread_id: "crash-1", status: "final_answer" });
+    expect(result.usage.by_agent.manager.calls).toBeGreaterThanOrEqual(2);
+
+    // The finished sub-agent call (Eiffel Tower: 2 model requests) was served from the call
+    // journal, not re-run; the manager's first action was not re-planned either.
+    expect(server.requestsFor("wiki:eiffel")).toHaveLength(2);
+    expect(server.requestsFor("manager:towers")).toHaveLength(2);
+    // The interrupted call ran again to completion.
+    expect(server.requestsFor("page:empire").length).toBeGreaterThanOrEqual(2);
+
+    const p = openPersistence(home);
+    try {
+      const state = (await createManagerGraph({ checkpointer: p.checkpointer }).getState({ configurable: { thread_id: "crash-1" } })).values as any;
+      // Each call got its own answer back (the re-run call must not pick up the first call's
+      // finished sub-agent checkpoints).
+      expect(state.steps[0].observation).toContain("Empire State Building: Construction of the Empire State Building began in 1930");
+      const calls = state.steps[0].toolCalls;
+      expect(calls.map((c: any) => [c.callIndex, c.fromJournal])).toEqual([
+        [0, true],
+        [1, false],
+      ]);
+      // The sandbox variables were restored: the final action used `completed` from code.
+      expect(state.variables.values).toMatchObject({ completed: 1889, started: 1930, years: 41 });
+      expect(p.threads.get("crash-1")).toMatchObject({ status: "done", question: DEMO_QUESTIONS.towers });
+    } finally {
+      p.close();
+    }
+  });
+});
