@@ -259,7 +259,10 @@ export class ChildPool {
     this.closed = true;
     const children = [...this.all];
     this.idle.length = 0;
-    for (const c of children) c.kill("closed");
+    for (const c of children) {
+      c.setRef(true); // so awaiting their exit keeps the event loop alive (e.g. top-level await)
+      c.kill("closed");
+    }
     await Promise.all(children.map((c) => c.exited));
   }
 

@@ -162,6 +162,70 @@ describe("persistent variables", () => {
   });
 });
 
+describe("REPL semantics", () => {
+  it("var in loops, destructuring, async helpers and closures over later values all persist", async () => {
+    const r1 = await sandbox.run({
+      code: "for (var i = 0; i < 3; i++) {}\nconst { a, b: [c] } = { a: 1, b: [2] };\nlet factor = 10;\nfunction scale(n) { return n * factor }\nasync function lookup(q) { return (await search(q)).toUpperCase() }",
+      tools,
+    });
+    expect(r1.error).toBeNull();
+    expect(r1.snapshot.values).toEqual({ i: 3, a: 1, c: 2, factor: 10 });
+    const r2 = await sandbox.run({
+      code: "factor = 100;\nfinal_answer([scale(i), await lookup('x'), a + c])",
+      tools,
+      snapshot: r1.snapshot,
+    });
+    expect(r2.finalAnswer).toEqual([300, "RESULT FOR X", 3]);
+  });
+
+  it("strings that merely contain import(, eval( or HTML comment markers still work", async () => {
+    const r = await sandbox.run({
+      code: "const s = 'use import(x) or eval(y) <!-- c --> ';\nconst t = `import(${1})`;\nfinal_answer([s, t])",
+      tools,
+    });
+    expect(r.finalAnswer).toEqual(["use import(x) or eval(y) <!-- c --> ", "import(1)"]);
+  });
+
+  it("unknown names throw a real ReferenceError (SES alone would read them as undefined)", async () => {
+    const r = await sandbox.run({ code: "const ok = typeof nothingHere;\nwiki_lookup('x')", tools });
+    expect(r.error).toEqual({ name: "ReferenceError", message: "wiki_lookup is not defined", line: 2 });
+    expect(r.snapshot.values).toEqual({ ok: "undefined" });
+  });
+
+  it("a value that could not be carried over explains itself when used", async () => {
+    const r1 = await sandbox.run({ code: "const m = new Map([[1, 2]]);", tools });
+    const r2 = await sandbox.run({ code: "m.get(1)", tools, snapshot: r1.snapshot });
+    expect(r2.error?.name).toBe("TypeError");
+    expect(r2.snapshot.unserializable.m).toMatch(/Map/);
+  });
+});
+
+describe("concurrency", () => {
+  it("nested agents: a tool that runs further actions in the same sandbox does not deadlock", async () => {
+    // Parent action -> tool -> two concurrent child actions -> each calls a grandchild action.
+    const leaf: HostToolFn = async (args) => `leaf(${String(args[0])})`;
+    const runAgent = (depth: number): HostToolFn => async (args) => {
+      const r = await sandbox.run({
+        code: depth > 0 ? `final_answer(await sub(${JSON.stringify(String(args[0]))} + "/${depth}"))` : "final_answer(await leaf('x'))",
+        tools: depth > 0 ? { sub: runAgent(depth - 1) } : { leaf },
+      });
+      if (!r.ok) throw new Error(r.error?.message ?? "failed");
+      return r.finalAnswer;
+    };
+    const sub = runAgent(2);
+    const r = await sandbox.run({ code: "final_answer(await Promise.all([sub('a'), sub('b')]))", tools: { sub } });
+    expect(r.error).toBeNull();
+    expect(r.finalAnswer).toEqual(["leaf(x)", "leaf(x)"]);
+  });
+
+  it("many concurrent actions each get their own process and all complete", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => sandbox.run({ code: `const r = await search("q${i}");\nfinal_answer(r)`, tools })),
+    );
+    expect(results.map((r) => r.finalAnswer)).toEqual(Array.from({ length: 6 }, (_, i) => `result for q${i}`));
+  });
+});
+
 describe("limits", () => {
   it("kills an infinite loop at the deadline, reports it and replaces the process", async () => {
     const t0 = performance.now();

@@ -1,0 +1,88 @@
+/** Black-box: `node bin/sandbox.mjs` (what `npm run --silent sandbox --` runs), and host-process lifetime. */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+
+const exec = promisify(execFile);
+const root = join(import.meta.dirname, "../..");
+const dir = mkdtempSync(join(tmpdir(), "codehop-sandbox-cli-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, code: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, code);
+  return path;
+}
+
+async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [join(root, "bin/sandbox.mjs"), ...args], { cwd: root, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe("npm run sandbox", () => {
+  it("runs each file as one action of one run and prints one JSON line per file", async () => {
+    const a = file("a.js", 'const q = "paris";\nconst hit = await search(q);\nprint(hit.includes(q));');
+    const b = file("b.js", "const n = 2;\nfunction twice(x) { return x * n }\nnull.boom;");
+    const c = file("c.js", "final_answer({ q, n: twice(21) })");
+    const { code, stdout } = await runCli([a, b, c]);
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      expect(Object.keys(line)).toEqual(["ok", "logs", "finalAnswer", "isFinalAnswer", "error", "variables", "durationMs"]);
+    }
+    expect(lines[0]).toMatchObject({ ok: true, logs: "true\n", finalAnswer: null, isFinalAnswer: false, error: null });
+    expect(lines[0].variables.q).toBe("paris");
+    expect(lines[1]).toMatchObject({ ok: false, error: { name: "TypeError", line: 3 }, variables: { q: "paris", n: 2 } });
+    expect(lines[2]).toMatchObject({ ok: true, finalAnswer: { q: "paris", n: 42 }, isFinalAnswer: true });
+  });
+
+  it("exits 0 whatever the guest did, and the host survives escape attempts", async () => {
+    const files = [
+      file("exit.js", "process.exit(1)"),
+      file("kill.js", "({}).constructor.constructor('return process')().kill(process.ppid)"),
+      file("cp.js", "require('child_process').execSync('touch /tmp/pwned')"),
+      file("syntax.js", "let let = 1"),
+    ];
+    const { code, stdout } = await runCli(files);
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.ok, l.error?.name])).toEqual([
+      [false, "ReferenceError"],
+      [false, "TypeError"],
+      [false, "ReferenceError"],
+      [false, "SyntaxError"],
+    ]);
+  });
+
+  it("usage errors exit non-zero", async () => {
+    expect((await runCli([])).code).toBe(2);
+    const missing = await runCli([join(dir, "does-not-exist.js")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read/);
+  });
+});
+
+describe("host process lifetime", () => {
+  it("an idle sandbox that was never closed does not keep the host process alive", async () => {
+    const script = file(
+      "idle.mts",
+      `import { createSandbox } from ${JSON.stringify(join(root, "src/sandbox/index.ts"))};\n` +
+        "const sb = createSandbox({ poolSize: 2 });\n" +
+        "const r = await sb.run({ code: 'final_answer(1)', tools: {} });\n" +
+        "console.log(JSON.stringify(r.finalAnswer));\n",
+    );
+    const t0 = performance.now();
+    const { stdout } = await exec(process.execPath, ["--import", "tsx", script], { cwd: root, timeout: 20_000 });
+    expect(stdout.trim()).toBe("1");
+    expect(performance.now() - t0).toBeLessThan(15_000);
+  });
+});

@@ -1,0 +1,81 @@
+/** The AST wrapper builder (no child process involved). */
+import { describe, expect, it } from "vitest";
+import { buildAction, isBindableName, type BuiltAction } from "../../src/sandbox/transform.ts";
+
+function build(code: string, previous?: Parameters<typeof buildAction>[1]): BuiltAction {
+  const built = buildAction(code, previous);
+  if ("error" in built) throw new Error(`unexpected failure: ${built.error.message}`);
+  return built;
+}
+
+describe("buildAction", () => {
+  it("collects top-level bindings of every declaration form, including var in nested blocks", () => {
+    const b = build(
+      "const a = 1; let [b, { c }] = [2, { c: 3 }]; var d;\nfunction f() { var inner = 1 }\nclass K {}\nfor (var i = 0; i < 1; i++) { var j = i }\nfor (var k in {}) {}\nif (true) { let blockScoped = 1 }",
+    );
+    expect(b.names.sort()).toEqual(["K", "a", "b", "c", "d", "f", "i", "j", "k"]);
+    expect(Object.keys(b.declarationSources).sort()).toEqual(["K", "f"]);
+  });
+
+  it("records const f = () => ... as a declaration with its source text", () => {
+    const b = build("const inc = (n) => n + 1;\nconst C = class { };\nconst x = inc(1);");
+    expect(b.declarationSources).toEqual({ inc: "(n) => n + 1", C: "class { }" });
+  });
+
+  it("never pastes guest text: the generated wrapper reparses to the same guest statements", () => {
+    const b = build("const s = '}); process.exit(1); ({';");
+    expect(b.source).not.toContain("'}); process.exit(1); ({'");
+    expect(b.source).toContain(JSON.stringify("}); process.exit(1); ({"));
+  });
+
+  it("reports syntax errors with line and 1-based column", () => {
+    const r = buildAction("const a = 1;\nconst = 2;", undefined);
+    expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, column: 7 });
+  });
+
+  it("rejects import() with a clear message and its position", () => {
+    const r = buildAction("const x = 1;\nawait import('fs')", undefined);
+    expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/import\(\) is not available/) });
+  });
+
+  it("turns absurdly nested code into a SyntaxError instead of crashing the host", () => {
+    const r = buildAction("(".repeat(100_000) + ")".repeat(100_000), undefined);
+    expect("error" in r).toBe(true);
+  });
+
+  it("drops snapshot entries with invalid names or non-function declaration sources, with a reason", () => {
+    const b = build("1", {
+      values: { ok: 1, "bad name": 2, "a;process": 3 },
+      declarations: {
+        f: "function f() { return 1 }",
+        evil: "process.exit(1)",
+        trailing: "() => 1; process.exit(1)",
+        g: "function g() {} }); process.exit(1); ({",
+      },
+      unserializable: {},
+    });
+    expect(b.names.sort()).toEqual(["f", "ok"]);
+    expect(Object.keys(b.dropped).sort()).toEqual(["a;process", "bad name", "evil", "g", "trailing"]);
+    expect(b.dropped.evil).toMatch(/not a function or class/);
+  });
+
+  it("never restores tool or built-in names from a snapshot", () => {
+    const built = buildAction("1", { values: { search: 1 }, declarations: { print: "() => 1" }, unserializable: {} }, new Set(["search", "print"]));
+    expect("names" in built && built.names).toEqual([]);
+    expect("dropped" in built && Object.keys(built.dropped).sort()).toEqual(["print", "search"]);
+  });
+
+  it("maps generated positions back to guest lines", () => {
+    const b = build("const a = 1;\n\nconst b = 2;\nnull.x;");
+    const line = b.source.split("\n").findIndex((l) => l.includes(".x;")) + 1;
+    expect(b.mapLine(line, 4)).toBe(4);
+  });
+});
+
+describe("isBindableName", () => {
+  it("accepts identifiers and rejects keywords, reserved words and junk", () => {
+    expect(isBindableName("foo_1")).toBe(true);
+    expect(isBindableName("$x")).toBe(true);
+    for (const bad of ["", "1a", "a b", "let", "eval", "arguments", "class", "a.b", "x;y"]) expect(isBindableName(bad), bad).toBe(false);
+  });
+});
