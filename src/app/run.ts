@@ -145,7 +145,7 @@ export async function readResult(persistence: Persistence, threadId: string, sta
 
 /** Options of {@link ask}. */
 export interface AskOptions extends RunOptions {
-  /** Thread id to use (default: a new UUID). Reusing a finished thread's id starts a new run on it. */
+  /** Thread id to use (default: a new UUID). A thread holds one question: an id with checkpoints is rejected. */
   threadId?: string;
 }
 
@@ -158,6 +158,15 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   const session = await openSession(options, true);
   try {
     const threadId = options.threadId ?? randomUUID();
+    const existing = session.persistence.threads.get(threadId);
+    if (existing && existing.checkpoints > 0) {
+      // One question per thread: a second question would inherit the first one's steps and limits.
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`codehop resume ${threadId}\`, ` +
+          `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
+      );
+    }
     await withSource(session, options);
     session.persistence.threads.start(threadId, {
       question,

@@ -8,13 +8,31 @@ export interface JournalEntry extends CallKey {
 }
 
 /**
+ * A checkpoint namespace without LangGraph task ids ("act:9f..|1|act:c4.." → "act|1|act"). Task ids
+ * are the same when a thread resumes from its checkpoint, but new when a replay forks from an
+ * older one; the stable form lets a replay find the calls its original run made.
+ */
+export function stableNamespace(checkpointNs: string): string {
+  return checkpointNs
+    .split("|")
+    .map((part) => part.split(":")[0])
+    .join("|");
+}
+
+/** Prefix of the rows keyed by {@link stableNamespace} (exact rows use the namespace as given). */
+const STABLE_PREFIX = "~";
+
+/**
  * SQLite implementation of the call journal (src/agent/journal.ts). One row per tool / sub-agent
  * call made inside a code action, keyed by (thread, checkpoint namespace, step, call index). Rows are
  * written synchronously in their own implicit transaction, so a call that finished before a
  * `kill -9` is on disk and is served instead of being run again after `codehop resume`.
  *
- * A recorded outcome is served only when the tool name and the arguments match: a replay from an
- * edited state that makes different calls runs them for real.
+ * Each call is stored twice: under its exact checkpoint namespace (what a resumed run looks up: it
+ * always matches the same call) and under the namespace without task ids (what a replay fork looks
+ * up, since forking gives tasks new ids; the latest call at that position wins). A recorded outcome
+ * is served only when the tool name and the arguments match, so a replay from an edited state that
+ * makes different calls runs them for real.
  */
 export class SqliteCallJournal implements CallJournal {
   private readonly getStmt: Database.Statement;
@@ -46,34 +64,35 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
 
   /** The recorded outcome for this call, if the same tool was called with the same arguments. */
   get(key: CallKey): CallOutcome | undefined {
-    const row = this.getStmt.get(key.threadId, key.checkpointNs, key.step, key.callIndex) as
-      | { tool: string; args_json: string; outcome_json: string }
-      | undefined;
-    if (!row || row.tool !== key.tool || row.args_json !== key.argsJson) return undefined;
-    return JSON.parse(row.outcome_json) as CallOutcome;
+    for (const ns of [key.checkpointNs, STABLE_PREFIX + stableNamespace(key.checkpointNs)]) {
+      const row = this.getStmt.get(key.threadId, ns, key.step, key.callIndex) as
+        | { tool: string; args_json: string; outcome_json: string }
+        | undefined;
+      if (row && row.tool === key.tool && row.args_json === key.argsJson) return JSON.parse(row.outcome_json) as CallOutcome;
+    }
+    return undefined;
   }
 
   /** Records (or overwrites) a finished call's outcome. Values must be JSON-serializable. */
   put(key: CallKey, outcome: CallOutcome): void {
-    this.putStmt.run(
-      key.threadId,
-      key.checkpointNs,
-      key.step,
-      key.callIndex,
-      key.tool,
-      key.argsJson,
-      JSON.stringify(outcome),
-      new Date().toISOString(),
-    );
+    const json = JSON.stringify(outcome);
+    const at = new Date().toISOString();
+    const write = this.db.transaction(() => {
+      for (const ns of [key.checkpointNs, STABLE_PREFIX + stableNamespace(key.checkpointNs)]) {
+        this.putStmt.run(key.threadId, ns, key.step, key.callIndex, key.tool, key.argsJson, json, at);
+      }
+    });
+    write();
   }
 
   /** Every recorded call of a thread, in recording order (for `codehop history --calls` and tests). */
   entries(threadId: string): JournalEntry[] {
     const rows = this.db
       .prepare(
-        `SELECT * FROM codehop_call_journal WHERE thread_id = ? ORDER BY recorded_at, checkpoint_ns, step, call_index`,
+        `SELECT * FROM codehop_call_journal WHERE thread_id = ? AND substr(checkpoint_ns, 1, 1) != ?
+         ORDER BY recorded_at, checkpoint_ns, step, call_index`,
       )
-      .all(threadId) as Array<Record<string, any>>;
+      .all(threadId, STABLE_PREFIX) as Array<Record<string, any>>;
     return rows.map((r) => ({
       threadId: r.thread_id,
       checkpointNs: r.checkpoint_ns,
@@ -84,17 +103,5 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
       outcome: JSON.parse(r.outcome_json),
       recordedAt: r.recorded_at,
     }));
-  }
-
-  /** Copies a thread's journal to another thread id (used when a replay forks into a new thread). */
-  copyThread(fromThreadId: string, toThreadId: string): number {
-    const info = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO codehop_call_journal
-         SELECT ?, checkpoint_ns, step, call_index, tool, args_json, outcome_json, recorded_at
-         FROM codehop_call_journal WHERE thread_id = ?`,
-      )
-      .run(toThreadId, fromThreadId);
-    return info.changes;
   }
 }

@@ -4,7 +4,7 @@ import { SqliteCallJournal } from "./call-journal.ts";
 import { checkpointDbPath, openCodehopDatabase, type OpenDatabaseOptions } from "./database.ts";
 import { ThreadRegistry } from "./threads.ts";
 
-export { SqliteCallJournal, type JournalEntry } from "./call-journal.ts";
+export { SqliteCallJournal, stableNamespace, type JournalEntry } from "./call-journal.ts";
 export { CHECKPOINT_DB_FILE, checkpointDbPath, openCodehopDatabase } from "./database.ts";
 export { ThreadRegistry, type ThreadRecord, type ThreadStatus } from "./threads.ts";
 

@@ -6,6 +6,7 @@ import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { afterEach, describe, expect, it } from "vitest";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import { stableNamespace } from "../../src/persistence/call-journal.ts";
 
 const opened: Persistence[] = [];
 function open(home: string, mustExist = false): Persistence {
@@ -57,12 +58,16 @@ describe("SQLite call journal", () => {
     expect(p.journal.get(key(0))).toEqual({ ok: true, value: "Eiffel Tower: completed 1889" });
   });
 
-  it("copies a thread's journal for a fork", () => {
+  it("serves a replay fork (new task ids) from the namespace without task ids", () => {
     const p = open(tmp());
-    p.journal.put(key(0), { ok: true, value: 1 });
-    expect(p.journal.copyThread("t1", "t1-fork")).toBe(1);
-    expect(p.journal.get({ ...key(0), threadId: "t1-fork" })).toEqual({ ok: true, value: 1 });
-    expect(p.journal.entries("t1-fork")).toHaveLength(1);
+    const original = { ...key(0), checkpointNs: "act:0aa1|1|act:77b2" };
+    p.journal.put(original, { ok: true, value: "recorded" });
+    // Same position after a fork: the task ids differ, the call is the same.
+    expect(p.journal.get({ ...original, checkpointNs: "act:f00d|1|act:beef" })).toEqual({ ok: true, value: "recorded" });
+    // A different position (no "|1": another call of the action) is not served.
+    expect(p.journal.get({ ...original, checkpointNs: "act:f00d|act:beef" })).toBeUndefined();
+    expect(p.journal.entries("t1").map((e) => e.checkpointNs)).toEqual(["act:0aa1|1|act:77b2"]);
+    expect(stableNamespace("act:0aa1|1|act:77b2")).toBe("act|1|act");
   });
 });
 

@@ -1,0 +1,109 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS, towersRules } from "../../src/app/demo-trajectories.ts";
+import { ask, history, replay, type CheckpointSummary } from "../../src/app/run.ts";
+import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+
+let server: ScriptedOpenAIServer;
+let home: string;
+let corpus: string;
+let persistence: Persistence;
+let original: CheckpointSummary[];
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "codehop-replay-"));
+  corpus = await ensureDemoCorpus(home);
+  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(towersRules()) });
+  persistence = openPersistence(home);
+  const result = await ask(DEMO_QUESTIONS.towers, { threadId: "t", config: config(), persistence });
+  expect(result.answer).toBe(DEMO_ANSWERS.towers);
+  original = await history("t", { persistence });
+});
+afterAll(async () => {
+  persistence?.close();
+  await server?.close();
+});
+
+function config() {
+  return { home, corpus, baseURL: server.baseURL, apiKey: "test", model: "scripted", models: {} };
+}
+const requests = () => Object.fromEntries(["manager:towers", "wiki:eiffel", "wiki:empire", "page:empire"].map((r) => [r, server.requestsFor(r).length]));
+/** Checkpoint where the manager is about to run action `step`. */
+const beforeAct = (rows: CheckpointSummary[], step: number) => rows.find((r) => r.next.includes("act") && r.actions === step - 1)!;
+
+describe("history and replay (time travel)", () => {
+  it("lists every manager step as a root checkpoint, newest first", () => {
+    expect(original[0].next).toEqual([]);
+    expect(original[0].summary).toContain("answer: 41 years");
+    expect(beforeAct(original, 1).summary).toContain("about to run step 1");
+    expect(beforeAct(original, 2).summary).toContain("about to run step 2");
+    // Parent links form one chain back to the input checkpoint.
+    const ids = new Set(original.map((r) => r.checkpoint_id));
+    for (const r of original) if (r.parent_checkpoint_id) expect(ids.has(r.parent_checkpoint_id)).toBe(true);
+  });
+
+  it("replays from a mid-run checkpoint as a fork; the original history stays intact", async () => {
+    const from = original.find((r) => r.next.includes("plan") && r.actions === 1)!;
+    const before = requests();
+    const result = await replay("t", from.checkpoint_id, { config: config(), persistence });
+    expect(result.answer).toBe(DEMO_ANSWERS.towers);
+    // Only the manager's second step was re-planned; no sub-agent ran again.
+    expect(requests()).toEqual({ ...before, "manager:towers": before["manager:towers"] + 1 });
+
+    const after = await history("t", { persistence });
+    const afterIds = new Set(after.map((r) => r.checkpoint_id));
+    for (const r of original) expect(afterIds.has(r.checkpoint_id)).toBe(true);
+    // Two children of the replayed checkpoint: the original continuation and the new branch.
+    const children = after.filter((r) => r.parent_checkpoint_id === from.checkpoint_id);
+    expect(children).toHaveLength(2);
+    expect(after[0].checkpoint_id).not.toBe(original[0].checkpoint_id);
+    expect(result.checkpoint_id).toBe(after[0].checkpoint_id);
+  });
+
+  it("replays the sub-agent calls from the journal, deterministically", async () => {
+    const from = beforeAct(original, 1);
+    const before = requests();
+    const result = await replay("t", from.checkpoint_id, { config: config(), persistence });
+    expect(result.answer).toBe(DEMO_ANSWERS.towers);
+    // Step 1's two sub-agent calls were served from the journal; step 2 was re-planned once.
+    expect(requests()).toEqual({ ...before, "manager:towers": before["manager:towers"] + 1 });
+  });
+
+  it("forks with an edited state (updateState) without touching the original branch", async () => {
+    const from = beforeAct(original, 2);
+    const [row] = await history("t", { persistence, checkpointId: from.checkpoint_id, withValues: true });
+    const pending = (row.values as any).pending;
+    const result = await replay("t", from.checkpoint_id, {
+      config: config(),
+      persistence,
+      update: { pending: { ...pending, code: 'final_answer("edited: " + (1930 - 1889))' } },
+      asNode: "plan",
+    });
+    expect(result.answer).toBe("edited: 41");
+    // The original final checkpoint still holds the original answer.
+    const [orig] = await history("t", { persistence, checkpointId: original[0].checkpoint_id, withValues: true });
+    expect((orig.values as any).answer).toBe(DEMO_ANSWERS.towers);
+    const fork = (await history("t", { persistence }))[0];
+    expect(fork.summary).toBe("answer: edited: 41");
+  });
+
+  it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {
+    await expect(replay("t", "no-such-checkpoint", { config: config(), persistence })).rejects.toMatchObject({
+      code: "CODEHOP_CHECKPOINT_NOT_FOUND",
+    });
+    await expect(history("no-such-thread", { persistence })).rejects.toMatchObject({ code: "CODEHOP_THREAD_NOT_FOUND" });
+  });
+});
+
+describe("thread ids", () => {
+  it("refuses to start a second question on a thread that already holds a run", async () => {
+    await expect(ask("Another question?", { threadId: "t", config: config(), persistence })).rejects.toMatchObject({
+      code: "CODEHOP_CONFIG_INVALID",
+      message: expect.stringContaining("codehop resume t"),
+    });
+  });
+});
