@@ -3,103 +3,161 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { AgentTranscript, AgentUsage, TranscriptMessage } from "./types.ts";
 
+interface ModelCall {
+  order: number;
+  parentRunId?: string;
+  metadata: Record<string, unknown>;
+  messages: TranscriptMessage[];
+  reply?: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  failed: boolean;
+}
+
 /**
  * Callback handler that records every chat-model call made while answering one question: usage
  * per agent (from the provider's reported `usage_metadata`, not estimates) and the conversation
  * of each agent invocation, for the report and the trajectory export.
  *
- * It is passed in `callbacks` of the top-level invoke, and LangChain propagates it into nested
- * graphs and models, so it sees the calls of every agent without the agents knowing about it.
- * The agent of a call is, in order: `metadata.codehop_agent`, `metadata.agent`, the last
- * LangGraph checkpoint namespace segment (`page_search:<uuid>` → `page_search`), the
- * `langgraph_node`, or `fallbackAgent`.
+ * Pass it in `callbacks` of the top-level invoke: LangChain hands it down into nested graphs and
+ * model calls, so it sees every agent's calls without the agents knowing about it.
+ *
+ * A call belongs to, in order: `metadata.codehop_agent` (the baselines set it); else the nearest
+ * enclosing run whose name is a known agent (`knownAgents`: a code agent's compiled graph is
+ * named after the agent, so the manager's calls sit under the "manager" run and a sub-agent's
+ * under its own "wikipedia_search" run, which is also what tells invocations apart); else
+ * `fallbackAgent`.
  */
 export class EvalRecorder extends BaseCallbackHandler {
   name = "codehop_eval_recorder";
   override awaitHandlers = true;
-  readonly usage: Record<string, AgentUsage> = {};
-  private readonly pending = new Map<string, { agent: string; group: string; messages: TranscriptMessage[] }>();
-  /** Last (longest) conversation per agent invocation group, with the reply appended. */
-  private readonly groups = new Map<string, { agent: string; messages: TranscriptMessage[] }>();
-  failedCalls = 0;
+  /** Agent names to look for among enclosing runs (graph names). */
+  readonly knownAgents: Set<string>;
+  private readonly chains = new Map<string, { parentRunId?: string; name?: string }>();
+  private readonly calls = new Map<string, ModelCall>();
+  private order = 0;
 
-  constructor(private readonly fallbackAgent: string) {
+  constructor(
+    private readonly fallbackAgent: string,
+    knownAgents: Iterable<string> = ["manager", "wikipedia_search", "page_search"],
+  ) {
     super();
+    this.knownAgents = new Set(knownAgents);
   }
 
-  /** Total model calls recorded. */
-  get calls(): number {
-    return Object.values(this.usage).reduce((a, u) => a + u.calls, 0);
+  override async handleChainStart(
+    _chain: unknown,
+    _inputs: unknown,
+    runId: string,
+    parentRunId?: string,
+    _tags?: string[],
+    _metadata?: Record<string, unknown>,
+    _runType?: string,
+    runName?: string,
+  ): Promise<void> {
+    this.chains.set(runId, { parentRunId, name: runName });
   }
 
   override async handleChatModelStart(
     _llm: unknown,
     messages: BaseMessage[][],
     runId: string,
-    _parentRunId?: string,
+    parentRunId?: string,
     _extra?: Record<string, unknown>,
     _tags?: string[],
     metadata?: Record<string, unknown>,
   ): Promise<void> {
-    const { agent, group } = this.agentOf(metadata);
-    this.pending.set(runId, { agent, group, messages: (messages[0] ?? []).map(toTranscriptMessage) });
+    this.calls.set(runId, {
+      order: this.order++,
+      parentRunId,
+      metadata: metadata ?? {},
+      messages: (messages[0] ?? []).map(toTranscriptMessage),
+      inputTokens: 0,
+      outputTokens: 0,
+      cachedTokens: 0,
+      failed: false,
+    });
   }
 
   override async handleLLMEnd(output: LLMResult, runId: string): Promise<void> {
-    const call = this.pending.get(runId);
+    const call = this.calls.get(runId);
     if (!call) return;
-    this.pending.delete(runId);
     const gen = output.generations?.[0]?.[0] as any;
     const msg = gen?.message;
     const meta = msg?.usage_metadata;
     const tokenUsage = (output.llmOutput as any)?.tokenUsage;
-    const u = (this.usage[call.agent] ??= { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
-    u.calls++;
-    u.inputTokens += meta?.input_tokens ?? tokenUsage?.promptTokens ?? 0;
-    u.outputTokens += meta?.output_tokens ?? tokenUsage?.completionTokens ?? 0;
-    u.cachedTokens += meta?.input_token_details?.cache_read ?? 0;
-    const reply = typeof msg?.content === "string" ? msg.content : String(gen?.text ?? "");
-    const messages = [...call.messages, { role: "assistant" as const, content: reply }];
-    const prev = this.groups.get(call.group);
-    // A code agent's conversation grows call by call: keep the longest one of each invocation.
-    if (!prev || messages.length >= prev.messages.length) this.groups.set(call.group, { agent: call.agent, messages });
+    call.inputTokens = meta?.input_tokens ?? tokenUsage?.promptTokens ?? 0;
+    call.outputTokens = meta?.output_tokens ?? tokenUsage?.completionTokens ?? 0;
+    call.cachedTokens = meta?.input_token_details?.cache_read ?? 0;
+    call.reply = typeof msg?.content === "string" ? msg.content : contentText(msg?.content ?? gen?.text ?? "");
   }
 
   override async handleLLMError(_err: unknown, runId: string): Promise<void> {
-    const call = this.pending.get(runId);
-    if (!call) return;
-    this.pending.delete(runId);
-    this.failedCalls++;
-    (this.usage[call.agent] ??= { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 }).calls++;
+    const call = this.calls.get(runId);
+    if (call) call.failed = true;
   }
 
-  /** One transcript per agent invocation, in the order the invocations first finished a call. */
+  /** Model calls recorded (finished or failed). */
+  get callCount(): number {
+    return this.calls.size;
+  }
+
+  /** Usage per agent. */
+  get usage(): Record<string, AgentUsage> {
+    const out: Record<string, AgentUsage> = {};
+    for (const call of this.calls.values()) {
+      const { agent } = this.owner(call);
+      const u = (out[agent] ??= { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
+      u.calls++;
+      u.inputTokens += call.inputTokens;
+      u.outputTokens += call.outputTokens;
+      u.cachedTokens += call.cachedTokens;
+    }
+    return out;
+  }
+
+  /**
+   * One transcript per agent invocation, in the order the invocations started: the messages the
+   * agent's model saw at its last call (a code agent's conversation grows call by call) plus that
+   * call's reply.
+   */
   transcripts(): AgentTranscript[] {
-    return [...this.groups.values()].map((g) => ({ agent: g.agent, messages: g.messages }));
+    const last = new Map<string, { agent: string; first: number; call: ModelCall }>();
+    for (const call of this.calls.values()) {
+      if (call.reply === undefined) continue;
+      const { agent, invocation } = this.owner(call);
+      const prev = last.get(invocation);
+      if (!prev) last.set(invocation, { agent, first: call.order, call });
+      else if (call.order > prev.call.order) prev.call = call;
+    }
+    return [...last.values()]
+      .sort((a, b) => a.first - b.first)
+      .map(({ agent, call }) => ({ agent, messages: [...call.messages, { role: "assistant" as const, content: call.reply! }] }));
   }
 
-  private agentOf(metadata: Record<string, unknown> | undefined): { agent: string; group: string } {
-    const m = metadata ?? {};
-    const ns = typeof m.langgraph_checkpoint_ns === "string" ? m.langgraph_checkpoint_ns : "";
-    const explicit = [m.codehop_agent, m.agent].find((x): x is string => typeof x === "string" && x.length > 0);
-    // Drop the innermost segment when it is the model-calling node itself; invocations are told
-    // apart by the namespace of the graph that owns them.
-    const segments = ns.split("|").filter(Boolean);
-    const owner = segments.length > 1 ? segments.slice(0, -1) : segments;
-    const lastGraph = owner.length > 1 ? owner[owner.length - 1].split(":")[0] : undefined;
-    const node = typeof m.langgraph_node === "string" ? m.langgraph_node : undefined;
-    const agent = explicit ?? lastGraph ?? node ?? this.fallbackAgent;
-    const group = `${agent}|${owner.join("|")}`;
-    return { agent, group };
+  private owner(call: ModelCall): { agent: string; invocation: string } {
+    const explicit = call.metadata.codehop_agent;
+    if (typeof explicit === "string" && explicit) return { agent: explicit, invocation: `explicit:${explicit}` };
+    let id = call.parentRunId;
+    for (let guard = 0; id && guard < 1000; guard++) {
+      const chain = this.chains.get(id);
+      if (!chain) break;
+      if (chain.name && this.knownAgents.has(chain.name)) return { agent: chain.name, invocation: id };
+      id = chain.parentRunId;
+    }
+    return { agent: this.fallbackAgent, invocation: `fallback:${this.fallbackAgent}` };
   }
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  return String(content ?? "");
 }
 
 function toTranscriptMessage(m: BaseMessage): TranscriptMessage {
   const type = m.getType();
   const role = type === "system" ? "system" : type === "ai" ? "assistant" : "user";
-  const content =
-    typeof m.content === "string"
-      ? m.content
-      : (m.content as any[]).map((p) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
-  return { role, content };
+  return { role, content: contentText(m.content) };
 }

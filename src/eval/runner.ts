@@ -21,6 +21,7 @@ import { exportTrajectories } from "./trajectories.ts";
 import {
   SYSTEM_NAMES,
   type AgentTranscript,
+  type AgentUsage,
   type DatasetFormat,
   type EvalExample,
   type LoadedDataset,
@@ -263,12 +264,16 @@ async function answerOneWith(
   let prediction = "";
   let sources: string[] = [];
   let steps = 0;
+  let status: string | undefined;
+  let reportedUsage: Record<string, AgentUsage> | undefined;
   let error: string | undefined;
   try {
     const res = await system.answer(example, { threadId, recorder, signal });
     prediction = res.answer;
     sources = res.sources;
     steps = res.steps;
+    status = res.status;
+    reportedUsage = res.usage;
   } catch (err) {
     if (signal.aborted) return undefined;
     error = describeError(err);
@@ -285,8 +290,8 @@ async function answerOneWith(
       error = `judge failed: ${describeError(err)}`;
     }
   }
-  const usage = recorder.usage;
-  const sum = (k: "inputTokens" | "outputTokens" | "cachedTokens") => Object.values(usage).reduce((a, u) => a + u[k], 0);
+  const usage = reportedUsage ?? recorder.usage;
+  const sum = (k: "calls" | "inputTokens" | "outputTokens" | "cachedTokens") => Object.values(usage).reduce((a, u) => a + u[k], 0);
   return {
     system: system.name,
     questionId: example.id,
@@ -296,12 +301,13 @@ async function answerOneWith(
     prediction,
     ...scores,
     judge: verdict,
-    modelCalls: recorder.calls,
+    modelCalls: sum("calls"),
     inputTokens: sum("inputTokens"),
     outputTokens: sum("outputTokens"),
     cachedTokens: sum("cachedTokens"),
     usage,
     steps,
+    status,
     wallMs: Math.round(wallMs),
     error,
     threadId,

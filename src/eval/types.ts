@@ -109,6 +109,8 @@ export interface QuestionResult {
   usage: Record<string, AgentUsage>;
   /** Plan/act/observe steps (agentic) or model calls (baselines). */
   steps: number;
+  /** Why the system stopped, when it says (agentic: "final_answer", "max_steps", "repeated_action"). */
+  status?: string;
   wallMs: number;
   /** Error message when the system failed on this question (counted as wrong). */
   error?: string;

@@ -5,6 +5,7 @@ import type { EvalModelSettings } from "../model.ts";
 import type { LoadedDataset, SystemName } from "../types.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import { createDirectSystem, createRagSystem } from "./baselines.ts";
+import { createAgenticSystem } from "./agentic.ts";
 import type { EvalSystem } from "./system.ts";
 
 /** What the system factory gets from the runner. */
@@ -41,7 +42,7 @@ export async function createSystems(names: SystemName[], ctx: SystemFactoryConte
       }
       out.push(createRagSystem(ctx.model, source, { k: ctx.k }));
     } else {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `System "${name}" needs the app module, which this build does not have yet; use --systems direct,rag`);
+      out.push(createAgenticSystem({ model: ctx.model, source: await ctx.openSource(), home: ctx.out }));
     }
   }
   return out;

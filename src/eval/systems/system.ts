@@ -1,6 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { EvalRecorder } from "../recorder.ts";
-import type { EvalExample, SystemName } from "../types.ts";
+import type { AgentUsage, EvalExample, SystemName } from "../types.ts";
 
 /** What a system gets to answer one question. */
 export interface SystemContext {
@@ -19,6 +19,13 @@ export interface SystemAnswer {
   sources: string[];
   /** Plan/act/observe steps (agentic) or model calls (baselines). */
   steps: number;
+  /**
+   * Usage per agent as accounted by the system itself (agentic: the app's roll-up, which covers a
+   * thread resumed across runs). When absent, the recorder's figures are used.
+   */
+  usage?: Record<string, AgentUsage>;
+  /** Why the system stopped (agentic: "final_answer", "max_steps", ...). */
+  status?: string;
 }
 
 /** A system under evaluation. */

@@ -1,0 +1,67 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { RunnableLambda } from "@langchain/core/runnables";
+import { ask, resume } from "../../app/run.ts";
+import type { AskResult } from "../../app/result.ts";
+import { MANAGER_MAX_STEPS } from "../../graphs/manager.ts";
+import { openPersistence, type Persistence } from "../../persistence/index.ts";
+import type { KnowledgeSource } from "../../store/types.ts";
+import type { AgentUsage, EvalExample } from "../types.ts";
+import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
+
+/** Options of {@link createAgenticSystem}. */
+export interface AgenticSystemOptions {
+  /** The model under test, used by every agent (the same instance the baselines use). */
+  model: BaseChatModel;
+  /** Where the agents search (the per-dataset corpus or the configured source). */
+  source: KnowledgeSource;
+  /** Data directory for the threads' checkpoints and call journal (the eval output directory). */
+  home: string;
+}
+
+/**
+ * `agentic`: the reference app (manager → wikipedia_search → page_search) through `ask()`. Each
+ * question is its own thread, checkpointed to `<home>/checkpoints.db`; a thread that exists from
+ * an interrupted or failed earlier run is continued with `resume()` (finished sub-agent calls are
+ * served from the call journal) instead of being started again. Usage per agent comes from the
+ * app's own accounting, which covers the whole thread even across such resumptions.
+ */
+export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
+  const persistence: Persistence = openPersistence(options.home);
+  const runOptions = { persistence, source: options.source, model: options.model, config: { home: options.home } };
+  return {
+    name: "agentic",
+    config: {
+      agents: ["manager", "wikipedia_search", "page_search"],
+      managerMaxSteps: MANAGER_MAX_STEPS,
+      prompts: "prompts/manager, prompts/wikipedia_search, prompts/page_search",
+      source: options.source.kind,
+      checkpoints: persistence.dbPath,
+    },
+    async answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer> {
+      const existing = persistence.threads.get(ctx.threadId);
+      // Run inside a runnable whose callbacks are the recorder: LangChain hands them down (through
+      // AsyncLocalStorage) to every graph, sub-agent and model call under ask()/resume().
+      const run = RunnableLambda.from(
+        async (): Promise<AskResult> =>
+          existing
+            ? resume(ctx.threadId, { ...runOptions, signal: ctx.signal })
+            : ask(example.question, { ...runOptions, threadId: ctx.threadId, signal: ctx.signal }),
+      );
+      const result = await run.invoke(null, { callbacks: [ctx.recorder], runName: "codehop_eval_agentic", signal: ctx.signal });
+      const usage: Record<string, AgentUsage> = {};
+      for (const [agent, u] of Object.entries(result.usage.by_agent)) {
+        usage[agent] = { calls: u.calls, inputTokens: u.input_tokens, outputTokens: u.output_tokens, cachedTokens: u.cached_input_tokens };
+      }
+      return {
+        answer: result.answer,
+        sources: [...new Set(result.sources.map((s) => s.title))],
+        steps: result.steps,
+        usage,
+        status: result.status,
+      };
+    },
+    async close() {
+      persistence.close();
+    },
+  };
+}
