@@ -211,9 +211,7 @@ class ActionSession {
     if (this.ended) return;
     this.child.onMessage = (msg) => this.onMessage(msg);
     this.child.onExit = (exit) => this.onExit(exit);
-    this.timer = setTimeout(() => {
-      this.child.kill("timeout");
-    }, this.limits.timeoutMs);
+    this.timer = setTimeout(() => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")), this.limits.timeoutMs);
     const unserializable: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.previous.unserializable)) if (typeof v === "string") unserializable[k] = v;
     this.child.send({
@@ -318,6 +316,15 @@ class ActionSession {
     return { ok: true, json };
   }
 
+  /**
+   * Runs `fn` after messages that already arrived have been read. Timers run before I/O in Node's
+   * event loop, so after the host itself was busy, a deadline could otherwise fire while the
+   * child's `done` / `idle` sits unread in the pipe (setImmediate runs after the poll phase).
+   */
+  private afterPendingIo(fn: () => void): void {
+    setImmediate(fn);
+  }
+
   private protocolError(): void {
     this.child.kill("protocol");
   }
@@ -351,9 +358,7 @@ class ActionSession {
     });
     // The child must report `idle` soon (guest code still spinning after final_answer doesn't).
     this.pool.markFinishing(this.child);
-    setTimeout(() => {
-      if (!this.released) this.child.kill("busy after the action ended");
-    }, IDLE_GRACE_MS).unref();
+    setTimeout(() => this.afterPendingIo(() => !this.released && this.child.kill("busy after the action ended")), IDLE_GRACE_MS).unref();
   }
 
   private toGuestError(raw: unknown): GuestError | null {
