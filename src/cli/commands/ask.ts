@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
-import { ask } from "../../app/run.ts";
 
 /** `codehop ask "<question>"`: answers a question with the three agents, checkpointing every step. */
 export default function askCommand(): Command {
@@ -20,6 +19,7 @@ export default function askCommand(): Command {
     )
     .action(async (words: string[], flags: RunFlags & { thread?: string }) => {
       const threadId = flags.thread ?? randomUUID();
+      const { ask } = await import("../../app/run.ts");
       const term = terminalRun(flags, "codehop ask");
       try {
         const result = await withJsonErrors(flags, threadId, () =>

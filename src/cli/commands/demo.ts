@@ -2,9 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { printResult, terminalRun, type RunFlags } from "../../app/cli-support.ts";
 import { loadAppConfig } from "../../app/config.ts";
-import { ensureDemoCorpus, startDemoModelServer } from "../../app/demo.ts";
 import { DEMO_QUESTIONS } from "../../app/demo-trajectories.ts";
-import { ask } from "../../app/run.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 const SCRIPTED_NOTE = [
@@ -35,6 +33,9 @@ export default function demoCommand(): Command {
           throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`);
         }
       }
+      // Loaded on use: keeps `codehop --help` and the other commands fast to start.
+      const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
+      const { ask } = await import("../../app/run.ts");
       const corpus = await ensureDemoCorpus(config.home);
       const server = await startDemoModelServer(undefined, Number(flags.port) || 0);
       if (flags.serve) {

@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
-import { history } from "../../app/run.ts";
 
 function short(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -15,6 +14,7 @@ export default function historyCommand(): Command {
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--json", "print JSON")
     .action(async (threadId: string, flags: RunFlags & { checkpoint?: string }) => {
+      const { history } = await import("../../app/run.ts");
       const rows = await history(threadId, {
         config: configFromFlags(flags),
         checkpointId: flags.checkpoint,

@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
-import { replay } from "../../app/run.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 function parseSet(pairs: string[]): Record<string, unknown> | undefined {
@@ -36,6 +35,7 @@ export default function replayCommand(): Command {
     .option("-q, --quiet", "no live tree")
     .action(async (threadId: string, flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string }) => {
       const update = parseSet(flags.set ?? []);
+      const { replay } = await import("../../app/run.ts");
       const term = terminalRun(flags, "codehop replay");
       try {
         const result = await withJsonErrors(flags, threadId, () =>

@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
-import { resume } from "../../app/run.ts";
 
 /** `codehop resume <thread>`: continues a crashed / interrupted / failed run from its last checkpoint. */
 export default function resumeCommand(): Command {
@@ -13,6 +12,7 @@ export default function resumeCommand(): Command {
     .option("--json", "print one JSON object when the run ends")
     .option("-q, --quiet", "no live tree")
     .action(async (threadId: string, flags: RunFlags) => {
+      const { resume } = await import("../../app/run.ts");
       const term = terminalRun(flags, "codehop resume");
       try {
         const result = await withJsonErrors(flags, threadId, () =>

@@ -1,7 +1,6 @@
 import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
 import { loadAppConfig } from "../../app/config.ts";
-import { openPersistence } from "../../persistence/index.ts";
 
 /** `codehop threads`: threads in the data directory, most recent first. */
 export default function threadsCommand(): Command {
@@ -11,6 +10,7 @@ export default function threadsCommand(): Command {
     .option("--limit <n>", "show at most n threads", "20")
     .option("--json", "print JSON")
     .action(async (flags: RunFlags & { limit: string }) => {
+      const { openPersistence } = await import("../../persistence/index.ts");
       const config = loadAppConfig(configFromFlags(flags));
       const p = openPersistence(config.home, { mustExist: true });
       try {

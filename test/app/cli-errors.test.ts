@@ -1,0 +1,58 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { openPersistence } from "../../src/persistence/index.ts";
+import { cliEnv, runCli } from "./cli-helpers.ts";
+
+const tmp = () => mkdtempSync(join(tmpdir(), "codehop-cli-"));
+
+describe("CLI errors say what is wrong and what to do", () => {
+  it("missing model endpoint, unknown thread, bad DB path", async () => {
+    const emptyHome = tmp();
+    const homeWithDb = tmp();
+    openPersistence(homeWithDb).close();
+    const fileAsHome = join(tmp(), "a-file");
+    writeFileSync(fileAsHome, "not a directory");
+    const garbageHome = tmp();
+    writeFileSync(join(garbageHome, "checkpoints.db"), "garbage ".repeat(500));
+
+    const [noModel, noModelJson, unknownThread, unknownHistory, homeIsFile, notSqlite, nothingYet] = await Promise.all([
+      runCli(["ask", "Does birch plywood float in ethanol?"], cliEnv({ CODEHOP_HOME: emptyHome })),
+      runCli(["ask", "Does birch plywood float in ethanol?", "--json"], cliEnv({ CODEHOP_HOME: emptyHome })),
+      runCli(["resume", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
+      runCli(["history", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
+      runCli(["threads"], cliEnv({ CODEHOP_HOME: fileAsHome })),
+      runCli(["resume", "x"], cliEnv({ CODEHOP_HOME: garbageHome })),
+      runCli(["history", "x"], cliEnv({ CODEHOP_HOME: join(emptyHome, "never-used") })),
+    ]);
+
+    expect(noModel.code).toBe(2);
+    expect(noModel.stderr).toContain("[CODEHOP_MODEL_NOT_CONFIGURED]");
+    for (const v of ["OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEHOP_MODEL", "codehop demo"]) expect(noModel.stderr).toContain(v);
+    expect(noModel.stderr).not.toMatch(/\n\s+at /); // no stack trace
+
+    expect(noModelJson.code).toBe(2);
+    const json = JSON.parse(noModelJson.stdout);
+    expect(json.error.code).toBe("CODEHOP_MODEL_NOT_CONFIGURED");
+    expect(typeof json.thread_id).toBe("string");
+
+    for (const r of [unknownThread, unknownHistory]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('No thread "no-such-thread"');
+      expect(r.stderr).toContain("[CODEHOP_THREAD_NOT_FOUND]");
+      expect(r.stderr).toContain("codehop threads");
+    }
+
+    expect(homeIsFile.code).toBe(2);
+    expect(homeIsFile.stderr).toContain("is not a directory");
+    expect(homeIsFile.stderr).toContain("[CODEHOP_DB_INVALID]");
+
+    expect(notSqlite.code).toBe(2);
+    expect(notSqlite.stderr).toContain(join(garbageHome, "checkpoints.db"));
+    expect(notSqlite.stderr).toContain("[CODEHOP_DB_INVALID]");
+
+    expect(nothingYet.code).toBe(2);
+    expect(nothingYet.stderr).toContain("nothing has run there yet");
+  });
+});
