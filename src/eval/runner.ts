@@ -106,6 +106,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--concurrency must be a positive integer, got ${concurrency}`);
   }
   const settings = evalModelSettings(options.env);
+  const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
   const full = loadDataset(options.dataset, { format: options.format });
   const dataset = selectExamples(full, options.limit);
   for (const b of dataset.bad) log(`skipped ${describeBadRecord(b)}`);
@@ -148,7 +149,6 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       },
     };
     systems.push(...(await (options.createSystems ?? createSystems)(systemsWanted, factoryCtx)));
-    const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
 
     const config = {
       model: settings,

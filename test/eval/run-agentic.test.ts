@@ -35,10 +35,23 @@ afterAll(async () => server.close());
 
 const readJsonl = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 
-describe("agentic vs rag vs direct, end to end", () => {
-  it("runs all three systems on HotpotQA with the same model and reports what the scripts imply", async () => {
-    const out = join(tmp, "hotpot");
-    const res = await runEval({ dataset: join(FIX, "hotpotqa.json"), out, env: scriptedEnv(server.baseURL), concurrency: 2, log: () => undefined });
+describe.each([
+  ["hotpotqa.json", ["h1", "h2", "h3"]],
+  ["2wiki.json", ["w1", "w2", "w3"]],
+  ["musique.jsonl", ["2hop__1", "2hop__2", "2hop__3"]],
+  ["plain.jsonl", ["p1", "p2", "p3"]],
+] as const)("agentic vs rag vs direct end to end on %s", (file, ids) => {
+  it("runs all three systems with the same model and reports what the scripts imply", async () => {
+    const out = join(tmp, file);
+    // plain JSONL has no paragraphs: retrieval uses the configured corpus
+    let extra: Record<string, string> = {};
+    if (file === "plain.jsonl") {
+      const corpus = join(tmp, "plain-corpus.db");
+      await ingestDocuments(corpus, FIXTURE_PAGES);
+      extra = { CODEHOP_CORPUS: corpus };
+    }
+    const res = await runEval({ dataset: join(FIX, file), out, env: scriptedEnv(server.baseURL, extra), concurrency: 2, log: () => undefined });
+    expect(res.report.dataset.bad).toHaveLength(1);
     const by = Object.fromEntries(res.report.systems.map((s) => [s.system, s]));
     expect(Object.keys(by)).toEqual(["agentic", "rag", "direct"]);
     expect(by.agentic.errors).toBe(0);
@@ -57,7 +70,7 @@ describe("agentic vs rag vs direct, end to end", () => {
     expect(q2.prediction).toBe("40 metres");
     expect(q2.status).toBe("final_answer");
     expect(q2.sources).toContain("Red Tower");
-    expect(q2.threadId).toBe(`${res.report.runId}:agentic:h2`);
+    expect(q2.threadId).toBe(`${res.report.runId}:agentic:${ids[1]}`);
     // the agents really searched the dataset's own paragraphs
     expect(server.requestsFor("page:tower").at(-1)!.request.messages.at(-1)!.content).toContain("40-metre observation tower in Porto");
     // transcripts of the correct answers, one file per agent
@@ -66,20 +79,23 @@ describe("agentic vs rag vs direct, end to end", () => {
       ["manager", "page_search", "wikipedia_search"].map((a) => join(dir, `${a}.jsonl`)),
     );
     const manager = readJsonl(join(dir, "manager.jsonl"));
-    expect(manager.map((t) => t.metadata.question_id)).toEqual(["h1", "h2"]);
+    expect(manager.map((t) => t.metadata.question_id)).toEqual([ids[0], ids[1]]);
     expect(manager[1].messages[0]).toMatchObject({ role: "system" });
     expect(manager[1].messages[0].content).toMatch(/^You are the manager agent/);
     expect(manager[1].messages.at(-1)).toEqual({ role: "assistant", content: expect.stringContaining('final_answer("40 metres")') });
     // the conversation as the model saw it at its last step (older steps may be condensed by the agent)
     expect(manager[1].messages.some((m: any) => m.role === "user" && m.content.includes("40 metres"))).toBe(true);
     const wiki = readJsonl(join(dir, "wikipedia_search.jsonl"));
-    expect(wiki.map((t) => t.metadata.question_id)).toEqual(["h1", "h2", "h2"]);
+    expect(wiki.map((t) => t.metadata.question_id)).toEqual([ids[0], ids[1], ids[1]]);
     expect(wiki.every((t) => t.messages[0].content.startsWith("You are the wikipedia_search agent"))).toBe(true);
     const page = readJsonl(join(dir, "page_search.jsonl"));
     expect(page).toHaveLength(1);
     expect(page[0].messages.at(-1).content).toContain("40 metres (a 40-metre observation tower)");
   });
 
+});
+
+describe("agentic system", () => {
   it("the recorder attributes every model call to the right agent, matching the app's own accounting", async () => {
     const corpus = join(tmp, "fixture-corpus.db");
     await ingestDocuments(corpus, FIXTURE_PAGES);

@@ -1,0 +1,73 @@
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseVerdict } from "../../src/eval/judge.ts";
+import { runEval } from "../../src/eval/runner.ts";
+import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { directRules, scriptedEnv } from "./scripted-eval.ts";
+
+// The judge is a separately configured model: its own server here, so the test proves the
+// system's calls and the judge's calls go where they are configured and are counted apart.
+const FIX = join(import.meta.dirname, "../fixtures/eval");
+const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-judge-"));
+let model: ScriptedOpenAIServer;
+let judge: ScriptedOpenAIServer;
+
+beforeAll(async () => {
+  model = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(directRules()) });
+  // The judge accepts "The tower is 40 metres tall." (EM 0) and rejects "Yes" for "no".
+  judge = await ScriptedOpenAIServer.start({
+    responder: (req) => {
+      const user = req.messages.at(-1)!.content;
+      const verdict = /Predicted answer: "(Norway|The tower is 40 metres tall\.)"/.test(user) ? "CORRECT" : "INCORRECT";
+      return { content: verdict, usage: { prompt_tokens: 50, completion_tokens: 1 } };
+    },
+  });
+});
+afterAll(async () => {
+  await model.close();
+  await judge.close();
+});
+
+describe("LLM-as-judge", () => {
+  it("parses verdicts strictly", () => {
+    expect(parseVerdict("CORRECT")).toBe(true);
+    expect(parseVerdict("incorrect.")).toBe(false);
+    expect(parseVerdict("<think>is it correct? maybe</think>INCORRECT")).toBe(false);
+    expect(parseVerdict("Verdict: Correct")).toBe(true);
+    expect(parseVerdict("I cannot tell")).toBe(false);
+  });
+
+  it("grades with the separately configured judge model; its tokens are not the system's", async () => {
+    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
+    const out = join(tmp, "judged");
+    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: () => undefined });
+    expect(judge.requests).toHaveLength(3);
+    expect(judge.requests[0].request.model).toBe("judge-model");
+    expect(model.requests.every((r) => r.request.model === "scripted-model")).toBe(true);
+    const s = res.report.systems[0];
+    expect(s.judgeAccuracy).toBeCloseTo(2 / 3, 10);
+    expect(s.em).toBeCloseTo(1 / 3, 10);
+    expect(s.avgInputTokens).toBe(100); // the judge's 50 tokens are not added
+    const q2 = res.report.results.find((r) => r.questionId === "p2")!;
+    expect(q2.judge).toMatchObject({ correct: true, raw: "CORRECT", inputTokens: 50, outputTokens: 1 });
+    expect((res.report.config as any).judge).toEqual({ model: "judge-model", baseURL: judge.baseURL });
+    // with a judge, "correct" for the trajectory export follows the judge
+    const lines = readFileSync(join(out, "trajectories/direct/direct.jsonl"), "utf8").trim().split("\n");
+    expect(lines.map((l) => JSON.parse(l).metadata.question_id)).toEqual(["p1", "p2"]);
+    expect(readFileSync(res.files.md, "utf8")).toContain("| judge % |");
+  });
+
+  it("--judge without CODEHOP_JUDGE_MODEL is a configuration error; --no-judge skips it", async () => {
+    await expect(
+      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "nojudge"), env: scriptedEnv(model.baseURL), judge: true, log: () => undefined }),
+    ).rejects.toThrow(/CODEHOP_JUDGE_MODEL/);
+    expect(existsSync(join(tmp, "nojudge"))).toBe(false); // nothing written before the check
+    const before = judge.requests.length;
+    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
+    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "skip"), env, judge: false, log: () => undefined });
+    expect(judge.requests.length).toBe(before);
+    expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
+  });
+});
