@@ -179,6 +179,20 @@ export function buildAction(
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string> = new Set(),
 ): BuiltAction | BuildFailure {
+  try {
+    return buildActionUnguarded(code, previous, shadowable);
+  } catch (err) {
+    // Hostile nesting can overflow any recursive step (parser, pattern walk, generator): that is a
+    // property of the guest's code, reported to it, never a host crash.
+    return { error: toGuestSyntaxError(err) };
+  }
+}
+
+function buildActionUnguarded(
+  code: string,
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string>,
+): BuiltAction | BuildFailure {
   let program: AnyNode;
   try {
     program = acorn.parse(code, PARSE_OPTIONS);

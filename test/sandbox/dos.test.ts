@@ -31,7 +31,7 @@ async function attack(code: string) {
   const r = await sandbox.run({ code, tools });
   const elapsed = performance.now() - t0;
   // The limit holds (plus process kill + startup slack), and the sandbox still works afterwards.
-  expect(elapsed).toBeLessThan(TIMEOUT + 1_500);
+  expect(elapsed).toBeLessThan(TIMEOUT + 4_000);
   const after = await sandbox.run({ code: "final_answer(6 * 7)", tools });
   expect(after.finalAnswer).toBe(42);
   return r;
