@@ -2,6 +2,9 @@ import type { CodeSandbox } from "../sandbox/types.ts";
 
 let shared: Promise<CodeSandbox> | undefined;
 
+/** Warm sandbox processes kept by the default sandbox. */
+export const DEFAULT_POOL_SIZE = 3;
+
 /**
  * The process-wide sandbox used by agents created without one: created on first use (so importing
  * a graph never spawns processes) and closed when the process exits.
@@ -10,7 +13,9 @@ export function getDefaultSandbox(): Promise<CodeSandbox> {
   shared ??= (async () => {
     // Loaded lazily: the sandbox pool (child processes) is only needed once an action runs.
     const mod = await import("../sandbox/index.ts");
-    const sandbox = await mod.createSandbox();
+    // Three warm processes: a parent's action waits in one while two concurrent sub-agents
+    // (Promise.all) run theirs, without paying a process spawn per call.
+    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE });
     const close = () => void sandbox.close().catch(() => {});
     process.once("beforeExit", close);
     process.once("exit", close);
