@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { AskResult } from "./result.ts";
 import { createLiveView, type LiveView } from "./tree-renderer.ts";
@@ -31,6 +32,8 @@ export function terminalRun(flags: RunFlags, header: string): {
   finish(): void;
 } {
   const controller = new AbortController();
+  // Every nested agent and model call listens to this one signal.
+  setMaxListeners(0, controller.signal);
   let view: LiveView | undefined;
   const onSigint = () => {
     if (controller.signal.aborted) process.exit(130);
@@ -47,7 +50,9 @@ export function terminalRun(flags: RunFlags, header: string): {
       onEvent: (e) => view?.onEvent(e),
     },
     finish() {
+      // Idempotent: called on success before printing the result, and again from `finally`.
       view?.stop();
+      view = undefined;
       process.off("SIGINT", onSigint);
     },
   };

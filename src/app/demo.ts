@@ -31,7 +31,25 @@ export async function ensureDemoCorpus(home: string): Promise<string> {
   return dbPath;
 }
 
-/** Starts the local OpenAI-compatible server replaying the demo trajectories (port 0 = free port). */
-export async function startDemoModelServer(rules: TrajectoryRule[] = demoRules(), port = 0): Promise<ScriptedOpenAIServer> {
-  return ScriptedOpenAIServer.start({ responder: trajectoryResponder(rules), port });
+/** Options of {@link startDemoModelServer}. */
+export interface DemoServerOptions {
+  rules?: TrajectoryRule[];
+  /** Port (0 = a free port). */
+  port?: number;
+  /** Simulated model latency per reply, so the live tree can be watched (default 0). */
+  delayMs?: number;
+}
+
+/** Starts the local OpenAI-compatible server replaying the demo trajectories. */
+export async function startDemoModelServer(options: DemoServerOptions = {}): Promise<ScriptedOpenAIServer> {
+  const { rules = demoRules(), port = 0, delayMs = 0 } = options;
+  const replay = trajectoryResponder(rules);
+  return ScriptedOpenAIServer.start({
+    port,
+    responder: async (req, ctx) => {
+      const reply = await replay(req, ctx);
+      if (!delayMs || typeof reply !== "object" || !("content" in reply)) return reply;
+      return { ...reply, delayMs: reply.delayMs ?? delayMs };
+    },
+  });
 }

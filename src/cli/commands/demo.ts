@@ -25,7 +25,8 @@ export default function demoCommand(): Command {
     .option("-q, --quiet", "no live tree")
     .option("--serve", "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)")
     .option("--port <n>", "port of the scripted model server (default: a free port)", "0")
-    .action(async (flags: RunFlags & { question: string; serve?: boolean; port: string }) => {
+    .option("--delay <ms>", "simulated model latency per reply, to watch the live tree", "250")
+    .action(async (flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string }) => {
       const config = loadAppConfig(flags.home ? { home: flags.home } : {});
       const names = flags.question === "all" ? Object.keys(DEMO_QUESTIONS) : flags.question.split(",").map((s) => s.trim());
       for (const n of names) {
@@ -37,7 +38,7 @@ export default function demoCommand(): Command {
       const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
       const { ask } = await import("../../app/run.ts");
       const corpus = await ensureDemoCorpus(config.home);
-      const server = await startDemoModelServer(undefined, Number(flags.port) || 0);
+      const server = await startDemoModelServer({ port: Number(flags.port) || 0, delayMs: flags.serve ? 0 : Math.max(0, Number(flags.delay) || 0) });
       if (flags.serve) {
         process.stderr.write(
           [
