@@ -28,7 +28,7 @@ const TRANSCRIPT_CHARS = 4000;
  * drill-down (filterable) showing prediction, gold answers, scores, usage per agent, sources,
  * errors, the thread id (anchor `#<thread id>`) and each agent's transcript.
  */
-export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTranscript[]>): string {
+export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTranscript[]>, outDir?: string): string {
   const questions = report.results.map((r) => ({
     ...r,
     transcripts: (transcripts.get(r.threadId) ?? []).map((t) => ({
@@ -39,7 +39,7 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
       })),
     })),
   }));
-  const data = { ...report, results: questions };
+  const data = { ...report, results: questions, outDir: outDir ?? null };
   const title = `codehop eval — ${report.runId}${report.partial ? " (partial)" : ""}`;
   return `<!doctype html>
 <html lang="en">
@@ -56,13 +56,13 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
   .banner { background: #fffaeb; border: 1px solid #fedf89; padding: 8px 12px; border-radius: 6px; margin: 12px 0; }
   table { border-collapse: collapse; width: 100%; background: #fff; }
   th, td { border-bottom: 1px solid var(--line); padding: 6px 8px; text-align: right; white-space: nowrap; }
-  th:first-child, td:first-child { text-align: left; }
+  th:first-child, td:first-child, table.names td:nth-child(2), table.names th:nth-child(2) { text-align: left; }
   th { background: #f2f4f7; font-weight: 600; }
   .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
   .card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px; }
   .filters { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; flex-wrap: wrap; }
   details.q { background: #fff; border: 1px solid var(--line); border-radius: 6px; margin: 4px 0; }
-  details.q > summary { cursor: pointer; padding: 6px 10px; display: grid; grid-template-columns: 90px 70px 1fr 1fr 60px 70px; gap: 8px; align-items: center; }
+  details.q > summary { cursor: pointer; padding: 6px 10px; display: grid; grid-template-columns: 90px 70px 1fr 1fr 60px 90px; gap: 8px; align-items: center; }
   details.q > summary span { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   details.q .body { padding: 4px 14px 12px; border-top: 1px solid var(--line); }
   .ok { color: var(--ok); font-weight: 600; } .bad { color: var(--bad); font-weight: 600; }
@@ -85,7 +85,7 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
     <div class="card"><canvas id="bars" height="260"></canvas></div>
   </div>
   <h2>Tokens per agent <span class="muted">(average per question)</span></h2>
-  <div class="card"><table id="agents"></table></div>
+  <div class="card"><table id="agents" class="names"></table></div>
   <h2>Questions</h2>
   <div class="filters">
     <label>System <select id="f-system"><option value="">all</option></select></label>
@@ -173,7 +173,9 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
     row("gold", r.answers.join(" | "));
     row("prediction", r.prediction || "(none)");
     row("scores", "EM " + r.em + " · F1 " + r.f1.toFixed(2) + " · cover-EM " + r.coverEm + (r.judge ? " · judge " + (r.judge.correct ? "correct" : "incorrect") : ""));
-    row("thread id", el("code", {}, r.threadId));
+    row("thread id", el("a", { href: "#" + encodeURIComponent(r.threadId) }, el("code", {}, r.threadId)));
+    if (r.system === "agentic" && R.outDir) row("inspect", el("code", {}, "npx codehop history " + JSON.stringify(r.threadId) + " --home " + JSON.stringify(R.outDir)));
+    if (r.status) row("stopped by", r.status);
     row("cost", r.modelCalls + " model calls · " + r.inputTokens + " in / " + r.outputTokens + " out tokens · " + r.steps + " steps · " + (r.wallMs / 1000).toFixed(2) + " s");
     const per = Object.entries(r.usage).map(([a, u]) => a + ": " + u.calls + " calls, " + u.inputTokens + " in / " + u.outputTokens + " out").join(" · ");
     if (per) row("per agent", per);
@@ -203,8 +205,13 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
   };
   for (const id of ["f-system", "f-outcome", "f-text"]) document.getElementById(id).addEventListener("input", apply);
   apply();
-  const target = decodeURIComponent(location.hash.slice(1));
-  if (target && document.getElementById(target)) { document.getElementById(target).open = true; document.getElementById(target).scrollIntoView(); }
+  // report.html#<thread id> opens that question's drill-down
+  const openHash = () => {
+    const t = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (t && t.classList.contains("q")) { t.style.display = ""; t.open = true; t.scrollIntoView(); }
+  };
+  window.addEventListener("hashchange", openHash);
+  openHash();
 
   document.getElementById("config").textContent = JSON.stringify({ config: R.config, source: R.dataset.source }, null, 2);
   if (R.dataset.bad.length) {

@@ -356,7 +356,7 @@ export function writeReports(
   // Write to a temp name and rename, so a reader never sees half a report.
   writeAtomic(files.json, JSON.stringify(report, null, 2) + "\n");
   writeAtomic(files.md, markdownReport(report));
-  writeAtomic(files.html, htmlReport(report, transcripts));
+  writeAtomic(files.html, htmlReport(report, transcripts, ctx.out));
   return { report, files };
 }
 
