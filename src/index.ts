@@ -43,6 +43,10 @@ export { createRetrievePassagesTool } from "./tools/retrieve-passages.ts";
 export { openPersistence, SqliteCallJournal, ThreadRegistry, checkpointDbPath } from "./persistence/index.ts";
 export type { Persistence, ThreadRecord } from "./persistence/index.ts";
 
+// Evaluation harness
+export { runEval, loadDataset, scoreAnswer, normalizeAnswer, exactMatch, f1Score, coverExactMatch } from "./eval/index.ts";
+export type { RunEvalOptions, EvalRunOutcome, EvalReport, EvalExample, QuestionResult, SystemSummary, DatasetFormat, SystemName } from "./eval/index.ts";
+
 // Errors and testing helpers
 export { CodehopError, ErrorCodes, type ErrorCode } from "./errors.ts";
 export { ScriptedOpenAIServer, trajectoryResponder } from "./testing/scripted-openai-server.ts";
