@@ -20,7 +20,7 @@ export { demoRules, DEMO_QUESTIONS, DEMO_ANSWERS } from "./app/demo-trajectories
 export { sourceFromConfig, openSourceFor } from "./app/source.ts";
 
 // Reference graphs
-export { createManagerGraph, createManagerBuilder, createManagerAgent, MANAGER_MAX_STEPS } from "./graphs/manager.ts";
+export { createManagerGraph, createManagerBuilder, createManagerAgent, MANAGER_MAX_STEPS, MANAGER_RECURSION_LIMIT } from "./graphs/manager.ts";
 export type { ManagerGraphOptions } from "./graphs/manager.ts";
 export { createWikipediaSearchAgent, createWikipediaSearchBuilder, createSearchInfoTool } from "./graphs/wikipedia-search.ts";
 export { createPageSearchAgent, createPageSearchBuilder, pageSearchTask, type ReferenceAgentOptions } from "./graphs/page-search.ts";

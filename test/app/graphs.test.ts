@@ -43,3 +43,12 @@ describe("graphs exported for langgraph.json", () => {
     }
   });
 });
+
+describe("docs/app.md", () => {
+  it("shows the architecture diagram LangGraph draws from the real manager graph", async () => {
+    const { graphMermaid } = await import("../../src/cli/commands/graph.ts");
+    const doc = readFileSync(join(root, "docs/app.md"), "utf8");
+    const block = /```mermaid\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    expect(block).toBe((await graphMermaid("manager")).trimEnd());
+  });
+});
