@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
+import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
+
+// LangGraph Studio talks to the LangGraph API server that `npm run studio` starts
+// (`langgraphjs dev`). The Studio UI itself is hosted online, so this test drives what it calls:
+// the real server, started on a free port with our langgraph.json, through @langchain/langgraph-sdk.
+// The model is the scripted OpenAI-compatible server; the corpus is the demo corpus.
+
+const ROOT = resolve(import.meta.dirname, "../..");
+let model: ScriptedOpenAIServer;
+let api: ChildProcess | undefined;
+let client: Client;
+let apiLog = "";
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function waitReady(url: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (api?.exitCode != null) throw new Error(`langgraph dev exited (${api.exitCode}):\n${apiLog.slice(-3000)}`);
+    try {
+      const res = await fetch(`${url}/ok`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`langgraph dev not ready after ${ms} ms:\n${apiLog.slice(-3000)}`);
+}
+
+beforeAll(async () => {
+  const home = mkdtempSync(join(tmpdir(), "codehop-studio-"));
+  const corpus = await ensureDemoCorpus(home);
+  model = await startDemoModelServer();
+  const port = await freePort();
+  api = spawn(
+    process.execPath,
+    [join(ROOT, "node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs"), "dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"],
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        OPENAI_BASE_URL: model.baseURL,
+        OPENAI_API_KEY: "scripted",
+        CODEHOP_MODEL: "scripted",
+        CODEHOP_CORPUS: corpus,
+        CODEHOP_HOME: home,
+        LANGSMITH_TRACING: "false",
+        LANGCHAIN_TRACING_V2: "false",
+      },
+    },
+  );
+  api.stdout?.on("data", (d) => (apiLog += d));
+  api.stderr?.on("data", (d) => (apiLog += d));
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url, 90_000);
+  client = new Client({ apiUrl: url });
+}, 120_000);
+
+afterAll(async () => {
+  if (api?.pid && api.exitCode == null) {
+    try {
+      process.kill(-api.pid, "SIGKILL");
+    } catch {
+      api.kill("SIGKILL");
+    }
+  }
+  await model?.close();
+});
+
+describe("LangGraph API server (Studio backend) with langgraph.json", () => {
+  it("lists every graph of langgraph.json as an assistant", async () => {
+    const assistants = await client.assistants.search({ limit: 50 });
+    const graphIds = assistants.map((a) => a.graph_id).sort();
+    expect(graphIds).toEqual(expect.arrayContaining(["code_agent", "manager", "page_search", "wikipedia_search"]));
+  });
+
+  it("draws the manager with the nested agents and their plan/act/observe nodes (xray)", async () => {
+    const [manager] = await client.assistants.search({ graphId: "manager" });
+    const drawing = await client.assistants.getGraph(manager.assistant_id, { xray: true });
+    const ids = drawing.nodes.map((n) => String(n.id));
+    // xray replaces an act node that invokes an agent by that agent's nodes, prefixed with the
+    // namespace: manager -> act:* (wikipedia_search) -> act:act:* (page_search).
+    expect(ids).toEqual(expect.arrayContaining(["plan", "observe", "planning", "final_answer"]));
+    expect(ids).toEqual(expect.arrayContaining(["act:plan", "act:observe", "act:planning"]));
+    expect(ids).toEqual(expect.arrayContaining(["act:act:plan", "act:act:act", "act:act:observe"]));
+  }, 60_000);
+
+  it("answers a question end to end and keeps a readable thread history", async () => {
+    const [manager] = await client.assistants.search({ graphId: "manager" });
+    const thread = await client.threads.create();
+    const before = model.requests.length;
+    const values = (await client.runs.wait(thread.thread_id, manager.assistant_id, {
+      input: { question: DEMO_QUESTIONS.towers },
+    })) as Record<string, any>;
+    expect(values.answer).toBe(DEMO_ANSWERS.towers);
+    expect(model.requests.length).toBeGreaterThan(before);
+
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+    expect(history.length).toBeGreaterThan(4);
+    // Newest first: the last checkpoint holds the answer; the first one the question only.
+    expect((history[0].values as any).answer).toBe(DEMO_ANSWERS.towers);
+    expect((history[history.length - 1].values as any).answer ?? null).toBeNull();
+    const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+    expect((state.values as any).question).toBe(DEMO_QUESTIONS.towers);
+  }, 120_000);
+});
