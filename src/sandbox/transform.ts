@@ -38,6 +38,8 @@ export interface BuildFailure {
   error: GuestError;
 }
 
+const STRICT_PREFIX = '"use strict"; ';
+
 const PARSE_OPTIONS: acorn.Options = {
   ecmaVersion: "latest",
   sourceType: "script",
@@ -193,16 +195,22 @@ function buildActionUnguarded(
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string>,
 ): BuiltAction | BuildFailure {
+  // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
+  // literals, `let eval`, ...) are reported here with a position instead of failing later without
+  // one. The directive goes on line 1 without a newline: line numbers stay the guest's own.
+  const source = STRICT_PREFIX + code;
   let program: AnyNode;
   try {
-    program = acorn.parse(code, PARSE_OPTIONS);
+    program = acorn.parse(source, PARSE_OPTIONS);
   } catch (err) {
     const e = toGuestSyntaxError(err);
+    if (e.line === 1 && typeof e.column === "number") e.column = Math.max(1, e.column - STRICT_PREFIX.length);
     if (/'import' and 'export' may appear only/.test(e.message)) {
       e.message = "import/export statements are not available in the sandbox (no modules; use the provided tools)";
     }
     return { error: e };
   }
+  program.body.shift(); // the directive we added
 
   const usedIdentifiers = new Set<string>();
   let failure: GuestError | null = null;
@@ -263,7 +271,7 @@ function buildActionUnguarded(
       // Declared (as undefined) so later code can assign or redeclare it; the note tells the model why it is empty.
       if (isBindableName(name) && !shadowable.has(name)) addName(name);
     }
-    for (const [name, source] of Object.entries(previous.declarations ?? {})) {
+    for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
       if (!isBindableName(name)) {
         dropped[name] = "not a valid variable name";
         continue;
@@ -272,13 +280,13 @@ function buildActionUnguarded(
         dropped[name] = "shadows a built-in or tool name; not carried over";
         continue;
       }
-      const parsed = parseDeclarationSource(source);
+      const parsed = parseDeclarationSource(declSource);
       if (typeof parsed === "string") {
         dropped[name] = parsed;
         continue;
       }
       addName(name);
-      declarationSources[name] = source;
+      declarationSources[name] = declSource;
       restoreStatements.push(declStatement(name, parsed, DECL));
     }
   }
@@ -289,24 +297,24 @@ function buildActionUnguarded(
   for (const stmt of program.body) {
     if (stmt.type === "FunctionDeclaration") {
       addName(stmt.id.name);
-      declarationSources[stmt.id.name] = code.slice(stmt.start, stmt.end);
+      declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
       hoisted.push(declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc));
       continue;
     }
     if (stmt.type === "ClassDeclaration") {
       addName(stmt.id.name);
-      declarationSources[stmt.id.name] = code.slice(stmt.start, stmt.end);
+      declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
       body.push(declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, DECL, stmt.loc));
       continue;
     }
     if (stmt.type === "VariableDeclaration") {
-      body.push(rewriteDeclaration(stmt, true, code, addName, declarationSources, DECL) ?? { type: "EmptyStatement" });
+      body.push(rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? { type: "EmptyStatement" });
       continue;
     }
     body.push(stmt);
   }
   // `var` nested in top-level blocks and loops is top-level too (function scoped).
-  for (const stmt of body) rewriteNestedVars(stmt, code, addName, declarationSources, DECL);
+  for (const stmt of body) rewriteNestedVars(stmt, source, addName, declarationSources, DECL);
 
   // A name redeclared as a plain value in this action is no longer a declaration.
   for (const stmt of program.body) {
@@ -360,9 +368,9 @@ function buildActionUnguarded(
 
   // Record generated -> original line mappings (astring calls addMapping for nodes with `loc`).
   const mappings: { line: number; column: number; original: number }[] = [];
-  let source: string;
+  let generated: string;
   try {
-    source = generate(wrapper, {
+    generated = generate(wrapper, {
       sourceMap: {
         addMapping(m: { generated: { line: number; column: number }; original: { line: number } | null }) {
           if (m.original) mappings.push({ line: m.generated.line, column: m.generated.column, original: m.original.line });
@@ -374,7 +382,7 @@ function buildActionUnguarded(
   }
 
   return {
-    source,
+    source: generated,
     names,
     declarationSources,
     restoreValues,

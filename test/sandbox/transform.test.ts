@@ -33,6 +33,15 @@ describe("buildAction", () => {
     expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, column: 7 });
   });
 
+  it("parses as strict code, so strict-only errors get a position (with, octal, duplicate params)", () => {
+    for (const [code, line] of [["const a = 1;\nwith (a) {}", 2], ["var x = 010;", 1], ["function f(a, a) {}", 1]] as const) {
+      const r = buildAction(code, undefined);
+      expect("error" in r && r.error, code).toMatchObject({ name: "SyntaxError", line });
+    }
+    const r = buildAction("const a = = 1;", undefined);
+    expect("error" in r && r.error.column).toBe(11); // column of the guest's own line 1, not of the added directive
+  });
+
   it("rejects import() with a clear message and its position", () => {
     const r = buildAction("const x = 1;\nawait import('fs')", undefined);
     expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/import\(\) is not available/) });
