@@ -86,6 +86,17 @@ describe("tool contracts", () => {
     expect(renderToolDoc(createRetrievePassagesTool(corpus, "Paris"))).toContain('passages of the page "Paris"');
   });
 
+  it("retrieve_passages reports the page it answered from as a source", async () => {
+    const reports: unknown[] = [];
+    const tool = createRetrievePassagesTool(wiki, "Eiffel Tower");
+    await tool.invoke({ query: "construction" }, { ...ctx, report: (r) => reports.push(r) });
+    expect(reports).toEqual([
+      { sources: [{ title: "Eiffel Tower", url: "https://test.wiki/wiki/Eiffel_Tower", source: "wikipedia", sections: expect.arrayContaining(["Construction"]) }] },
+    ]);
+    await createRetrievePassagesTool(wiki, "No such page").invoke({ query: "x" }, { ...ctx, report: (r) => reports.push(r) });
+    expect(reports).toHaveLength(1);
+  });
+
   it("retrieve_passages on a disambiguation page lists its options (online)", async () => {
     const out = await call(createRetrievePassagesTool(wiki, "Tower (disambiguation)"), "height");
     expect(out).toBe(
