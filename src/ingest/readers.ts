@@ -22,13 +22,13 @@ export interface DocumentReader {
   progress(): { done: number; total?: number };
 }
 
-/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, *.xml / *.xml.bz2. */
+/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, *.xml / *.xml.bz2 (else INPUT_INVALID). */
 export function detectFormat(path: string): IngestFormat {
   if (!existsSync(path)) throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
   if (statSync(path).isDirectory()) return "folder";
   const lower = path.toLowerCase();
   if (lower.endsWith(".xml") || lower.endsWith(".xml.bz2")) return "mediawiki-xml";
-  if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson") || lower.endsWith(".json")) return "jsonl";
+  if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson")) return "jsonl";
   throw new CodehopError(
     ErrorCodes.INPUT_INVALID,
     `cannot tell the format of ${path}; pass --format jsonl|folder|mediawiki-xml`,

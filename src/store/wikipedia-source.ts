@@ -70,6 +70,7 @@ export class WikipediaSource implements KnowledgeSource {
   private readonly chunker: Chunker;
   private readonly ranker = new InMemoryRanker();
   private readonly chunkCache = new Map<string, Candidate[]>();
+  private readonly inflight = new Map<string, Promise<PageLookup>>();
   private readonly opts: Required<Pick<WikipediaSourceOptions, "timeoutMs" | "retries" | "retryDelayMs" | "summaryChars" | "userAgent">>;
   private readonly fetchImpl: typeof fetch;
 
@@ -133,6 +134,16 @@ export class WikipediaSource implements KnowledgeSource {
     const key = `${this.apiUrl}|${titleKey(t)}`;
     const cached = this.cache.get<PageLookup>("page", key);
     if (cached) return cached;
+    // Agents often ask for the same page from concurrent calls (Promise.all): fetch it once.
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.fetchPage(t, key).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async fetchPage(t: string, key: string): Promise<PageLookup> {
     const data = await this.call({
       action: "query",
       titles: t,

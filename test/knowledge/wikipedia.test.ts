@@ -116,6 +116,19 @@ describe("online Wikipedia source (MediaWiki API)", () => {
     expect(server.requests.length).toBe(before);
   });
 
+  it("concurrent lookups of one page share a single request", async () => {
+    const s = source();
+    const [a, b, c] = await Promise.all([s.getPage("Tokyo Tower"), s.getPage("tokyo tower"), s.getPage("Tokyo_Tower")]);
+    expect(a).toEqual(b);
+    expect(b).toEqual(c);
+    expect(s.requestCount).toBe(1);
+  });
+
+  it("searchPassages ranks passages from the top pages together", async () => {
+    const passages = await source().searchPassages("tower completed 1958", { k: 2 });
+    expect(passages[0]).toMatchObject({ title: "Tokyo Tower", text: "Tokyo Tower is a tower in Tokyo, completed in 1958." });
+  });
+
   it("openKnowledgeSource picks Wikipedia when no corpus is given", async () => {
     const s = openKnowledgeSource({ wikipediaApi: server.apiUrl });
     expect(s.kind).toBe("wikipedia");
