@@ -1,7 +1,7 @@
 /**
  * Tolerant parsing of a model's action. Small local models drift from the format, so the parser
  * accepts: `Thought: ... Code: ```js ... ```<end_action>` (the seed format), js / javascript / ts /
- * typescript / jsx / mjs / unlabeled fences, a missing `<end_action>` or closing fence (cut by a
+ * typescript / jsx / mjs / unlabeled fences, `<code>...</code>` tags, a missing `<end_action>` or closing fence (cut by a
  * stop sequence), a missing "Thought:", and several code blocks (run in order, as one action).
  * Anything it cannot use becomes `error`: an observation telling the model the expected format.
  */
@@ -40,6 +40,14 @@ export function parseAction(text: string): ParsedAction {
   if (jsBlocks.length) {
     code = jsBlocks.map((b) => b.body.replace(END_MARKERS, "").trim()).join("\n\n");
     thoughtEnd = jsBlocks[0].start;
+  } else if (/<code>[\s\S]*?(<\/code>|$)/.test(raw)) {
+    // smolagents' newer format: <code>...</code>.
+    const m = /<code>([\s\S]*?)(?:<\/code>|$)/.exec(raw)!;
+    const body = m[1].replace(END_MARKERS, "").trim();
+    if (body) {
+      code = body;
+      thoughtEnd = m.index;
+    }
   } else {
     // No fence: accept the text after a "Code:" label (some models drop the fences).
     const label = /(^|\n)\s*Code:\s*\n?/i.exec(raw);

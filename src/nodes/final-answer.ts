@@ -7,8 +7,13 @@ import type { AgentState, AgentUpdate } from "../agent/state.ts";
 import { usageFromMessage } from "../agent/usage.ts";
 import { callModel, messageText } from "../models/index.ts";
 
-/** Strips a leading "Final answer:" and code fences a model may wrap its answer in. */
+/**
+ * The answer in a final-answer reply: strips a leading "Final answer:" and code fences; a model
+ * that keeps writing actions (`final_answer("Paris")` in a code block) gets its literal argument.
+ */
 export function cleanFinalAnswer(text: string): string {
+  const call = /final_answer\(\s*(?:(["'`])([\s\S]*?)\1|(-?\d+(?:\.\d+)?))\s*\)/.exec(text);
+  if (call) return (call[2] ?? call[3]).trim();
   return text
     .replace(/^\s*(\*\*)?final answer:?(\*\*)?:?\s*/i, "")
     .replace(/^```[a-z]*\n([\s\S]*?)\n?```\s*$/i, "$1")

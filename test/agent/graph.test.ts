@@ -146,6 +146,30 @@ describe("a single agent on the real sandbox", () => {
     expect(out.currentPlan).toContain("PLAN-3");
   });
 
+  it("reports a sub-agent that fails (not a framework error) to the parent as an observation", async () => {
+    const child = createCodeAgent({
+      name: "fragile",
+      description: "d",
+      sandbox,
+      tools: ({ context }) => {
+        if (!context.page) throw new Error("no page given");
+        return [];
+      },
+      model: new ScriptedChatModel([action("final_answer(1)")]),
+    });
+    const parent = createCodeAgent({
+      name: "boss",
+      description: "d",
+      sandbox,
+      tools: [child.asTool({ name: "fragile_agent", description: "d", parameters: z.object({ task: z.string() }), toInput: ({ task }) => ({ task }), wrapTask: false })],
+      model: new ScriptedChatModel([action('console.log(await fragile_agent("x"))'), action("final_answer('gave up')")]),
+    });
+    const out = await parent.invoke({ task: "delegate" });
+    expect(out.answer).toBe("gave up");
+    expect(out.steps[0].observation).toMatch(/fragile_agent failed: no page given/);
+    expect(out.steps[0].toolCalls[0]).toMatchObject({ tool: "fragile_agent", ok: false });
+  });
+
   it("binds tools to the run's context with a tools factory", async () => {
     const agent = createCodeAgent({
       name: "bound",

@@ -7,7 +7,7 @@ import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import type { AgentState } from "../../src/agent/state.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { makeActNode } from "../../src/nodes/act.ts";
-import { makeFinalAnswerNode } from "../../src/nodes/final-answer.ts";
+import { cleanFinalAnswer, makeFinalAnswerNode } from "../../src/nodes/final-answer.ts";
 import { makeObserveNode } from "../../src/nodes/observe.ts";
 import { makePlanNode } from "../../src/nodes/plan.ts";
 import { makePlanningNode } from "../../src/nodes/planning.ts";
@@ -219,6 +219,18 @@ describe("act node", () => {
   it("throws GRAPH_INVARIANT when no action is pending", async () => {
     const err = await makeActNode(runtime(new ScriptedChatModel(["x"])))(state(), {}).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.GRAPH_INVARIANT);
+  });
+});
+
+describe("cleanFinalAnswer", () => {
+  it.each([
+    ["Final answer: Paris", "Paris"],
+    ["**Final Answer:** 41 years", "41 years"],
+    ["```\nRome\n```", "Rome"],
+    ['Thought: done\nCode:\n```js\nfinal_answer("Lyon")\n```', "Lyon"],
+    ["```js\nfinal_answer(1889)\n```", "1889"],
+  ])("%j -> %j", (reply, answer) => {
+    expect(cleanFinalAnswer(reply)).toBe(answer);
   });
 });
 

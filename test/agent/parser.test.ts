@@ -31,6 +31,10 @@ describe("parseAction", () => {
     expect(p).toEqual({ thought: "easy", code: "final_answer(42)" });
   });
 
+  it("accepts <code>...</code> tags", () => {
+    expect(parseAction("Thought: tags\n<code>\nfinal_answer(3)\n</code>")).toEqual({ thought: "tags", code: "final_answer(3)" });
+  });
+
   it("strips a stray <end_code> inside the block", () => {
     expect(parseAction("```js\nfinal_answer(1)<end_code>\n```").code).toBe("final_answer(1)");
   });

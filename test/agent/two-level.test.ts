@@ -108,6 +108,8 @@ describe.each([false, true])("two-level agent over HTTP (streamModel=%s)", (stre
     expect(out.usage.manager.calls).toBe(2);
     expect(out.usage.page_search.calls).toBe(4);
     expect(out.usage.page_search.inputTokens).toBeGreaterThan(0);
+    // The server reports the prompt prefix shared with an earlier request as cached; it is recorded.
+    expect(out.usage.manager.cachedInputTokens).toBeGreaterThan(0);
     expect(out.sources).toEqual([{ title: "Tower A" }, { title: "Tower B" }]);
 
     const requests = server.requests.slice(before);
