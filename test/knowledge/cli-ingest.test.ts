@@ -1,7 +1,8 @@
-import { execFile } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import ingestCommand from "../../src/cli/commands/ingest.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
@@ -63,8 +64,71 @@ describe("codehop ingest (CLI)", () => {
     await expect(ingest([DEMO_CORPUS, "--db", join(tmp.dir, "z.db"), "--embeddings"])).rejects.toThrow(/CODEHOP_EMBEDDINGS_BASE_URL/);
   });
 
+  it("shows a progress bar with records, rate and ETA on a terminal", async () => {
+    let err = "";
+    const tty = Object.getOwnPropertyDescriptor(process.stderr, "isTTY");
+    Object.defineProperty(process.stderr, "isTTY", { value: true, configurable: true });
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: any) => {
+      err += String(chunk);
+      return true;
+    });
+    try {
+      let out = "";
+      vi.spyOn(process.stdout, "write").mockImplementation((chunk: any) => {
+        out += String(chunk);
+        return true;
+      });
+      await ingestCommand().parseAsync([DEMO_CORPUS, "--db", join(tmp.dir, "bar.db"), "--batch-size", "10"], { from: "user" });
+      expect(out).toMatch(/Done: 63 records/);
+    } finally {
+      vi.restoreAllMocks();
+      if (tty) Object.defineProperty(process.stderr, "isTTY", tty);
+      else delete (process.stderr as any).isTTY;
+    }
+    expect(err).toMatch(/ingest .*100% \| 63 records \| \d+\/s \| ETA/);
+  });
+
   it("defaults the database to <CODEHOP_HOME>/corpus.db", async () => {
     expect(await ingest([DEMO_CORPUS])).toContain(join(tmp.dir, "corpus.db"));
+  });
+
+  it("Ctrl-C stops after the current batch; running the same command again resumes", async () => {
+    const file = join(tmp.dir, "big.jsonl");
+    writeFileSync(file, Array.from({ length: 8000 }, (_, i) => JSON.stringify({ title: `T${i}`, text: `Text number ${i}.` })).join("\n"));
+    const db = join(tmp.dir, "sigint.db");
+    const bin = join(import.meta.dirname, "../../bin/codehop.mjs");
+    const child = spawn(process.execPath, [bin, "ingest", file, "--db", db, "--batch-size", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+    // Wait until some batches are committed, then interrupt.
+    const count = () => {
+      if (!existsSync(db)) return 0;
+      try {
+        const c = new Database(db, { readonly: true });
+        try {
+          return (c.prepare("SELECT count(*) AS n FROM documents").get() as { n: number }).n;
+        } finally {
+          c.close();
+        }
+      } catch {
+        return 0;
+      }
+    };
+    const deadline = Date.now() + 20_000;
+    while (count() < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(stdout).toMatch(/^Interrupted: /);
+    expect(stdout).toMatch(/Run the same command again to resume/);
+    const done = count();
+    expect(done).toBeGreaterThan(0);
+    expect(done).toBeLessThan(8000);
+
+    const resumed = JSON.parse(await ingest([file, "--db", db, "--batch-size", "500", "--json"]));
+    expect(resumed.resumedFrom).toBe(done);
+    expect(resumed.added).toBe(8000 - done);
+    expect(count()).toBe(8000);
   });
 
   it("is discovered by the codehop binary, which prints coded errors without a stack", async () => {
