@@ -41,24 +41,28 @@ async function overhead(sandbox: ReturnType<typeof createSandbox>): Promise<Benc
     };
     await run(3, 0, "warmup");
     const zero = [];
-    for (let i = 0; i < 3; i++) zero.push(await run(20, 0, `zero-${i}`));
+    for (let i = 0; i < 5; i++) zero.push(await run(20, 0, `zero-${i}`));
     const med = (xs: number[]) => percentile(xs, 50);
     const perStep = med(zero.map((z) => z.perStep));
     const sandboxPerStep = med(zero.map((z) => z.sandboxPerStep));
     const framework = perStep - sandboxPerStep;
+    // Best run: the estimate least disturbed by other load on a shared machine.
+    const best = zero.reduce((a, b) => (b.perStep - b.sandboxPerStep < a.perStep - a.sandboxPerStep ? b : a));
+    const bestFramework = best.perStep - best.sandboxPerStep;
     const slow = await run(5, 200, "slow");
     const slowOverhead = (slow.wall - 5 * 200) / (5 * 200);
     return {
       title: "Code agent: framework overhead per step",
       description:
-        "A 20-step agent (each step: model reply → parse → sandbox action with a variable carried over → observation → SQLite checkpoints of plan/act/observe) with a zero-latency in-process scripted model, median of 3 runs; then a 5-step run with a 200 ms simulated model call per step. \"framework\" = the step minus the sandbox action (graph, prompt building, parsing, checkpoints); \"total\" includes the sandbox round trip (SES child process, variables snapshot). Figures from a shared 2-core machine vary by up to 2x between runs.",
+        "A 20-step agent (each step: model reply → parse → sandbox action with a variable carried over → observation → SQLite checkpoints of plan/act/observe) with a zero-latency in-process scripted model, 5 runs (median and best); then a 5-step run with a 200 ms simulated model call per step. \"framework\" = the step minus the sandbox action (graph, prompt building, parsing, checkpoints); \"total\" includes the sandbox round trip (SES child process, variables snapshot). Figures from a shared 2-core machine vary by up to 2x between runs.",
       columns: ["run", "per step (ms)", "sandbox action (ms)", "framework (ms)", "framework vs 200 ms call", "total vs 200 ms call"],
       rows: [
-        ["zero-latency model, 20 steps", fmt(perStep), fmt(sandboxPerStep), fmt(framework), `${fmt((framework / 200) * 100, 1)}%`, `${fmt((perStep / 200) * 100, 1)}%`],
+        ["zero-latency model, 20 steps (median of 5)", fmt(perStep), fmt(sandboxPerStep), fmt(framework), `${fmt((framework / 200) * 100, 1)}%`, `${fmt((perStep / 200) * 100, 1)}%`],
+        ["zero-latency model, 20 steps (best of 5)", fmt(best.perStep), fmt(best.sandboxPerStep), fmt(bestFramework), `${fmt((bestFramework / 200) * 100, 1)}%`, `${fmt((best.perStep / 200) * 100, 1)}%`],
         ["200 ms model, 5 steps", fmt(slow.perStep), fmt(slow.sandboxPerStep), "", "", `${fmt(slowOverhead * 100, 1)}% measured`],
       ],
       verdicts: [
-        `framework overhead per step < 5% of a 200 ms model call: ${framework / 200 < 0.05 ? "MET" : "NOT MET"} (${fmt((framework / 200) * 100, 1)}%, ${fmt(framework)} ms)`,
+        `framework overhead per step < 5% of a 200 ms model call: ${framework / 200 < 0.05 ? "MET" : "NOT MET"} (median ${fmt((framework / 200) * 100, 1)}%, ${fmt(framework)} ms; best run ${fmt((bestFramework / 200) * 100, 1)}%)`,
         `including the sandbox action: ${perStep / 200 < 0.05 ? "MET" : "NOT MET"} (${fmt((perStep / 200) * 100, 1)}%, ${fmt(perStep)} ms)`,
       ],
     };
