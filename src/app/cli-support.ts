@@ -1,4 +1,4 @@
-import { setMaxListeners } from "node:events";
+import { EventEmitter, setMaxListeners } from "node:events";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { AskResult } from "./result.ts";
 import { createLiveView, type LiveView } from "./tree-renderer.ts";
@@ -32,8 +32,11 @@ export function terminalRun(flags: RunFlags, header: string): {
   finish(): void;
 } {
   const controller = new AbortController();
-  // Every nested agent and model call listens to this one signal.
+  // Every nested agent and model call listens to this one signal, and LangGraph's runner adds a
+  // listener per tick to the signals it derives from it: deep runs legitimately pass Node's
+  // default of 10, which would print a "possible memory leak" warning in the middle of the tree.
   setMaxListeners(0, controller.signal);
+  EventEmitter.defaultMaxListeners = Math.max(EventEmitter.defaultMaxListeners, 200);
   let view: LiveView | undefined;
   const onSigint = () => {
     if (controller.signal.aborted) process.exit(130);
