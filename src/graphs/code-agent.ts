@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { type AgentToolOptions, agentAsTool } from "../agent/agent-as-tool.ts";
 import { type AgentSettings, type AgentSettingsInput, DEFAULT_CAPABILITIES, recursionLimitFor, resolveSettings } from "../agent/config.ts";
 import { getDefaultSandbox } from "../agent/default-sandbox.ts";
-import { type CodeAgentPrompts, loadPromptSet } from "../agent/prompts.ts";
+import { type CodeAgentPrompts, loadPromptSet, renderAllPrompts } from "../agent/prompts.ts";
 import { routeAfterObserve, routeStart } from "../agent/routing.ts";
 import { type AgentRuntime, type ToolsFactory, makeRuntime } from "../agent/runtime.ts";
 import { AgentInput, type AgentInputValue, type AgentState, createAgentState } from "../agent/state.ts";
@@ -91,7 +91,8 @@ export interface CodeAgent {
 /**
  * Builds a code agent: a LangGraph subgraph whose model writes JavaScript that runs in the sandbox
  * with the agent's tools, step by step, until it calls final_answer() or hits its limits.
- * Throws CODEHOP_CONFIG_INVALID on bad options (names, limits, duplicate tools).
+ * Throws CODEHOP_CONFIG_INVALID on bad options (names, limits, duplicate tools) and
+ * CODEHOP_PROMPT_TEMPLATE on a prompt with a missing or unknown placeholder.
  */
 export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
   const { name, description, prompts, tools = [], model, sandbox, capabilities, subgraphs, ...limits } = options;
@@ -101,6 +102,13 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
   const settings = resolveSettings(name, limits);
   const promptSet =
     typeof prompts === "string" ? loadPromptSet(prompts) : { ...loadPromptSet(), ...(prompts ?? {}) };
+  // Render every prompt once now: a missing or unknown placeholder fails here (CODEHOP_PROMPT_TEMPLATE),
+  // not at the first model call of a run.
+  renderAllPrompts(
+    promptSet,
+    { agentName: name, agentDescription: description, tools: [], capabilities: capabilities ?? DEFAULT_CAPABILITIES },
+    "(validation)",
+  );
   const rt = makeRuntime({
     name,
     description,

@@ -44,6 +44,26 @@ describe("createCodeAgent", () => {
     }
   });
 
+  it("checks prompt templates at build time (PROMPT_TEMPLATE) and accepts valid overrides", () => {
+    const err = (() => {
+      try {
+        createCodeAgent({ name: "p", description: "d", model, prompts: { system: "You are {{agent_name}}. Tools: {{tool_docz}}" } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.PROMPT_TEMPLATE);
+    expect((err as Error).message).toMatch(/tool_docz/);
+    const ok = createCodeAgent({
+      name: "p",
+      description: "d",
+      model,
+      prompts: { task: "Question: {{task}}" },
+    });
+    expect(ok.prompts.task).toBe("Question: {{task}}");
+    expect(ok.prompts.system).toContain("{{tool_docs}}");
+  });
+
   it("draws a two-level agent with both agents' plan / act / observe nodes (xray)", async () => {
     const child = createCodeAgent({ name: "child", description: "c", model, tools: [tool("lookup")] });
     const parent = createCodeAgent({
