@@ -21,6 +21,8 @@ function esc(s: string): string {
 
 /** Per-message cap for transcripts embedded in the page (the JSONL export keeps them whole). */
 const TRANSCRIPT_CHARS = 4000;
+/** Total transcript characters embedded in the page, so a run of thousands of questions stays openable. */
+const TRANSCRIPT_BUDGET = 15_000_000;
 
 /**
  * report.html: one self-contained page (Chart.js inlined, data embedded) with the summary table,
@@ -28,17 +30,26 @@ const TRANSCRIPT_CHARS = 4000;
  * drill-down (filterable) showing prediction, gold answers, scores, usage per agent, sources,
  * errors, the thread id (anchor `#<thread id>`) and each agent's transcript.
  */
-export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTranscript[]>, outDir?: string): string {
-  const questions = report.results.map((r) => ({
-    ...r,
-    transcripts: (transcripts.get(r.threadId) ?? []).map((t) => ({
+export function htmlReport(
+  report: EvalReport,
+  transcriptsOf: (r: EvalReport["results"][number]) => AgentTranscript[],
+  options: { outDir?: string; transcriptBudget?: number } = {},
+): string {
+  const outDir = options.outDir;
+  let budget = options.transcriptBudget ?? TRANSCRIPT_BUDGET;
+  const questions = report.results.map((r) => {
+    if (budget <= 0) return { ...r, transcripts: [], transcriptsOmitted: true };
+    const transcripts = transcriptsOf(r).map((t) => ({
       agent: t.agent,
-      messages: t.messages.map((m) => ({
-        role: m.role,
-        content: m.content.length > TRANSCRIPT_CHARS ? `${m.content.slice(0, TRANSCRIPT_CHARS)}\n… (${m.content.length - TRANSCRIPT_CHARS} more characters)` : m.content,
-      })),
-    })),
-  }));
+      messages: t.messages.map((m) => {
+        const content =
+          m.content.length > TRANSCRIPT_CHARS ? `${m.content.slice(0, TRANSCRIPT_CHARS)}\n… (${m.content.length - TRANSCRIPT_CHARS} more characters)` : m.content;
+        budget -= content.length;
+        return { role: m.role, content };
+      }),
+    }));
+    return { ...r, transcripts };
+  });
   const data = { ...report, results: questions, outDir: outDir ?? null };
   const title = `codehop eval — ${report.runId}${report.partial ? " (partial)" : ""}`;
   return `<!doctype html>
@@ -182,6 +193,7 @@ export function htmlReport(report: EvalReport, transcripts: Map<string, AgentTra
     if (r.sources.length) row("sources", r.sources.join(" · "));
     if (r.error) row("error", el("span", { class: "bad" }, r.error));
     const body = el("div", { class: "body" }, dl);
+    if (r.transcriptsOmitted) body.append(el("div", { class: "muted" }, "Transcripts left out of this page to keep it small: see trajectories/ and eval.db in the output directory."));
     for (const t of r.transcripts) {
       const d = el("details", {}, el("summary", {}, "transcript: " + t.agent + " (" + t.messages.length + " messages)"));
       for (const m of t.messages) d.append(el("div", { class: "role" }, m.role), el("pre", {}, m.content));

@@ -36,7 +36,7 @@ function percentile(values: number[], p: number): number {
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** Aggregates per-question results of one system. */
-export function summarize(system: SystemName, results: QuestionResult[]): SystemSummary {
+export function summarize(system: SystemName, results: Omit<QuestionResult, "transcripts">[]): SystemSummary {
   const rs = results.filter((r) => r.system === system);
   const judged = rs.filter((r) => r.judge);
   const agents = [...new Set(rs.flatMap((r) => Object.keys(r.usage)))].sort();

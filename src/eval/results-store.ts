@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { QuestionResult, SystemName } from "./types.ts";
+import type { AgentTranscript, QuestionResult, SystemName } from "./types.ts";
 
 /** File name of the results database inside an eval output directory. */
 export const RESULTS_DB_FILE = "eval.db";
@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS eval_results (
   ok INTEGER NOT NULL,
   result_json TEXT NOT NULL,
   finished_at TEXT NOT NULL,
+  transcripts_json TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (system, question_id)
 );`);
     } catch (err) {
@@ -54,15 +55,24 @@ CREATE TABLE IF NOT EXISTS eval_results (
       .run(key, JSON.stringify(value));
   }
 
-  /** Stores (or replaces) one question's result. */
+  /** Stores (or replaces) one question's result. Transcripts go to their own column (they are big). */
   put(result: QuestionResult): void {
+    const { transcripts, ...rest } = result;
     this.db
       .prepare(
-        `INSERT INTO eval_results (system, question_id, idx, ok, result_json, finished_at) VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO eval_results (system, question_id, idx, ok, result_json, finished_at, transcripts_json) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(system, question_id) DO UPDATE SET idx = excluded.idx, ok = excluded.ok,
-           result_json = excluded.result_json, finished_at = excluded.finished_at`,
+           result_json = excluded.result_json, finished_at = excluded.finished_at, transcripts_json = excluded.transcripts_json`,
       )
-      .run(result.system, result.questionId, result.index, result.error ? 0 : 1, JSON.stringify(result), result.finishedAt);
+      .run(result.system, result.questionId, result.index, result.error ? 0 : 1, JSON.stringify(rest), result.finishedAt, JSON.stringify(transcripts));
+  }
+
+  /** The transcripts of one stored result (empty if none). */
+  transcripts(system: SystemName, questionId: string): AgentTranscript[] {
+    const row = this.db
+      .prepare("SELECT transcripts_json FROM eval_results WHERE system = ? AND question_id = ?")
+      .get(system, questionId) as { transcripts_json: string } | undefined;
+    return row ? (JSON.parse(row.transcripts_json) as AgentTranscript[]) : [];
   }
 
   /** Keys `${system}\u0000${questionId}` of questions that finished without error. */
@@ -74,10 +84,13 @@ CREATE TABLE IF NOT EXISTS eval_results (
     return new Set(rows.map((r) => resultKey(r.system as SystemName, r.question_id)));
   }
 
-  /** All stored results, in dataset order, then system. */
-  all(): QuestionResult[] {
+  /** All stored results, in dataset order, then system, without transcripts (see {@link transcripts}). */
+  all(): Omit<QuestionResult, "transcripts">[] {
     const rows = this.db.prepare("SELECT result_json FROM eval_results ORDER BY idx, system").all() as { result_json: string }[];
-    return rows.map((r) => JSON.parse(r.result_json) as QuestionResult);
+    return rows.map((r) => {
+      const { transcripts: _t, ...rest } = JSON.parse(r.result_json) as QuestionResult;
+      return rest;
+    });
   }
 
   close(): void {

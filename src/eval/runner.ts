@@ -20,7 +20,6 @@ import type { EvalSystem } from "./systems/system.ts";
 import { exportTrajectories } from "./trajectories.ts";
 import {
   SYSTEM_NAMES,
-  type AgentTranscript,
   type AgentUsage,
   type DatasetFormat,
   type EvalExample,
@@ -344,19 +343,19 @@ export function writeReports(
     },
     config: store.getMeta<Record<string, unknown>>("config") ?? {},
     systems: ctx.systems.map((s) => summarize(s, results)),
-    results: results.map(({ transcripts: _t, ...rest }) => rest),
+    results,
   };
-  const transcripts = new Map<string, AgentTranscript[]>(results.map((r) => [r.threadId, r.transcripts]));
+  const transcriptsOf = (r: { system: SystemName; questionId: string }) => store.transcripts(r.system, r.questionId);
   const files = {
     json: join(ctx.out, "report.json"),
     md: join(ctx.out, "report.md"),
     html: join(ctx.out, "report.html"),
-    trajectories: exportTrajectories(join(ctx.out, "trajectories"), results),
+    trajectories: exportTrajectories(join(ctx.out, "trajectories"), results, transcriptsOf),
   };
   // Write to a temp name and rename, so a reader never sees half a report.
   writeAtomic(files.json, JSON.stringify(report, null, 2) + "\n");
   writeAtomic(files.md, markdownReport(report));
-  writeAtomic(files.html, htmlReport(report, transcripts, ctx.out));
+  writeAtomic(files.html, htmlReport(report, transcriptsOf, { outDir: ctx.out }));
   return { report, files };
 }
 

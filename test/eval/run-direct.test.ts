@@ -165,3 +165,21 @@ describe("failures", () => {
     expect(existsSync(join(tmp, "nomodel"))).toBe(false);
   });
 });
+
+describe("report page size", () => {
+  it("embeds transcripts up to a budget and says where the rest are", async () => {
+    const { htmlReport } = await import("../../src/eval/html.ts");
+    const results = [0, 1, 2].map((i) => ({
+      system: "direct" as const, questionId: `q${i}`, index: i, question: `Q${i}?`, answers: ["a"], prediction: "a",
+      em: 1, f1: 1, coverEm: 1, modelCalls: 1, inputTokens: 1, outputTokens: 1, cachedTokens: 0, usage: {}, steps: 1,
+      wallMs: 1, threadId: `t${i}`, sources: [], finishedAt: "",
+    }));
+    const report: any = { runId: "r", generatedAt: "", partial: false, progress: { expected: 3, done: 3 }, dataset: { path: "d", format: "jsonl", questions: 3, bad: [] }, config: {}, systems: [], results };
+    const transcript = (i: number) => [{ agent: "direct", messages: [{ role: "user" as const, content: `MARKER-${i}-${"x".repeat(100)}` }] }];
+    const html = htmlReport(report, (r) => transcript(r.index), { transcriptBudget: 150 });
+    expect(html.includes("MARKER-0-")).toBe(true);
+    expect(html.includes("MARKER-1-")).toBe(true); // the budget is checked before each question
+    expect(html.includes("MARKER-2-")).toBe(false);
+    expect(html.includes('"transcriptsOmitted":true')).toBe(true);
+  });
+});

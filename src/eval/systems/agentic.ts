@@ -1,12 +1,19 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { RunnableLambda } from "@langchain/core/runnables";
 import { ask, resume } from "../../app/run.ts";
 import type { AskResult } from "../../app/result.ts";
 import { MANAGER_MAX_STEPS } from "../../graphs/manager.ts";
 import { openPersistence, type Persistence } from "../../persistence/index.ts";
+import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../../prompts/render.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import type { AgentUsage, EvalExample } from "../types.ts";
+import { promptHash } from "./baselines.ts";
 import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
+
+/** Prompt folders the reference agents render from (hashed into the report's configuration). */
+const AGENT_PROMPT_DIRS = ["manager", "wikipedia_search", "page_search", "code_agent", "managed_agent"];
 
 /** Options of {@link createAgenticSystem}. */
 export interface AgenticSystemOptions {
@@ -33,7 +40,8 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
     config: {
       agents: ["manager", "wikipedia_search", "page_search"],
       managerMaxSteps: MANAGER_MAX_STEPS,
-      prompts: "prompts/manager, prompts/wikipedia_search, prompts/page_search",
+      prompts: AGENT_PROMPT_DIRS.map((d) => `prompts/${d}`),
+      promptHash: promptHash(AGENT_PROMPT_DIRS.filter((d) => existsSync(join(PROMPTS_DIR, d))).flatMap((d) => listPromptFiles(join(PROMPTS_DIR, d)).map((f) => loadPrompt(`${d}/${f}`))).join("\n")),
       source: options.source.kind,
       checkpoints: persistence.dbPath,
     },
