@@ -38,7 +38,7 @@ export default function demoCommand(): Command {
       const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
       const { ask } = await import("../../app/run.ts");
       const corpus = await ensureDemoCorpus(config.home);
-      const server = await startDemoModelServer({ port: Number(flags.port) || 0, delayMs: flags.serve ? 0 : Math.max(0, Number(flags.delay) || 0) });
+      const server = await startDemoModelServer({ port: Number(flags.port) || 0, delayMs: Math.max(0, Number(flags.delay) || 0) });
       if (flags.serve) {
         process.stderr.write(
           [
