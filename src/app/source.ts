@@ -40,17 +40,29 @@ export function lazySource(open: () => Promise<KnowledgeSource>, kind: Knowledge
 }
 
 let processDefault: KnowledgeSource | undefined;
+const byCorpusPath = new Map<string, KnowledgeSource>();
 
 /**
  * The knowledge source of a run: `configurable.knowledgeSource` when the caller provides one (the
- * app does), else a process-wide source from the environment (Studio / `langgraph dev`).
+ * app does), else `configurable.corpus` (a corpus DB path, e.g. set per run in Studio), else the
+ * agent's own `fallback`, else a process-wide source from the environment (Studio / `langgraph dev`).
  */
 export function sourceFromConfig(config: RunnableConfig | undefined, fallback?: KnowledgeSource): KnowledgeSource {
-  const given = (config?.configurable as Record<string, unknown> | undefined)?.knowledgeSource;
+  const configurable = config?.configurable as Record<string, unknown> | undefined;
+  const given = configurable?.knowledgeSource;
   if (given && typeof given === "object" && typeof (given as KnowledgeSource).search === "function") {
     return given as KnowledgeSource;
   }
   if (fallback) return fallback;
+  if (typeof configurable?.corpus === "string" && configurable.corpus) {
+    const appConfig = loadAppConfig({ corpus: configurable.corpus });
+    let source = byCorpusPath.get(appConfig.corpus!);
+    if (!source) {
+      source = lazySource(() => openSourceFor(appConfig), "corpus");
+      byCorpusPath.set(appConfig.corpus!, source);
+    }
+    return source;
+  }
   if (!processDefault) {
     const appConfig = loadAppConfig();
     processDefault = lazySource(() => openSourceFor(appConfig), appConfig.corpus ? "corpus" : "wikipedia");
