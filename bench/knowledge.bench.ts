@@ -4,7 +4,8 @@
  * Embeddings come from the local scripted OpenAI-compatible server (hashed bag of words over real
  * HTTP), so hybrid figures include a real /v1/embeddings round trip per query.
  */
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
@@ -13,12 +14,14 @@ import { ingestPath } from "../src/ingest/index.ts";
 import { CorpusSource } from "../src/store/corpus-source.ts";
 import { createEmbedder } from "../src/store/embeddings.ts";
 import { ScriptedOpenAIServer } from "../src/testing/scripted-openai-server.ts";
+import { makeDump } from "../test/knowledge/fixtures/make-dump.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
 
 const PAGES = 25_000;
 const SECTIONS = 4; // one ~400-char passage per section -> 100k passages
 const VOCAB = 30_000;
 const QUERIES = 300;
+const XML_PAGES = 5_000;
 
 /** Deterministic PRNG (mulberry32). */
 function rng(seed: number) {
@@ -155,6 +158,18 @@ export default async function knowledgeBench(): Promise<BenchSection[]> {
     const vreport = await ingestPath(vdb, jsonl, { batchSize: 1000, embedder });
     const vbytes = dbBytes(vdb);
 
+    // 2b. MediaWiki XML dump (wikitext parsed by wtf_wikipedia), plain and bzip2.
+    const xml = join(dir, "dump.xml");
+    writeFileSync(xml, makeDump(XML_PAGES));
+    const xreport = await ingestPath(join(dir, "xml.db"), xml);
+    let bzReport: typeof xreport | undefined;
+    try {
+      execFileSync("bzip2", ["-k", xml]);
+      bzReport = await ingestPath(join(dir, "bz2.db"), `${xml}.bz2`);
+    } catch {
+      // no bzip2 binary: the row is left out
+    }
+
     // 3. Query latency.
     const bm25 = CorpusSource.open(db);
     const hybrid = CorpusSource.open(vdb, { embedder });
@@ -181,11 +196,15 @@ export default async function knowledgeBench(): Promise<BenchSection[]> {
     return [
       {
         title: "Knowledge: ingest (generated corpus)",
-        description: `${PAGES.toLocaleString("en")} generated pages (${SECTIONS} sections each, Zipf-distributed synthetic words, ${fmt(jsonlMb, 1)} MB JSONL) ingested with \`ingestPath\` (JSONL reader, section-aware 512/256 chunking, FTS5). "with embeddings" also embeds every passage through the local /v1/embeddings server (64-dim hashed bag of words, 512 texts per request) into sqlite-vec.`,
+        description: `${PAGES.toLocaleString("en")} generated pages (${SECTIONS} sections each, Zipf-distributed synthetic words, ${fmt(jsonlMb, 1)} MB JSONL) ingested with \`ingestPath\` (JSONL reader, section-aware 512/256 chunking, FTS5). "with embeddings" also embeds every passage through the local /v1/embeddings server (64-dim hashed bag of words, 512 texts per request) into sqlite-vec. "MediaWiki XML" is a generated ${XML_PAGES.toLocaleString("en")}-page dump (infobox, references, links, three sections per page) streamed through saxes and wtf_wikipedia.`,
         columns: ["run", "pages", "passages", "seconds", "pages/s", "DB MB", "DB KB per 1k passages"],
         rows: [
           ["BM25 only", report.added, report.passages, fmt(report.elapsedMs / 1000), fmt(pagesPerSec, 0), fmt(bytes / 1e6, 1), fmt(bytes / 1024 / passagesK, 0)],
           ["re-ingest (all unchanged)", reingest.unchanged, 0, fmt(reingest.elapsedMs / 1000), fmt(reingest.unchanged / (reingest.elapsedMs / 1000), 0), "", ""],
+          ["MediaWiki XML", xreport.added, xreport.passages, fmt(xreport.elapsedMs / 1000), fmt(xreport.added / (xreport.elapsedMs / 1000), 0), "", ""],
+          ...(bzReport
+            ? [["MediaWiki XML .bz2", bzReport.added, bzReport.passages, fmt(bzReport.elapsedMs / 1000), fmt(bzReport.added / (bzReport.elapsedMs / 1000), 0), "", ""]]
+            : []),
           ["with embeddings", vreport.added, vreport.vectors, fmt(vreport.elapsedMs / 1000), fmt(vreport.added / (vreport.elapsedMs / 1000), 0), fmt(vbytes / 1e6, 1), fmt(vbytes / 1024 / (vreport.passages / 1000), 0)],
         ],
         verdicts: [`ingest >= 500 pages/s from JSONL: ${pagesPerSec >= 500 ? "MET" : "NOT MET"} (${fmt(pagesPerSec, 0)} pages/s)`],

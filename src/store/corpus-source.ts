@@ -200,7 +200,7 @@ export class CorpusSource implements KnowledgeSource {
         .all(tq) as { title: string }[];
       for (const r of rows) candidates.set(r.title, titleSimilarity(title, r.title));
     }
-    const match = ftsQuery(title);
+    const match = this.prunedFtsQuery(title);
     if (match) {
       const rows = this.db
         .prepare(

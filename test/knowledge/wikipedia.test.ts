@@ -116,6 +116,22 @@ describe("online Wikipedia source (MediaWiki API)", () => {
     expect(server.requests.length).toBe(before);
   });
 
+  it("search marks disambiguation pages in their summary", async () => {
+    const hits = await source().search("Mercury");
+    const disambig = hits.find((h) => h.title === "Mercury");
+    expect(disambig?.summary).toMatch(/^\(disambiguation page\)/);
+    expect(hits.find((h) => h.title === "Mercury (planet)")?.summary).toBe("Mercury is the smallest planet.");
+  });
+
+  it("expired cache entries are fetched again", async () => {
+    const cacheDb = join(tmp.dir, "ttl.db");
+    const s = source({ cacheDb, cacheTtlMs: 1 });
+    await s.getPage("Tokyo Tower");
+    await new Promise((r) => setTimeout(r, 10));
+    await s.getPage("Tokyo Tower");
+    expect(s.requestCount).toBe(2);
+  });
+
   it("concurrent lookups of one page share a single request", async () => {
     const s = source();
     const [a, b, c] = await Promise.all([s.getPage("Tokyo Tower"), s.getPage("tokyo tower"), s.getPage("Tokyo_Tower")]);
