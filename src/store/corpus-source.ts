@@ -100,10 +100,14 @@ export class CorpusSource implements KnowledgeSource {
       if (docIds.length >= limit) break;
       if (!docIds.includes(docId)) docIds.push(docId);
     }
-    const head = this.db.prepare("SELECT title, substr(text, 1, ?) AS head FROM documents WHERE id = ?");
+    const head = this.db.prepare(
+      "SELECT title, substr(text, 1, ?) AS head, json_extract(metadata, '$.url') AS url FROM documents WHERE id = ?",
+    );
     return docIds.slice(0, limit).map((id) => {
-      const row = head.get(this.summaryChars * 2, id) as { title: string; head: string };
-      return { title: row.title, summary: summarize(row.head, this.summaryChars) };
+      const row = head.get(this.summaryChars * 2, id) as { title: string; head: string; url: unknown };
+      const hit: PageSummary = { title: row.title, summary: summarize(row.head, this.summaryChars) };
+      if (typeof row.url === "string") hit.url = row.url;
+      return hit;
     });
   }
 

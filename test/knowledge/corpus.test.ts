@@ -147,6 +147,7 @@ describe("local corpus: ingestion", () => {
     expect(viaAlias.status === "found" && viaAlias.page.title).toBe("Beta");
     const gamma = await s.getPage("Gamma");
     expect(gamma.status === "found" && gamma.page.url).toBe("https://example.org/gamma");
+    expect((await s.search("gamma rays"))[0]).toMatchObject({ title: "Gamma", url: "https://example.org/gamma" });
     await s.close();
   });
 
