@@ -19,7 +19,8 @@ export function stableJson(value: unknown): string {
 /**
  * Errors that are not the model's fault: raised from a tool (e.g. a sub-agent whose model endpoint
  * is down), they fail the act node after the action instead of becoming an observation, so the run
- * stops and can be resumed (finished calls are journaled).
+ * stops and can be resumed (finished calls are journaled). SOURCE_UNAVAILABLE stays an observation:
+ * the knowledge source uses it for rejected queries too, which the model can fix.
  */
 const FATAL_CODES: ReadonlySet<string> = new Set([
   ErrorCodes.MODEL_ENDPOINT_FAILED,
@@ -28,6 +29,7 @@ const FATAL_CODES: ReadonlySet<string> = new Set([
   ErrorCodes.SANDBOX_INTERNAL,
   ErrorCodes.CONFIG_INVALID,
   ErrorCodes.PROMPT_TEMPLATE,
+  ErrorCodes.DB_INVALID,
 ]);
 
 function errorMessage(err: unknown): string {
@@ -96,7 +98,17 @@ export function makeActNode(rt: AgentRuntime) {
         throw err;
       }
       const key: CallKey = { threadId, checkpointNs, step, callIndex, tool: tool.name, argsJson: stableJson(args) };
-      const recorded = journal ? await journal.get(key) : undefined;
+      // The journal is framework storage: if it fails, the run must stop (resumable), not let the
+      // model see a storage error as if the tool had failed.
+      const journalOp = async <T>(op: () => T | Promise<T>): Promise<T> => {
+        try {
+          return await op();
+        } catch (err) {
+          fatal ??= new CodehopError(ErrorCodes.DB_INVALID, `Call journal failed for ${tool.name}() in agent "${rt.name}": ${errorMessage(err)}`, { cause: err });
+          throw fatal;
+        }
+      };
+      const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
       if (recorded) {
         reportsByCall.set(callIndex, recorded.reports ?? []);
         record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
@@ -104,14 +116,15 @@ export function makeActNode(rt: AgentRuntime) {
         throw new Error(recorded.error);
       }
       const reports: ToolReport[] = [];
+      let json: unknown;
       try {
         const value = await tool.invoke(args, { callIndex, signal, config, report: (r) => reports.push(r) });
         // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
-        const json = value === undefined ? null : JSON.parse(JSON.stringify(value));
-        reportsByCall.set(callIndex, reports);
-        record(args, true, undefined, false);
-        if (journal) await journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome);
-        return json;
+        try {
+          json = value === undefined ? null : JSON.parse(JSON.stringify(value));
+        } catch (err) {
+          throw new Error(`${tool.name}() returned a value that is not JSON-serializable (${errorMessage(err)})`);
+        }
       } catch (err) {
         reportsByCall.set(callIndex, reports);
         if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
@@ -121,9 +134,13 @@ export function makeActNode(rt: AgentRuntime) {
         const message = errorMessage(err);
         record(args, false, message, false);
         // A call cut short by the action ending (timeout) did not finish: don't journal it.
-        if (journal && !signal.aborted) await journal.put(key, { ok: false, error: message, reports });
+        if (journal && !signal.aborted) await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
         throw err;
       }
+      reportsByCall.set(callIndex, reports);
+      record(args, true, undefined, false);
+      if (journal) await journalOp(() => journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome));
+      return json;
     };
 
     const sandbox = await rt.sandbox();

@@ -170,6 +170,20 @@ describe("a single agent on the real sandbox", () => {
     expect(out.steps[0].toolCalls[0]).toMatchObject({ tool: "fragile_agent", ok: false });
   });
 
+  it("reports a tool result that cannot cross the boundary as a tool error", async () => {
+    const bad = defineTool({ name: "bad", description: "d", parameters: z.object({}), returns: "number", invoke: async () => 10n });
+    const agent = createCodeAgent({
+      name: "badtool",
+      description: "d",
+      sandbox,
+      tools: [bad],
+      maxSteps: 1,
+      model: new ScriptedChatModel([action("console.log(await bad())")]),
+    });
+    const out = await agent.invoke({ task: "x" });
+    expect(out.steps[0].observation).toMatch(/bad\(\) returned a value that is not JSON-serializable/);
+  });
+
   it("binds tools to the run's context with a tools factory", async () => {
     const agent = createCodeAgent({
       name: "bound",

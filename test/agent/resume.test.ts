@@ -143,3 +143,23 @@ describe("call journal", () => {
     expect(out.usage.child.calls).toBe(2);
   });
 });
+
+it("stops the run with DB_INVALID when the call journal fails (not an observation)", async () => {
+  const broken: CallJournal = {
+    get: () => undefined,
+    put: () => {
+      throw new Error("SQLITE_FULL: database or disk is full");
+    },
+  };
+  const echo = defineTool({ name: "echo", description: "d", parameters: z.object({ s: z.string() }), returns: "string", invoke: async ({ s }) => s });
+  const agent = createCodeAgent({
+    name: "journaled",
+    description: "d",
+    sandbox: sandboxes[0],
+    tools: [echo],
+    model: new ScriptedChatModel([action('final_answer(await echo("x"))')]),
+  });
+  const err = await agent.invoke({ task: "echo" }, { configurable: { journal: broken } }).catch((e) => e);
+  expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.DB_INVALID);
+  expect(err.message).toMatch(/Call journal failed for echo\(\).*SQLITE_FULL/);
+});
