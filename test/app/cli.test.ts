@@ -1,0 +1,60 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
+import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
+import { cliEnv, runCli } from "./cli-helpers.ts";
+
+let server: ScriptedOpenAIServer;
+let home: string;
+let corpus: string;
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "codehop-cli-ok-"));
+  corpus = await ensureDemoCorpus(home);
+  server = await startDemoModelServer();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+describe("codehop CLI", () => {
+  it("ask --json prints one JSON object; threads and history read the thread back", async () => {
+    const env = cliEnv({ OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: "k", CODEHOP_MODEL: "scripted", CODEHOP_HOME: home, CODEHOP_CORPUS: corpus });
+    const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
+    expect(asked.code).toBe(0);
+    const lines = asked.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    const result = JSON.parse(lines[0]);
+    expect(result.answer).toBe(DEMO_ANSWERS.plywood);
+    expect(result.thread_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(result.usage.by_agent.manager.calls).toBe(2);
+    expect(result.usage.total.calls).toBe(12);
+    // The generated thread id was announced on stderr before the answer.
+    expect(asked.stderr).toContain(`thread ${result.thread_id}`);
+
+    const [threads, history] = await Promise.all([
+      runCli(["threads", "--json"], env),
+      runCli(["history", result.thread_id, "--json"], env),
+    ]);
+    const listed = JSON.parse(threads.stdout);
+    expect(listed[0]).toMatchObject({ threadId: result.thread_id, status: "done", question: DEMO_QUESTIONS.plywood });
+    const checkpoints = JSON.parse(history.stdout);
+    expect(checkpoints[0]).toMatchObject({ checkpoint_id: result.checkpoint_id, next: [] });
+    expect(checkpoints.length).toBeGreaterThan(5);
+  });
+
+  it("demo answers over the demo corpus with the scripted model and says so", async () => {
+    const demoHome = mkdtempSync(join(tmpdir(), "codehop-demo-"));
+    // No model variables at all: the demo brings its own scripted server.
+    const demo = await runCli(["demo", "--question", "towers", "--delay", "0"], cliEnv({ CODEHOP_HOME: demoHome }));
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toContain(`Answer: ${DEMO_ANSWERS.towers}`);
+    expect(demo.stderr).toContain("the model in this demo is SCRIPTED");
+    expect(demo.stderr).toContain("OPENAI_BASE_URL");
+    expect(demo.stderr).toContain(join(demoHome, "checkpoints.db"));
+    expect(demo.stderr).toContain("codehop history <thread>");
+  });
+});
