@@ -17,26 +17,48 @@ import { type BenchSection, fmt, percentile } from "./lib.ts";
  */
 
 const text = (m: BaseMessage) => String(m.content);
-const observations = (m: BaseMessage[]) => m.filter((x) => text(x).startsWith("Observation:")).length;
-const action = (thought: string, code: string) => `Thought: ${thought}\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
+const observations = (m: BaseMessage[]) =>
+  m.filter((x) => text(x).startsWith("Observation:")).length;
+const action = (thought: string, code: string) =>
+  `Thought: ${thought}\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
 
 async function overhead(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), "codehop-bench-agent-"));
   try {
     const run = async (steps: number, delayMs: number, thread: string) => {
       const model = new ScriptedChatModel(
-        [(m) => (observations(m) >= steps - 1 ? action("done", "final_answer(total)") : action("add one more", `var total = (typeof total === "number" ? total : 0) + 1;\nconsole.log(total);`))],
+        [
+          (m) =>
+            observations(m) >= steps - 1
+              ? action("done", "final_answer(total)")
+              : action(
+                  "add one more",
+                  `var total = (typeof total === "number" ? total : 0) + 1;\nconsole.log(total);`,
+                ),
+        ],
         delayMs,
       );
-      const agent = createCodeAgent({ name: "bench", description: "counts", sandbox, model, maxSteps: steps + 1 });
+      const agent = createCodeAgent({
+        name: "bench",
+        description: "counts",
+        sandbox,
+        model,
+        maxSteps: steps + 1,
+      });
       const saver = SqliteSaver.fromConnString(join(dir, "checkpoints.db"));
       const graph = agent.builder.compile({ checkpointer: saver });
       const started = performance.now();
-      const out = await graph.invoke({ task: "count" }, { recursionLimit: agent.recursionLimit, configurable: { thread_id: thread } });
+      const out = await graph.invoke(
+        { task: "count" },
+        { recursionLimit: agent.recursionLimit, configurable: { thread_id: thread } },
+      );
       const wall = performance.now() - started;
       saver.db.close();
       if (out.answer !== steps - 1) throw new Error(`bench agent answered ${String(out.answer)}`);
-      const sandboxMs = out.steps.reduce((a: number, s: { durationMs: number }) => a + s.durationMs, 0);
+      const sandboxMs = out.steps.reduce(
+        (a: number, s: { durationMs: number }) => a + s.durationMs,
+        0,
+      );
       return { wall, perStep: wall / steps, sandboxPerStep: sandboxMs / steps };
     };
     await run(3, 0, "warmup");
@@ -47,19 +69,49 @@ async function overhead(sandbox: ReturnType<typeof createSandbox>): Promise<Benc
     const sandboxPerStep = med(zero.map((z) => z.sandboxPerStep));
     const framework = perStep - sandboxPerStep;
     // Best run: the estimate least disturbed by other load on a shared machine.
-    const best = zero.reduce((a, b) => (b.perStep - b.sandboxPerStep < a.perStep - a.sandboxPerStep ? b : a));
+    const best = zero.reduce((a, b) =>
+      b.perStep - b.sandboxPerStep < a.perStep - a.sandboxPerStep ? b : a,
+    );
     const bestFramework = best.perStep - best.sandboxPerStep;
     const slow = await run(5, 200, "slow");
     const slowOverhead = (slow.wall - 5 * 200) / (5 * 200);
     return {
       title: "Code agent: framework overhead per step",
       description:
-        "A 20-step agent (each step: model reply → parse → sandbox action with a variable carried over → observation → SQLite checkpoints of plan/act/observe) with a zero-latency in-process scripted model, 5 runs (median and best); then a 5-step run with a 200 ms simulated model call per step. \"framework\" = the step minus the sandbox action (graph, prompt building, parsing, checkpoints); \"total\" includes the sandbox round trip (SES child process, variables snapshot). Figures from a shared 2-core machine vary by up to 2x between runs.",
-      columns: ["run", "per step (ms)", "sandbox action (ms)", "framework (ms)", "framework vs 200 ms call", "total vs 200 ms call"],
+        'A 20-step agent (each step: model reply → parse → sandbox action with a variable carried over → observation → SQLite checkpoints of plan/act/observe) with a zero-latency in-process scripted model, 5 runs (median and best); then a 5-step run with a 200 ms simulated model call per step. "framework" = the step minus the sandbox action (graph, prompt building, parsing, checkpoints); "total" includes the sandbox round trip (SES child process, variables snapshot). Figures from a shared 2-core machine vary by up to 2x between runs.',
+      columns: [
+        "run",
+        "per step (ms)",
+        "sandbox action (ms)",
+        "framework (ms)",
+        "framework vs 200 ms call",
+        "total vs 200 ms call",
+      ],
       rows: [
-        ["zero-latency model, 20 steps (median of 5)", fmt(perStep), fmt(sandboxPerStep), fmt(framework), `${fmt((framework / 200) * 100, 1)}%`, `${fmt((perStep / 200) * 100, 1)}%`],
-        ["zero-latency model, 20 steps (best of 5)", fmt(best.perStep), fmt(best.sandboxPerStep), fmt(bestFramework), `${fmt((bestFramework / 200) * 100, 1)}%`, `${fmt((best.perStep / 200) * 100, 1)}%`],
-        ["200 ms model, 5 steps", fmt(slow.perStep), fmt(slow.sandboxPerStep), "", "", `${fmt(slowOverhead * 100, 1)}% measured`],
+        [
+          "zero-latency model, 20 steps (median of 5)",
+          fmt(perStep),
+          fmt(sandboxPerStep),
+          fmt(framework),
+          `${fmt((framework / 200) * 100, 1)}%`,
+          `${fmt((perStep / 200) * 100, 1)}%`,
+        ],
+        [
+          "zero-latency model, 20 steps (best of 5)",
+          fmt(best.perStep),
+          fmt(best.sandboxPerStep),
+          fmt(bestFramework),
+          `${fmt((bestFramework / 200) * 100, 1)}%`,
+          `${fmt((best.perStep / 200) * 100, 1)}%`,
+        ],
+        [
+          "200 ms model, 5 steps",
+          fmt(slow.perStep),
+          fmt(slow.sandboxPerStep),
+          "",
+          "",
+          `${fmt(slowOverhead * 100, 1)}% measured`,
+        ],
       ],
       verdicts: [
         `framework overhead per step < 5% of a 200 ms model call: ${framework / 200 < 0.05 ? "MET" : "NOT MET"} (median ${fmt((framework / 200) * 100, 1)}%, ${fmt(framework)} ms; best run ${fmt((bestFramework / 200) * 100, 1)}%)`,
@@ -79,7 +131,13 @@ function trajectory(): string[] {
       `I need the height and the completion year of the tower. So far I looked at ${i - 1} passages. ` +
       `I will search the page for the next relevant passage and print it, then compare the numbers with what I already found.`;
     if (i === 10) steps.push(action(thought, "final_answer(`${height} m, completed ${year}`);"));
-    else if (i === 3 || i === 6) steps.push(action(thought, `const p = await retrieve_passages("height of the tower", ${i});\nconsole.log(p.text.slice(0, 400));`));
+    else if (i === 3 || i === 6)
+      steps.push(
+        action(
+          thought,
+          `const p = await retrieve_passages("height of the tower", ${i});\nconsole.log(p.text.slice(0, 400));`,
+        ),
+      );
     else
       steps.push(
         action(
@@ -101,7 +159,9 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       const i = Number(/(\d+)$/.exec(query)?.[1] ?? 1);
       return [
         `Passage ${i} (section "History"): The tower was designed by engineer number ${i} and completed in ${1880 + i}.`,
-        `It was the tallest structure of its city for ${10 + i} years; its height of ${300 + i} metres was measured again in ${1950 + i}.`.repeat(1 + (i % 3)),
+        `It was the tallest structure of its city for ${10 + i} years; its height of ${300 + i} metres was measured again in ${1950 + i}.`.repeat(
+          1 + (i % 3),
+        ),
       ];
     },
   });
@@ -111,12 +171,27 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
     let calls = 0;
     const counting = new ScriptedChatModel([() => replies[Math.min(calls++, replies.length - 1)]]);
     // The page agent's real prompt folder (falls back to prompts/code_agent/ file by file).
-    const agent = createCodeAgent({ name: `history_${policy}`, description: "reads a page", prompts: "page_search", sandbox, tools: [retrieve], model: counting, maxSteps: 12, historyPolicy: policy });
+    const agent = createCodeAgent({
+      name: `history_${policy}`,
+      description: "reads a page",
+      prompts: "page_search",
+      sandbox,
+      tools: [retrieve],
+      model: counting,
+      maxSteps: 12,
+      historyPolicy: policy,
+    });
     const out = await agent.invoke({ task: "How tall is the tower and when was it completed?" });
-    if (out.status !== "final_answer") throw new Error(`history bench (${policy}) ended with ${out.status}`);
-    const prompts = counting.calls.map((c) => c.messages.map((m) => `<${m.getType()}>${text(m)}`).join("\n"));
+    if (out.status !== "final_answer")
+      throw new Error(`history bench (${policy}) ended with ${out.status}`);
+    const prompts = counting.calls.map((c) =>
+      c.messages.map((m) => `<${m.getType()}>${text(m)}`).join("\n"),
+    );
     const systemChars = text(counting.calls[0].messages[0]).length;
-    const historyTokens = counting.calls.reduce((acc, c) => acc + Math.ceil((c.messages.slice(1).map(text).join("\n").length) / 4), 0);
+    const historyTokens = counting.calls.reduce(
+      (acc, c) => acc + Math.ceil(c.messages.slice(1).map(text).join("\n").length / 4),
+      0,
+    );
     const shares: number[] = [];
     for (let i = 1; i < prompts.length; i++) {
       let n = 0;
@@ -124,7 +199,13 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       while (n < a.length && n < b.length && a.charCodeAt(n) === b.charCodeAt(n)) n++;
       shares.push(n / b.length);
     }
-    return { calls: counting.calls.length, historyTokens, systemTokens: Math.ceil(systemChars / 4), prefix: shares.reduce((a, b) => a + b, 0) / shares.length, minPrefix: Math.min(...shares) };
+    return {
+      calls: counting.calls.length,
+      historyTokens,
+      systemTokens: Math.ceil(systemChars / 4),
+      prefix: shares.reduce((a, b) => a + b, 0) / shares.length,
+      minPrefix: Math.min(...shares),
+    };
   };
   const condensed = await measure("condensed");
   const full = await measure("full");
@@ -133,10 +214,31 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
     title: "Code agent: history tokens, condensed vs full",
     description:
       "A scripted 10-step page-reading trajectory (two failing actions that get fixed, then a final answer) run under both history policies. History tokens = prompt minus the fixed system prompt (≈ 4 characters per token), summed over the 10 model calls. Prefix share = how much of each prompt is a prefix of the previous step's prompt (what a prefix-caching server reuses), mean and minimum over steps 2–10.",
-    columns: ["policy", "model calls", "history tokens (sum)", "system prompt tokens (per call)", "prefix share mean", "prefix share min"],
+    columns: [
+      "policy",
+      "model calls",
+      "history tokens (sum)",
+      "system prompt tokens (per call)",
+      "prefix share mean",
+      "prefix share min",
+    ],
     rows: [
-      ["condensed", condensed.calls, condensed.historyTokens, condensed.systemTokens, `${fmt(condensed.prefix * 100, 1)}%`, `${fmt(condensed.minPrefix * 100, 1)}%`],
-      ["full", full.calls, full.historyTokens, full.systemTokens, `${fmt(full.prefix * 100, 1)}%`, `${fmt(full.minPrefix * 100, 1)}%`],
+      [
+        "condensed",
+        condensed.calls,
+        condensed.historyTokens,
+        condensed.systemTokens,
+        `${fmt(condensed.prefix * 100, 1)}%`,
+        `${fmt(condensed.minPrefix * 100, 1)}%`,
+      ],
+      [
+        "full",
+        full.calls,
+        full.historyTokens,
+        full.systemTokens,
+        `${fmt(full.prefix * 100, 1)}%`,
+        `${fmt(full.minPrefix * 100, 1)}%`,
+      ],
     ],
     verdicts: [
       `condensed history tokens <= 50% of full: ${ratio <= 0.5 ? "MET" : "NOT MET"} (${fmt(ratio * 100, 1)}%)`,
@@ -152,12 +254,24 @@ async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<B
     sandbox,
     model: new ScriptedChatModel([action("answer", 'final_answer("ok")')], 300),
   });
-  const tool = child.asTool({ name: "ask_child", description: "asks the child", parameters: z.object({ task: z.string() }), toInput: (a) => a });
+  const tool = child.asTool({
+    name: "ask_child",
+    description: "asks the child",
+    parameters: z.object({ task: z.string() }),
+    toInput: (a) => a,
+  });
   const run = async (code: string) => {
-    const parent = createCodeAgent({ name: "parent", description: "delegates", sandbox, tools: [tool], model: new ScriptedChatModel([action("delegate", code)]) });
+    const parent = createCodeAgent({
+      name: "parent",
+      description: "delegates",
+      sandbox,
+      tools: [tool],
+      model: new ScriptedChatModel([action("delegate", code)]),
+    });
     const started = performance.now();
     const out = await parent.invoke({ task: "delegate" });
-    if (out.status !== "final_answer") throw new Error(`concurrency bench ended with ${out.status}`);
+    if (out.status !== "final_answer")
+      throw new Error(`concurrency bench ended with ${out.status}`);
     return { wall: performance.now() - started, action: out.steps[0].durationMs };
   };
   await run('final_answer(await ask_child("warm up"))');
@@ -167,8 +281,14 @@ async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<B
     ones.push(await run('final_answer(await ask_child("one"))'));
     twos.push(await run('final_answer(await Promise.all([ask_child("one"), ask_child("two")]))'));
   }
-  const one = percentile(ones.map((r) => r.action), 50);
-  const two = percentile(twos.map((r) => r.action), 50);
+  const one = percentile(
+    ones.map((r) => r.action),
+    50,
+  );
+  const two = percentile(
+    twos.map((r) => r.action),
+    50,
+  );
   const ratio = two / one;
   return {
     title: "Code agent: concurrent sub-agent calls",
@@ -176,10 +296,32 @@ async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<B
       "A parent action calling a sub-agent whose model takes 300 ms, once vs twice in one Promise.all (the sub-agents are real nested graphs running their own sandbox actions; sandbox with 3 warm processes, as the default one). Median action wall time of 3 runs.",
     columns: ["action", "action wall time (ms)", "parent run wall time (ms)"],
     rows: [
-      ["one sub-agent call", fmt(one, 0), fmt(percentile(ones.map((r) => r.wall), 50), 0)],
-      ["two calls in Promise.all", fmt(two, 0), fmt(percentile(twos.map((r) => r.wall), 50), 0)],
+      [
+        "one sub-agent call",
+        fmt(one, 0),
+        fmt(
+          percentile(
+            ones.map((r) => r.wall),
+            50,
+          ),
+          0,
+        ),
+      ],
+      [
+        "two calls in Promise.all",
+        fmt(two, 0),
+        fmt(
+          percentile(
+            twos.map((r) => r.wall),
+            50,
+          ),
+          0,
+        ),
+      ],
     ],
-    verdicts: [`two concurrent calls <= 1.2x one call: ${ratio <= 1.2 ? "MET" : "NOT MET"} (${fmt(ratio, 2)}x)`],
+    verdicts: [
+      `two concurrent calls <= 1.2x one call: ${ratio <= 1.2 ? "MET" : "NOT MET"} (${fmt(ratio, 2)}x)`,
+    ],
   };
 }
 

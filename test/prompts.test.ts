@@ -4,7 +4,13 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { DEFAULT_CAPABILITIES } from "../src/agent/config.ts";
 import { PROMPT_FILES, loadPromptSet, renderAllPrompts } from "../src/agent/prompts.ts";
-import { PROMPTS_DIR, listPromptFiles, loadPrompt, placeholders, renderTemplate } from "../src/prompts/render.ts";
+import {
+  PROMPTS_DIR,
+  listPromptFiles,
+  loadPrompt,
+  placeholders,
+  renderTemplate,
+} from "../src/prompts/render.ts";
 import { defineTool } from "../src/tools/define-tool.ts";
 
 /**
@@ -39,11 +45,20 @@ const tools = [
 
 /** A folder holds a code-agent prompt set when it has a system.md (or is one of the defaults). */
 function isAgentFolder(dir: string): boolean {
-  return dir === "code_agent" || existsSync(join(PROMPTS_DIR, dir, "system.md")) || existsSync(join(PROMPTS_DIR, dir, "planning.md"));
+  return (
+    dir === "code_agent" ||
+    existsSync(join(PROMPTS_DIR, dir, "system.md")) ||
+    existsSync(join(PROMPTS_DIR, dir, "planning.md"))
+  );
 }
 
 it("finds the default prompt files", () => {
-  for (const f of ["code_agent/system.md", "code_agent/planning.md", "code_agent/task.md", "managed_agent/task.md"]) {
+  for (const f of [
+    "code_agent/system.md",
+    "code_agent/planning.md",
+    "code_agent/task.md",
+    "managed_agent/task.md",
+  ]) {
     expect(files).toContain(f);
   }
 });
@@ -53,7 +68,12 @@ describe.each(folders.filter(isAgentFolder))("agent prompt set prompts/%s", (dir
     const set = loadPromptSet(dir === "code_agent" ? undefined : dir);
     const out = renderAllPrompts(
       set,
-      { agentName: "sample_agent", agentDescription: "answers sample questions", tools, capabilities: DEFAULT_CAPABILITIES },
+      {
+        agentName: "sample_agent",
+        agentDescription: "answers sample questions",
+        tools,
+        capabilities: DEFAULT_CAPABILITIES,
+      },
       "Sample task?",
     );
     for (const [key, text] of Object.entries(out)) {
@@ -68,26 +88,25 @@ describe.each(folders.filter(isAgentFolder))("agent prompt set prompts/%s", (dir
   });
 });
 
-describe.each(files.filter((f) => !isAgentFolder(dirname(f)) || !codeAgentFiles.has(f.split("/").pop()!)))(
-  "prompt file prompts/%s",
-  (file) => {
-    it("renders strictly", () => {
-      const template = loadPrompt(file);
-      const samplesPath = join(PROMPTS_DIR, dirname(file), "_samples.json");
-      const names = placeholders(template);
-      let vars: Record<string, string>;
-      if (existsSync(samplesPath)) {
-        const all = JSON.parse(readFileSync(samplesPath, "utf8")) as Record<string, string>;
-        vars = Object.fromEntries(names.map((n) => [n, all[n]]));
-      } else {
-        vars = Object.fromEntries(names.map((n) => [n, `<${n}>`]));
-      }
-      const out = renderTemplate(template, vars, file);
-      expect(out).not.toMatch(/\{\{|\}\}/);
-      expect(out.trim().length).toBeGreaterThan(0);
-    });
-  },
-);
+describe.each(
+  files.filter((f) => !isAgentFolder(dirname(f)) || !codeAgentFiles.has(f.split("/").pop()!)),
+)("prompt file prompts/%s", (file) => {
+  it("renders strictly", () => {
+    const template = loadPrompt(file);
+    const samplesPath = join(PROMPTS_DIR, dirname(file), "_samples.json");
+    const names = placeholders(template);
+    let vars: Record<string, string>;
+    if (existsSync(samplesPath)) {
+      const all = JSON.parse(readFileSync(samplesPath, "utf8")) as Record<string, string>;
+      vars = Object.fromEntries(names.map((n) => [n, all[n]]));
+    } else {
+      vars = Object.fromEntries(names.map((n) => [n, `<${n}>`]));
+    }
+    const out = renderTemplate(template, vars, file);
+    expect(out).not.toMatch(/\{\{|\}\}/);
+    expect(out.trim().length).toBeGreaterThan(0);
+  });
+});
 
 it("the managed-agent wrapper carries the task and the agent's name", () => {
   const out = renderAllPrompts(

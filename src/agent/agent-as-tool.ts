@@ -13,7 +13,10 @@ export interface AgentLike {
   readonly prompts: CodeAgentPrompts;
   readonly recursionLimit: number;
   readonly graph: {
-    invoke(input: AgentInputValue, config?: RunnableConfig): Promise<{ answer?: unknown; usage?: UsageByAgent; sources?: Source[] }>;
+    invoke(
+      input: AgentInputValue,
+      config?: RunnableConfig,
+    ): Promise<{ answer?: unknown; usage?: UsageByAgent; sources?: Source[] }>;
   };
 }
 
@@ -75,13 +78,18 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
     subgraphs: [agent.graph],
     invoke: async (args, ctx) => {
       const input = options.toInput(args);
-      const task = options.wrapTask === false ? input.task : renderManagedTask(agent.prompts, agent.name, input.task);
+      const task =
+        options.wrapTask === false
+          ? input.task
+          : renderManagedTask(agent.prompts, agent.name, input.task);
       const parent = (ctx.config ?? {}) as RunnableConfig;
       const signals = [ctx.signal, parent.signal].filter((s): s is AbortSignal => Boolean(s));
       const config: RunnableConfig = {
         ...pinSubgraphNamespace(parent, ctx.callIndex),
         recursionLimit: agent.recursionLimit,
-        ...(signals.length ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) } : {}),
+        ...(signals.length
+          ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }
+          : {}),
       };
       try {
         const out = await agent.graph.invoke({ task, context: input.context ?? {} }, config);
@@ -89,7 +97,10 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
         return out.answer ?? null;
       } catch (err) {
         if (CodehopError.isInstance(err)) throw err;
-        throw new Error(`${options.name} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new Error(
+          `${options.name} failed: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
       }
     },
   });

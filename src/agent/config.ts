@@ -46,7 +46,10 @@ export function resolveSettings(agentName: string, input: AgentSettingsInput): A
     const problems = parsed.error.issues
       .map((i) => `${i.path.join(".") || "settings"}: ${i.message}`)
       .join("; ");
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": invalid settings — ${problems}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Agent "${agentName}": invalid settings — ${problems}`,
+    );
   }
   return parsed.data;
 }

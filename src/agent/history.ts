@@ -41,7 +41,10 @@ export function condenseHistory(entries: readonly HistoryEntry[]): HistoryEntry[
 
 /** Reducer for the `history` channel under a policy: append, then condense if asked. */
 export function historyReducer(policy: HistoryPolicy) {
-  return (left: HistoryEntry[], right: HistoryEntry[] | HistoryEntry | undefined): HistoryEntry[] => {
+  return (
+    left: HistoryEntry[],
+    right: HistoryEntry[] | HistoryEntry | undefined,
+  ): HistoryEntry[] => {
     const added = right === undefined ? [] : Array.isArray(right) ? right : [right];
     const all = [...left, ...added];
     return policy === "condensed" ? condenseHistory(all) : all;
@@ -53,7 +56,11 @@ export function historyReducer(policy: HistoryPolicy) {
  * (chat templates like Qwen's only know system/user/assistant); adjacent assistant entries (a plan
  * followed by an action) are merged so templates that require alternation accept the prompt.
  */
-export function historyToMessages(system: string, task: string, history: readonly HistoryEntry[]): BaseMessage[] {
+export function historyToMessages(
+  system: string,
+  task: string,
+  history: readonly HistoryEntry[],
+): BaseMessage[] {
   const messages: BaseMessage[] = [new SystemMessage(system), new HumanMessage(task)];
   let pendingAssistant: string[] = [];
   const flush = () => {

@@ -34,7 +34,8 @@ export function formatObservation(
   const parts: string[] = [];
   const logs = outcome.logs.replace(/\s+$/, "");
   const err = outcome.error;
-  if (err?.name === "FormatError") return { text: truncateMiddle(err.message, maxChars), isError: true };
+  if (err?.name === "FormatError")
+    return { text: truncateMiddle(err.message, maxChars), isError: true };
   if (logs) parts.push(`Execution logs:\n${logs}`);
   if (err || !outcome.ok) {
     const where = err?.line ? ` (line ${err.line})` : "";
@@ -47,7 +48,8 @@ export function formatObservation(
     if (undefinedName && !toolNames.includes(undefinedName)) {
       msg += `\n"${undefinedName}" is not a tool or variable. The tools that exist are: ${[...toolNames, "final_answer"].join(", ")}.`;
     }
-    if (err?.name === "TimeoutError") msg += "\nThe action took too long and was stopped: do less per step.";
+    if (err?.name === "TimeoutError")
+      msg += "\nThe action took too long and was stopped: do less per step.";
     msg += "\nFix the code and try again; don't repeat the same mistake.";
     parts.push(msg);
   } else if (outcome.isFinalAnswer) {

@@ -17,7 +17,18 @@ export interface ParsedAction {
 }
 
 /** Fence labels accepted as JavaScript. */
-const JS_LANGS = new Set(["", "js", "javascript", "ts", "typescript", "jsx", "tsx", "mjs", "cjs", "node"]);
+const JS_LANGS = new Set([
+  "",
+  "js",
+  "javascript",
+  "ts",
+  "typescript",
+  "jsx",
+  "tsx",
+  "mjs",
+  "cjs",
+  "node",
+]);
 
 /** The format reminder used in "no code" observations. */
 export const FORMAT_REMINDER =
@@ -34,7 +45,9 @@ export function parseAction(text: string): ParsedAction {
     blocks.push({ lang: m[1].toLowerCase(), body: m[2], start: m.index ?? 0 });
     if (m[0].length === 0) break;
   }
-  const jsBlocks = blocks.filter((b) => JS_LANGS.has(b.lang) && b.body.replace(END_MARKERS, "").trim());
+  const jsBlocks = blocks.filter(
+    (b) => JS_LANGS.has(b.lang) && b.body.replace(END_MARKERS, "").trim(),
+  );
   let code: string | null = null;
   let thoughtEnd = raw.length;
   if (jsBlocks.length) {
@@ -52,7 +65,10 @@ export function parseAction(text: string): ParsedAction {
     // No fence: accept the text after a "Code:" label (some models drop the fences).
     const label = /(^|\n)\s*Code:\s*\n?/i.exec(raw);
     if (label) {
-      const body = raw.slice(label.index + label[0].length).replace(END_MARKERS, "").trim();
+      const body = raw
+        .slice(label.index + label[0].length)
+        .replace(END_MARKERS, "")
+        .trim();
       if (body && !body.startsWith("```")) {
         code = body;
         thoughtEnd = label.index;

@@ -40,7 +40,9 @@ export const PROMPT_FILES: Record<keyof CodeAgentPrompts, string> = {
  */
 export function loadPromptSet(dir?: string): CodeAgentPrompts {
   const pick = (file: string, fallback: string) =>
-    dir && existsSync(join(PROMPTS_DIR, dir, file)) ? loadPrompt(join(dir, file)) : loadPrompt(fallback);
+    dir && existsSync(join(PROMPTS_DIR, dir, file))
+      ? loadPrompt(join(dir, file))
+      : loadPrompt(fallback);
   return {
     system: pick("system.md", "code_agent/system.md"),
     task: pick("task.md", "code_agent/task.md"),
@@ -101,13 +103,21 @@ export function renderSystemPrompt(prompts: CodeAgentPrompts, ctx: PromptContext
 export function renderPlanningPrompt(prompts: CodeAgentPrompts, ctx: PromptContext): string {
   return renderTemplate(
     prompts.planning,
-    { ...common(ctx), tool_docs: renderToolDocs(ctx.tools), managed_agents: renderManagedAgents(ctx.tools) },
+    {
+      ...common(ctx),
+      tool_docs: renderToolDocs(ctx.tools),
+      managed_agents: renderManagedAgents(ctx.tools),
+    },
     `${ctx.agentName}/planning`,
   );
 }
 
 /** The first user message. */
-export function renderTaskMessage(prompts: CodeAgentPrompts, task: string, agentName = "agent"): string {
+export function renderTaskMessage(
+  prompts: CodeAgentPrompts,
+  task: string,
+  agentName = "agent",
+): string {
   return renderTemplate(prompts.task, { task }, `${agentName}/task`);
 }
 
@@ -119,7 +129,11 @@ export function renderFinalAnswerPrompts(
 ): { system: string; request: string } {
   return {
     system: renderTemplate(prompts.finalAnswer, common(ctx), `${ctx.agentName}/final_answer`),
-    request: renderTemplate(prompts.finalAnswerRequest, { task }, `${ctx.agentName}/final_answer_request`),
+    request: renderTemplate(
+      prompts.finalAnswerRequest,
+      { task },
+      `${ctx.agentName}/final_answer_request`,
+    ),
   };
 }
 
@@ -129,7 +143,11 @@ export function renderManagedTask(prompts: CodeAgentPrompts, name: string, task:
 }
 
 /** Renders every prompt of a set (used by the render-all test and `codehop` debugging). */
-export function renderAllPrompts(prompts: CodeAgentPrompts, ctx: PromptContext, task: string): Record<keyof CodeAgentPrompts, string> {
+export function renderAllPrompts(
+  prompts: CodeAgentPrompts,
+  ctx: PromptContext,
+  task: string,
+): Record<keyof CodeAgentPrompts, string> {
   const fa = renderFinalAnswerPrompts(prompts, ctx, task);
   return {
     system: renderSystemPrompt(prompts, ctx),

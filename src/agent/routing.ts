@@ -2,7 +2,10 @@ import type { AgentSettings } from "./config.ts";
 import type { AgentState } from "./state.ts";
 
 /** Where a run starts: a planning step first when a planning interval is set. */
-export function routeStart(_state: Pick<AgentState, "stepCount">, settings: Pick<AgentSettings, "planningInterval">): "planning" | "plan" {
+export function routeStart(
+  _state: Pick<AgentState, "stepCount">,
+  settings: Pick<AgentSettings, "planningInterval">,
+): "planning" | "plan" {
   return settings.planningInterval ? "planning" : "plan";
 }
 
@@ -19,8 +22,10 @@ export function routeAfterObserve(
   settings: Pick<AgentSettings, "planningInterval" | "maxStepsPolicy">,
 ): ObserveRoute {
   if (state.status === "final_answer") return "end";
-  if (state.status !== "running") return settings.maxStepsPolicy === "final_answer_prompt" ? "final_answer" : "end";
+  if (state.status !== "running")
+    return settings.maxStepsPolicy === "final_answer_prompt" ? "final_answer" : "end";
   if (state.replan) return "planning";
-  if (settings.planningInterval && state.stepCount % settings.planningInterval === 0) return "planning";
+  if (settings.planningInterval && state.stepCount % settings.planningInterval === 0)
+    return "planning";
   return "plan";
 }

@@ -8,20 +8,37 @@ import type { AgentSettings } from "./config.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
 
 /** Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). */
-export type ToolsFactory = (ctx: { context: Record<string, unknown>; config: RunnableConfig }) => CodeTool<any>[];
+export type ToolsFactory = (ctx: {
+  context: Record<string, unknown>;
+  config: RunnableConfig;
+}) => CodeTool<any>[];
 
 /** Names guest code already owns; a tool may not shadow them. */
-const RESERVED = new Set(["final_answer", "console", "print", "globalThis", "Promise", "JSON", "Math"]);
+const RESERVED = new Set([
+  "final_answer",
+  "console",
+  "print",
+  "globalThis",
+  "Promise",
+  "JSON",
+  "Math",
+]);
 
 /** Checks tool names are unique and not reserved (CODEHOP_CONFIG_INVALID otherwise). */
 export function validateTools(agentName: string, tools: readonly CodeTool<any>[]): void {
   const seen = new Set<string>();
   for (const t of tools) {
     if (RESERVED.has(t.name)) {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": tool name "${t.name}" is reserved`);
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Agent "${agentName}": tool name "${t.name}" is reserved`,
+      );
     }
     if (seen.has(t.name)) {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": two tools are named "${t.name}"`);
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Agent "${agentName}": two tools are named "${t.name}"`,
+      );
     }
     seen.add(t.name);
   }

@@ -1,4 +1,7 @@
-import { BaseChatModel, type BaseChatModelCallOptions } from "@langchain/core/language_models/chat_models";
+import {
+  BaseChatModel,
+  type BaseChatModelCallOptions,
+} from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 
@@ -13,7 +16,9 @@ export interface ScriptedChatCall {
 
 function text(message: BaseMessage): string {
   const c = message.content;
-  return typeof c === "string" ? c : c.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  return typeof c === "string"
+    ? c
+    : c.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
 }
 
 /**
@@ -38,7 +43,10 @@ export class ScriptedChatModel extends BaseChatModel {
     return "scripted";
   }
 
-  async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"]): Promise<ChatResult> {
+  async _generate(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+  ): Promise<ChatResult> {
     const stop = (options as BaseChatModelCallOptions).stop;
     this.calls.push({ messages, stop });
     const reply = this.replies[Math.min(this.next++, this.replies.length - 1)];

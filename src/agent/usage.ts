@@ -32,7 +32,8 @@ export function addUsage(a: UsageTotals, b: Partial<UsageTotals>): UsageTotals {
 export function mergeUsage(left: UsageByAgent, right: UsageByAgent | undefined): UsageByAgent {
   if (!right) return left;
   const out: UsageByAgent = { ...left };
-  for (const [agent, u] of Object.entries(right)) out[agent] = addUsage(out[agent] ?? emptyUsage(), u);
+  for (const [agent, u] of Object.entries(right))
+    out[agent] = addUsage(out[agent] ?? emptyUsage(), u);
   return out;
 }
 

@@ -3,12 +3,23 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, StateGraph } from "@langchain/langgraph";
 import type { z } from "zod";
 import { type AgentToolOptions, agentAsTool } from "../agent/agent-as-tool.ts";
-import { type AgentSettings, type AgentSettingsInput, DEFAULT_CAPABILITIES, recursionLimitFor, resolveSettings } from "../agent/config.ts";
+import {
+  type AgentSettings,
+  type AgentSettingsInput,
+  DEFAULT_CAPABILITIES,
+  recursionLimitFor,
+  resolveSettings,
+} from "../agent/config.ts";
 import { getDefaultSandbox } from "../agent/default-sandbox.ts";
 import { type CodeAgentPrompts, loadPromptSet, renderAllPrompts } from "../agent/prompts.ts";
 import { routeAfterObserve, routeStart } from "../agent/routing.ts";
 import { type AgentRuntime, type ToolsFactory, makeRuntime } from "../agent/runtime.ts";
-import { AgentInput, type AgentInputValue, type AgentState, createAgentState } from "../agent/state.ts";
+import {
+  AgentInput,
+  type AgentInputValue,
+  type AgentState,
+  createAgentState,
+} from "../agent/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { makeActNode } from "../nodes/act.ts";
 import { makeFinalAnswerNode } from "../nodes/final-answer.ts";
@@ -95,18 +106,38 @@ export interface CodeAgent {
  * CODEHOP_PROMPT_TEMPLATE on a prompt with a missing or unknown placeholder.
  */
 export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
-  const { name, description, prompts, tools = [], model, sandbox, capabilities, subgraphs, ...limits } = options;
+  const {
+    name,
+    description,
+    prompts,
+    tools = [],
+    model,
+    sandbox,
+    capabilities,
+    subgraphs,
+    ...limits
+  } = options;
   if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(name ?? "")) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent name "${name}" must start with a letter and contain only letters, digits, _ and -`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Agent name "${name}" must start with a letter and contain only letters, digits, _ and -`,
+    );
   }
   const settings = resolveSettings(name, limits);
   const promptSet =
-    typeof prompts === "string" ? loadPromptSet(prompts) : { ...loadPromptSet(), ...(prompts ?? {}) };
+    typeof prompts === "string"
+      ? loadPromptSet(prompts)
+      : { ...loadPromptSet(), ...(prompts ?? {}) };
   // Render every prompt once now: a missing or unknown placeholder fails here (CODEHOP_PROMPT_TEMPLATE),
   // not at the first model call of a run.
   renderAllPrompts(
     promptSet,
-    { agentName: name, agentDescription: description, tools: [], capabilities: capabilities ?? DEFAULT_CAPABILITIES },
+    {
+      agentName: name,
+      agentDescription: description,
+      tools: [],
+      capabilities: capabilities ?? DEFAULT_CAPABILITIES,
+    },
     "(validation)",
   );
   const rt = makeRuntime({
@@ -119,7 +150,8 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
     model,
     sandbox: sandbox ? async () => sandbox : getDefaultSandbox,
   });
-  const nested = subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));
+  const nested =
+    subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));
   const builder = buildGraph(rt, nested);
   const graph = builder.compile();
   graph.name = name;
@@ -134,7 +166,10 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
     graph,
     asTool: (toolOptions) => agentAsTool(agent as any, toolOptions),
     invoke: (input, config) =>
-      graph.invoke({ task: input.task, context: input.context ?? {} }, { recursionLimit, ...config }) as Promise<AgentState>,
+      graph.invoke(
+        { task: input.task, context: input.context ?? {} },
+        { recursionLimit, ...config },
+      ) as Promise<AgentState>,
   };
   return agent;
 }

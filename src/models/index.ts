@@ -41,7 +41,12 @@ export interface ModelConfigurable {
 }
 
 /** Defaults for model calls. */
-export const MODEL_DEFAULTS = { temperature: 0, maxTokens: 1024, maxRetries: 3, timeoutMs: 120_000 } as const;
+export const MODEL_DEFAULTS = {
+  temperature: 0,
+  maxTokens: 1024,
+  maxRetries: 3,
+  timeoutMs: 120_000,
+} as const;
 
 function isChatModel(value: unknown): value is BaseChatModel {
   return typeof value === "object" && value !== null && typeof (value as any).invoke === "function";
@@ -136,7 +141,8 @@ export async function callModel(
   try {
     if (!options.stream) return (await model.invoke(messages, callOptions)) as AIMessage;
     let acc: AIMessageChunk | undefined;
-    for await (const chunk of await model.stream(messages, callOptions)) acc = acc ? acc.concat(chunk) : chunk;
+    for await (const chunk of await model.stream(messages, callOptions))
+      acc = acc ? acc.concat(chunk) : chunk;
     if (!acc) throw new Error("the stream ended without any chunk");
     return acc;
   } catch (err) {

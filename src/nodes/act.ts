@@ -9,11 +9,17 @@ import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-t
 
 /** JSON with object keys sorted, so equal arguments always give the same journal key. */
 export function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-      : v,
-  ) ?? "null";
+  return (
+    JSON.stringify(value, (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, v[k]]),
+          )
+        : v,
+    ) ?? "null"
+  );
 }
 
 /**
@@ -44,7 +50,10 @@ function errorMessage(err: unknown): string {
  * they are merged into this node's update. A reply without code skips the sandbox.
  */
 export function makeActNode(rt: AgentRuntime) {
-  return async function act(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+  return async function act(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
     const pending = state.pending;
     const step = state.stepCount + 1;
     if (!pending || pending.step !== step) {
@@ -61,7 +70,11 @@ export function makeActNode(rt: AgentRuntime) {
           logs: "",
           isFinalAnswer: false,
           finalAnswer: null,
-          error: { name: "FormatError", message: pending.parseError ?? "No code found.", line: null },
+          error: {
+            name: "FormatError",
+            message: pending.parseError ?? "No code found.",
+            line: null,
+          },
           toolCalls: [],
           durationMs: 0,
         },
@@ -78,70 +91,99 @@ export function makeActNode(rt: AgentRuntime) {
     // Reports are applied in call order after the action, so concurrent calls give a stable order.
     const reportsByCall = new Map<number, readonly ToolReport[]>();
 
-    const host = (tool: CodeTool<any>): HostToolFn => async (rawArgs, { callIndex, signal }) => {
-      const started = performance.now();
-      const record = (args: unknown, ok: boolean, error: string | undefined, fromJournal: boolean) =>
-        toolCalls.push({
-          callIndex,
-          tool: tool.name,
-          args,
-          ok,
-          ...(error === undefined ? {} : { error }),
-          durationMs: Math.round(performance.now() - started),
-          fromJournal,
-        });
-      let args: Record<string, unknown>;
-      try {
-        args = parseToolArgs(tool, rawArgs);
-      } catch (err) {
-        record(rawArgs, false, errorMessage(err), false);
-        throw err;
-      }
-      const key: CallKey = { threadId, checkpointNs, step, callIndex, tool: tool.name, argsJson: stableJson(args) };
-      // The journal is framework storage: if it fails, the run must stop (resumable), not let the
-      // model see a storage error as if the tool had failed.
-      const journalOp = async <T>(op: () => T | Promise<T>): Promise<T> => {
+    const host =
+      (tool: CodeTool<any>): HostToolFn =>
+      async (rawArgs, { callIndex, signal }) => {
+        const started = performance.now();
+        const record = (
+          args: unknown,
+          ok: boolean,
+          error: string | undefined,
+          fromJournal: boolean,
+        ) =>
+          toolCalls.push({
+            callIndex,
+            tool: tool.name,
+            args,
+            ok,
+            ...(error === undefined ? {} : { error }),
+            durationMs: Math.round(performance.now() - started),
+            fromJournal,
+          });
+        let args: Record<string, unknown>;
         try {
-          return await op();
+          args = parseToolArgs(tool, rawArgs);
         } catch (err) {
-          fatal ??= new CodehopError(ErrorCodes.DB_INVALID, `Call journal failed for ${tool.name}() in agent "${rt.name}": ${errorMessage(err)}`, { cause: err });
-          throw fatal;
-        }
-      };
-      const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
-      if (recorded) {
-        reportsByCall.set(callIndex, recorded.reports ?? []);
-        record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
-        if (recorded.ok) return recorded.value;
-        throw new Error(recorded.error);
-      }
-      const reports: ToolReport[] = [];
-      let json: unknown;
-      try {
-        const value = await tool.invoke(args, { callIndex, signal, config, report: (r) => reports.push(r) });
-        // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
-        try {
-          json = value === undefined ? null : JSON.parse(JSON.stringify(value));
-        } catch (err) {
-          throw new Error(`${tool.name}() returned a value that is not JSON-serializable (${errorMessage(err)})`);
-        }
-      } catch (err) {
-        reportsByCall.set(callIndex, reports);
-        if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
-          fatal ??= err;
+          record(rawArgs, false, errorMessage(err), false);
           throw err;
         }
-        const message = errorMessage(err);
-        record(args, false, message, false);
-        // A call cut short by the action ending (timeout) did not finish: don't journal it.
-        if (journal && !signal.aborted) await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
-        throw err;
-      }
-      reportsByCall.set(callIndex, reports);
-      record(args, true, undefined, false);
-      if (journal) await journalOp(() => journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome));
-      return json;
-    };
+        const key: CallKey = {
+          threadId,
+          checkpointNs,
+          step,
+          callIndex,
+          tool: tool.name,
+          argsJson: stableJson(args),
+        };
+        // The journal is framework storage: if it fails, the run must stop (resumable), not let the
+        // model see a storage error as if the tool had failed.
+        const journalOp = async <T>(op: () => T | Promise<T>): Promise<T> => {
+          try {
+            return await op();
+          } catch (err) {
+            fatal ??= new CodehopError(
+              ErrorCodes.DB_INVALID,
+              `Call journal failed for ${tool.name}() in agent "${rt.name}": ${errorMessage(err)}`,
+              { cause: err },
+            );
+            throw fatal;
+          }
+        };
+        const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
+        if (recorded) {
+          reportsByCall.set(callIndex, recorded.reports ?? []);
+          record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
+          if (recorded.ok) return recorded.value;
+          throw new Error(recorded.error);
+        }
+        const reports: ToolReport[] = [];
+        let json: unknown;
+        try {
+          const value = await tool.invoke(args, {
+            callIndex,
+            signal,
+            config,
+            report: (r) => reports.push(r),
+          });
+          // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
+          try {
+            json = value === undefined ? null : JSON.parse(JSON.stringify(value));
+          } catch (err) {
+            throw new Error(
+              `${tool.name}() returned a value that is not JSON-serializable (${errorMessage(err)})`,
+            );
+          }
+        } catch (err) {
+          reportsByCall.set(callIndex, reports);
+          if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
+            fatal ??= err;
+            throw err;
+          }
+          const message = errorMessage(err);
+          record(args, false, message, false);
+          // A call cut short by the action ending (timeout) did not finish: don't journal it.
+          if (journal && !signal.aborted)
+            await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
+          throw err;
+        }
+        reportsByCall.set(callIndex, reports);
+        record(args, true, undefined, false);
+        if (journal)
+          await journalOp(() =>
+            journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome),
+          );
+        return json;
+      };
 
     const sandbox = await rt.sandbox();
     const result = await sandbox.run({

@@ -26,10 +26,17 @@ export function cleanFinalAnswer(text: string): string {
  * ("max_steps" or "repeated_action") so callers can tell a forced answer from a natural one.
  */
 export function makeFinalAnswerNode(rt: AgentRuntime) {
-  return async function finalAnswer(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+  return async function finalAnswer(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config);
     const prompts = renderFinalAnswerPrompts(rt.prompts, rt.promptContext(tools), state.task);
-    const messages = historyToMessages(prompts.system, renderTaskMessage(rt.prompts, state.task, rt.name), state.history);
+    const messages = historyToMessages(
+      prompts.system,
+      renderTaskMessage(rt.prompts, state.task, rt.name),
+      state.history,
+    );
     messages.push(new HumanMessage(prompts.request));
     const reply = await callModel(rt.model(config), messages, {
       agentName: rt.name,

@@ -1,5 +1,10 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { OBSERVATION_HEADER, formatObservation, repeatNudge, truncateMiddle } from "../agent/observation.ts";
+import {
+  OBSERVATION_HEADER,
+  formatObservation,
+  repeatNudge,
+  truncateMiddle,
+} from "../agent/observation.ts";
 import { normalizeCode } from "../agent/parser.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentStatus, AgentUpdate } from "../agent/state.ts";
@@ -12,7 +17,10 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
  * step limit. Routing is done by `routeAfterObserve` from what this node writes.
  */
 export function makeObserveNode(rt: AgentRuntime) {
-  return async function observe(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+  return async function observe(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
     const { pending, outcome } = state;
     const step = state.stepCount + 1;
     if (!pending || !outcome || outcome.step !== step || pending.step !== step) {
@@ -22,11 +30,16 @@ export function makeObserveNode(rt: AgentRuntime) {
       );
     }
     const toolNames = rt.tools(state.context ?? {}, config).map((t) => t.name);
-    const { text, isError } = formatObservation(outcome, toolNames, rt.settings.maxObservationChars);
+    const { text, isError } = formatObservation(
+      outcome,
+      toolNames,
+      rt.settings.maxObservationChars,
+    );
     const { repeatThreshold: k, repeatPolicy, maxSteps } = rt.settings;
 
     const fingerprint = pending.code === null ? "" : `${normalizeCode(pending.code)}\u0000${text}`;
-    const count = fingerprint && fingerprint === state.repeat.fingerprint ? state.repeat.count + 1 : 1;
+    const count =
+      fingerprint && fingerprint === state.repeat.fingerprint ? state.repeat.count + 1 : 1;
     let observation = text;
     if (fingerprint && count >= k) observation += repeatNudge(count);
 
@@ -57,7 +70,12 @@ export function makeObserveNode(rt: AgentRuntime) {
 
     const update: AgentUpdate = {
       stepCount: step,
-      history: { kind: "observation", step, content: `${OBSERVATION_HEADER}\n${observation}`, isError },
+      history: {
+        kind: "observation",
+        step,
+        content: `${OBSERVATION_HEADER}\n${observation}`,
+        isError,
+      },
       steps: {
         step,
         kind: "action",

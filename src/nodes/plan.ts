@@ -13,10 +13,17 @@ import { callModel, messageText } from "../models/index.ts";
  * the model call fails (CODEHOP_MODEL_ENDPOINT_FAILED), so the thread resumes at this node.
  */
 export function makePlanNode(rt: AgentRuntime) {
-  return async function plan(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+  return async function plan(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config);
     const system = renderSystemPrompt(rt.prompts, rt.promptContext(tools));
-    const messages = historyToMessages(system, renderTaskMessage(rt.prompts, state.task, rt.name), state.history);
+    const messages = historyToMessages(
+      system,
+      renderTaskMessage(rt.prompts, state.task, rt.name),
+      state.history,
+    );
     const reply = await callModel(rt.model(config), messages, {
       agentName: rt.name,
       stop: rt.settings.stopSequences,
@@ -29,9 +36,19 @@ export function makePlanNode(rt: AgentRuntime) {
     const step = state.stepCount + 1;
     // The model sees its own past action closed with <end_action>, as the format asks, so it keeps
     // closing its actions even though the server cut the marker off.
-    const shown = parsed.code !== null && !text.includes("<end_action>") ? `${text.trimEnd()}<end_action>` : text;
+    const shown =
+      parsed.code !== null && !text.includes("<end_action>")
+        ? `${text.trimEnd()}<end_action>`
+        : text;
     return {
-      pending: { step, modelOutput: text, thought: parsed.thought, code: parsed.code, parseError: parsed.error, usage },
+      pending: {
+        step,
+        modelOutput: text,
+        thought: parsed.thought,
+        code: parsed.code,
+        parseError: parsed.error,
+        usage,
+      },
       history: { kind: "action", step, content: shown.trim() ? shown : "(empty reply)" },
       usage: { [rt.name]: usage },
     };

@@ -16,11 +16,18 @@ export const END_PLAN = "<end_plan>";
  * next action sees it; the condensed policy keeps only the latest plan.
  */
 export function makePlanningNode(rt: AgentRuntime) {
-  return async function planning(state: AgentState, config: LangGraphRunnableConfig): Promise<AgentUpdate> {
+  return async function planning(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config);
     const system = renderPlanningPrompt(rt.prompts, rt.promptContext(tools));
     const observations = state.history.filter((e) => e.kind === "observation");
-    const messages = historyToMessages(system, renderTaskMessage(rt.prompts, state.task, rt.name), observations);
+    const messages = historyToMessages(
+      system,
+      renderTaskMessage(rt.prompts, state.task, rt.name),
+      observations,
+    );
     const reply = await callModel(rt.model(config), messages, {
       agentName: rt.name,
       stop: [END_PLAN],

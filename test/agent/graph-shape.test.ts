@@ -7,7 +7,13 @@ import { defineTool } from "../../src/tools/define-tool.ts";
 
 const model = new ScriptedChatModel(["Thought: t\nCode:\n```js\nfinal_answer(1)\n```"]);
 const tool = (name: string) =>
-  defineTool({ name, description: "d", parameters: z.object({ q: z.string() }), returns: "string", invoke: async () => "" });
+  defineTool({
+    name,
+    description: "d",
+    parameters: z.object({ q: z.string() }),
+    returns: "string",
+    invoke: async () => "",
+  });
 
 describe("createCodeAgent", () => {
   it("exports a compiled generic graph for langgraph.json", () => {
@@ -47,7 +53,12 @@ describe("createCodeAgent", () => {
   it("checks prompt templates at build time (PROMPT_TEMPLATE) and accepts valid overrides", () => {
     const err = (() => {
       try {
-        createCodeAgent({ name: "p", description: "d", model, prompts: { system: "You are {{agent_name}}. Tools: {{tool_docz}}" } });
+        createCodeAgent({
+          name: "p",
+          description: "d",
+          model,
+          prompts: { system: "You are {{agent_name}}. Tools: {{tool_docz}}" },
+        });
       } catch (e) {
         return e;
       }
@@ -65,15 +76,33 @@ describe("createCodeAgent", () => {
   });
 
   it("draws a two-level agent with both agents' plan / act / observe nodes (xray)", async () => {
-    const child = createCodeAgent({ name: "child", description: "c", model, tools: [tool("lookup")] });
+    const child = createCodeAgent({
+      name: "child",
+      description: "c",
+      model,
+      tools: [tool("lookup")],
+    });
     const parent = createCodeAgent({
       name: "parent",
       description: "p",
       model,
-      tools: [child.asTool({ name: "child_agent", description: "c", parameters: z.object({ task: z.string() }), toInput: (a) => a })],
+      tools: [
+        child.asTool({
+          name: "child_agent",
+          description: "c",
+          parameters: z.object({ task: z.string() }),
+          toInput: (a) => a,
+        }),
+      ],
     });
     const mermaid = (await parent.graph.getGraphAsync({ xray: true })).drawMermaid();
-    for (const node of ["plan(plan)", "observe(observe)", "act_plan(plan)", "act_act(act)", "act_observe(observe)"]) {
+    for (const node of [
+      "plan(plan)",
+      "observe(observe)",
+      "act_plan(plan)",
+      "act_act(act)",
+      "act_observe(observe)",
+    ]) {
       expect(mermaid).toContain(node);
     }
     expect(mermaid).toContain("subgraph act");
@@ -81,8 +110,21 @@ describe("createCodeAgent", () => {
 
   it("takes nested graphs from the subgraphs option when tools is a factory", async () => {
     const child = createCodeAgent({ name: "child", description: "c", model });
-    const asTool = child.asTool({ name: "child_agent", description: "c", parameters: z.object({ task: z.string() }), toInput: (a) => a });
-    const parent = createCodeAgent({ name: "parent", description: "p", model, tools: () => [asTool], subgraphs: [child.graph] });
-    expect((await parent.graph.getGraphAsync({ xray: true })).drawMermaid()).toContain("act_observe(observe)");
+    const asTool = child.asTool({
+      name: "child_agent",
+      description: "c",
+      parameters: z.object({ task: z.string() }),
+      toInput: (a) => a,
+    });
+    const parent = createCodeAgent({
+      name: "parent",
+      description: "p",
+      model,
+      tools: () => [asTool],
+      subgraphs: [child.graph],
+    });
+    expect((await parent.graph.getGraphAsync({ xray: true })).drawMermaid()).toContain(
+      "act_observe(observe)",
+    );
   });
 });

@@ -12,7 +12,8 @@ afterAll(() => sandbox.close());
 
 const text = (m: BaseMessage) => String(m.content);
 const system = (msgs: BaseMessage[]) => text(msgs[0]);
-const action = (code: string, thought = "next") => `Thought: ${thought}\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
+const action = (code: string, thought = "next") =>
+  `Thought: ${thought}\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
 
 const lookup = defineTool({
   name: "lookup",
@@ -33,7 +34,9 @@ describe("a single agent on the real sandbox", () => {
       sandbox,
       tools: [lookup],
       model: new ScriptedChatModel([
-        action('const facts = await Promise.all([lookup("a"), lookup("b")]);\nfunction size(xs) { return xs.join("").length; }\nconsole.log(facts);'),
+        action(
+          'const facts = await Promise.all([lookup("a"), lookup("b")]);\nfunction size(xs) { return xs.join("").length; }\nconsole.log(facts);',
+        ),
         action("final_answer(size(facts) * 2)"),
       ]),
     });
@@ -58,7 +61,14 @@ describe("a single agent on the real sandbox", () => {
       "I think I am done.",
       action("final_answer('recovered')"),
     ]);
-    const agent = createCodeAgent({ name: "errs", description: "d", sandbox, tools: [lookup], model, maxSteps: 10 });
+    const agent = createCodeAgent({
+      name: "errs",
+      description: "d",
+      sandbox,
+      tools: [lookup],
+      model,
+      maxSteps: 10,
+    });
     const out = await agent.invoke({ task: "survive errors" });
     expect(out.answer).toBe("recovered");
     const obs = out.steps.map((s) => s.observation);
@@ -82,7 +92,10 @@ describe("a single agent on the real sandbox", () => {
       sandbox,
       tools: [lookup],
       maxSteps: 2,
-      model: new ScriptedChatModel([action('console.log(await lookup("x"))'), action('console.log(await lookup("y"))')]),
+      model: new ScriptedChatModel([
+        action('console.log(await lookup("x"))'),
+        action('console.log(await lookup("y"))'),
+      ]),
     });
     const out = await agent.invoke({ task: "read" });
     expect(out).toMatchObject({ status: "max_steps", answer: "fact:y", stepCount: 2 });
@@ -90,9 +103,20 @@ describe("a single agent on the real sandbox", () => {
 
   it("asks once for a final answer at maxSteps under final_answer_prompt", async () => {
     const model = new ScriptedChatModel([
-      (m) => (system(m).includes("no steps left") ? "Final answer: fact:x it is" : action('console.log(await lookup("x"))')),
+      (m) =>
+        system(m).includes("no steps left")
+          ? "Final answer: fact:x it is"
+          : action('console.log(await lookup("x"))'),
     ]);
-    const agent = createCodeAgent({ name: "fa", description: "d", sandbox, tools: [lookup], maxSteps: 2, maxStepsPolicy: "final_answer_prompt", model });
+    const agent = createCodeAgent({
+      name: "fa",
+      description: "d",
+      sandbox,
+      tools: [lookup],
+      maxSteps: 2,
+      maxStepsPolicy: "final_answer_prompt",
+      model,
+    });
     const out = await agent.invoke({ task: "answer" });
     expect(out).toMatchObject({ status: "max_steps", answer: "fact:x it is" });
     expect(model.calls).toHaveLength(3);
@@ -101,11 +125,29 @@ describe("a single agent on the real sandbox", () => {
 
   it("detects a repeated action: nudges at k, replans at 2k", async () => {
     const model = new ScriptedChatModel([
-      (m) => (system(m).includes("Facts survey") ? "## Facts survey\n...\n## Plan\n1. try something else" : action('console.log(await lookup("same"))')),
+      (m) =>
+        system(m).includes("Facts survey")
+          ? "## Facts survey\n...\n## Plan\n1. try something else"
+          : action('console.log(await lookup("same"))'),
     ]);
-    const agent = createCodeAgent({ name: "loop", description: "d", sandbox, tools: [lookup], model, maxSteps: 5, repeatThreshold: 2 });
+    const agent = createCodeAgent({
+      name: "loop",
+      description: "d",
+      sandbox,
+      tools: [lookup],
+      model,
+      maxSteps: 5,
+      repeatThreshold: 2,
+    });
     const out = await agent.invoke({ task: "loop forever" });
-    expect(out.steps.map((s) => s.kind)).toEqual(["action", "action", "action", "action", "planning", "action"]);
+    expect(out.steps.map((s) => s.kind)).toEqual([
+      "action",
+      "action",
+      "action",
+      "action",
+      "planning",
+      "action",
+    ]);
     expect(out.steps[0].observation).not.toMatch(/same result/);
     expect(out.steps[1].observation).toMatch(/same result 2 times/);
     expect(out.status).toBe("max_steps");
@@ -130,14 +172,34 @@ describe("a single agent on the real sandbox", () => {
     let plans = 0;
     const model = new ScriptedChatModel([
       (m) => {
-        if (system(m).includes("Facts survey")) return `## Facts survey\n- none\n## Plan\nPLAN-${++plans}<end_plan>`;
+        if (system(m).includes("Facts survey"))
+          return `## Facts survey\n- none\n## Plan\nPLAN-${++plans}<end_plan>`;
         const observations = m.filter((x) => text(x).startsWith("Observation:")).length;
-        return observations >= 4 ? action("final_answer('done')") : action(`console.log(${observations})`);
+        return observations >= 4
+          ? action("final_answer('done')")
+          : action(`console.log(${observations})`);
       },
     ]);
-    const agent = createCodeAgent({ name: "planner", description: "d", sandbox, model, planningInterval: 2, maxSteps: 8, historyPolicy: "full" });
+    const agent = createCodeAgent({
+      name: "planner",
+      description: "d",
+      sandbox,
+      model,
+      planningInterval: 2,
+      maxSteps: 8,
+      historyPolicy: "full",
+    });
     const out = await agent.invoke({ task: "plan it" });
-    expect(out.steps.map((s) => s.kind)).toEqual(["planning", "action", "action", "planning", "action", "action", "planning", "action"]);
+    expect(out.steps.map((s) => s.kind)).toEqual([
+      "planning",
+      "action",
+      "action",
+      "planning",
+      "action",
+      "action",
+      "planning",
+      "action",
+    ]);
     const planningCalls = model.calls.filter((c) => system(c.messages).includes("Facts survey"));
     expect(planningCalls).toHaveLength(3);
     for (const c of planningCalls) expect(c.messages.map(text).join("\n")).not.toMatch(/PLAN-/);
@@ -161,8 +223,19 @@ describe("a single agent on the real sandbox", () => {
       name: "boss",
       description: "d",
       sandbox,
-      tools: [child.asTool({ name: "fragile_agent", description: "d", parameters: z.object({ task: z.string() }), toInput: ({ task }) => ({ task }), wrapTask: false })],
-      model: new ScriptedChatModel([action('console.log(await fragile_agent("x"))'), action("final_answer('gave up')")]),
+      tools: [
+        child.asTool({
+          name: "fragile_agent",
+          description: "d",
+          parameters: z.object({ task: z.string() }),
+          toInput: ({ task }) => ({ task }),
+          wrapTask: false,
+        }),
+      ],
+      model: new ScriptedChatModel([
+        action('console.log(await fragile_agent("x"))'),
+        action("final_answer('gave up')"),
+      ]),
     });
     const out = await parent.invoke({ task: "delegate" });
     expect(out.answer).toBe("gave up");
@@ -171,7 +244,13 @@ describe("a single agent on the real sandbox", () => {
   });
 
   it("reports a tool result that cannot cross the boundary as a tool error", async () => {
-    const bad = defineTool({ name: "bad", description: "d", parameters: z.object({}), returns: "number", invoke: async () => 10n });
+    const bad = defineTool({
+      name: "bad",
+      description: "d",
+      parameters: z.object({}),
+      returns: "number",
+      invoke: async () => 10n,
+    });
     const agent = createCodeAgent({
       name: "badtool",
       description: "d",
@@ -181,7 +260,9 @@ describe("a single agent on the real sandbox", () => {
       model: new ScriptedChatModel([action("console.log(await bad())")]),
     });
     const out = await agent.invoke({ task: "x" });
-    expect(out.steps[0].observation).toMatch(/bad\(\) returned a value that is not JSON-serializable/);
+    expect(out.steps[0].observation).toMatch(
+      /bad\(\) returned a value that is not JSON-serializable/,
+    );
   });
 
   it("binds tools to the run's context with a tools factory", async () => {

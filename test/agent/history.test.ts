@@ -1,8 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { type HistoryEntry, condenseHistory, historyReducer, historyToMessages } from "../../src/agent/history.ts";
+import {
+  type HistoryEntry,
+  condenseHistory,
+  historyReducer,
+  historyToMessages,
+} from "../../src/agent/history.ts";
 
 const act = (step: number): HistoryEntry => ({ kind: "action", step, content: `action ${step}` });
-const obs = (step: number, isError = false): HistoryEntry => ({ kind: "observation", step, content: `obs ${step}`, isError });
+const obs = (step: number, isError = false): HistoryEntry => ({
+  kind: "observation",
+  step,
+  content: `obs ${step}`,
+  isError,
+});
 const plan = (step: number): HistoryEntry => ({ kind: "plan", step, content: `plan ${step}` });
 
 function fold(policy: "condensed" | "full", entries: HistoryEntry[]): HistoryEntry[] {
@@ -50,8 +60,16 @@ describe("full history reducer", () => {
 
 describe("historyToMessages", () => {
   it("sends observations as user messages and the prompt prefix is stable step to step", () => {
-    const before = historyToMessages("SYS", "Task: t", fold("condensed", [act(1), obs(1), act(2), obs(2)]));
-    const after = historyToMessages("SYS", "Task: t", fold("condensed", [act(1), obs(1), act(2), obs(2), act(3), obs(3)]));
+    const before = historyToMessages(
+      "SYS",
+      "Task: t",
+      fold("condensed", [act(1), obs(1), act(2), obs(2)]),
+    );
+    const after = historyToMessages(
+      "SYS",
+      "Task: t",
+      fold("condensed", [act(1), obs(1), act(2), obs(2), act(3), obs(3)]),
+    );
     expect(before.map((m) => m.getType())).toEqual(["system", "human", "human", "ai", "human"]);
     // Everything before the last action of the earlier prompt is a prefix of the later prompt.
     const prefix = before.slice(0, 3).map((m) => m.content);

@@ -13,18 +13,40 @@ const nameOf = (m: unknown) => (m as ChatOpenAI).model;
 describe("resolveModel", () => {
   it("uses a chat model instance given to the agent over any configuration", () => {
     const instance = new ScriptedChatModel(["hi"]);
-    const m = resolveModel("manager", { configurable: { model: "other" } }, { model: instance, env: env({ CODEHOP_MODEL: "x" }) });
+    const m = resolveModel(
+      "manager",
+      { configurable: { model: "other" } },
+      { model: instance, env: env({ CODEHOP_MODEL: "x" }) },
+    );
     expect(m).toBe(instance);
   });
 
   it("resolves names by precedence: configurable.models[agent] > configurable.model > option > CODEHOP_MODEL_<AGENT> > CODEHOP_MODEL", () => {
-    const e = env({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", CODEHOP_MODEL: "default-m", CODEHOP_MODEL_PAGE_SEARCH: "page-m" });
+    const e = env({
+      OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+      CODEHOP_MODEL: "default-m",
+      CODEHOP_MODEL_PAGE_SEARCH: "page-m",
+    });
     expect(nameOf(resolveModel("manager", {}, { env: e }))).toBe("default-m");
     expect(nameOf(resolveModel("page_search", {}, { env: e }))).toBe("page-m");
     expect(nameOf(resolveModel("page_search", {}, { env: e, model: "opt-m" }))).toBe("opt-m");
-    expect(nameOf(resolveModel("page_search", { configurable: { model: "run-m" } }, { env: e, model: "opt-m" }))).toBe("run-m");
     expect(
-      nameOf(resolveModel("page_search", { configurable: { model: "run-m", models: { page_search: "agent-m" } } }, { env: e })),
+      nameOf(
+        resolveModel(
+          "page_search",
+          { configurable: { model: "run-m" } },
+          { env: e, model: "opt-m" },
+        ),
+      ),
+    ).toBe("run-m");
+    expect(
+      nameOf(
+        resolveModel(
+          "page_search",
+          { configurable: { model: "run-m", models: { page_search: "agent-m" } } },
+          { env: e },
+        ),
+      ),
     ).toBe("agent-m");
   });
 
@@ -44,7 +66,11 @@ describe("resolveModel", () => {
     expect((m as any).caller.maxRetries).toBe(5);
     expect((m as any).clientConfig.baseURL).toBe("http://127.0.0.1:9/v1");
     expect((m as any).streaming).toBe(false);
-    const overridden = resolveModel("a", { configurable: { modelSettings: { temperature: 0.9 } } }, { env: e }) as ChatOpenAI;
+    const overridden = resolveModel(
+      "a",
+      { configurable: { modelSettings: { temperature: 0.9 } } },
+      { env: e },
+    ) as ChatOpenAI;
     expect(overridden.temperature).toBe(0.9);
   });
 
@@ -54,12 +80,16 @@ describe("resolveModel", () => {
       expect.unreachable();
     } catch (err) {
       expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_NOT_CONFIGURED);
-      expect((err as Error).message).toMatch(/CODEHOP_MODEL\b.*CODEHOP_MODEL_PAGE_SEARCH.*OPENAI_BASE_URL/);
+      expect((err as Error).message).toMatch(
+        /CODEHOP_MODEL\b.*CODEHOP_MODEL_PAGE_SEARCH.*OPENAI_BASE_URL/,
+      );
     }
   });
 
   it("asks for an endpoint when a model name has no base URL or key", () => {
-    expect(() => resolveModel("a", {}, { env: env({ CODEHOP_MODEL: "m" }) })).toThrow(/set OPENAI_BASE_URL/);
+    expect(() => resolveModel("a", {}, { env: env({ CODEHOP_MODEL: "m" }) })).toThrow(
+      /set OPENAI_BASE_URL/,
+    );
   });
 });
 
@@ -80,11 +110,18 @@ describe("callModel against a failing endpoint", () => {
   afterAll(() => server.close());
 
   const model = (maxRetries: number) =>
-    resolveModel("manager", { configurable: { model: "m", modelSettings: { baseURL: server.baseURL, apiKey: "k", maxRetries } } });
+    resolveModel("manager", {
+      configurable: {
+        model: "m",
+        modelSettings: { baseURL: server.baseURL, apiKey: "k", maxRetries },
+      },
+    });
 
   it("fails with MODEL_ENDPOINT_FAILED naming the agent and endpoint after the retries", async () => {
     const before = server.requests.length;
-    const err = await callModel(model(1), [new HumanMessage("always 500")], { agentName: "manager" }).catch((e) => e);
+    const err = await callModel(model(1), [new HumanMessage("always 500")], {
+      agentName: "manager",
+    }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
     expect(err.message).toContain('agent "manager"');
     expect(err.message).toContain(server.baseURL);
@@ -97,7 +134,9 @@ describe("callModel against a failing endpoint", () => {
   });
 
   it("turns a non-JSON body into MODEL_ENDPOINT_FAILED", async () => {
-    const err = await callModel(model(0), [new HumanMessage("garbage")], { agentName: "manager" }).catch((e) => e);
+    const err = await callModel(model(0), [new HumanMessage("garbage")], {
+      agentName: "manager",
+    }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
   });
 });

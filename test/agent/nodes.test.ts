@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { resolveSettings, DEFAULT_CAPABILITIES, type AgentSettingsInput } from "../../src/agent/config.ts";
+import {
+  resolveSettings,
+  DEFAULT_CAPABILITIES,
+  type AgentSettingsInput,
+} from "../../src/agent/config.ts";
 import { loadPromptSet } from "../../src/agent/prompts.ts";
 import { makeRuntime } from "../../src/agent/runtime.ts";
 import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
@@ -61,13 +65,19 @@ const text = (m: { content: unknown }) => String(m.content);
 
 describe("plan node", () => {
   it("sends system + task + condensed history with the stop sequences and parses the reply", async () => {
-    const model = new ScriptedChatModel(["Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>\nObservation: made up"]);
+    const model = new ScriptedChatModel([
+      "Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>\nObservation: made up",
+    ]);
     const plan = makePlanNode(runtime(model));
     const update = await plan(
       state({
         stepCount: 1,
         history: [
-          { kind: "action", step: 1, content: "Thought: look\nCode:\n```js\nconsole.log(1)\n```<end_action>" },
+          {
+            kind: "action",
+            step: 1,
+            content: "Thought: look\nCode:\n```js\nconsole.log(1)\n```<end_action>",
+          },
           { kind: "observation", step: 1, content: "Observation:\nExecution logs:\n1" },
         ],
       }),
@@ -76,17 +86,26 @@ describe("plan node", () => {
     const call = model.calls[0];
     expect(call.stop).toEqual(["<end_action>", "Observation:"]);
     expect(call.messages.map((m) => m.getType())).toEqual(["system", "human", "ai", "human"]);
-    expect(text(call.messages[0])).toContain("async function lookup(query: string): Promise<string>");
+    expect(text(call.messages[0])).toContain(
+      "async function lookup(query: string): Promise<string>",
+    );
     expect(text(call.messages[1])).toBe("Task: What is 2+2?\n");
     expect(update.pending).toMatchObject({ step: 2, thought: "add", code: "final_answer(2 + 2)" });
     // The model's reply is cut at the stop sequence and shown back closed with <end_action>.
-    expect(update.history).toEqual({ kind: "action", step: 2, content: "Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>" });
+    expect(update.history).toEqual({
+      kind: "action",
+      step: 2,
+      content: "Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>",
+    });
     expect((update.usage as any).tester.calls).toBe(1);
     expect((update.usage as any).tester.inputTokens).toBeGreaterThan(0);
   });
 
   it("turns a reply without code into a pending format error, not a crash", async () => {
-    const update: any = await makePlanNode(runtime(new ScriptedChatModel(["The answer is 4."])))(state(), {});
+    const update: any = await makePlanNode(runtime(new ScriptedChatModel(["The answer is 4."])))(
+      state(),
+      {},
+    );
     expect(update.pending?.code).toBeNull();
     expect(update.pending?.parseError).toMatch(/No code found/);
   });
@@ -94,7 +113,9 @@ describe("plan node", () => {
 
 describe("planning node", () => {
   it("surveys facts and plans from the observations without showing the previous plan", async () => {
-    const model = new ScriptedChatModel(["## Facts survey\n...\n## Plan\n1. compute<end_plan>ignored"]);
+    const model = new ScriptedChatModel([
+      "## Facts survey\n...\n## Plan\n1. compute<end_plan>ignored",
+    ]);
     const update = await makePlanningNode(runtime(model))(
       state({
         stepCount: 2,
@@ -139,20 +160,33 @@ describe("observe node", () => {
     durationMs: 3,
     ...o,
   });
-  const observe = (settings: AgentSettingsInput = {}) => makeObserveNode(runtime(new ScriptedChatModel(["x"]), settings));
+  const observe = (settings: AgentSettingsInput = {}) =>
+    makeObserveNode(runtime(new ScriptedChatModel(["x"]), settings));
 
   it("detects a final answer", async () => {
     const u = await observe()(
-      state({ pending: pending("final_answer(4)"), outcome: outcome({ isFinalAnswer: true, finalAnswer: 4, logs: "" }) }),
+      state({
+        pending: pending("final_answer(4)"),
+        outcome: outcome({ isFinalAnswer: true, finalAnswer: 4, logs: "" }),
+      }),
       {},
     );
     expect(u).toMatchObject({ status: "final_answer", answer: 4, stepCount: 1 });
-    expect(u.steps).toMatchObject({ step: 1, code: "final_answer(4)", isFinalAnswer: true, finalAnswer: 4 });
+    expect(u.steps).toMatchObject({
+      step: 1,
+      code: "final_answer(4)",
+      isFinalAnswer: true,
+      finalAnswer: 4,
+    });
   });
 
   it("returns the last observation at max steps under last_observation", async () => {
     const u = await observe({ maxSteps: 2 })(
-      state({ stepCount: 1, pending: pending("console.log(1)", 2), outcome: outcome({ logs: "passage text" }, 2) }),
+      state({
+        stepCount: 1,
+        pending: pending("console.log(1)", 2),
+        outcome: outcome({ logs: "passage text" }, 2),
+      }),
       {},
     );
     expect(u).toMatchObject({ status: "max_steps", answer: "passage text" });
@@ -174,7 +208,10 @@ describe("observe node", () => {
       // Whitespace and comments don't make the action different.
       const code = i % 2 ? "console.log( x )" : "console.log(x) // again";
       const u: any = await node({ ...s, pending: pending(code, i), outcome: outcome({}, i) }, {});
-      seen.push({ nudged: String((u.history as any).content).includes("same result"), replan: Boolean(u.replan) });
+      seen.push({
+        nudged: String((u.history as any).content).includes("same result"),
+        replan: Boolean(u.replan),
+      });
       s = { ...s, stepCount: u.stepCount, repeat: u.repeat };
     }
     expect(seen).toEqual([
@@ -187,7 +224,11 @@ describe("observe node", () => {
 
   it("stops a repeating agent under repeatPolicy stop", async () => {
     const u = await observe({ repeatThreshold: 1, repeatPolicy: "stop" })(
-      state({ repeat: { fingerprint: "console.log(1)\u0000Execution logs:\nsame", count: 1 }, pending: pending("console.log(1)"), outcome: outcome() }),
+      state({
+        repeat: { fingerprint: "console.log(1)\u0000Execution logs:\nsame", count: 1 },
+        pending: pending("console.log(1)"),
+        outcome: outcome(),
+      }),
       {},
     );
     expect(u.status).toBe("repeated_action");
@@ -195,7 +236,14 @@ describe("observe node", () => {
 
   it("marks error observations so the condensed history drops them once resolved", async () => {
     const u = await observe()(
-      state({ pending: pending("oops("), outcome: outcome({ ok: false, logs: "", error: { name: "SyntaxError", message: "Unexpected end", line: 1 } }) }),
+      state({
+        pending: pending("oops("),
+        outcome: outcome({
+          ok: false,
+          logs: "",
+          error: { name: "SyntaxError", message: "Unexpected end", line: 1 },
+        }),
+      }),
       {},
     );
     expect(u.history).toMatchObject({ kind: "observation", isError: true });
@@ -210,14 +258,28 @@ describe("observe node", () => {
 describe("act node", () => {
   it("skips the sandbox for a reply without code and reports the format problem", async () => {
     const u = await makeActNode(runtime(new ScriptedChatModel(["x"])))(
-      state({ pending: { step: 1, modelOutput: "hi", thought: "hi", code: null, parseError: "No code found.", usage: { calls: 1, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0 } } }),
+      state({
+        pending: {
+          step: 1,
+          modelOutput: "hi",
+          thought: "hi",
+          code: null,
+          parseError: "No code found.",
+          usage: { calls: 1, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0 },
+        },
+      }),
       {},
     );
-    expect(u.outcome).toMatchObject({ ok: false, error: { name: "FormatError", message: "No code found." } });
+    expect(u.outcome).toMatchObject({
+      ok: false,
+      error: { name: "FormatError", message: "No code found." },
+    });
   });
 
   it("throws GRAPH_INVARIANT when no action is pending", async () => {
-    const err = await makeActNode(runtime(new ScriptedChatModel(["x"])))(state(), {}).catch((e) => e);
+    const err = await makeActNode(runtime(new ScriptedChatModel(["x"])))(state(), {}).catch(
+      (e) => e,
+    );
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.GRAPH_INVARIANT);
   });
 });
@@ -238,7 +300,11 @@ describe("final answer node", () => {
   it("asks once, without stop sequences, and keeps the stop status", async () => {
     const model = new ScriptedChatModel(["Final answer: Paris"]);
     const u = await makeFinalAnswerNode(runtime(model, { maxStepsPolicy: "final_answer_prompt" }))(
-      state({ status: "max_steps", stepCount: 3, history: [{ kind: "observation", step: 3, content: "Observation:\ncapital is Paris" }] }),
+      state({
+        status: "max_steps",
+        stepCount: 3,
+        history: [{ kind: "observation", step: 3, content: "Observation:\ncapital is Paris" }],
+      }),
       {},
     );
     expect(model.calls[0].stop).toBeUndefined();

@@ -16,7 +16,10 @@ const outcome = (o: Partial<ActionOutcome>): ActionOutcome => ({
 
 describe("formatObservation", () => {
   it("shows the logs", () => {
-    expect(formatObservation(outcome({ logs: "42\n" }), [], 1000)).toEqual({ text: "Execution logs:\n42", isError: false });
+    expect(formatObservation(outcome({ logs: "42\n" }), [], 1000)).toEqual({
+      text: "Execution logs:\n42",
+      isError: false,
+    });
   });
 
   it("tells the model to print when nothing was printed", () => {
@@ -25,7 +28,10 @@ describe("formatObservation", () => {
 
   it("names the tools that exist when the code calls an unknown one", () => {
     const o = formatObservation(
-      outcome({ ok: false, error: { name: "ReferenceError", message: "search_web is not defined", line: 2 } }),
+      outcome({
+        ok: false,
+        error: { name: "ReferenceError", message: "search_web is not defined", line: 2 },
+      }),
       ["search_wikipedia", "get_page"],
       1000,
     );
@@ -35,15 +41,33 @@ describe("formatObservation", () => {
   });
 
   it("lists the tools for an uncallable bare name, but not for a method", () => {
-    const bare = formatObservation(outcome({ ok: false, error: { name: "TypeError", message: "web is not a function", line: 1 } }), ["get"], 1000);
+    const bare = formatObservation(
+      outcome({
+        ok: false,
+        error: { name: "TypeError", message: "web is not a function", line: 1 },
+      }),
+      ["get"],
+      1000,
+    );
     expect(bare.text).toContain("The tools that exist are: get, final_answer.");
-    const method = formatObservation(outcome({ ok: false, error: { name: "TypeError", message: "s.foo is not a function", line: 1 } }), ["get"], 1000);
+    const method = formatObservation(
+      outcome({
+        ok: false,
+        error: { name: "TypeError", message: "s.foo is not a function", line: 1 },
+      }),
+      ["get"],
+      1000,
+    );
     expect(method.text).not.toContain("The tools that exist");
   });
 
   it("keeps logs printed before an error and explains timeouts", () => {
     const o = formatObservation(
-      outcome({ ok: false, logs: "step 1", error: { name: "TimeoutError", message: "action exceeded 30000 ms", line: null } }),
+      outcome({
+        ok: false,
+        logs: "step 1",
+        error: { name: "TimeoutError", message: "action exceeded 30000 ms", line: null },
+      }),
       [],
       1000,
     );
@@ -52,7 +76,11 @@ describe("formatObservation", () => {
   });
 
   it("passes format errors through as they are", () => {
-    const o = formatObservation(outcome({ ok: false, error: { name: "FormatError", message: "No code found.", line: null } }), [], 1000);
+    const o = formatObservation(
+      outcome({ ok: false, error: { name: "FormatError", message: "No code found.", line: null } }),
+      [],
+      1000,
+    );
     expect(o).toEqual({ text: "No code found.", isError: true });
   });
 

@@ -3,12 +3,16 @@ import { FORMAT_REMINDER, normalizeCode, parseAction } from "../../src/agent/par
 
 describe("parseAction", () => {
   it("reads the seed format: Thought, Code, js fence, <end_action>", () => {
-    const p = parseAction("Thought: add them\nCode:\n```js\nconst x = 1 + 2;\nconsole.log(x);\n```<end_action>");
+    const p = parseAction(
+      "Thought: add them\nCode:\n```js\nconst x = 1 + 2;\nconsole.log(x);\n```<end_action>",
+    );
     expect(p).toEqual({ thought: "add them", code: "const x = 1 + 2;\nconsole.log(x);" });
   });
 
   it.each(["javascript", "ts", "typescript", "jsx", "mjs", ""])("accepts a ```%s fence", (lang) => {
-    expect(parseAction(`Thought: t\nCode:\n\`\`\`${lang}\nfinal_answer(1)\n\`\`\``).code).toBe("final_answer(1)");
+    expect(parseAction(`Thought: t\nCode:\n\`\`\`${lang}\nfinal_answer(1)\n\`\`\``).code).toBe(
+      "final_answer(1)",
+    );
   });
 
   it("accepts a missing <end_action> and a closing fence cut off by a stop sequence", () => {
@@ -22,7 +26,9 @@ describe("parseAction", () => {
   });
 
   it("joins several code blocks in order into one action", () => {
-    const p = parseAction("Thought: two parts\n```js\nconst a = 1;\n```\nthen\n```javascript\nconsole.log(a);\n```<end_action>");
+    const p = parseAction(
+      "Thought: two parts\n```js\nconst a = 1;\n```\nthen\n```javascript\nconsole.log(a);\n```<end_action>",
+    );
     expect(p.code).toBe("const a = 1;\n\nconsole.log(a);");
   });
 
@@ -32,7 +38,10 @@ describe("parseAction", () => {
   });
 
   it("accepts <code>...</code> tags", () => {
-    expect(parseAction("Thought: tags\n<code>\nfinal_answer(3)\n</code>")).toEqual({ thought: "tags", code: "final_answer(3)" });
+    expect(parseAction("Thought: tags\n<code>\nfinal_answer(3)\n</code>")).toEqual({
+      thought: "tags",
+      code: "final_answer(3)",
+    });
   });
 
   it("strips a stray <end_code> inside the block", () => {

@@ -37,7 +37,10 @@ class MapJournal implements CallJournal {
 }
 
 /** A model whose endpoint is "down" while `down()` returns true. */
-function flakyModel(replies: ((m: BaseMessage[]) => string)[], down: (m: BaseMessage[]) => boolean | Promise<boolean>) {
+function flakyModel(
+  replies: ((m: BaseMessage[]) => string)[],
+  down: (m: BaseMessage[]) => boolean | Promise<boolean>,
+) {
   return new ScriptedChatModel([
     async (m) => {
       if (await down(m)) throw new Error("connect ECONNREFUSED 127.0.0.1:8000");
@@ -57,13 +60,23 @@ describe("resume after a model endpoint failure", () => {
         description: "d",
         sandbox,
         model: flakyModel(
-          [() => action("const base = 20;\nfunction twice(x) { return 2 * x; }\nconsole.log(base);"), () => action("final_answer(twice(base) + 2)")],
+          [
+            () =>
+              action("const base = 20;\nfunction twice(x) { return 2 * x; }\nconsole.log(base);"),
+            () => action("final_answer(twice(base) + 2)"),
+          ],
           (m) => endpointDown && m.length > 2,
         ),
       });
     const first = make(sandboxes[0]);
-    const config = { recursionLimit: first.recursionLimit, configurable: { thread_id: "resume-1" } };
-    const err = await first.builder.compile({ checkpointer: saver }).invoke({ task: "compute" }, config).catch((e) => e);
+    const config = {
+      recursionLimit: first.recursionLimit,
+      configurable: { thread_id: "resume-1" },
+    };
+    const err = await first.builder
+      .compile({ checkpointer: saver })
+      .invoke({ task: "compute" }, config)
+      .catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
     expect(err.message).toMatch(/agent "worker".*ECONNREFUSED/);
 
@@ -101,7 +114,12 @@ describe("call journal", () => {
       sandbox: sandboxes[0],
       tools: [lookup],
       model: flakyModel(
-        [(m) => action(`final_answer(await lookup(${JSON.stringify(text(m[1]).includes("about A") ? "A" : "B")}))`)],
+        [
+          (m) =>
+            action(
+              `final_answer(await lookup(${JSON.stringify(text(m[1]).includes("about A") ? "A" : "B")}))`,
+            ),
+        ],
         // B's endpoint goes down only after A's call has finished and been journaled.
         async (m) => bDown && text(m[1]).includes("about B") && (await aJournaled, true),
       ),
@@ -110,17 +128,30 @@ describe("call journal", () => {
       name: "parent",
       description: "d",
       sandbox: sandboxes[0],
-      tools: [child.asTool({ name: "child_agent", description: "d", parameters: z.object({ task: z.string() }), toInput: (a) => a })],
+      tools: [
+        child.asTool({
+          name: "child_agent",
+          description: "d",
+          parameters: z.object({ task: z.string() }),
+          toInput: (a) => a,
+        }),
+      ],
       model: flakyModel(
         [
-          () => action('const [a, b] = await Promise.all([child_agent("about A"), child_agent("about B")]);\nconsole.log(a, b);'),
+          () =>
+            action(
+              'const [a, b] = await Promise.all([child_agent("about A"), child_agent("about B")]);\nconsole.log(a, b);',
+            ),
           () => action("final_answer(a + '+' + b)"),
         ],
         () => false,
       ),
     });
     const graph = parent.builder.compile({ checkpointer: saver });
-    const config = { recursionLimit: parent.recursionLimit, configurable: { thread_id: "journal-1", journal } };
+    const config = {
+      recursionLimit: parent.recursionLimit,
+      configurable: { thread_id: "journal-1", journal },
+    };
 
     // Child B's endpoint is down: the framework error fails the parent's act node (no observation).
     const err = await graph.invoke({ task: "combine" }, config).catch((e) => e);
@@ -151,7 +182,13 @@ it("stops the run with DB_INVALID when the call journal fails (not an observatio
       throw new Error("SQLITE_FULL: database or disk is full");
     },
   };
-  const echo = defineTool({ name: "echo", description: "d", parameters: z.object({ s: z.string() }), returns: "string", invoke: async ({ s }) => s });
+  const echo = defineTool({
+    name: "echo",
+    description: "d",
+    parameters: z.object({ s: z.string() }),
+    returns: "string",
+    invoke: async ({ s }) => s,
+  });
   const agent = createCodeAgent({
     name: "journaled",
     description: "d",
@@ -159,7 +196,9 @@ it("stops the run with DB_INVALID when the call journal fails (not an observatio
     tools: [echo],
     model: new ScriptedChatModel([action('final_answer(await echo("x"))')]),
   });
-  const err = await agent.invoke({ task: "echo" }, { configurable: { journal: broken } }).catch((e) => e);
+  const err = await agent
+    .invoke({ task: "echo" }, { configurable: { journal: broken } })
+    .catch((e) => e);
   expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.DB_INVALID);
   expect(err.message).toMatch(/Call journal failed for echo\(\).*SQLITE_FULL/);
 });

@@ -20,23 +20,24 @@ describe("routeAfterObserve", () => {
   });
   it("at max steps ends (last_observation) or asks for a final answer (final_answer_prompt)", () => {
     expect(routeAfterObserve({ ...base, status: "max_steps" }, s)).toBe("end");
-    expect(routeAfterObserve({ ...base, status: "max_steps" }, { ...s, maxStepsPolicy: "final_answer_prompt" })).toBe(
-      "final_answer",
-    );
     expect(
-      routeAfterObserve({ ...base, status: "repeated_action" }, { ...s, maxStepsPolicy: "final_answer_prompt" }),
+      routeAfterObserve(
+        { ...base, status: "max_steps" },
+        { ...s, maxStepsPolicy: "final_answer_prompt" },
+      ),
+    ).toBe("final_answer");
+    expect(
+      routeAfterObserve(
+        { ...base, status: "repeated_action" },
+        { ...s, maxStepsPolicy: "final_answer_prompt" },
+      ),
     ).toBe("final_answer");
   });
   it("replans every planningInterval actions", () => {
     const p = { ...s, planningInterval: 3 };
-    expect([1, 2, 3, 4, 5, 6].map((stepCount) => routeAfterObserve({ ...base, stepCount }, p))).toEqual([
-      "plan",
-      "plan",
-      "planning",
-      "plan",
-      "plan",
-      "planning",
-    ]);
+    expect(
+      [1, 2, 3, 4, 5, 6].map((stepCount) => routeAfterObserve({ ...base, stepCount }, p)),
+    ).toEqual(["plan", "plan", "planning", "plan", "plan", "planning"]);
   });
   it("replans when forced (repeated action)", () => {
     expect(routeAfterObserve({ ...base, replan: true }, s)).toBe("planning");

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createCodeAgent } from "../../src/graphs/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
 
 // The real ChatOpenAI over HTTP against a local OpenAI-compatible server, the real sandbox and
@@ -14,7 +17,8 @@ const PAGES: Record<string, string> = {
   "Tower B": "Tower B is a radio mast. It is 301 m tall.",
 };
 
-const action = (code: string) => `Thought: next step\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>\nObservation: (hallucinated, must be cut)`;
+const action = (code: string) =>
+  `Thought: next step\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>\nObservation: (hallucinated, must be cut)`;
 
 let server: ScriptedOpenAIServer;
 const sandbox = createSandbox();
@@ -39,7 +43,9 @@ beforeAll(async () => {
           action(
             'const [a, b] = await Promise.all([page_agent("height of Tower A"), page_agent("height of Tower B")]);\nconsole.log(a);\nconsole.log(b);',
           ),
-          action("const metres = (s) => Number(/(\\d+) m/.exec(s)[1]);\nfinal_answer(`${metres(a) - metres(b)} m`);"),
+          action(
+            "const metres = (s) => Number(/(\\d+) m/.exec(s)[1]);\nfinal_answer(`${metres(a) - metres(b)} m`);",
+          ),
         ],
       },
     ]),
@@ -61,7 +67,14 @@ function build(streamModel: boolean) {
       return PAGES[title] ?? "";
     },
   });
-  const page = createCodeAgent({ name: "page_search", description: "reads a page", tools: [readPage], maxSteps: 2, sandbox, streamModel });
+  const page = createCodeAgent({
+    name: "page_search",
+    description: "reads a page",
+    tools: [readPage],
+    maxSteps: 2,
+    sandbox,
+    streamModel,
+  });
   const manager = createCodeAgent({
     name: "manager",
     description: "answers multi-hop questions",
@@ -120,15 +133,21 @@ describe.each([false, true])("two-level agent over HTTP (streamModel=%s)", (stre
       expect(r.request.messages[0].role).toBe("system");
       // Observations go as user messages; there are only system/user/assistant roles.
       expect(new Set(r.request.messages.map((m) => m.role))).toEqual(
-        new Set(r.request.messages.length > 2 ? ["system", "user", "assistant"] : ["system", "user"]),
+        new Set(
+          r.request.messages.length > 2 ? ["system", "user", "assistant"] : ["system", "user"],
+        ),
       );
     }
     // The managed-agent wrapper reached the child.
-    expect(requests.find((r) => r.rule === "page:Tower A")!.request.messages[1].content).toMatch(/Your manager gave you this task/);
+    expect(requests.find((r) => r.rule === "page:Tower A")!.request.messages[1].content).toMatch(
+      /Your manager gave you this task/,
+    );
 
     // Checkpoints nest: one namespace per concurrent child call under the manager's act task.
     const namespaces = new Set<string>();
-    for await (const c of saver.list({ configurable: { thread_id: config.configurable.thread_id } })) {
+    for await (const c of saver.list({
+      configurable: { thread_id: config.configurable.thread_id },
+    })) {
       namespaces.add(String(c.config.configurable?.checkpoint_ns ?? ""));
     }
     const children = [...namespaces].filter((ns) => ns.startsWith("act:"));
