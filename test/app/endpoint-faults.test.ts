@@ -50,13 +50,15 @@ const config = (extra: Record<string, unknown> = {}) => ({
 const outcomes = (from: number) => server.requests.slice(from).map((r) => r.outcome);
 
 describe("model endpoint faults", () => {
-  it("retries a 500 and a garbage body, then succeeds", async () => {
+  // A 429 is retried when it says when to retry (Retry-After header, or "try again in ..." in the
+  // message, as OpenAI sends); a bare 429 means "out of capacity" to LangChain and fails at once.
+  it("retries a 429 with a retry hint and a garbage body, then succeeds", async () => {
     const start = server.requests.length;
     let n = 0;
     fault = (_task, system) => {
       if (!system.includes(AGENT_MARKERS.manager)) return undefined;
       n++;
-      if (n === 1) return { status: 500, body: '{"error":{"message":"overloaded"}}' };
+      if (n === 1) return { status: 429, body: '{"error":{"message":"Rate limit reached. Please try again in 200ms."}}' };
       if (n === 2) return { garbage: "<html>502 Bad Gateway</html>" };
       return undefined;
     };
