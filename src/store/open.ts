@@ -13,7 +13,10 @@ export interface KnowledgeSourceOptions {
   wikipediaApi?: string;
   /** SQLite page cache for the online source, e.g. `<CODEHOP_HOME>/wikipedia-cache.db` (default in memory). */
   cacheDb?: string;
-  /** Embeddings endpoint used to embed queries for hybrid ranking over a corpus with vectors. */
+  /**
+   * Embeddings endpoint for hybrid ranking: queries over a corpus with vectors (same model as at
+   * ingest), and the passages of fetched Wikipedia pages (vectors cached in the page cache).
+   */
   embeddings?: EmbeddingsOptions;
   /** Extra settings for the online source (timeouts, retries, fetch). */
   wikipedia?: Omit<WikipediaSourceOptions, "apiUrl" | "cacheDb">;
@@ -24,12 +27,9 @@ export interface KnowledgeSourceOptions {
  * Wikipedia. Both implement {@link KnowledgeSource}, so the same tools work on either.
  */
 export function openKnowledgeSource(options: KnowledgeSourceOptions = {}): KnowledgeSource {
-  if (options.corpus) {
-    return CorpusSource.open(options.corpus, {
-      embedder: options.embeddings ? createEmbedder(options.embeddings) : undefined,
-    });
-  }
-  return new WikipediaSource({ ...options.wikipedia, apiUrl: options.wikipediaApi, cacheDb: options.cacheDb });
+  const embedder = options.embeddings ? createEmbedder(options.embeddings) : undefined;
+  if (options.corpus) return CorpusSource.open(options.corpus, { embedder });
+  return new WikipediaSource({ ...options.wikipedia, apiUrl: options.wikipediaApi, cacheDb: options.cacheDb, embedder });
 }
 
 /**

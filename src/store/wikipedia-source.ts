@@ -2,7 +2,8 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { Chunker, type ChunkOptions } from "./chunking.ts";
 import { PageCache } from "./page-cache.ts";
 import { type Candidate, InMemoryRanker } from "./rank.ts";
-import { summarize, titleKey } from "./text.ts";
+import type { Embedder } from "./embeddings.ts";
+import { reciprocalRankFusion, summarize, titleKey } from "./text.ts";
 import type { KnowledgeSource, PageLookup, PageSummary, Passage } from "./types.ts";
 
 /** Default MediaWiki API endpoint. */
@@ -28,6 +29,11 @@ export interface WikipediaSourceOptions extends ChunkOptions {
   userAgent?: string;
   /** fetch implementation (default global fetch). */
   fetch?: typeof fetch;
+  /**
+   * Ranks a page's passages by BM25 and embedding similarity fused with reciprocal rank fusion
+   * (hybrid, as for the corpus). Passage vectors are cached in the page cache per model.
+   */
+  embedder?: Embedder;
 }
 
 interface ApiPage {
@@ -73,6 +79,7 @@ export class WikipediaSource implements KnowledgeSource {
   private readonly inflight = new Map<string, Promise<PageLookup>>();
   private readonly opts: Required<Pick<WikipediaSourceOptions, "timeoutMs" | "retries" | "retryDelayMs" | "summaryChars" | "userAgent">>;
   private readonly fetchImpl: typeof fetch;
+  private readonly embedder?: Embedder;
 
   constructor(options: WikipediaSourceOptions = {}) {
     this.apiUrl = options.apiUrl ?? DEFAULT_WIKIPEDIA_API;
@@ -91,6 +98,12 @@ export class WikipediaSource implements KnowledgeSource {
       userAgent: options.userAgent ?? "codehop/0.1 (multi-hop research agent; https://github.com/codehop)",
     };
     this.fetchImpl = options.fetch ?? fetch;
+    this.embedder = options.embedder;
+  }
+
+  /** "hybrid" when an embedder is configured (in-page ranking), else "bm25". */
+  get mode(): "bm25" | "hybrid" {
+    return this.embedder ? "hybrid" : "bm25";
   }
 
   async search(query: string, options: { limit?: number } = {}): Promise<PageSummary[]> {
@@ -179,7 +192,7 @@ export class WikipediaSource implements KnowledgeSource {
     const lookup = await this.getPage(title);
     if (lookup.status !== "found") return { lookup, passages: [] };
     const candidates = await this.chunksOf(lookup.page.title, lookup.page.text);
-    return { lookup, passages: this.ranker.rank(candidates, query, options.k ?? 5) };
+    return { lookup, passages: await this.rank(candidates, query, options.k ?? 5) };
   }
 
   /** Passages from the top 3 pages for the query, ranked together. */
@@ -190,12 +203,46 @@ export class WikipediaSource implements KnowledgeSource {
       const lookup = await this.getPage(hit.title);
       if (lookup.status === "found") all.push(...(await this.chunksOf(lookup.page.title, lookup.page.text)));
     }
-    return this.ranker.rank(all, query, options.k ?? 5);
+    return this.rank(all, query, options.k ?? 5);
   }
 
   async close(): Promise<void> {
     this.cache.close();
     this.ranker.close();
+  }
+
+  /** BM25 in memory; with an embedder, fused (RRF) with cosine similarity of cached passage vectors. */
+  private async rank(candidates: Candidate[], query: string, k: number): Promise<Passage[]> {
+    if (!this.embedder || candidates.length === 0 || !query.trim()) return this.ranker.rank(candidates, query, k);
+    const bm25 = this.ranker.rank(candidates, query, candidates.length).filter((p) => p.score > 0);
+    const vectors = await this.passageVectors(candidates);
+    const [q] = await this.embedder.embed([query]);
+    const byText = new Map(candidates.map((c, i) => [`${c.title}\u0000${c.text}`, i]));
+    const sims = vectors.map((v, i) => ({ i, sim: cosine(q, v) })).sort((a, b) => b.sim - a.sim);
+    const fused = reciprocalRankFusion([bm25.map((p) => byText.get(`${p.title}\u0000${p.text}`)!), sims.map((x) => x.i)]);
+    return [...fused.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, k)
+      .map(([i, score]) => ({ ...candidates[i], score }));
+  }
+
+  /** Vectors of passages, from the page cache when this model embedded them before. */
+  private async passageVectors(candidates: Candidate[]): Promise<number[][]> {
+    const model = this.embedder!.model;
+    const out: (number[] | undefined)[] = candidates.map((c) => this.cache.get<number[]>("vector", `${model}|${c.title}|${c.text}`));
+    const missing = out.flatMap((v, i) => (v ? [] : [i]));
+    if (missing.length > 0) {
+      const texts = missing.map((i) => {
+        const c = candidates[i];
+        return `${c.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`;
+      });
+      const vectors = await this.embedder!.embed(texts);
+      missing.forEach((i, j) => {
+        out[i] = vectors[j];
+        this.cache.put("vector", `${model}|${candidates[i].title}|${candidates[i].text}`, vectors[j]);
+      });
+    }
+    return out as number[][];
   }
 
   private async chunksOf(title: string, text: string): Promise<Candidate[]> {
@@ -269,6 +316,18 @@ export class WikipediaSource implements KnowledgeSource {
       `Wikipedia API ${this.apiUrl} failed after ${this.opts.retries + 1} attempts: ${lastError}`,
     );
   }
+}
+
+function cosine(a: number[], b: number[]): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na && nb ? dot / Math.sqrt(na * nb) : 0;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -4,9 +4,11 @@ import { CodehopError } from "../../src/errors.ts";
 import { ingestDocuments, ingestPath } from "../../src/ingest/index.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { createEmbedder, type Embedder } from "../../src/store/embeddings.ts";
+import { MediaWikiTestServer } from "../../src/store/mediawiki-test-server.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
+import { WikipediaSource } from "../../src/store/wikipedia-source.ts";
 import { hashedEmbedding, ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
-import { DEMO_CORPUS, tempDir } from "./helpers.ts";
+import { DEMO_CORPUS, demoDocuments, tempDir } from "./helpers.ts";
 
 const tmp = tempDir();
 const DIMS = 64;
@@ -98,6 +100,35 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     await expect(ingestDocuments(db, [{ title: "New page", text: "Some new text." }], { embedder: other })).rejects.toThrow(
       /were made with model hashed-bow/,
     );
+  });
+
+  it("online pages are ranked hybrid too, with passage vectors cached across sources", async () => {
+    const wiki = await MediaWikiTestServer.start(demoDocuments().map((d) => ({ title: d.title, text: d.text })));
+    const cacheDb = join(tmp.dir, "wiki-cache.db");
+    try {
+      const s = new WikipediaSource({ apiUrl: wiki.apiUrl, cacheDb, embedder });
+      expect(s.mode).toBe("hybrid");
+      const good = await s.retrievePassages("Empire State Building", "construction started opened", { k: 2 });
+      expect(good.passages[0].section).toBe("Construction");
+      // A word BM25 cannot match: the order is then the vector order (true cosine ranking).
+      const query = "qwxyzzy";
+      const { passages } = await s.retrievePassages("Empire State Building", query, { k: 3 });
+      const q = hashedEmbedding(query, DIMS);
+      const expected = passages
+        .map((p) => ({ p, sim: cosine(q, hashedEmbedding(`${p.title}${p.section ? ` — ${p.section}` : ""}: ${p.text}`, DIMS)) }))
+        .sort((a, b) => b.sim - a.sim)
+        .map((x) => x.p.text);
+      expect(passages.map((p) => p.text)).toEqual(expected);
+      await s.close();
+      // A new source with the same cache embeds only the query, not the page's passages again.
+      const before = server.embeddingRequests;
+      const again = new WikipediaSource({ apiUrl: wiki.apiUrl, cacheDb, embedder });
+      await again.retrievePassages("Empire State Building", "height of the roof");
+      expect(server.embeddingRequests - before).toBe(1);
+      await again.close();
+    } finally {
+      await wiki.stop();
+    }
   });
 
   it("an unreachable embeddings endpoint fails with SOURCE_UNAVAILABLE", async () => {
