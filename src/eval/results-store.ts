@@ -75,6 +75,11 @@ CREATE TABLE IF NOT EXISTS eval_results (
     return row ? (JSON.parse(row.transcripts_json) as AgentTranscript[]) : [];
   }
 
+  /** Whether any result of `system` is stored. */
+  hasResults(system: SystemName): boolean {
+    return this.db.prepare("SELECT 1 FROM eval_results WHERE system = ? LIMIT 1").get(system) !== undefined;
+  }
+
   /** Keys `${system}\u0000${questionId}` of questions that finished without error. */
   finishedKeys(): Set<string> {
     const rows = this.db.prepare("SELECT system, question_id FROM eval_results WHERE ok = 1").all() as {

@@ -149,9 +149,22 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     };
     systems.push(...(await (options.createSystems ?? createSystems)(systemsWanted, factoryCtx)));
 
+    // A system whose prompts or settings changed since its stored results were made would mix
+    // two configurations in one figure: refuse, like a model change.
+    const previousConfig = store.getMeta<{ systems?: Record<string, unknown> }>("config");
+    for (const s of systems) {
+      const before = previousConfig?.systems?.[s.name];
+      if (before !== undefined && JSON.stringify(before) !== JSON.stringify(s.config) && store.hasResults(s.name)) {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `${out} holds ${s.name} results made with a different configuration (${JSON.stringify(before)}), not ${JSON.stringify(s.config)}: ` +
+            "use another --out directory so the figures do not mix",
+        );
+      }
+    }
     const config = {
       model: settings,
-      systems: Object.fromEntries(systems.map((s) => [s.name, s.config])),
+      systems: { ...(previousConfig?.systems ?? {}), ...Object.fromEntries(systems.map((s) => [s.name, s.config])) },
       judge: judge ? { model: options.env.judgeModel, baseURL: options.env.judgeBaseUrl ?? null } : null,
       concurrency,
       limit: options.limit ?? null,

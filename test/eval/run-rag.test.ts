@@ -97,3 +97,17 @@ describe("rag without dataset paragraphs", () => {
     expect(res.report.dataset.source).toMatchObject({ kind: "dataset-corpus", documents: 5 });
   });
 });
+
+describe("configuration changes", () => {
+  it("refuses to mix rag results of different k in one output directory, but adding a system is fine", async () => {
+    const out = join(tmp, "k-change");
+    const env = scriptedEnv(server.baseURL);
+    await runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["rag"], out, env, limit: 1, log: quiet });
+    await expect(runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["rag"], out, env, k: 3, log: quiet })).rejects.toThrow(
+      /holds rag results made with a different configuration/,
+    );
+    const res = await runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["direct", "rag"], out, env, log: quiet });
+    expect(res.skipped).toBe(1);
+    expect(Object.keys((res.report.config as any).systems).sort()).toEqual(["direct", "rag"]);
+  });
+});
