@@ -1,5 +1,6 @@
-import { createReadStream, existsSync, statSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, readdirSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { basename, extname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -42,7 +43,7 @@ export function openReader(path: string, format: IngestFormat = detectFormat(pat
   const sourceKey = `${format}:${resolve(path)}:${st.size}:${Math.trunc(st.mtimeMs)}`;
   if (format === "folder") {
     if (!st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is not a directory`);
-    return folderReader(path, sourceKey);
+    return folderReader(path);
   }
   if (st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is a directory; use --format folder`);
   const counter = { bytes: 0 };
@@ -102,19 +103,19 @@ export async function* readJsonl(stream: NodeJS.ReadableStream): AsyncGenerator<
 
 const TEXT_EXTENSIONS = new Set([".md", ".markdown", ".txt"]);
 
-async function listFiles(root: string): Promise<string[]> {
+function listFiles(root: string): string[] {
   const out: string[] = [];
-  const walk = async (dir: string) => {
-    const entries = await readdir(dir, { withFileTypes: true });
+  const walk = (dir: string) => {
+    const entries = readdirSync(dir, { withFileTypes: true });
     entries.sort((a, b) => a.name.localeCompare(b.name));
     for (const e of entries) {
       if (e.name.startsWith(".")) continue;
       const full = join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
+      if (e.isDirectory()) walk(full);
       else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) out.push(full);
     }
   };
-  await walk(root);
+  walk(root);
   return out;
 }
 
@@ -130,11 +131,17 @@ export function fileToDocument(relPath: string, content: string): { title: strin
   return { title: name, text: text.trim() };
 }
 
-function folderReader(root: string, sourceKeyBase: string): DocumentReader {
-  let files: string[] | undefined;
+function folderReader(root: string): DocumentReader {
+  const files = listFiles(root);
+  // The resume key covers every file's path, size and mtime: any edit, addition or removal
+  // starts a fresh run instead of skipping records that no longer line up.
+  const fingerprint = createHash("sha1");
+  for (const f of files) {
+    const st = statSync(f);
+    fingerprint.update(`${relative(root, f)}\0${st.size}\0${Math.trunc(st.mtimeMs)}\n`);
+  }
   let done = 0;
   const items = async function* (): AsyncGenerator<ReaderItem> {
-    files = await listFiles(root);
     for (const file of files) {
       const rel = relative(root, file);
       try {
@@ -148,10 +155,9 @@ function folderReader(root: string, sourceKeyBase: string): DocumentReader {
   };
   return {
     format: "folder",
-    // A folder's mtime changes when files are added or removed, which starts a fresh run.
-    sourceKey: sourceKeyBase,
+    sourceKey: `folder:${resolve(root)}:${fingerprint.digest("hex")}`,
     unit: "files",
     items: items(),
-    progress: () => ({ done, total: files?.length }),
+    progress: () => ({ done, total: files.length }),
   };
 }

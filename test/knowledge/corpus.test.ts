@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ingestDocuments, ingestPath } from "../../src/ingest/index.ts";
+import { ingestDocuments, ingestPath, openReader } from "../../src/ingest/index.ts";
 import type { IngestDocument } from "../../src/ingest/types.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
@@ -204,6 +204,16 @@ describe("local corpus: ingestion", () => {
     const vac = await s.getPage("vacation policy");
     expect(vac.status === "found" && vac.page.source).toBe(join("sub", "vacation_policy.txt"));
     await s.close();
+  });
+
+  it("a folder's resume key changes when any file in it changes", () => {
+    const dir = join(tmp.dir, "keyed");
+    mkdirSync(join(dir, "deep"), { recursive: true });
+    writeFileSync(join(dir, "deep", "a.md"), "one");
+    const before = openReader(dir).sourceKey;
+    expect(openReader(dir).sourceKey).toBe(before);
+    writeFileSync(join(dir, "deep", "a.md"), "one, edited");
+    expect(openReader(dir).sourceKey).not.toBe(before);
   });
 
   it("an ingest that crashes midway resumes where it stopped, without duplicates", async () => {
