@@ -97,6 +97,15 @@ describe("online Wikipedia source (MediaWiki API)", () => {
     expect(String(err.message)).toMatch(/after 3 attempts: HTTP 503/);
   });
 
+  it("does not retry a client error (HTTP 404): fails at once with SOURCE_UNAVAILABLE", async () => {
+    server.failNext(1, 404);
+    const s = source();
+    const err = await s.getPage("Anything").catch((e) => e);
+    expect(CodehopError.isInstance(err) && err.code).toBe("CODEHOP_SOURCE_UNAVAILABLE");
+    expect(err.message).toMatch(/HTTP 404/);
+    expect(s.requestCount).toBe(1);
+  });
+
   it("the SQLite page cache prevents a second fetch, also across processes (new source, same file)", async () => {
     const cacheDb = join(tmp.dir, "cache", "wikipedia-cache.db");
     const first = source({ cacheDb });
