@@ -75,6 +75,15 @@ CREATE TABLE IF NOT EXISTS eval_results (
     return row ? (JSON.parse(row.transcripts_json) as AgentTranscript[]) : [];
   }
 
+  /** One stored result with its transcripts. */
+  get(system: SystemName, questionId: string): QuestionResult | undefined {
+    const row = this.db
+      .prepare("SELECT result_json, transcripts_json FROM eval_results WHERE system = ? AND question_id = ?")
+      .get(system, questionId) as { result_json: string; transcripts_json: string } | undefined;
+    if (!row) return undefined;
+    return { ...(JSON.parse(row.result_json) as QuestionResult), transcripts: JSON.parse(row.transcripts_json) as AgentTranscript[] };
+  }
+
   /** Whether any result of `system` is stored. */
   hasResults(system: SystemName): boolean {
     return this.db.prepare("SELECT 1 FROM eval_results WHERE system = ? LIMIT 1").get(system) !== undefined;

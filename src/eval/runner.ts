@@ -174,14 +174,18 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
 
     const finished = store.finishedKeys();
     const tasks: { example: EvalExample; system: EvalSystem }[] = [];
+    // With a judge, answers stored by an earlier run without one are graded (no new model call).
+    const toGrade: { example: EvalExample; system: EvalSystem }[] = [];
     for (const example of dataset.examples) {
       for (const system of systems) {
         if (!finished.has(resultKey(system.name, example.id))) tasks.push({ example, system });
+        else if (judge && !store.get(system.name, example.id)?.judge) toGrade.push({ example, system });
       }
     }
     const expected = dataset.examples.length * systems.length;
     const skipped = expected - tasks.length;
     if (skipped) log(`resuming ${runId}: ${skipped} of ${expected} question × system results already done`);
+    if (toGrade.length) log(`grading ${toGrade.length} stored answers with the judge`);
 
     const signal = options.signal ?? new AbortController().signal;
     const showBar = options.progress ?? !!process.stderr.isTTY;
@@ -211,6 +215,24 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       },
       signal,
     );
+    if (judge && toGrade.length) {
+      await runPool(
+        toGrade,
+        concurrency,
+        async ({ example, system }) => {
+          const stored = store.get(system.name, example.id);
+          if (!stored || stored.judge || stored.error) return;
+          try {
+            stored.judge = await judge.judge(example.question, example.answers, stored.prediction, signal);
+            store.put(stored);
+          } catch (err) {
+            // A judge failure leaves the stored answer as it was: the next run grades it again.
+            if (!signal.aborted) log(`judge failed on ${system.name} ${example.id}: ${describeError(err)}`);
+          }
+        },
+        signal,
+      );
+    }
     bar?.stop();
     const interrupted = signal.aborted && ran < tasks.length;
     if (interrupted) log(`interrupted: ${ran} of ${tasks.length} pending results finished; partial report written, rerun to continue`);

@@ -71,3 +71,18 @@ describe("LLM-as-judge", () => {
     expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
   });
 });
+
+describe("judging an earlier run", () => {
+  it("a rerun with a judge grades the stored answers without asking the system again", async () => {
+    const out = join(tmp, "late-judge");
+    await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(model.baseURL), log: () => undefined });
+    const modelCalls = model.requests.length;
+    const judgeCalls = judge.requests.length;
+    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
+    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: () => undefined });
+    expect(model.requests.length).toBe(modelCalls);
+    expect(judge.requests.length - judgeCalls).toBe(3);
+    expect(res.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
+    expect(res.report.results.every((r) => r.judge)).toBe(true);
+  });
+});
