@@ -1,7 +1,11 @@
+import { hostname } from "node:os";
 import type Database from "better-sqlite3";
 
-/** Lifecycle of a thread as seen by the app. */
-export type ThreadStatus = "running" | "done" | "failed";
+/**
+ * Lifecycle of a thread as seen by the app. "interrupted" is derived when listing: the thread is
+ * marked running but the process running it is gone (kill -9, crash, power loss).
+ */
+export type ThreadStatus = "running" | "done" | "failed" | "interrupted";
 
 /** What the app remembers about a thread besides its checkpoints. */
 export interface ThreadRecord {
@@ -38,8 +42,14 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   forked_from_thread TEXT,
   forked_from_checkpoint TEXT,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  pid INTEGER,
+  host TEXT
 );`);
+    // Registries created before pid/host were recorded.
+    const columns = new Set((db.prepare("PRAGMA table_info(codehop_threads)").all() as Array<{ name: string }>).map((c) => c.name));
+    if (!columns.has("pid")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid INTEGER");
+    if (!columns.has("host")) db.exec("ALTER TABLE codehop_threads ADD COLUMN host TEXT");
   }
 
   /** Records that a run started on `threadId` (keeps the original question and created time on re-runs). */
@@ -54,10 +64,10 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     const now = new Date().toISOString();
     this.db
       .prepare(
-        `INSERT INTO codehop_threads (thread_id, question, status, options_json, forked_from_thread, forked_from_checkpoint, created_at, updated_at)
-         VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now)
+        `INSERT INTO codehop_threads (thread_id, question, status, options_json, forked_from_thread, forked_from_checkpoint, created_at, updated_at, pid, host)
+         VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now, @pid, @host)
          ON CONFLICT(thread_id) DO UPDATE SET
-           status = 'running', error = NULL, updated_at = @now,
+           status = 'running', error = NULL, updated_at = @now, pid = @pid, host = @host,
            question = COALESCE(codehop_threads.question, excluded.question),
            options_json = CASE WHEN @hasOptions THEN excluded.options_json ELSE codehop_threads.options_json END`,
       )
@@ -69,6 +79,8 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         fromThread: init.forkedFrom?.threadId ?? null,
         fromCheckpoint: init.forkedFrom?.checkpointId ?? null,
         now,
+        pid: process.pid,
+        host: hostname(),
       });
   }
 
@@ -104,7 +116,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     const out: ThreadRecord[] = rows.map((r) => ({
       threadId: r.thread_id,
       question: r.question,
-      status: r.status as ThreadStatus,
+      status: r.status === "running" && !runnerAlive(r.pid, r.host) ? "interrupted" : (r.status as ThreadStatus),
       answer: r.answer,
       error: r.error,
       options: safeJson(r.options_json),
@@ -134,6 +146,19 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
 
   private hasCheckpointsTable(): boolean {
     return !!this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'`).get();
+  }
+}
+
+/** Whether the process that marked a thread running still exists (unknown hosts count as alive). */
+function runnerAlive(pid: number | null, host: string | null): boolean {
+  if (!pid || host !== hostname()) return true;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

@@ -38,15 +38,18 @@ afterAll(async () => {
   await server?.close();
 });
 
+const cliEnvFor = () =>
+  cliEnv({
+    OPENAI_BASE_URL: server.baseURL,
+    OPENAI_API_KEY: "test",
+    CODEHOP_MODEL: "scripted",
+    CODEHOP_HOME: home,
+    CODEHOP_MAX_RETRIES: "0",
+  });
+
 describe("crash and resume through the CLI", () => {
   it("kill -9 during the second sub-agent call, then `codehop resume` finishes without repeating the first", async () => {
-    const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: "test",
-      CODEHOP_MODEL: "scripted",
-      CODEHOP_HOME: home,
-      CODEHOP_MAX_RETRIES: "0",
-    });
+    const env = cliEnvFor();
     const run = spawnCli(["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", corpus, "--json"], env);
     await Promise.race([
       secondCall,
@@ -60,6 +63,9 @@ describe("crash and resume through the CLI", () => {
     const killed = await run.done;
     expect(killed.signal).toBe("SIGKILL");
     holdSecondCall = false;
+    // `codehop threads` tells a killed run from a running one.
+    const listed = await runCli(["threads", "--json"], cliEnvFor());
+    expect(JSON.parse(listed.stdout).find((t: any) => t.threadId === "crash-1")).toMatchObject({ status: "interrupted" });
 
     const before = {
       manager: server.requestsFor("manager:towers").length,
