@@ -17,4 +17,5 @@ export {
 } from "./chunking.ts";
 export { formatLookupProblem, formatSearchResults, formatPassages } from "./messages.ts";
 export { ingestDocuments, type IngestOptions, type IngestReport, type IngestProgress } from "../ingest/ingest.ts";
-export type { IngestDocument } from "../ingest/types.ts";
+export { ingestPath, openReader, type IngestFormat } from "../ingest/index.ts";
+export type { IngestDocument, SkippedRecord } from "../ingest/types.ts";
