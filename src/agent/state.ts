@@ -1,6 +1,7 @@
 import { Annotation } from "@langchain/langgraph";
 import type { GuestError, JsonValue, VariablesSnapshot } from "../sandbox/types.ts";
 import { type HistoryEntry, type HistoryPolicy, historyReducer } from "./history.ts";
+import { type ResetUpdate, resettable } from "./new-task.ts";
 import { type UsageByAgent, type UsageTotals, mergeUsage } from "./usage.ts";
 
 /** Metadata a tool reports about what it used (e.g. `{ title, url }` of a Wikipedia page). */
@@ -95,7 +96,9 @@ export const AgentInput = Annotation.Root({
 
 /**
  * Full state of a code agent. Every channel, its reducer and its writer:
- * the history reducer depends on the agent's history policy, hence a factory.
+ * the history reducer depends on the agent's history policy, hence a factory. The channels that
+ * accumulate over a task (history, steps, usage, sources) also accept a reset update, written when
+ * a new task arrives on a finished thread (src/agent/new-task.ts).
  */
 export function createAgentState(policy: HistoryPolicy) {
   return Annotation.Root({
@@ -104,13 +107,18 @@ export function createAgentState(policy: HistoryPolicy) {
     /** Input context (tool binding). Last value. */
     context: last<Record<string, unknown>>(() => ({})),
     /** Prompt history (plans, actions, observations); reducer appends then applies the history policy. Written by planning/plan/observe. */
-    history: Annotation<HistoryEntry[], HistoryEntry[] | HistoryEntry>({
-      reducer: historyReducer(policy),
+    history: Annotation<
+      HistoryEntry[],
+      HistoryEntry[] | HistoryEntry | ResetUpdate<HistoryEntry[]>
+    >({
+      reducer: resettable(historyReducer(policy)),
       default: () => [],
     }),
     /** Full trajectory; reducer appends. Written by planning/observe/final_answer. */
-    steps: Annotation<StepRecord[], StepRecord[] | StepRecord>({
-      reducer: (left, right) => left.concat(right),
+    steps: Annotation<StepRecord[], StepRecord[] | StepRecord | ResetUpdate<StepRecord[]>>({
+      reducer: resettable((left: StepRecord[], right: StepRecord[] | StepRecord) =>
+        left.concat(right),
+      ),
       default: () => [],
     }),
     /** Parsed model reply waiting to run. Last value; written by plan, consumed by act. */
@@ -126,9 +134,15 @@ export function createAgentState(policy: HistoryPolicy) {
     /** Why the run ended. Last value; written by observe/final_answer. */
     status: last<AgentStatus>(() => "running"),
     /** Tokens and model calls per agent name; reducer sums (sub-agents roll up here). */
-    usage: Annotation<UsageByAgent>({ reducer: mergeUsage, default: () => ({}) }),
+    usage: Annotation<UsageByAgent, UsageByAgent | ResetUpdate<UsageByAgent>>({
+      reducer: resettable(mergeUsage),
+      default: () => ({}),
+    }),
     /** Sources tools reported (pages read, ...); reducer appends, dropping duplicates. */
-    sources: Annotation<Source[]>({ reducer: appendUnique, default: () => [] }),
+    sources: Annotation<Source[], Source[] | ResetUpdate<Source[]>>({
+      reducer: resettable(appendUnique),
+      default: () => [],
+    }),
     /** Repeated-action detector: fingerprint of the last (code, observation) and how often in a row. Last value. */
     repeat: last<{ fingerprint: string; count: number }>(() => ({ fingerprint: "", count: 0 })),
     /** Set by observe to force a planning step next. Last value. */

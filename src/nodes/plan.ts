@@ -2,6 +2,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { historyToMessages } from "../agent/history.ts";
 import { parseAction } from "../agent/parser.ts";
 import { renderSystemPrompt, renderTaskMessage } from "../agent/prompts.ts";
+import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
 import { usageFromMessage } from "../agent/usage.ts";
@@ -14,9 +15,12 @@ import { callModel, messageText } from "../models/index.ts";
  */
 export function makePlanNode(rt: AgentRuntime) {
   return async function plan(
-    state: AgentState,
+    input: AgentState,
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
+    // A new task on a finished thread starts from a clean history (variables are kept).
+    const fresh = newTaskOnFinishedThread(input);
+    const state = fresh?.view ?? input;
     const tools = rt.tools(state.context ?? {}, config);
     const system = renderSystemPrompt(rt.prompts, rt.promptContext(tools));
     const messages = historyToMessages(
@@ -40,7 +44,7 @@ export function makePlanNode(rt: AgentRuntime) {
       parsed.code !== null && !text.includes("<end_action>")
         ? `${text.trimEnd()}<end_action>`
         : text;
-    return {
+    const update: AgentUpdate = {
       pending: {
         step,
         modelOutput: text,
@@ -52,5 +56,6 @@ export function makePlanNode(rt: AgentRuntime) {
       history: { kind: "action", step, content: shown.trim() ? shown : "(empty reply)" },
       usage: { [rt.name]: usage },
     };
+    return fresh ? fresh.wrap(update) : update;
   };
 }

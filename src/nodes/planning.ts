@@ -1,6 +1,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { historyToMessages } from "../agent/history.ts";
 import { renderPlanningPrompt, renderTaskMessage } from "../agent/prompts.ts";
+import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
 import { usageFromMessage } from "../agent/usage.ts";
@@ -17,9 +18,12 @@ export const END_PLAN = "<end_plan>";
  */
 export function makePlanningNode(rt: AgentRuntime) {
   return async function planning(
-    state: AgentState,
+    input: AgentState,
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
+    // A new task on a finished thread starts from a clean history (variables are kept).
+    const fresh = newTaskOnFinishedThread(input);
+    const state = fresh?.view ?? input;
     const tools = rt.tools(state.context ?? {}, config);
     const system = renderPlanningPrompt(rt.prompts, rt.promptContext(tools));
     const observations = state.history.filter((e) => e.kind === "observation");
@@ -37,7 +41,7 @@ export function makePlanningNode(rt: AgentRuntime) {
     const text = messageText(reply).replace(END_PLAN, "").trim();
     const usage = usageFromMessage(reply);
     const step = state.stepCount + 1;
-    return {
+    const update: AgentUpdate = {
       currentPlan: text,
       replan: false,
       history: { kind: "plan", step, content: text || "(empty plan)" },
@@ -56,5 +60,6 @@ export function makePlanningNode(rt: AgentRuntime) {
       },
       usage: { [rt.name]: usage },
     };
+    return fresh ? fresh.wrap(update) : update;
   };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { resetTo, resettable } from "../../src/agent/new-task.ts";
 import {
   type HistoryEntry,
   condenseHistory,
@@ -80,5 +81,14 @@ describe("historyToMessages", () => {
     const msgs = historyToMessages("SYS", "Task", [plan(1), act(1), obs(1)]);
     expect(msgs.map((m) => m.getType())).toEqual(["system", "human", "ai", "human"]);
     expect(msgs[2].content).toBe("plan 1\n\naction 1");
+  });
+});
+
+describe("resettable reducers", () => {
+  it("replace the value on a reset update and reduce normally otherwise", () => {
+    const reduce = resettable(historyReducer("full"));
+    const h = reduce([act(1), obs(1)], act(2));
+    expect(h).toHaveLength(3);
+    expect(reduce(h, resetTo([plan(1)]))).toEqual([plan(1)]);
   });
 });

@@ -202,3 +202,33 @@ it("stops the run with DB_INVALID when the call journal fails (not an observatio
   expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.DB_INVALID);
   expect(err.message).toMatch(/Call journal failed for echo\(\).*SQLITE_FULL/);
 });
+
+it("starts a new task on a finished thread from a clean history, keeping the variables", async () => {
+  const saver = SqliteSaver.fromConnString(":memory:");
+  const model = new ScriptedChatModel([
+    (m) =>
+      text(m[1]).includes("first")
+        ? action("const base = 40;\nfinal_answer(base)")
+        : action("final_answer(base + 2)"),
+  ]);
+  const agent = createCodeAgent({ name: "chat", description: "d", sandbox: sandboxes[0], model });
+  const graph = agent.builder.compile({ checkpointer: saver });
+  const config = { recursionLimit: agent.recursionLimit, configurable: { thread_id: "two-tasks" } };
+  const first = await graph.invoke({ task: "first task" }, config);
+  expect(first).toMatchObject({ answer: 40, stepCount: 1, status: "final_answer" });
+
+  const second = await graph.invoke({ task: "second task" }, config);
+  expect(second).toMatchObject({
+    answer: 42,
+    stepCount: 1,
+    status: "final_answer",
+    task: "second task",
+  });
+  // The second task's prompt has no trace of the first; its trajectory and usage are its own.
+  expect(model.calls[1].messages).toHaveLength(2);
+  expect(second.steps).toHaveLength(1);
+  expect(second.usage.chat.calls).toBe(1);
+  expect(second.history.map((e: { content: string }) => e.content).join("\n")).not.toContain(
+    "first",
+  );
+});
