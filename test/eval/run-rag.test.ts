@@ -111,3 +111,16 @@ describe("configuration changes", () => {
     expect(Object.keys((res.report.config as any).systems).sort()).toEqual(["direct", "rag"]);
   });
 });
+
+describe("hybrid retrieval", () => {
+  it("with an embeddings endpoint configured, the dataset corpus gets vectors and rag ranks hybrid", async () => {
+    const out = join(tmp, "hybrid");
+    const before = server.embeddingRequests;
+    const env = scriptedEnv(server.baseURL, { CODEHOP_EMBEDDINGS_BASE_URL: server.baseURL, CODEHOP_EMBEDDINGS_MODEL: "hashed-bow" });
+    const res = await runEval({ dataset: join(FIX, "musique.jsonl"), systems: ["rag"], out, env, log: quiet });
+    expect(res.report.dataset.source).toMatchObject({ kind: "dataset-corpus", ranking: "hybrid (hashed-bow)" });
+    // passages embedded at ingest, then one query embedding per question
+    expect(server.embeddingRequests - before).toBeGreaterThanOrEqual(1 + 3);
+    expect(res.report.systems[0].em).toBeCloseTo(2 / 3, 10);
+  });
+});
