@@ -61,7 +61,7 @@ export const DEFAULT_CAPABILITIES: readonly string[] = [
   "final_answer(value) to finish with an answer",
   "JSON, Math, String/Array/Object/RegExp/Map/Set methods",
   "variables and functions you define at top level are kept for later steps",
-  "no network, no files, no require/import, no Date.now()/Math.random() — only the tools below",
+  "Date, Intl and Math.random() work; there is no network, no file system, no require/import/fetch — use the tools below",
 ];
 
 /** Recursion limit that lets an agent use all its steps (plan+act+observe per step, planning, final answer). */
