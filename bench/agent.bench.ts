@@ -199,8 +199,12 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       while (n < a.length && n < b.length && a.charCodeAt(n) === b.charCodeAt(n)) n++;
       shares.push(n / b.length);
     }
+    const actions = out.steps.filter((st: { kind: string }) => st.kind === "action");
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     return {
       calls: counting.calls.length,
+      actionChars: mean(actions.map((st: { modelOutput: string }) => st.modelOutput.length)),
+      observationChars: mean(actions.map((st: { observation: string }) => st.observation.length)),
       historyTokens,
       systemTokens: Math.ceil(systemChars / 4),
       prefix: shares.reduce((a, b) => a + b, 0) / shares.length,
@@ -212,8 +216,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
   const ratio = condensed.historyTokens / full.historyTokens;
   return {
     title: "Code agent: history tokens, condensed vs full",
-    description:
-      "A scripted 10-step page-reading trajectory (two failing actions that get fixed, then a final answer) run under both history policies. History tokens = prompt minus the fixed system prompt (≈ 4 characters per token), summed over the 10 model calls. Prefix share = how much of each prompt is a prefix of the previous step's prompt (what a prefix-caching server reuses), mean and minimum over steps 2–10.",
+    description: `A scripted 10-step page-reading trajectory (two failing actions that get fixed, then a final answer; actions average ${fmt(condensed.actionChars, 0)} characters, observations ${fmt(condensed.observationChars, 0)}) run under both history policies with the page_search prompt. History tokens = prompt minus the fixed system prompt (≈ 4 characters per token), summed over the 10 model calls. Prefix share = how much of each prompt is a prefix of the previous step's prompt (what a prefix-caching server reuses), mean and minimum over steps 2–10. Condensed keeps every observation, so its saving is the dropped actions and resolved errors; its prompts diverge from the previous one where the previous action was (about two observations plus one action are new each step).`,
     columns: [
       "policy",
       "model calls",
