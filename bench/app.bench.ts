@@ -46,33 +46,71 @@ export default async function appBench(): Promise<BenchSection[]> {
         const r = await ask(question, {
           threadId,
           persistence,
-          config: { home, corpus, baseURL: fast.baseURL, apiKey: "bench", model: "scripted", models: {} },
+          config: {
+            home,
+            corpus,
+            baseURL: fast.baseURL,
+            apiKey: "bench",
+            model: "scripted",
+            models: {},
+          },
         });
         times.push(performance.now() - t0);
         calls = r.usage.total.calls;
-        checkpoints = (persistence.db.prepare("SELECT count(*) AS n FROM checkpoints WHERE thread_id = ?").get(threadId) as { n: number }).n;
+        checkpoints = (
+          persistence.db
+            .prepare("SELECT count(*) AS n FROM checkpoints WHERE thread_id = ?")
+            .get(threadId) as { n: number }
+        ).n;
         journal = persistence.journal.entries(threadId).length;
         bytes = fileSize(persistence.dbPath) - before;
       }
       await fast.close();
-      rows.push([name, calls, checkpoints, journal, fmt(bytes / 1024, 0), fmt(percentile(times, 50), 0), fmt(Math.min(...times), 0)]);
+      rows.push([
+        name,
+        calls,
+        checkpoints,
+        journal,
+        fmt(bytes / 1024, 0),
+        fmt(percentile(times, 50), 0),
+        fmt(Math.min(...times), 0),
+      ]);
 
       const slow = await startDemoModelServer({ delayMs: 200 });
       const t0 = performance.now();
       await ask(question, {
         threadId: `${name}-slow`,
         persistence,
-        config: { home, corpus, baseURL: slow.baseURL, apiKey: "bench", model: "scripted", models: {} },
+        config: {
+          home,
+          corpus,
+          baseURL: slow.baseURL,
+          apiKey: "bench",
+          model: "scripted",
+          models: {},
+        },
       });
       const slowMs = performance.now() - t0;
       await slow.close();
-      overheadRows.push([name, fmt(percentile(times, 50), 0), fmt(slowMs, 0), `${fmt((100 * percentile(times, 50)) / slowMs, 1)}%`]);
+      overheadRows.push([
+        name,
+        fmt(percentile(times, 50), 0),
+        fmt(slowMs, 0),
+        `${fmt((100 * percentile(times, 50)) / slowMs, 1)}%`,
+      ]);
     }
 
     // Resume of a finished thread (reads the last checkpoint) and a replay from the step before
     // the sub-agent calls (served from the journal).
     const server = await startDemoModelServer();
-    const config = { home, corpus, baseURL: server.baseURL, apiKey: "bench", model: "scripted", models: {} };
+    const config = {
+      home,
+      corpus,
+      baseURL: server.baseURL,
+      apiKey: "bench",
+      model: "scripted",
+      models: {},
+    };
     const resumeTimes: number[] = [];
     const replayTimes: number[] = [];
     for (let i = 0; i < RUNS; i++) {
@@ -89,16 +127,28 @@ export default async function appBench(): Promise<BenchSection[]> {
     return [
       {
         title: "App: demo questions end to end (scripted model, zero latency)",
-        description:
-          `Each demo question answered ${RUNS} times by the three agents over the demo corpus with the real sandbox, corpus search and SQLite checkpoints; the model is the local scripted OpenAI-compatible server answering instantly. Checkpoints count every namespace (manager and nested agents); DB growth is checkpoints.db + WAL per run.`,
-        columns: ["question", "model calls", "checkpoints", "journal rows", "DB growth (KiB)", "wall p50 (ms)", "wall min (ms)"],
+        description: `Each demo question answered ${RUNS} times by the three agents over the demo corpus with the real sandbox, corpus search and SQLite checkpoints; the model is the local scripted OpenAI-compatible server answering instantly. Checkpoints count every namespace (manager and nested agents); DB growth is checkpoints.db + WAL per run.`,
+        columns: [
+          "question",
+          "model calls",
+          "checkpoints",
+          "journal rows",
+          "DB growth (KiB)",
+          "wall p50 (ms)",
+          "wall min (ms)",
+        ],
         rows,
       },
       {
         title: "App: framework share of a run with a 200 ms model",
         description:
           "Wall time with the zero-latency model (everything but the model) next to the same question with 200 ms per model reply; the ratio is the share of a run spent outside the model.",
-        columns: ["question", "zero-latency wall (ms)", "200 ms/reply wall (ms)", "framework share"],
+        columns: [
+          "question",
+          "zero-latency wall (ms)",
+          "200 ms/reply wall (ms)",
+          "framework share",
+        ],
         rows: overheadRows,
       },
       {
@@ -107,8 +157,16 @@ export default async function appBench(): Promise<BenchSection[]> {
           "resume() of a finished thread (reads its last checkpoint, no model call) and replay() of the towers question from the checkpoint before the manager's first action (both sub-agent calls served from the call journal, one model call for the last step).",
         columns: ["operation", "p50 (ms)", "min (ms)"],
         rows: [
-          ["resume finished thread", fmt(percentile(resumeTimes, 50), 1), fmt(Math.min(...resumeTimes), 1)],
-          ["replay from before step 1 (journal)", fmt(percentile(replayTimes, 50), 1), fmt(Math.min(...replayTimes), 1)],
+          [
+            "resume finished thread",
+            fmt(percentile(resumeTimes, 50), 1),
+            fmt(Math.min(...resumeTimes), 1),
+          ],
+          [
+            "replay from before step 1 (journal)",
+            fmt(percentile(replayTimes, 50), 1),
+            fmt(Math.min(...replayTimes), 1),
+          ],
         ],
       },
     ];

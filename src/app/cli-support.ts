@@ -27,7 +27,10 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
  * live tree (stderr, unless --json/--quiet), and turns Ctrl-C into a clean stop that leaves the
  * thread resumable.
  */
-export function terminalRun(flags: RunFlags, header: string): {
+export function terminalRun(
+  flags: RunFlags,
+  header: string,
+): {
   options: Pick<RunOptions, "onEvent" | "onStart" | "signal">;
   finish(): void;
 } {
@@ -71,7 +74,9 @@ export function printResult(result: AskResult, flags: RunFlags): void {
   const lines = [
     "",
     `Answer: ${result.answer}`,
-    result.sources.length ? `Sources: ${result.sources.map((s) => s.title).join("; ")}` : "Sources: (none reported)",
+    result.sources.length
+      ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
+      : "Sources: (none reported)",
     `Usage: ${u.calls} model calls, ${u.input_tokens} input tokens (${u.cached_input_tokens} cached), ${u.output_tokens} output tokens — ` +
       Object.entries(result.usage.by_agent)
         .map(([a, x]) => `${a} ${x.calls} calls`)
@@ -89,14 +94,20 @@ export function printResult(result: AskResult, flags: RunFlags): void {
  * Runs a command body; with --json a failure also prints one JSON object `{ error, thread_id }` on
  * stdout so scripts always get JSON. The error is rethrown for the CLI's plain message + exit code.
  */
-export async function withJsonErrors<T>(flags: RunFlags, threadId: string | undefined, body: () => Promise<T>): Promise<T> {
+export async function withJsonErrors<T>(
+  flags: RunFlags,
+  threadId: string | undefined,
+  body: () => Promise<T>,
+): Promise<T> {
   try {
     return await body();
   } catch (err) {
     if (flags.json) {
       const code = CodehopError.isInstance(err) ? err.code : "CODEHOP_INTERNAL";
       const message = err instanceof Error ? err.message : String(err);
-      process.stdout.write(`${JSON.stringify({ error: { code, message }, thread_id: threadId ?? null })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ error: { code, message }, thread_id: threadId ?? null })}\n`,
+      );
     }
     throw err;
   }

@@ -39,10 +39,15 @@ export interface AppConfig {
 }
 
 /** Explicit values that win over the environment (CLI flags, API options). */
-export type AppConfigOverrides = Partial<Omit<AppConfig, "models">> & { models?: Record<string, string> };
+export type AppConfigOverrides = Partial<Omit<AppConfig, "models">> & {
+  models?: Record<string, string>;
+};
 
 /** Builds the app configuration from the environment plus overrides. */
-export function loadAppConfig(overrides: AppConfigOverrides = {}, env: CodehopEnv = readEnv()): AppConfig {
+export function loadAppConfig(
+  overrides: AppConfigOverrides = {},
+  env: CodehopEnv = readEnv(),
+): AppConfig {
   const pick = <T>(o: T | undefined, e: T | undefined) => (o !== undefined ? o : e);
   const corpus = pick(overrides.corpus, env.corpus);
   return {
@@ -81,11 +86,14 @@ export const MODEL_SETUP_HELP = [
  */
 export function assertModelConfigured(config: AppConfig): void {
   const problems: string[] = [];
-  if (!config.baseURL && !config.apiKey) problems.push("neither OPENAI_BASE_URL nor OPENAI_API_KEY is set");
+  if (!config.baseURL && !config.apiKey)
+    problems.push("neither OPENAI_BASE_URL nor OPENAI_API_KEY is set");
   const missing = AGENT_NAMES.filter((a) => !modelFor(config, a));
   if (missing.length === AGENT_NAMES.length) problems.push("CODEHOP_MODEL is not set");
   else if (missing.length) {
-    problems.push(`no model for ${missing.join(", ")} (set CODEHOP_MODEL or ${missing.map((m) => `CODEHOP_MODEL_${m.toUpperCase()}`).join(", ")})`);
+    problems.push(
+      `no model for ${missing.join(", ")} (set CODEHOP_MODEL or ${missing.map((m) => `CODEHOP_MODEL_${m.toUpperCase()}`).join(", ")})`,
+    );
   }
   if (problems.length) {
     throw new CodehopError(

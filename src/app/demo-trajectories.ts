@@ -39,7 +39,8 @@ export const DEMO_SUBTASKS = {
 
 /** Expected final answers (what the scripted manager computes). */
 export const DEMO_ANSWERS = {
-  towers: "41 years: the Eiffel Tower was completed in 1889 and construction of the Empire State Building began in 1930.",
+  towers:
+    "41 years: the Eiffel Tower was completed in 1889 and construction of the Empire State Building began in 1930.",
   plywood:
     "Yes. Birch plywood (about 680 kg/m³ = 0.68 g/cm³) is less dense than ethanol (0.789 g/cm³ at 20 °C), so it floats.",
   ming: "The Ming dynasty, under the Jingtai Emperor (Constantinople fell in 1453).",
@@ -95,14 +96,20 @@ final_answer(\`\${years} years: the Eiffel Tower was completed in \${completed} 
       ),
     ]),
     wiki("wiki:eiffel", DEMO_SUBTASKS.eiffel, [
-      action("I search Wikipedia for the Eiffel Tower.", `const results = await search_wikipedia("Eiffel Tower construction completed");\nconsole.log(results);`),
+      action(
+        "I search Wikipedia for the Eiffel Tower.",
+        `const results = await search_wikipedia("Eiffel Tower construction completed");\nconsole.log(results);`,
+      ),
       action(
         "The Eiffel Tower page says construction was finished in March 1889.",
         `final_answer("The Eiffel Tower was completed in March 1889 (built 1887–1889). Source: Eiffel Tower.");`,
       ),
     ]),
     wiki("wiki:empire", DEMO_SUBTASKS.empire, [
-      action("I search Wikipedia for the Empire State Building.", `const results = await search_wikipedia("Empire State Building");\nconsole.log(results);`),
+      action(
+        "I search Wikipedia for the Empire State Building.",
+        `const results = await search_wikipedia("Empire State Building");\nconsole.log(results);`,
+      ),
       action(
         "The summary may not give the start date; I ask the page agent to look inside the page.",
         `const info = await search_info("${DEMO_SUBTASKS.empirePage}", "Empire State Building");\nconsole.log(info);`,
@@ -113,7 +120,10 @@ final_answer(\`\${years} years: the Eiffel Tower was completed in \${completed} 
       ),
     ]),
     page("page:empire", DEMO_SUBTASKS.empirePage, [
-      action("I retrieve the passages about construction.", `const passages = await retrieve_passages("construction began 1930 excavation");\nconsole.log(passages);`),
+      action(
+        "I retrieve the passages about construction.",
+        `const passages = await retrieve_passages("construction began 1930 excavation");\nconsole.log(passages);`,
+      ),
       action(
         "The Construction section answers the query.",
         `final_answer("From the Construction section: excavation began in January 1930 and steel construction started on 17 March 1930; the building opened on 1 May 1931.");`,
@@ -152,28 +162,52 @@ final_answer(floats
       ),
     ]),
     wiki("wiki:plywood", DEMO_SUBTASKS.plywood, [
-      action("I search for birch plywood.", `const results = await search_wikipedia("birch plywood density");\nconsole.log(results);`),
+      action(
+        "I search for birch plywood.",
+        `const results = await search_wikipedia("birch plywood density");\nconsole.log(results);`,
+      ),
       action(
         "I check the density inside the Birch plywood page.",
         `const info = await search_info("${DEMO_SUBTASKS.plywoodPage}", "Birch plywood");\nconsole.log(info);`,
       ),
-      action("The page gives about 680 kg/m³.", `final_answer("Birch plywood has a density of about 680 kg/m³ (0.68 g/cm³). Source: Birch plywood.");`),
+      action(
+        "The page gives about 680 kg/m³.",
+        `final_answer("Birch plywood has a density of about 680 kg/m³ (0.68 g/cm³). Source: Birch plywood.");`,
+      ),
     ]),
     page("page:plywood", DEMO_SUBTASKS.plywoodPage, [
-      action("I retrieve passages about density.", `const passages = await retrieve_passages("density kg/m3");\nconsole.log(passages);`),
-      action("The Properties section gives the density.", `final_answer("Properties section: birch plywood has a density of about 680 kg/m³ (0.68 g/cm³).");`),
+      action(
+        "I retrieve passages about density.",
+        `const passages = await retrieve_passages("density kg/m3");\nconsole.log(passages);`,
+      ),
+      action(
+        "The Properties section gives the density.",
+        `final_answer("Properties section: birch plywood has a density of about 680 kg/m³ (0.68 g/cm³).");`,
+      ),
     ]),
     wiki("wiki:ethanol", DEMO_SUBTASKS.ethanol, [
-      action("I search for ethanol's density.", `const results = await search_wikipedia("ethanol density");\nconsole.log(results);`),
+      action(
+        "I search for ethanol's density.",
+        `const results = await search_wikipedia("ethanol density");\nconsole.log(results);`,
+      ),
       action(
         "The summary may not include the density; I look inside the Ethanol page.",
         `const info = await search_info("density of ethanol", "Ethanol");\nconsole.log(info);`,
       ),
-      action("Ethanol's density is 0.789 g/cm³ at 20 °C.", `final_answer("Ethanol has a density of 0.789 g/cm³ (789 kg/m³) at 20 °C. Source: Ethanol.");`),
+      action(
+        "Ethanol's density is 0.789 g/cm³ at 20 °C.",
+        `final_answer("Ethanol has a density of 0.789 g/cm³ (789 kg/m³) at 20 °C. Source: Ethanol.");`,
+      ),
     ]),
     page("page:ethanol", "density of ethanol", [
-      action("I retrieve passages about density.", `const passages = await retrieve_passages("density g/cm3");\nconsole.log(passages);`),
-      action("Physical properties gives the density.", `final_answer("Physical properties section: ethanol has a density of 0.789 g/cm³ (789 kg/m³) at 20 °C.");`),
+      action(
+        "I retrieve passages about density.",
+        `const passages = await retrieve_passages("density g/cm3");\nconsole.log(passages);`,
+      ),
+      action(
+        "Physical properties gives the density.",
+        `final_answer("Physical properties section: ethanol has a density of 0.789 g/cm³ (789 kg/m³) at 20 °C.");`,
+      ),
     ]),
   ];
 }
@@ -202,8 +236,14 @@ console.log(china);`,
       ),
     ]),
     wiki("wiki:constantinople", DEMO_SUBTASKS.constantinople, [
-      action("I search for the fall of Constantinople.", `const results = await search_wikipedia("fall of Constantinople");\nconsole.log(results);`),
-      action("The summary gives the date.", `final_answer("Constantinople fell to the Ottoman Empire on 29 May 1453. Source: Fall of Constantinople.");`),
+      action(
+        "I search for the fall of Constantinople.",
+        `const results = await search_wikipedia("fall of Constantinople");\nconsole.log(results);`,
+      ),
+      action(
+        "The summary gives the date.",
+        `final_answer("Constantinople fell to the Ottoman Empire on 29 May 1453. Source: Fall of Constantinople.");`,
+      ),
     ]),
     wiki("wiki:ming", DEMO_SUBTASKS.ming, [
       action(
@@ -217,9 +257,18 @@ console.log(china);`,
     ]),
     // Never calls final_answer: the agent stops after maxSteps = 3 with its last observation.
     page("page:ming", DEMO_SUBTASKS.mingPage, [
-      action("I retrieve passages about the emperors.", `console.log(await retrieve_passages("emperor"));`),
-      action("I look for 1453 specifically.", `console.log(await retrieve_passages("1453 Jingtai Emperor"));`),
-      action("I look at the fifteenth century section once more.", `console.log(await retrieve_passages("fifteenth century Constantinople fell"));`),
+      action(
+        "I retrieve passages about the emperors.",
+        `console.log(await retrieve_passages("emperor"));`,
+      ),
+      action(
+        "I look for 1453 specifically.",
+        `console.log(await retrieve_passages("1453 Jingtai Emperor"));`,
+      ),
+      action(
+        "I look at the fifteenth century section once more.",
+        `console.log(await retrieve_passages("fifteenth century Constantinople fell"));`,
+      ),
     ]),
   ];
 }

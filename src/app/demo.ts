@@ -3,11 +3,18 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ingestDocuments } from "../store/index.ts";
 import type { IngestDocument } from "../ingest/types.ts";
-import { ScriptedOpenAIServer, trajectoryResponder, type TrajectoryRule } from "../testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+  type TrajectoryRule,
+} from "../testing/scripted-openai-server.ts";
 import { demoRules } from "./demo-trajectories.ts";
 
 /** data/demo-corpus.jsonl shipped with the package. */
-export const DEMO_CORPUS_JSONL = resolve(dirname(fileURLToPath(import.meta.url)), "../../data/demo-corpus.jsonl");
+export const DEMO_CORPUS_JSONL = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  "../../data/demo-corpus.jsonl",
+);
 
 /**
  * Builds (once) the demo corpus DB `<home>/demo-corpus.db` from data/demo-corpus.jsonl with the
@@ -41,7 +48,9 @@ export interface DemoServerOptions {
 }
 
 /** Starts the local OpenAI-compatible server replaying the demo trajectories. */
-export async function startDemoModelServer(options: DemoServerOptions = {}): Promise<ScriptedOpenAIServer> {
+export async function startDemoModelServer(
+  options: DemoServerOptions = {},
+): Promise<ScriptedOpenAIServer> {
   const { rules = demoRules(), port = 0, delayMs = 0 } = options;
   const replay = trajectoryResponder(rules);
   return ScriptedOpenAIServer.start({

@@ -58,7 +58,9 @@ function oneLine(text: string, max: number): string {
 /** Keeps the first `maxLines` lines (each cut to `width`) and says how many were left out. */
 export function clip(text: string, maxLines: number, width: number): string[] {
   const lines = text.replace(/\s+$/, "").split("\n");
-  const out = lines.slice(0, maxLines).map((l) => (l.length > width ? `${l.slice(0, width - 1)}…` : l));
+  const out = lines
+    .slice(0, maxLines)
+    .map((l) => (l.length > width ? `${l.slice(0, width - 1)}…` : l));
   if (lines.length > maxLines) out.push(`… (${lines.length - maxLines} more lines)`);
   return out;
 }
@@ -160,7 +162,12 @@ export class RunProgress {
       return;
     }
     const input = (task.input ?? {}) as Record<string, unknown>;
-    const text = typeof input.task === "string" && input.task ? input.task : typeof input.question === "string" ? input.question : undefined;
+    const text =
+      typeof input.task === "string" && input.task
+        ? input.task
+        : typeof input.question === "string"
+          ? input.question
+          : undefined;
     const agent = this.agentFor(ns, text);
     if (!agent.task && text) agent.task = displayTask(text);
     if (task.name === "plan") agent.phase = "thinking";
@@ -184,10 +191,16 @@ export class RunProgress {
       if (!agent.task && typeof u.task === "string") agent.task = displayTask(u.task);
       if (u.pending && typeof u.pending === "object") {
         const p = u.pending;
-        const step: StepView = { step: Number(p.step ?? agent.steps.length + 1), thought: str(p.thought), code: p.code ?? null, children: [] };
+        const step: StepView = {
+          step: Number(p.step ?? agent.steps.length + 1),
+          thought: str(p.thought),
+          code: p.code ?? null,
+          children: [],
+        };
         // A placeholder created when a child appeared before its parent's step is replaced.
         const lastStep = agent.steps[agent.steps.length - 1];
-        if (lastStep && lastStep.step === 0 && !lastStep.code) Object.assign(lastStep, { ...step, children: lastStep.children });
+        if (lastStep && lastStep.step === 0 && !lastStep.code)
+          Object.assign(lastStep, { ...step, children: lastStep.children });
         else agent.steps.push(step);
         this.emit(agent, `step ${step.step} thought: ${oneLine(step.thought, 160)}`);
         if (step.code) for (const l of clip(step.code, 6, 120)) this.emit(agent, `  | ${l}`);
@@ -201,13 +214,21 @@ export class RunProgress {
         if (!rec || typeof rec !== "object" || rec.kind === "planning") continue;
         let step = agent.steps.find((s) => s.step === rec.step);
         if (!step) {
-          step = { step: Number(rec.step), thought: str(rec.thought), code: rec.code ?? null, children: [] };
+          step = {
+            step: Number(rec.step),
+            thought: str(rec.thought),
+            code: rec.code ?? null,
+            children: [],
+          };
           agent.steps.push(step);
         }
         step.observation = str(rec.observation);
         if (rec.error) step.error = `${rec.error.name ?? "Error"}: ${rec.error.message ?? ""}`;
         step.isFinal = !!rec.isFinalAnswer;
-        this.emit(agent, `step ${step.step} observation: ${oneLine(step.observation || step.error || "(nothing printed)", 200)}`);
+        this.emit(
+          agent,
+          `step ${step.step} observation: ${oneLine(step.observation || step.error || "(nothing printed)", 200)}`,
+        );
       }
       if (typeof u.status === "string" && u.status !== "running") {
         agent.status = u.status;
@@ -232,14 +253,20 @@ export class RunProgress {
       lines.push(head);
       const inner = `${indent}  `;
       if (agent.phase === "done" && agent.depth > 1) {
-        lines.push(`${inner}→ ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 2))}`);
+        lines.push(
+          `${inner}→ ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 2))}`,
+        );
         return;
       }
       for (const step of agent.steps) {
         if (step.step > 0 || step.thought) {
-          lines.push(`${inner}step ${step.step}: ${oneLine(step.thought, Math.max(20, width - inner.length - 10))}`);
+          lines.push(
+            `${inner}step ${step.step}: ${oneLine(step.thought, Math.max(20, width - inner.length - 10))}`,
+          );
         }
-        if (step.code) for (const l of clip(step.code, 4, width - inner.length - 4)) lines.push(`${inner}  │ ${l}`);
+        if (step.code)
+          for (const l of clip(step.code, 4, width - inner.length - 4))
+            lines.push(`${inner}  │ ${l}`);
         for (const child of step.children) walk(child, `${inner}  `);
         if (step.observation !== undefined || step.error) {
           const obs = step.error ?? step.observation ?? "";
@@ -248,8 +275,12 @@ export class RunProgress {
           for (const l of shown.slice(1)) lines.push(`${inner}    ${l}`);
         }
       }
-      if (agent.phase !== "done" && agent.phase !== "failed") lines.push(`${inner}${spinner} ${agent.phase}…`);
-      if (agent.phase === "done") lines.push(`${inner}answer: ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 8))}`);
+      if (agent.phase !== "done" && agent.phase !== "failed")
+        lines.push(`${inner}${spinner} ${agent.phase}…`);
+      if (agent.phase === "done")
+        lines.push(
+          `${inner}answer: ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 8))}`,
+        );
     };
     if (this.root) walk(this.root, "");
     return lines;

@@ -66,7 +66,12 @@ export function shapeSources(sources: unknown): SourceReport[] {
   for (const s of Array.isArray(sources) ? sources : []) {
     if (!s || typeof s !== "object") continue;
     const rec = s as Record<string, unknown>;
-    const title = typeof rec.title === "string" ? rec.title : typeof rec.page === "string" ? rec.page : undefined;
+    const title =
+      typeof rec.title === "string"
+        ? rec.title
+        : typeof rec.page === "string"
+          ? rec.page
+          : undefined;
     if (!title || seen.has(title)) continue;
     seen.add(title);
     out.push({ ...rec, title });

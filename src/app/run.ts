@@ -6,7 +6,12 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.ts";
 import { openPersistence, type Persistence } from "../persistence/index.ts";
 import type { KnowledgeSource } from "../store/types.ts";
-import { assertModelConfigured, loadAppConfig, type AppConfig, type AppConfigOverrides } from "./config.ts";
+import {
+  assertModelConfigured,
+  loadAppConfig,
+  type AppConfig,
+  type AppConfigOverrides,
+} from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { openSourceFor } from "./source.ts";
@@ -32,7 +37,12 @@ export interface RunOptions {
 /** Builds the `configurable` keys the agents read (model factory, journal, knowledge source). */
 export function runConfigurable(
   config: AppConfig,
-  extra: { threadId: string; persistence: Persistence; source: KnowledgeSource; model?: BaseChatModel | string },
+  extra: {
+    threadId: string;
+    persistence: Persistence;
+    source: KnowledgeSource;
+    model?: BaseChatModel | string;
+  },
 ): Record<string, unknown> {
   const configurable: Record<string, unknown> = {
     thread_id: extra.threadId,
@@ -70,14 +80,19 @@ async function openSession(options: RunOptions, needModel: boolean): Promise<Ses
     config,
     persistence,
     async close() {
-      if (session.source && session.source !== options.source) await session.source.close().catch(() => {});
+      if (session.source && session.source !== options.source)
+        await session.source.close().catch(() => {});
       if (!options.persistence) persistence.close();
     },
   };
   return session;
 }
 
-async function withSource(session: Session, options: RunOptions, corpus?: string): Promise<KnowledgeSource> {
+async function withSource(
+  session: Session,
+  options: RunOptions,
+  corpus?: string,
+): Promise<KnowledgeSource> {
   if (options.source) return (session.source = options.source);
   const config = corpus && !session.config.corpus ? { ...session.config, corpus } : session.config;
   session.source = await openSourceFor(config);
@@ -99,9 +114,18 @@ async function execute(
   const { persistence, config } = session;
   const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
   const source = session.source!;
-  const configurable = runConfigurable(config, { threadId, persistence, source, model: options.model });
+  const configurable = runConfigurable(config, {
+    threadId,
+    persistence,
+    source,
+    model: options.model,
+  });
   if (checkpointId) configurable.checkpoint_id = checkpointId;
-  const runConfig: RunnableConfig = { configurable, recursionLimit: MANAGER_RECURSION_LIMIT, signal: options.signal };
+  const runConfig: RunnableConfig = {
+    configurable,
+    recursionLimit: MANAGER_RECURSION_LIMIT,
+    signal: options.signal,
+  };
   options.onStart?.({ threadId, dbPath: persistence.dbPath });
   try {
     const stream = await graph.stream(input, {
@@ -115,10 +139,19 @@ async function execute(
     persistence.threads.fail(threadId, message);
     const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
     if (options.signal?.aborted) {
-      throw new CodehopError(ErrorCodes.RUN_INTERRUPTED, `Run interrupted on thread ${threadId}.\n${hint}`, { cause: err });
+      throw new CodehopError(
+        ErrorCodes.RUN_INTERRUPTED,
+        `Run interrupted on thread ${threadId}.\n${hint}`,
+        { cause: err },
+      );
     }
-    if (CodehopError.isInstance(err)) throw new CodehopError(err.code, `${err.message}\n${hint}`, { cause: err });
-    throw new CodehopError(ErrorCodes.GRAPH_INVARIANT, `Run failed on thread ${threadId}: ${message}\n${hint}`, { cause: err });
+    if (CodehopError.isInstance(err))
+      throw new CodehopError(err.code, `${err.message}\n${hint}`, { cause: err });
+    throw new CodehopError(
+      ErrorCodes.GRAPH_INVARIANT,
+      `Run failed on thread ${threadId}: ${message}\n${hint}`,
+      { cause: err },
+    );
   }
   const result = await readResult(persistence, threadId, started);
   persistence.threads.finish(threadId, result.answer);
@@ -126,14 +159,23 @@ async function execute(
 }
 
 /** The result stored in a thread's latest checkpoint. */
-export async function readResult(persistence: Persistence, threadId: string, started = Date.now()): Promise<AskResult> {
+export async function readResult(
+  persistence: Persistence,
+  threadId: string,
+  started = Date.now(),
+): Promise<AskResult> {
   const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const values = (snapshot.values ?? {}) as Record<string, unknown>;
   return {
     answer: answerText(values.answer),
     thread_id: threadId,
-    status: typeof values.status === "string" ? values.status : snapshot.next.length ? "interrupted" : "unknown",
+    status:
+      typeof values.status === "string"
+        ? values.status
+        : snapshot.next.length
+          ? "interrupted"
+          : "unknown",
     sources: shapeSources(values.sources),
     usage: shapeUsage(values.usage as UsageByAgent | undefined),
     steps: typeof values.stepCount === "number" ? values.stepCount : 0,
@@ -200,7 +242,11 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
     const record = requireThread(session.persistence, threadId);
     if (record.checkpoints === 0) {
       // The run died before its first checkpoint: start it again from the recorded question.
-      if (!record.question) throw new CodehopError(ErrorCodes.THREAD_NOT_FOUND, `Thread "${threadId}" has no checkpoints.`);
+      if (!record.question)
+        throw new CodehopError(
+          ErrorCodes.THREAD_NOT_FOUND,
+          `Thread "${threadId}" has no checkpoints.`,
+        );
       if (!options.model) assertModelConfigured(session.config);
       await withSource(session, options, record.options.corpus as string | undefined);
       session.persistence.threads.start(threadId);
@@ -239,7 +285,11 @@ export interface ReplayOptions extends RunOptions {
  * Calls recorded in the journal for the same action and arguments are served from it, which makes
  * an unedited replay deterministic; an edited state that changes a call runs it for real.
  */
-export async function replay(threadId: string, checkpointId: string, options: ReplayOptions = {}): Promise<AskResult> {
+export async function replay(
+  threadId: string,
+  checkpointId: string,
+  options: ReplayOptions = {},
+): Promise<AskResult> {
   const session = await openSession(options, false);
   try {
     const record = requireThread(session.persistence, threadId);
@@ -293,7 +343,10 @@ export interface CheckpointSummary {
 /** Lists a thread's root checkpoints, newest first (all branches). */
 export async function history(
   threadId: string,
-  options: Pick<RunOptions, "config" | "persistence"> & { withValues?: boolean; checkpointId?: string } = {},
+  options: Pick<RunOptions, "config" | "persistence"> & {
+    withValues?: boolean;
+    checkpointId?: string;
+  } = {},
 ): Promise<CheckpointSummary[]> {
   const config = loadAppConfig(options.config);
   const persistence = options.persistence ?? openPersistence(config.home, { mustExist: true });
@@ -310,15 +363,20 @@ export async function history(
       const pending = values.pending;
       let summary = "";
       const outcome = values.outcome;
-      if (snap.next.length === 0 && values.answer != null) summary = `answer: ${answerText(values.answer)}`;
-      else if (snap.next.includes("act") && pending) summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
+      if (snap.next.length === 0 && values.answer != null)
+        summary = `answer: ${answerText(values.answer)}`;
+      else if (snap.next.includes("act") && pending)
+        summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
       else if (snap.next.includes("observe") && outcome) {
         summary = `ran step ${outcome.step}: ${outcome.error ? `${outcome.error.name}: ${outcome.error.message}` : outcome.logs || "(nothing printed)"}`;
-      } else if (last) summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
-      else if (values.question || values.task) summary = `question: ${values.question ?? values.task}`;
+      } else if (last)
+        summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
+      else if (values.question || values.task)
+        summary = `question: ${values.question ?? values.task}`;
       out.push({
         checkpoint_id: id,
-        parent_checkpoint_id: (snap.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
+        parent_checkpoint_id:
+          (snap.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
         step: Number(snap.metadata?.step ?? -1),
         source: String(snap.metadata?.source ?? ""),
         next: [...snap.next],

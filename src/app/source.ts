@@ -19,7 +19,10 @@ export async function openSourceFor(config: AppConfig): Promise<KnowledgeSource>
  * A KnowledgeSource that opens the real one on first use. Graph modules are imported by
  * `langgraph dev` before any run, so they must not open files or sockets at import time.
  */
-export function lazySource(open: () => Promise<KnowledgeSource>, kind: KnowledgeSource["kind"]): KnowledgeSource {
+export function lazySource(
+  open: () => Promise<KnowledgeSource>,
+  kind: KnowledgeSource["kind"],
+): KnowledgeSource {
   let opening: Promise<KnowledgeSource> | undefined;
   const get = () => (opening ??= open());
   return {
@@ -29,7 +32,8 @@ export function lazySource(open: () => Promise<KnowledgeSource>, kind: Knowledge
     retrievePassages: async (t, q, o) => (await get()).retrievePassages(t, q, o),
     searchPassages: async (q, o) => {
       const s = await get();
-      if (!s.searchPassages) throw new Error(`the ${s.kind} source cannot search passages across pages`);
+      if (!s.searchPassages)
+        throw new Error(`the ${s.kind} source cannot search passages across pages`);
       return s.searchPassages(q, o);
     },
     close: async () => {
@@ -47,10 +51,17 @@ const byCorpusPath = new Map<string, KnowledgeSource>();
  * app does), else `configurable.corpus` (a corpus DB path, e.g. set per run in Studio), else the
  * agent's own `fallback`, else a process-wide source from the environment (Studio / `langgraph dev`).
  */
-export function sourceFromConfig(config: RunnableConfig | undefined, fallback?: KnowledgeSource): KnowledgeSource {
+export function sourceFromConfig(
+  config: RunnableConfig | undefined,
+  fallback?: KnowledgeSource,
+): KnowledgeSource {
   const configurable = config?.configurable as Record<string, unknown> | undefined;
   const given = configurable?.knowledgeSource;
-  if (given && typeof given === "object" && typeof (given as KnowledgeSource).search === "function") {
+  if (
+    given &&
+    typeof given === "object" &&
+    typeof (given as KnowledgeSource).search === "function"
+  ) {
     return given as KnowledgeSource;
   }
   if (fallback) return fallback;
@@ -65,7 +76,10 @@ export function sourceFromConfig(config: RunnableConfig | undefined, fallback?: 
   }
   if (!processDefault) {
     const appConfig = loadAppConfig();
-    processDefault = lazySource(() => openSourceFor(appConfig), appConfig.corpus ? "corpus" : "wikipedia");
+    processDefault = lazySource(
+      () => openSourceFor(appConfig),
+      appConfig.corpus ? "corpus" : "wikipedia",
+    );
   }
   return processDefault;
 }

@@ -23,7 +23,10 @@ export function createLiveView(
 ): LiveView {
   if (!stream.isTTY) {
     if (options.header) stream.write(`${options.header}\n`);
-    const progress = new RunProgress({ agentNames: options.agentNames, onLine: (l) => stream.write(`${l}\n`) });
+    const progress = new RunProgress({
+      agentNames: options.agentNames,
+      onLine: (l) => stream.write(`${l}\n`),
+    });
     return { progress, onEvent: (e) => progress.apply(e), stop: () => {} };
   }
   const progress = new RunProgress({ agentNames: options.agentNames });
@@ -36,7 +39,8 @@ export function createLiveView(
     if (!progress.root && !final) lines.push(`${FRAMES[frame % FRAMES.length]} starting…`);
     // log-update cannot erase lines scrolled off screen: keep the tail that fits.
     const rows = Math.max(5, (stream.rows ?? 40) - 1);
-    if (!final && lines.length > rows) lines = [`… ${lines.length - rows + 1} lines above`, ...lines.slice(-(rows - 1))];
+    if (!final && lines.length > rows)
+      lines = [`… ${lines.length - rows + 1} lines above`, ...lines.slice(-(rows - 1))];
     log(lines.join("\n"));
   };
   const timer = setInterval(() => {

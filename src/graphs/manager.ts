@@ -25,12 +25,15 @@ export function createManagerAgent(options: ReferenceAgentOptions = {}): CodeAge
     name: "wikipedia_search_agent",
     description:
       "Asks the Wikipedia search agent one self-contained question (it does not see your task). Returns a short answer with the fact(s) found and the source page(s).",
-    parameters: z.object({ query: z.string().min(1).describe("a complete, self-contained question") }),
+    parameters: z.object({
+      query: z.string().min(1).describe("a complete, self-contained question"),
+    }),
     toInput: ({ query }) => ({ task: query }),
   });
   return createCodeAgent({
     name: "manager",
-    description: "answers multi-hop questions by delegating look-ups to a Wikipedia search agent and computing in code",
+    description:
+      "answers multi-hop questions by delegating look-ups to a Wikipedia search agent and computing in code",
     prompts: "manager",
     tools: ({ config }) => [withCitedSources(wikiTool, sourceFromConfig(config, options.source))],
     subgraphs: wikiTool.subgraphs,
@@ -55,7 +58,10 @@ function withCitedSources(tool: CodeTool<any>, source: KnowledgeSource): CodeToo
       for (const m of answer.matchAll(/Sources?:\s*([^\n]+)/gi)) {
         titles.add(m[1].trim().replace(/[.]+$/, ""));
         for (const t of m[1].split(/[;,]/)) {
-          const title = t.trim().replace(/^["'“]|["'”.]+$/g, "").trim();
+          const title = t
+            .trim()
+            .replace(/^["'“]|["'”.]+$/g, "")
+            .trim();
           if (title) titles.add(title);
         }
       }
@@ -63,7 +69,10 @@ function withCitedSources(tool: CodeTool<any>, source: KnowledgeSource): CodeToo
       for (const title of titles) {
         const lookup = await source.getPage(title).catch(() => undefined);
         if (lookup?.status === "found") {
-          found.push({ title: lookup.page.title, ...(lookup.page.url ? { url: lookup.page.url } : {}) });
+          found.push({
+            title: lookup.page.title,
+            ...(lookup.page.url ? { url: lookup.page.url } : {}),
+          });
         }
       }
       if (found.length) ctx.report?.({ sources: found });
@@ -89,7 +98,10 @@ function withQuestionInput(agent: CodeAgent) {
   } as any);
   const Input = Annotation.Root({ question: Annotation<string> });
   const graph = new StateGraph({ stateSchema: State, input: Input }) as any;
-  graph.addNode("start", (state: { question?: string }) => ({ task: String(state.question ?? ""), context: {} }));
+  graph.addNode("start", (state: { question?: string }) => ({
+    task: String(state.question ?? ""),
+    context: {},
+  }));
   for (const [name, spec] of Object.entries(source.nodes as Record<string, any>)) {
     graph.addNode(name, spec.runnable, {
       subgraphs: spec.subgraphs,
@@ -100,8 +112,11 @@ function withQuestionInput(agent: CodeAgent) {
     });
   }
   graph.addEdge(START, "start");
-  for (const [from, to] of source.edges as Set<[string, string]>) graph.addEdge(from === START ? "start" : from, to);
-  for (const [from, branches] of Object.entries(source.branches as Record<string, Record<string, unknown>>)) {
+  for (const [from, to] of source.edges as Set<[string, string]>)
+    graph.addEdge(from === START ? "start" : from, to);
+  for (const [from, branches] of Object.entries(
+    source.branches as Record<string, Record<string, unknown>>,
+  )) {
     const key = from === START ? "start" : from;
     graph.branches[key] = { ...(graph.branches[key] ?? {}), ...branches };
   }

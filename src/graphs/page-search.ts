@@ -28,10 +28,14 @@ export function pageSearchTask(query: string, page: string): string {
 export function createPageSearchAgent(options: ReferenceAgentOptions = {}): CodeAgent {
   return createCodeAgent({
     name: "page_search",
-    description: "finds information inside one Wikipedia page by retrieving its most relevant passages",
+    description:
+      "finds information inside one Wikipedia page by retrieving its most relevant passages",
     prompts: "page_search",
     tools: ({ context, config }) => [
-      createRetrievePassagesTool(sourceFromConfig(config, options.source), String(context.page ?? "")),
+      createRetrievePassagesTool(
+        sourceFromConfig(config, options.source),
+        String(context.page ?? ""),
+      ),
     ],
     maxSteps: 3,
     maxStepsPolicy: "last_observation",

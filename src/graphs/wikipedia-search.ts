@@ -5,7 +5,11 @@ import { createSearchWikipediaTool } from "../tools/search-wikipedia.ts";
 import { formatLookupProblem } from "../store/messages.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { createCodeAgent, type CodeAgent } from "./code-agent.ts";
-import { createPageSearchAgent, pageSearchTask, type ReferenceAgentOptions } from "./page-search.ts";
+import {
+  createPageSearchAgent,
+  pageSearchTask,
+  type ReferenceAgentOptions,
+} from "./page-search.ts";
 
 /**
  * `search_info(query, page)`: the page_search agent as a tool. The page is looked up first, so an
@@ -34,7 +38,9 @@ export function createSearchInfoTool(pageAgent: CodeAgent, source: KnowledgeSour
       const lookup = await source.getPage(args.page);
       if (lookup.status !== "found") return formatLookupProblem(lookup);
       const page = lookup.page.title;
-      ctx.report?.({ sources: [{ title: page, ...(lookup.page.url ? { url: lookup.page.url } : {}) }] });
+      ctx.report?.({
+        sources: [{ title: page, ...(lookup.page.url ? { url: lookup.page.url } : {}) }],
+      });
       return agentTool.invoke({ query: args.query, page }, ctx);
     },
   });

@@ -66,9 +66,9 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
   get(key: CallKey): CallOutcome | undefined {
     for (const ns of [key.checkpointNs, STABLE_PREFIX + stableNamespace(key.checkpointNs)]) {
       const row = this.getStmt.get(key.threadId, ns, key.step, key.callIndex) as
-        | { tool: string; args_json: string; outcome_json: string }
-        | undefined;
-      if (row && row.tool === key.tool && row.args_json === key.argsJson) return JSON.parse(row.outcome_json) as CallOutcome;
+        { tool: string; args_json: string; outcome_json: string } | undefined;
+      if (row && row.tool === key.tool && row.args_json === key.argsJson)
+        return JSON.parse(row.outcome_json) as CallOutcome;
     }
     return undefined;
   }
@@ -79,7 +79,16 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
     const at = new Date().toISOString();
     const write = this.db.transaction(() => {
       for (const ns of [key.checkpointNs, STABLE_PREFIX + stableNamespace(key.checkpointNs)]) {
-        this.putStmt.run(key.threadId, ns, key.step, key.callIndex, key.tool, key.argsJson, json, at);
+        this.putStmt.run(
+          key.threadId,
+          ns,
+          key.step,
+          key.callIndex,
+          key.tool,
+          key.argsJson,
+          json,
+          at,
+        );
       }
     });
     write();

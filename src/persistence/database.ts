@@ -22,10 +22,14 @@ export interface OpenDatabaseOptions {
  * file, no permission, the file is not SQLite — becomes a CodehopError DB_INVALID naming the path,
  * because better-sqlite3 otherwise reports "file is not a database" only at the first query.
  */
-export function openCodehopDatabase(home: string, options: OpenDatabaseOptions = {}): Database.Database {
+export function openCodehopDatabase(
+  home: string,
+  options: OpenDatabaseOptions = {},
+): Database.Database {
   const dir = resolve(home);
   const path = checkpointDbPath(home);
-  const hint = "Set CODEHOP_HOME to a writable directory (default: .codehop in the current directory).";
+  const hint =
+    "Set CODEHOP_HOME to a writable directory (default: .codehop in the current directory).";
   let dirStat: ReturnType<typeof statSync> | undefined;
   try {
     dirStat = statSync(dir);
@@ -33,31 +37,47 @@ export function openCodehopDatabase(home: string, options: OpenDatabaseOptions =
     dirStat = undefined;
   }
   if (dirStat && !dirStat.isDirectory()) {
-    throw new CodehopError(ErrorCodes.DB_INVALID, `Data directory ${dir} is not a directory. ${hint}`);
+    throw new CodehopError(
+      ErrorCodes.DB_INVALID,
+      `Data directory ${dir} is not a directory. ${hint}`,
+    );
   }
   if (!dirStat) {
     if (options.mustExist) {
-      throw new CodehopError(ErrorCodes.DB_INVALID, `No codehop data directory at ${dir} (nothing has run there yet). ${hint}`);
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `No codehop data directory at ${dir} (nothing has run there yet). ${hint}`,
+      );
     }
     try {
       mkdirSync(dir, { recursive: true });
     } catch (err) {
-      throw new CodehopError(ErrorCodes.DB_INVALID, `Cannot create data directory ${dir}: ${(err as Error).message}. ${hint}`, {
-        cause: err,
-      });
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `Cannot create data directory ${dir}: ${(err as Error).message}. ${hint}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
   let fileExists = true;
   try {
     if (!statSync(path).isFile()) {
-      throw new CodehopError(ErrorCodes.DB_INVALID, `Checkpoint database ${path} is not a file. ${hint}`);
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `Checkpoint database ${path} is not a file. ${hint}`,
+      );
     }
   } catch (err) {
     if (CodehopError.isInstance(err)) throw err;
     fileExists = false;
   }
   if (!fileExists && options.mustExist) {
-    throw new CodehopError(ErrorCodes.DB_INVALID, `No checkpoint database at ${path} (nothing has run there yet). ${hint}`);
+    throw new CodehopError(
+      ErrorCodes.DB_INVALID,
+      `No checkpoint database at ${path} (nothing has run there yet). ${hint}`,
+    );
   }
   let db: Database.Database | undefined;
   try {

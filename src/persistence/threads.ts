@@ -47,7 +47,11 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   host TEXT
 );`);
     // Registries created before pid/host were recorded.
-    const columns = new Set((db.prepare("PRAGMA table_info(codehop_threads)").all() as Array<{ name: string }>).map((c) => c.name));
+    const columns = new Set(
+      (db.prepare("PRAGMA table_info(codehop_threads)").all() as Array<{ name: string }>).map(
+        (c) => c.name,
+      ),
+    );
     if (!columns.has("pid")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid INTEGER");
     if (!columns.has("host")) db.exec("ALTER TABLE codehop_threads ADD COLUMN host TEXT");
   }
@@ -87,14 +91,18 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   /** Marks a run finished with its answer. */
   finish(threadId: string, answer: string): void {
     this.db
-      .prepare(`UPDATE codehop_threads SET status = 'done', answer = ?, error = NULL, updated_at = ? WHERE thread_id = ?`)
+      .prepare(
+        `UPDATE codehop_threads SET status = 'done', answer = ?, error = NULL, updated_at = ? WHERE thread_id = ?`,
+      )
       .run(answer, new Date().toISOString(), threadId);
   }
 
   /** Marks a run failed (it stays resumable from its last checkpoint). */
   fail(threadId: string, error: string): void {
     this.db
-      .prepare(`UPDATE codehop_threads SET status = 'failed', error = ?, updated_at = ? WHERE thread_id = ?`)
+      .prepare(
+        `UPDATE codehop_threads SET status = 'failed', error = ?, updated_at = ? WHERE thread_id = ?`,
+      )
       .run(error, new Date().toISOString(), threadId);
   }
 
@@ -105,22 +113,31 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
 
   /** All threads, most recently updated first. */
   list(): ThreadRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM codehop_threads`).all() as Array<Record<string, any>>;
+    const rows = this.db.prepare(`SELECT * FROM codehop_threads`).all() as Array<
+      Record<string, any>
+    >;
     const counts = new Map<string, number>();
     if (this.hasCheckpointsTable()) {
       const countRows = this.db
-        .prepare(`SELECT thread_id, count(*) AS n FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`)
+        .prepare(
+          `SELECT thread_id, count(*) AS n FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`,
+        )
         .all() as Array<{ thread_id: string; n: number }>;
       for (const r of countRows) counts.set(r.thread_id, r.n);
     }
     const out: ThreadRecord[] = rows.map((r) => ({
       threadId: r.thread_id,
       question: r.question,
-      status: r.status === "running" && !runnerAlive(r.pid, r.host) ? "interrupted" : (r.status as ThreadStatus),
+      status:
+        r.status === "running" && !runnerAlive(r.pid, r.host)
+          ? "interrupted"
+          : (r.status as ThreadStatus),
       answer: r.answer,
       error: r.error,
       options: safeJson(r.options_json),
-      forkedFrom: r.forked_from_thread ? { threadId: r.forked_from_thread, checkpointId: r.forked_from_checkpoint } : null,
+      forkedFrom: r.forked_from_thread
+        ? { threadId: r.forked_from_thread, checkpointId: r.forked_from_checkpoint }
+        : null,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
       checkpoints: counts.get(r.thread_id) ?? 0,
@@ -145,7 +162,9 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   }
 
   private hasCheckpointsTable(): boolean {
-    return !!this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'`).get();
+    return !!this.db
+      .prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'`)
+      .get();
   }
 }
 

@@ -17,19 +17,27 @@ describe("CLI errors say what is wrong and what to do", () => {
     const garbageHome = tmp();
     writeFileSync(join(garbageHome, "checkpoints.db"), "garbage ".repeat(500));
 
-    const [noModel, noModelJson, unknownThread, unknownHistory, homeIsFile, notSqlite, nothingYet] = await Promise.all([
-      runCli(["ask", "Does birch plywood float in ethanol?"], cliEnv({ CODEHOP_HOME: emptyHome })),
-      runCli(["ask", "Does birch plywood float in ethanol?", "--json"], cliEnv({ CODEHOP_HOME: emptyHome })),
-      runCli(["resume", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
-      runCli(["history", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
-      runCli(["threads"], cliEnv({ CODEHOP_HOME: fileAsHome })),
-      runCli(["resume", "x"], cliEnv({ CODEHOP_HOME: garbageHome })),
-      runCli(["history", "x"], cliEnv({ CODEHOP_HOME: join(emptyHome, "never-used") })),
-    ]);
+    const [noModel, noModelJson, unknownThread, unknownHistory, homeIsFile, notSqlite, nothingYet] =
+      await Promise.all([
+        runCli(
+          ["ask", "Does birch plywood float in ethanol?"],
+          cliEnv({ CODEHOP_HOME: emptyHome }),
+        ),
+        runCli(
+          ["ask", "Does birch plywood float in ethanol?", "--json"],
+          cliEnv({ CODEHOP_HOME: emptyHome }),
+        ),
+        runCli(["resume", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
+        runCli(["history", "no-such-thread"], cliEnv({ CODEHOP_HOME: homeWithDb })),
+        runCli(["threads"], cliEnv({ CODEHOP_HOME: fileAsHome })),
+        runCli(["resume", "x"], cliEnv({ CODEHOP_HOME: garbageHome })),
+        runCli(["history", "x"], cliEnv({ CODEHOP_HOME: join(emptyHome, "never-used") })),
+      ]);
 
     expect(noModel.code).toBe(2);
     expect(noModel.stderr).toContain("[CODEHOP_MODEL_NOT_CONFIGURED]");
-    for (const v of ["OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEHOP_MODEL", "codehop demo"]) expect(noModel.stderr).toContain(v);
+    for (const v of ["OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEHOP_MODEL", "codehop demo"])
+      expect(noModel.stderr).toContain(v);
     expect(noModel.stderr).not.toMatch(/\n\s+at /); // no stack trace
 
     expect(noModelJson.code).toBe(2);

@@ -16,17 +16,31 @@ export interface CliRun {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  done: Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }>;
 }
 
 /** Spawns `node bin/codehop.mjs <args>` (the same entry `npx codehop` runs). */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): CliRun {
-  const child = spawn(process.execPath, [CODEHOP_BIN, ...args], { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [CODEHOP_BIN, ...args], {
+    env,
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (err += d));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
+  const done = new Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }>((resolve) =>
     child.on("close", (code, signal) => resolve({ code, signal, stdout: out, stderr: err })),
   );
   return { child, stdout: () => out, stderr: () => err, done };

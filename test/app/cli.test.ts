@@ -22,7 +22,13 @@ afterAll(async () => {
 
 describe("codehop CLI", () => {
   it("ask --json prints one JSON object; threads and history read the thread back", async () => {
-    const env = cliEnv({ OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: "k", CODEHOP_MODEL: "scripted", CODEHOP_HOME: home, CODEHOP_CORPUS: corpus });
+    const env = cliEnv({
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: "k",
+      CODEHOP_MODEL: "scripted",
+      CODEHOP_HOME: home,
+      CODEHOP_CORPUS: corpus,
+    });
     const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
     expect(asked.code).toBe(0);
     const lines = asked.stdout.trim().split("\n");
@@ -40,7 +46,11 @@ describe("codehop CLI", () => {
       runCli(["history", result.thread_id, "--json"], env),
     ]);
     const listed = JSON.parse(threads.stdout);
-    expect(listed[0]).toMatchObject({ threadId: result.thread_id, status: "done", question: DEMO_QUESTIONS.plywood });
+    expect(listed[0]).toMatchObject({
+      threadId: result.thread_id,
+      status: "done",
+      question: DEMO_QUESTIONS.plywood,
+    });
     const checkpoints = JSON.parse(history.stdout);
     expect(checkpoints[0]).toMatchObject({ checkpoint_id: result.checkpoint_id, next: [] });
     expect(checkpoints.length).toBeGreaterThan(5);
@@ -49,7 +59,10 @@ describe("codehop CLI", () => {
   it("demo answers over the demo corpus with the scripted model and says so", async () => {
     const demoHome = mkdtempSync(join(tmpdir(), "codehop-demo-"));
     // No model variables at all: the demo brings its own scripted server.
-    const demo = await runCli(["demo", "--question", "towers", "--delay", "0"], cliEnv({ CODEHOP_HOME: demoHome }));
+    const demo = await runCli(
+      ["demo", "--question", "towers", "--delay", "0"],
+      cliEnv({ CODEHOP_HOME: demoHome }),
+    );
     expect(demo.code).toBe(0);
     expect(demo.stdout).toContain(`Answer: ${DEMO_ANSWERS.towers}`);
     expect(demo.stderr).toContain("the model in this demo is SCRIPTED");

@@ -36,10 +36,13 @@ describe("app configuration contract", () => {
     })();
     expect(CodehopError.isInstance(err)).toBe(true);
     expect(err!.code).toBe(ErrorCodes.MODEL_NOT_CONFIGURED);
-    for (const v of ["OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEHOP_MODEL"]) expect(err!.message).toContain(v);
+    for (const v of ["OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEHOP_MODEL"])
+      expect(err!.message).toContain(v);
     // An endpoint without a model is still incomplete, and says which agents lack one.
-    expect(() => assertModelConfigured(loadAppConfig({ models: { manager: "m" } }, readEnv({ OPENAI_BASE_URL: "http://x/v1" })))).toThrow(
-      /no model for wikipedia_search, page_search/,
-    );
+    expect(() =>
+      assertModelConfigured(
+        loadAppConfig({ models: { manager: "m" } }, readEnv({ OPENAI_BASE_URL: "http://x/v1" })),
+      ),
+    ).toThrow(/no model for wikipedia_search, page_search/);
   });
 });

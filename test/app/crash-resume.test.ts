@@ -3,10 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/app/demo.ts";
-import { DEMO_ANSWERS, DEMO_QUESTIONS, DEMO_SUBTASKS, towersRules } from "../../src/app/demo-trajectories.ts";
+import {
+  DEMO_ANSWERS,
+  DEMO_QUESTIONS,
+  DEMO_SUBTASKS,
+  towersRules,
+} from "../../src/app/demo-trajectories.ts";
 import { createManagerGraph } from "../../src/graphs/manager.ts";
 import { openPersistence } from "../../src/persistence/index.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { cliEnv, runCli, spawnCli } from "./cli-helpers.ts";
 
 let server: ScriptedOpenAIServer;
@@ -50,7 +58,10 @@ const cliEnvFor = () =>
 describe("crash and resume through the CLI", () => {
   it("kill -9 during the second sub-agent call, then `codehop resume` finishes without repeating the first", async () => {
     const env = cliEnvFor();
-    const run = spawnCli(["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", corpus, "--json"], env);
+    const run = spawnCli(
+      ["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", corpus, "--json"],
+      env,
+    );
     await Promise.race([
       secondCall,
       run.done.then((r) => {
@@ -65,7 +76,9 @@ describe("crash and resume through the CLI", () => {
     holdSecondCall = false;
     // `codehop threads` tells a killed run from a running one.
     const listed = await runCli(["threads", "--json"], cliEnvFor());
-    expect(JSON.parse(listed.stdout).find((t: any) => t.threadId === "crash-1")).toMatchObject({ status: "interrupted" });
+    expect(JSON.parse(listed.stdout).find((t: any) => t.threadId === "crash-1")).toMatchObject({
+      status: "interrupted",
+    });
 
     const before = {
       manager: server.requestsFor("manager:towers").length,
@@ -77,7 +90,11 @@ describe("crash and resume through the CLI", () => {
     expect(resumed.stderr).not.toContain("Error:");
     expect(resumed.code).toBe(0);
     const result = JSON.parse(resumed.stdout);
-    expect(result).toMatchObject({ answer: DEMO_ANSWERS.towers, thread_id: "crash-1", status: "final_answer" });
+    expect(result).toMatchObject({
+      answer: DEMO_ANSWERS.towers,
+      thread_id: "crash-1",
+      status: "final_answer",
+    });
     expect(result.usage.by_agent.manager.calls).toBeGreaterThanOrEqual(2);
 
     // The finished sub-agent call (Eiffel Tower: 2 model requests) was served from the call
@@ -89,10 +106,16 @@ describe("crash and resume through the CLI", () => {
 
     const p = openPersistence(home);
     try {
-      const state = (await createManagerGraph({ checkpointer: p.checkpointer }).getState({ configurable: { thread_id: "crash-1" } })).values as any;
+      const state = (
+        await createManagerGraph({ checkpointer: p.checkpointer }).getState({
+          configurable: { thread_id: "crash-1" },
+        })
+      ).values as any;
       // Each call got its own answer back (the re-run call must not pick up the first call's
       // finished sub-agent checkpoints).
-      expect(state.steps[0].observation).toContain("Empire State Building: Construction of the Empire State Building began in 1930");
+      expect(state.steps[0].observation).toContain(
+        "Empire State Building: Construction of the Empire State Building began in 1930",
+      );
       const calls = state.steps[0].toolCalls;
       expect(calls.map((c: any) => [c.callIndex, c.fromJournal])).toEqual([
         [0, true],
@@ -100,7 +123,10 @@ describe("crash and resume through the CLI", () => {
       ]);
       // The sandbox variables were restored: the final action used `completed` from code.
       expect(state.variables.values).toMatchObject({ completed: 1889, started: 1930, years: 41 });
-      expect(p.threads.get("crash-1")).toMatchObject({ status: "done", question: DEMO_QUESTIONS.towers });
+      expect(p.threads.get("crash-1")).toMatchObject({
+        status: "done",
+        question: DEMO_QUESTIONS.towers,
+      });
     } finally {
       p.close();
     }

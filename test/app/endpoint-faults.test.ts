@@ -3,11 +3,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/app/demo.ts";
-import { AGENT_MARKERS, DEMO_ANSWERS, DEMO_QUESTIONS, DEMO_SUBTASKS, towersRules } from "../../src/app/demo-trajectories.ts";
+import {
+  AGENT_MARKERS,
+  DEMO_ANSWERS,
+  DEMO_QUESTIONS,
+  DEMO_SUBTASKS,
+  towersRules,
+} from "../../src/app/demo-trajectories.ts";
 import { ask, resume } from "../../src/app/run.ts";
 import { CodehopError } from "../../src/errors.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
-import { ScriptedOpenAIServer, trajectoryResponder, type ScriptedReply } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+  type ScriptedReply,
+} from "../../src/testing/scripted-openai-server.ts";
 
 // Faults injected by the scripted server: the real ChatOpenAI client meets real HTTP errors,
 // slow replies and garbage bodies, with codehop's retry / timeout settings.
@@ -58,24 +68,43 @@ describe("model endpoint faults", () => {
     fault = (_task, system) => {
       if (!system.includes(AGENT_MARKERS.manager)) return undefined;
       n++;
-      if (n === 1) return { status: 429, body: '{"error":{"message":"Rate limit reached. Please try again in 200ms."}}' };
+      if (n === 1)
+        return {
+          status: 429,
+          body: '{"error":{"message":"Rate limit reached. Please try again in 200ms."}}',
+        };
       if (n === 2) return { garbage: "<html>502 Bad Gateway</html>" };
       return undefined;
     };
-    const result = await ask(DEMO_QUESTIONS.towers, { threadId: "retry", config: config(), persistence });
+    const result = await ask(DEMO_QUESTIONS.towers, {
+      threadId: "retry",
+      config: config(),
+      persistence,
+    });
     expect(result.answer).toBe(DEMO_ANSWERS.towers);
     expect(outcomes(start).slice(0, 3)).toEqual(["error", "garbage", "reply"]);
   });
 
   it("fails with a clear error after retries on a permanent 500; the thread stays resumable", async () => {
-    fault = (task) => (task.includes(DEMO_SUBTASKS.empire) ? { status: 500, body: '{"error":{"message":"model crashed"}}' } : undefined);
-    const err = await ask(DEMO_QUESTIONS.towers, { threadId: "down", config: config({ maxRetries: 1 }), persistence }).catch((e) => e);
+    fault = (task) =>
+      task.includes(DEMO_SUBTASKS.empire)
+        ? { status: 500, body: '{"error":{"message":"model crashed"}}' }
+        : undefined;
+    const err = await ask(DEMO_QUESTIONS.towers, {
+      threadId: "down",
+      config: config({ maxRetries: 1 }),
+      persistence,
+    }).catch((e) => e);
     expect(CodehopError.isInstance(err)).toBe(true);
     expect(err.code).toBe("CODEHOP_MODEL_ENDPOINT_FAILED");
     expect(err.message).toContain('agent "wikipedia_search"');
     expect(err.message).toContain("codehop resume down");
     expect(persistence.threads.get("down")).toMatchObject({ status: "failed" });
-    const empireAttempts = server.requests.filter((r) => r.request.messages.some((m) => m.content.includes(DEMO_SUBTASKS.empire)) && r.outcome === "error");
+    const empireAttempts = server.requests.filter(
+      (r) =>
+        r.request.messages.some((m) => m.content.includes(DEMO_SUBTASKS.empire)) &&
+        r.outcome === "error",
+    );
     expect(empireAttempts.length).toBe(2); // first try + 1 retry
 
     // The endpoint recovers: resume finishes, and the finished Eiffel call is not repeated.
@@ -88,9 +117,16 @@ describe("model endpoint faults", () => {
   });
 
   it("times out a reply slower than the configured timeout", async () => {
-    fault = (_task, system) => (system.includes(AGENT_MARKERS.manager) ? { content: "Thought: too late", delayMs: 4_000 } : undefined);
+    fault = (_task, system) =>
+      system.includes(AGENT_MARKERS.manager)
+        ? { content: "Thought: too late", delayMs: 4_000 }
+        : undefined;
     const started = Date.now();
-    const err = await ask(DEMO_QUESTIONS.towers, { threadId: "slow", config: config({ maxRetries: 0, timeoutMs: 500 }), persistence }).catch((e) => e);
+    const err = await ask(DEMO_QUESTIONS.towers, {
+      threadId: "slow",
+      config: config({ maxRetries: 0, timeoutMs: 500 }),
+      persistence,
+    }).catch((e) => e);
     expect(err.code).toBe("CODEHOP_MODEL_ENDPOINT_FAILED");
     expect(err.message).toMatch(/time(d)? ?out/i);
     expect(Date.now() - started).toBeLessThan(3_500);

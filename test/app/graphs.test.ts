@@ -4,11 +4,18 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = process.cwd();
-const langgraph = JSON.parse(readFileSync(join(root, "langgraph.json"), "utf8")) as { graphs: Record<string, string> };
+const langgraph = JSON.parse(readFileSync(join(root, "langgraph.json"), "utf8")) as {
+  graphs: Record<string, string>;
+};
 
 describe("graphs exported for langgraph.json", () => {
   it("lists the three reference agents and the generic code agent", () => {
-    expect(Object.keys(langgraph.graphs).sort()).toEqual(["code_agent", "manager", "page_search", "wikipedia_search"]);
+    expect(Object.keys(langgraph.graphs).sort()).toEqual([
+      "code_agent",
+      "manager",
+      "page_search",
+      "wikipedia_search",
+    ]);
   });
 
   for (const [name, target] of Object.entries(langgraph.graphs)) {
@@ -29,7 +36,16 @@ describe("graphs exported for langgraph.json", () => {
     const ids = Object.keys(drawing.nodes);
     // The manager's act node expands into the agent it calls, and that agent's act node into the
     // page agent: act:<node> is wikipedia_search, act:act:<node> is page_search.
-    for (const node of ["start", "plan", "observe", "act:plan", "act:observe", "act:act:plan", "act:act:act", "act:act:observe"]) {
+    for (const node of [
+      "start",
+      "plan",
+      "observe",
+      "act:plan",
+      "act:observe",
+      "act:act:plan",
+      "act:act:act",
+      "act:act:observe",
+    ]) {
       expect(ids).toContain(node);
     }
     const mermaid = drawing.drawMermaid();
@@ -38,7 +54,16 @@ describe("graphs exported for langgraph.json", () => {
 
   it("is importable as the package entry", async () => {
     const api = await import("codehop");
-    for (const name of ["createManagerGraph", "ask", "resume", "replay", "history", "createCodeAgent", "openKnowledgeSource", "openPersistence"]) {
+    for (const name of [
+      "createManagerGraph",
+      "ask",
+      "resume",
+      "replay",
+      "history",
+      "createCodeAgent",
+      "openKnowledgeSource",
+      "openPersistence",
+    ]) {
       expect(typeof (api as Record<string, unknown>)[name]).toBe("function");
     }
   });

@@ -50,9 +50,13 @@ describe("SQLite call journal", () => {
       p.journal.put(${JSON.stringify(key(0))}, { ok: true, value: "Eiffel Tower: completed 1889" });
       process.kill(process.pid, "SIGKILL");
     `;
-    const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      encoding: "utf8",
-    });
+    const r = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      {
+        encoding: "utf8",
+      },
+    );
     expect(r.signal).toBe("SIGKILL");
     const p = open(home);
     expect(p.journal.get(key(0))).toEqual({ ok: true, value: "Eiffel Tower: completed 1889" });
@@ -63,7 +67,10 @@ describe("SQLite call journal", () => {
     const original = { ...key(0), checkpointNs: "act:0aa1|1|act:77b2" };
     p.journal.put(original, { ok: true, value: "recorded" });
     // Same position after a fork: the task ids differ, the call is the same.
-    expect(p.journal.get({ ...original, checkpointNs: "act:f00d|1|act:beef" })).toEqual({ ok: true, value: "recorded" });
+    expect(p.journal.get({ ...original, checkpointNs: "act:f00d|1|act:beef" })).toEqual({
+      ok: true,
+      value: "recorded",
+    });
     // A different position (no "|1": another call of the action) is not served.
     expect(p.journal.get({ ...original, checkpointNs: "act:f00d|act:beef" })).toBeUndefined();
     expect(p.journal.entries("t1").map((e) => e.checkpointNs)).toEqual(["act:0aa1|1|act:77b2"]);
@@ -114,7 +121,9 @@ describe("thread registry", () => {
     p.threads.fail("failed-thread", "endpoint down");
 
     // A thread created straight through LangGraph (no registry row) still shows up.
-    const State = Annotation.Root({ n: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }) });
+    const State = Annotation.Root({
+      n: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+    });
     const graph = new StateGraph(State)
       .addNode("inc", () => ({ n: 1 }))
       .addEdge(START, "inc")
@@ -124,14 +133,22 @@ describe("thread registry", () => {
 
     const list = p.threads.list();
     const byId = Object.fromEntries(list.map((t) => [t.threadId, t]));
-    expect(byId["app-thread"]).toMatchObject({ status: "done", answer: "41 years", options: { corpus: "/c.db" } });
+    expect(byId["app-thread"]).toMatchObject({
+      status: "done",
+      answer: "41 years",
+      options: { corpus: "/c.db" },
+    });
     expect(byId["failed-thread"]).toMatchObject({ status: "failed", error: "endpoint down" });
     expect(byId["api-thread"]).toMatchObject({ status: "unknown", question: null });
     expect(byId["api-thread"].checkpoints).toBeGreaterThan(1);
 
     // Re-starting (resume) keeps the question and clears the error.
     p.threads.start("failed-thread");
-    expect(p.threads.get("failed-thread")).toMatchObject({ status: "running", question: "Why?", error: null });
+    expect(p.threads.get("failed-thread")).toMatchObject({
+      status: "running",
+      question: "Why?",
+      error: null,
+    });
   });
 });
 

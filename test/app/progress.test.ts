@@ -6,18 +6,123 @@ import { clip, RunProgress, type StreamEvent } from "../../src/app/progress.ts";
 // the manager's act node runs under ["act:<id>"], a second concurrent call under ["act:<id>", "1"].
 const ACT = "act:11111111-aaaa";
 const events: StreamEvent[] = [
-  [[], "tasks", { id: "s", name: "start", input: { question: "Does birch plywood float in ethanol?" }, triggers: [] }],
+  [
+    [],
+    "tasks",
+    {
+      id: "s",
+      name: "start",
+      input: { question: "Does birch plywood float in ethanol?" },
+      triggers: [],
+    },
+  ],
   [[], "updates", { start: { task: "Does birch plywood float in ethanol?", context: {} } }],
   [[], "tasks", { id: "p1", name: "plan", input: {}, triggers: [] }],
-  [[], "updates", { plan: { pending: { step: 1, thought: "Look up both densities.", code: "const [a, b] = await Promise.all([\n  wikipedia_search_agent('q1'),\n  wikipedia_search_agent('q2'),\n]);\nconsole.log(a, b);" } } }],
+  [
+    [],
+    "updates",
+    {
+      plan: {
+        pending: {
+          step: 1,
+          thought: "Look up both densities.",
+          code: "const [a, b] = await Promise.all([\n  wikipedia_search_agent('q1'),\n  wikipedia_search_agent('q2'),\n]);\nconsole.log(a, b);",
+        },
+      },
+    },
+  ],
   [[], "tasks", { id: "a1", name: "act", input: {}, triggers: [] }],
-  [[ACT], "tasks", { id: "c1", name: "plan", input: { task: "You are wikipedia_search, a member of a team. Your manager gave you this task:\nWhat is the density of birch plywood?\nSolve it." }, triggers: [] }],
-  [[ACT, "1"], "tasks", { id: "c2", name: "plan", input: { task: "What is the density of ethanol?" }, triggers: [] }],
-  [[ACT], "updates", { plan: { pending: { step: 1, thought: "Search.", code: "console.log(await search_wikipedia('birch plywood'))" } } }],
-  [[ACT], "updates", { observe: { steps: [{ step: 1, kind: "action", thought: "Search.", code: "x", observation: "Final answer: 680 kg/m³", error: null, isFinalAnswer: true }], status: "final_answer", answer: "680 kg/m³" } }],
-  [[ACT, "1"], "updates", { observe: { steps: { step: 1, kind: "action", thought: "t", code: "y", observation: "Final answer: 0.789 g/cm³", error: null, isFinalAnswer: true }, status: "final_answer", answer: "0.789 g/cm³" } }],
+  [
+    [ACT],
+    "tasks",
+    {
+      id: "c1",
+      name: "plan",
+      input: {
+        task: "You are wikipedia_search, a member of a team. Your manager gave you this task:\nWhat is the density of birch plywood?\nSolve it.",
+      },
+      triggers: [],
+    },
+  ],
+  [
+    [ACT, "1"],
+    "tasks",
+    { id: "c2", name: "plan", input: { task: "What is the density of ethanol?" }, triggers: [] },
+  ],
+  [
+    [ACT],
+    "updates",
+    {
+      plan: {
+        pending: {
+          step: 1,
+          thought: "Search.",
+          code: "console.log(await search_wikipedia('birch plywood'))",
+        },
+      },
+    },
+  ],
+  [
+    [ACT],
+    "updates",
+    {
+      observe: {
+        steps: [
+          {
+            step: 1,
+            kind: "action",
+            thought: "Search.",
+            code: "x",
+            observation: "Final answer: 680 kg/m³",
+            error: null,
+            isFinalAnswer: true,
+          },
+        ],
+        status: "final_answer",
+        answer: "680 kg/m³",
+      },
+    },
+  ],
+  [
+    [ACT, "1"],
+    "updates",
+    {
+      observe: {
+        steps: {
+          step: 1,
+          kind: "action",
+          thought: "t",
+          code: "y",
+          observation: "Final answer: 0.789 g/cm³",
+          error: null,
+          isFinalAnswer: true,
+        },
+        status: "final_answer",
+        answer: "0.789 g/cm³",
+      },
+    },
+  ],
   [[], "updates", { act: { outcome: { step: 1 } } }],
-  [[], "updates", { observe: { steps: [{ step: 1, kind: "action", thought: "Look up both densities.", code: "...", observation: "680 kg/m³ 0.789 g/cm³", error: null, isFinalAnswer: false }], status: "running" } }],
+  [
+    [],
+    "updates",
+    {
+      observe: {
+        steps: [
+          {
+            step: 1,
+            kind: "action",
+            thought: "Look up both densities.",
+            code: "...",
+            observation: "680 kg/m³ 0.789 g/cm³",
+            error: null,
+            isFinalAnswer: false,
+          },
+        ],
+        status: "running",
+      },
+    },
+  ],
 ];
 
 describe("run progress tree", () => {
@@ -46,7 +151,11 @@ describe("run progress tree", () => {
   it("finishes the root with its answer and ignores events it does not understand", () => {
     const p = new RunProgress();
     for (const e of events) p.apply(e);
-    p.apply([[], "updates", { observe: { status: "final_answer", answer: "Yes, it floats.", steps: [] } }]);
+    p.apply([
+      [],
+      "updates",
+      { observe: { status: "final_answer", answer: "Yes, it floats.", steps: [] } },
+    ]);
     p.apply([[], "custom", "not an object"] as StreamEvent);
     p.apply([["weird"], "updates", { node: 42 }] as StreamEvent);
     expect(p.root?.phase).toBe("done");

@@ -6,7 +6,10 @@ import { ensureDemoCorpus } from "../../src/app/demo.ts";
 import { DEMO_ANSWERS, DEMO_QUESTIONS, towersRules } from "../../src/app/demo-trajectories.ts";
 import { ask, history, replay, type CheckpointSummary } from "../../src/app/run.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 
 let server: ScriptedOpenAIServer;
 let home: string;
@@ -31,9 +34,16 @@ afterAll(async () => {
 function config() {
   return { home, corpus, baseURL: server.baseURL, apiKey: "test", model: "scripted", models: {} };
 }
-const requests = () => Object.fromEntries(["manager:towers", "wiki:eiffel", "wiki:empire", "page:empire"].map((r) => [r, server.requestsFor(r).length]));
+const requests = () =>
+  Object.fromEntries(
+    ["manager:towers", "wiki:eiffel", "wiki:empire", "page:empire"].map((r) => [
+      r,
+      server.requestsFor(r).length,
+    ]),
+  );
 /** Checkpoint where the manager is about to run action `step`. */
-const beforeAct = (rows: CheckpointSummary[], step: number) => rows.find((r) => r.next.includes("act") && r.actions === step - 1)!;
+const beforeAct = (rows: CheckpointSummary[], step: number) =>
+  rows.find((r) => r.next.includes("act") && r.actions === step - 1)!;
 
 describe("history and replay (time travel)", () => {
   it("lists every manager step as a root checkpoint, newest first", () => {
@@ -43,7 +53,8 @@ describe("history and replay (time travel)", () => {
     expect(beforeAct(original, 2).summary).toContain("about to run step 2");
     // Parent links form one chain back to the input checkpoint.
     const ids = new Set(original.map((r) => r.checkpoint_id));
-    for (const r of original) if (r.parent_checkpoint_id) expect(ids.has(r.parent_checkpoint_id)).toBe(true);
+    for (const r of original)
+      if (r.parent_checkpoint_id) expect(ids.has(r.parent_checkpoint_id)).toBe(true);
   });
 
   it("replays from a mid-run checkpoint as a fork; the original history stays intact", async () => {
@@ -75,7 +86,11 @@ describe("history and replay (time travel)", () => {
 
   it("forks with an edited state (updateState) without touching the original branch", async () => {
     const from = beforeAct(original, 2);
-    const [row] = await history("t", { persistence, checkpointId: from.checkpoint_id, withValues: true });
+    const [row] = await history("t", {
+      persistence,
+      checkpointId: from.checkpoint_id,
+      withValues: true,
+    });
     const pending = (row.values as any).pending;
     const result = await replay("t", from.checkpoint_id, {
       config: config(),
@@ -85,23 +100,33 @@ describe("history and replay (time travel)", () => {
     });
     expect(result.answer).toBe("edited: 41");
     // The original final checkpoint still holds the original answer.
-    const [orig] = await history("t", { persistence, checkpointId: original[0].checkpoint_id, withValues: true });
+    const [orig] = await history("t", {
+      persistence,
+      checkpointId: original[0].checkpoint_id,
+      withValues: true,
+    });
     expect((orig.values as any).answer).toBe(DEMO_ANSWERS.towers);
     const fork = (await history("t", { persistence }))[0];
     expect(fork.summary).toBe("answer: edited: 41");
   });
 
   it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {
-    await expect(replay("t", "no-such-checkpoint", { config: config(), persistence })).rejects.toMatchObject({
+    await expect(
+      replay("t", "no-such-checkpoint", { config: config(), persistence }),
+    ).rejects.toMatchObject({
       code: "CODEHOP_CHECKPOINT_NOT_FOUND",
     });
-    await expect(history("no-such-thread", { persistence })).rejects.toMatchObject({ code: "CODEHOP_THREAD_NOT_FOUND" });
+    await expect(history("no-such-thread", { persistence })).rejects.toMatchObject({
+      code: "CODEHOP_THREAD_NOT_FOUND",
+    });
   });
 });
 
 describe("thread ids", () => {
   it("refuses to start a second question on a thread that already holds a run", async () => {
-    await expect(ask("Another question?", { threadId: "t", config: config(), persistence })).rejects.toMatchObject({
+    await expect(
+      ask("Another question?", { threadId: "t", config: config(), persistence }),
+    ).rejects.toMatchObject({
       code: "CODEHOP_CONFIG_INVALID",
       message: expect.stringContaining("codehop resume t"),
     });

@@ -34,7 +34,16 @@ beforeAll(async () => {
   const port = await freePort();
   studio = spawn(
     process.execPath,
-    [join(process.cwd(), "node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs"), "dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"],
+    [
+      join(process.cwd(), "node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs"),
+      "dev",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--no-browser",
+      "--no-reload",
+    ],
     {
       cwd: process.cwd(),
       env: {
@@ -56,7 +65,10 @@ beforeAll(async () => {
   const deadline = Date.now() + 90_000;
   for (;;) {
     if (studio.exitCode !== null) throw new Error(`langgraph dev exited: ${log}`);
-    const ok = await fetch(`${apiUrl}/ok`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${apiUrl}/ok`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) throw new Error(`langgraph dev did not start: ${log}`);
     await new Promise((r) => setTimeout(r, 500));
@@ -82,11 +94,23 @@ describe("Studio (langgraph dev + SDK)", () => {
     expect(assistants.length).toBeGreaterThan(0);
     const drawing = await client.assistants.getGraph(assistants[0].assistant_id, { xray: true });
     const ids = drawing.nodes.map((n) => String(n.id));
-    for (const id of ["start", "plan", "observe", "act:plan", "act:observe", "act:act:plan", "act:act:act", "act:act:observe"]) {
+    for (const id of [
+      "start",
+      "plan",
+      "observe",
+      "act:plan",
+      "act:observe",
+      "act:act:plan",
+      "act:act:act",
+      "act:act:observe",
+    ]) {
       expect(ids).toContain(id);
     }
-    const graphIds = new Set((await client.assistants.search({ limit: 20 })).map((a) => a.graph_id));
-    for (const g of ["manager", "wikipedia_search", "page_search", "code_agent"]) expect(graphIds.has(g)).toBe(true);
+    const graphIds = new Set(
+      (await client.assistants.search({ limit: 20 })).map((a) => a.graph_id),
+    );
+    for (const g of ["manager", "wikipedia_search", "page_search", "code_agent"])
+      expect(graphIds.has(g)).toBe(true);
   });
 
   it("answers a question and keeps a readable thread history", async () => {
@@ -95,7 +119,11 @@ describe("Studio (langgraph dev + SDK)", () => {
       input: { question: DEMO_QUESTIONS.plywood },
     })) as Record<string, any>;
     expect(values.answer).toBe(DEMO_ANSWERS.plywood);
-    expect(Object.keys(values.usage).sort()).toEqual(["manager", "page_search", "wikipedia_search"]);
+    expect(Object.keys(values.usage).sort()).toEqual([
+      "manager",
+      "page_search",
+      "wikipedia_search",
+    ]);
     const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
     expect(history.length).toBeGreaterThan(5);
     expect(history[0].next).toEqual([]);

@@ -29,12 +29,22 @@ afterAll(async () => {
   await server?.close();
 });
 
-const config = () => ({ home, corpus, baseURL: server.baseURL, apiKey: "test", model: "scripted", models: {} });
+const config = () => ({
+  home,
+  corpus,
+  baseURL: server.baseURL,
+  apiKey: "test",
+  model: "scripted",
+  models: {},
+});
 const count = (rule: string) => server.requestsFor(rule).length;
 
 async function managerState(threadId: string) {
   const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
-  return (await graph.getState({ configurable: { thread_id: threadId } })).values as Record<string, any>;
+  return (await graph.getState({ configurable: { thread_id: threadId } })).values as Record<
+    string,
+    any
+  >;
 }
 
 describe("the manager graph as a LangGraph API", () => {
@@ -43,12 +53,19 @@ describe("the manager graph as a LangGraph API", () => {
     const out = (await graph.invoke(
       { question: DEMO_QUESTIONS.ming },
       {
-        configurable: { thread_id: "api-1", model: "scripted", modelSettings: { baseURL: server.baseURL, apiKey: "k" }, corpus },
+        configurable: {
+          thread_id: "api-1",
+          model: "scripted",
+          modelSettings: { baseURL: server.baseURL, apiKey: "k" },
+          corpus,
+        },
         recursionLimit: MANAGER_RECURSION_LIMIT,
       },
     )) as Record<string, any>;
     expect(out.answer).toBe(DEMO_ANSWERS.ming);
-    expect(out.sources.map((s: { title: string }) => s.title)).toEqual(expect.arrayContaining(["Ming dynasty", "Fall of Constantinople"]));
+    expect(out.sources.map((s: { title: string }) => s.title)).toEqual(
+      expect.arrayContaining(["Ming dynasty", "Fall of Constantinople"]),
+    );
     expect(Object.keys(out.usage).sort()).toEqual(["manager", "page_search", "wikipedia_search"]);
     expect(out.usage.page_search.calls).toBe(3);
   });
@@ -67,14 +84,21 @@ describe("reference trajectories over the demo corpus", () => {
     expect(result.answer).toBe(DEMO_ANSWERS.towers);
     expect(result.status).toBe("final_answer");
     expect(result.thread_id).toBe("towers");
-    expect(result.sources.map((s) => s.title)).toEqual(expect.arrayContaining(["Eiffel Tower", "Empire State Building"]));
+    expect(result.sources.map((s) => s.title)).toEqual(
+      expect.arrayContaining(["Eiffel Tower", "Empire State Building"]),
+    );
     // Every agent's model calls are accounted for, rolled up into the manager's result.
     expect(result.usage.by_agent.manager.calls).toBe(2);
     expect(result.usage.by_agent.wikipedia_search.calls).toBe(5);
     expect(result.usage.by_agent.page_search.calls).toBe(2);
     expect(result.usage.total.calls).toBe(9);
     expect(result.usage.total.input_tokens).toBeGreaterThan(0);
-    expect([count("manager:towers"), count("wiki:eiffel"), count("wiki:empire"), count("page:empire")]).toEqual([2, 2, 3, 2]);
+    expect([
+      count("manager:towers"),
+      count("wiki:eiffel"),
+      count("wiki:empire"),
+      count("page:empire"),
+    ]).toEqual([2, 2, 3, 2]);
 
     const state = await managerState("towers");
     const [first, last] = state.steps;
@@ -91,15 +115,25 @@ describe("reference trajectories over the demo corpus", () => {
     const pageReq = server.requestsFor("page:empire").at(-1)!;
     expect(pageReq.request.messages.at(-1)!.content).toContain("17 March 1930");
     // The live view saw all three levels, nested.
-    expect(lines).toContain(`    [page_search] started: Retrieve information about the query: "${DEMO_SUBTASKS.empirePage}" from the Wikipedia page "Empire State Building".`);
+    expect(lines).toContain(
+      `    [page_search] started: Retrieve information about the query: "${DEMO_SUBTASKS.empirePage}" from the Wikipedia page "Empire State Building".`,
+    );
     expect(progress.root?.phase).toBe("done");
-    expect(progress.render("*").join("\n")).toContain("✓ wikipedia_search: When did construction of the Empire State Building begin?");
+    expect(progress.render("*").join("\n")).toContain(
+      "✓ wikipedia_search: When did construction of the Empire State Building begin?",
+    );
   });
 
   it("birch plywood vs ethanol: two sub-agent calls in one Promise.all, densities compared in code", async () => {
-    const result = await ask(DEMO_QUESTIONS.plywood, { threadId: "plywood", config: config(), persistence });
+    const result = await ask(DEMO_QUESTIONS.plywood, {
+      threadId: "plywood",
+      config: config(),
+      persistence,
+    });
     expect(result.answer).toBe(DEMO_ANSWERS.plywood);
-    expect(result.sources.map((s) => s.title)).toEqual(expect.arrayContaining(["Birch plywood", "Ethanol"]));
+    expect(result.sources.map((s) => s.title)).toEqual(
+      expect.arrayContaining(["Birch plywood", "Ethanol"]),
+    );
     // Both sub-agents ran at the same time: each started before the other finished.
     const firstOf = (rule: string) => server.requestsFor(rule)[0].index;
     const lastOf = (rule: string) => server.requestsFor(rule).at(-1)!.index;
@@ -108,20 +142,33 @@ describe("reference trajectories over the demo corpus", () => {
     const state = await managerState("plywood");
     expect(state.steps[0].toolCalls).toHaveLength(2);
     expect(state.steps[1].code).toContain("plywoodKgM3 / 1000");
-    expect(state.variables.values).toMatchObject({ plywoodGcm3: 0.68, ethanolGcm3: 0.789, floats: true });
+    expect(state.variables.values).toMatchObject({
+      plywoodGcm3: 0.68,
+      ethanolGcm3: 0.789,
+      floats: true,
+    });
   });
 
   it("a page agent that runs out of steps returns its last observation to the search agent", async () => {
     const before = count("page:ming");
-    const result = await ask(DEMO_QUESTIONS.ming, { threadId: "ming", config: config(), persistence });
+    const result = await ask(DEMO_QUESTIONS.ming, {
+      threadId: "ming",
+      config: config(),
+      persistence,
+    });
     expect(result.answer).toBe(DEMO_ANSWERS.ming);
     // maxSteps 3: three actions, no final answer, no fourth request.
     expect(count("page:ming") - before).toBe(3);
     // The wikipedia_search agent's next prompt carries the page agent's last observation
     // (passages retrieved by its third action).
-    const wikiAfter = server.requestsFor("wiki:ming").filter((r) => r.step === 1).at(-1)!;
+    const wikiAfter = server
+      .requestsFor("wiki:ming")
+      .filter((r) => r.step === 1)
+      .at(-1)!;
     const observation = wikiAfter.request.messages.at(-1)!.content;
     expect(observation).toContain("Jingtai Emperor");
-    expect(observation).toContain('Retrieved passages for query "fifteenth century Constantinople fell"');
+    expect(observation).toContain(
+      'Retrieved passages for query "fifteenth century Constantinople fell"',
+    );
   });
 });

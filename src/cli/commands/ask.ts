@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
+import {
+  configFromFlags,
+  printResult,
+  terminalRun,
+  withJsonErrors,
+  type RunFlags,
+} from "../../app/cli-support.ts";
 
 /** `codehop ask "<question>"`: answers a question with the three agents, checkpointing every step. */
 export default function askCommand(): Command {
@@ -8,10 +14,16 @@ export default function askCommand(): Command {
     .description("answer a question with the manager → wikipedia_search → page_search agents")
     .argument("<question...>", "the question (quote it, or pass it as several words)")
     .option("--thread <id>", "thread id to use (default: a new one, printed when the run starts)")
-    .option("--corpus <db>", "local corpus DB made by `codehop ingest` (default CODEHOP_CORPUS; unset = online Wikipedia)")
+    .option(
+      "--corpus <db>",
+      "local corpus DB made by `codehop ingest` (default CODEHOP_CORPUS; unset = online Wikipedia)",
+    )
     .option("--home <dir>", "data directory for checkpoints (default CODEHOP_HOME or .codehop)")
     .option("--model <name>", "model for every agent (default CODEHOP_MODEL)")
-    .option("--json", "print one JSON object (answer, thread_id, usage, sources ...) instead of the live tree")
+    .option(
+      "--json",
+      "print one JSON object (answer, thread_id, usage, sources ...) instead of the live tree",
+    )
     .option("-q, --quiet", "no live tree; just the answer")
     .addHelpText(
       "after",

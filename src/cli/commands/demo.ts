@@ -18,78 +18,107 @@ const SCRIPTED_NOTE = [
 /** `codehop demo`: the offline demo — real agents over the demo corpus with a scripted model. */
 export default function demoCommand(): Command {
   return new Command("demo")
-    .description("offline demo: the three agents answer demo questions over data/demo-corpus.jsonl with a scripted model")
-    .option("--question <name>", `which demo question: ${Object.keys(DEMO_QUESTIONS).join(", ")} or all`, "plywood,towers")
+    .description(
+      "offline demo: the three agents answer demo questions over data/demo-corpus.jsonl with a scripted model",
+    )
+    .option(
+      "--question <name>",
+      `which demo question: ${Object.keys(DEMO_QUESTIONS).join(", ")} or all`,
+      "plywood,towers",
+    )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--json", "print one JSON object per question")
     .option("-q, --quiet", "no live tree")
-    .option("--serve", "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)")
+    .option(
+      "--serve",
+      "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)",
+    )
     .option("--port <n>", "port of the scripted model server (default: a free port)", "0")
     .option("--delay <ms>", "simulated model latency per reply, to watch the live tree", "250")
-    .action(async (flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string }) => {
-      const config = loadAppConfig(flags.home ? { home: flags.home } : {});
-      const names = flags.question === "all" ? Object.keys(DEMO_QUESTIONS) : flags.question.split(",").map((s) => s.trim());
-      for (const n of names) {
-        if (!(n in DEMO_QUESTIONS)) {
-          throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`);
-        }
-      }
-      // Loaded on use: keeps `codehop --help` and the other commands fast to start.
-      const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
-      const { ask } = await import("../../app/run.ts");
-      const corpus = await ensureDemoCorpus(config.home);
-      const server = await startDemoModelServer({ port: Number(flags.port) || 0, delayMs: Math.max(0, Number(flags.delay) || 0) });
-      if (flags.serve) {
-        process.stderr.write(
-          [
-            `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
-            "In another terminal, resume or replay demo threads with it:",
-            `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted codehop replay <thread> --checkpoint <id>`,
-            "Ctrl-C stops it.",
-            "",
-          ].join("\n"),
-        );
-        await new Promise<void>((resolve) => process.once("SIGINT", () => resolve()));
-        await server.close();
-        return;
-      }
-      try {
-        if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
-        for (const name of names) {
-          const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
-          if (!flags.json) process.stderr.write(`Question: ${question}\n`);
-          const term = terminalRun(flags, `codehop demo (${name})`);
-          try {
-            const result = await ask(question, {
-              threadId: randomUUID(),
-              // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
-              config: { home: config.home, corpus, baseURL: server.baseURL, apiKey: "scripted", model: "scripted-demo", models: {} },
-              ...term.options,
-            });
-            term.finish();
-            printResult(result, flags);
-          } finally {
-            term.finish();
+    .action(
+      async (
+        flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
+      ) => {
+        const config = loadAppConfig(flags.home ? { home: flags.home } : {});
+        const names =
+          flags.question === "all"
+            ? Object.keys(DEMO_QUESTIONS)
+            : flags.question.split(",").map((s) => s.trim());
+        for (const n of names) {
+          if (!(n in DEMO_QUESTIONS)) {
+            throw new CodehopError(
+              ErrorCodes.CONFIG_INVALID,
+              `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`,
+            );
           }
         }
-        if (!flags.json) {
+        // Loaded on use: keeps `codehop --help` and the other commands fast to start.
+        const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
+        const { ask } = await import("../../app/run.ts");
+        const corpus = await ensureDemoCorpus(config.home);
+        const server = await startDemoModelServer({
+          port: Number(flags.port) || 0,
+          delayMs: Math.max(0, Number(flags.delay) || 0),
+        });
+        if (flags.serve) {
           process.stderr.write(
             [
-              "",
-              `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
-              "  codehop threads                                   # the demo threads",
-              "  codehop history <thread>                          # their checkpoints",
-              "  codehop history <thread> --checkpoint <id>        # the state at one step",
-              "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
-              "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
-              "",
-              SCRIPTED_NOTE,
+              `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
+              "In another terminal, resume or replay demo threads with it:",
+              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted codehop replay <thread> --checkpoint <id>`,
+              "Ctrl-C stops it.",
               "",
             ].join("\n"),
           );
+          await new Promise<void>((resolve) => process.once("SIGINT", () => resolve()));
+          await server.close();
+          return;
         }
-      } finally {
-        await server.close();
-      }
-    });
+        try {
+          if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
+          for (const name of names) {
+            const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
+            if (!flags.json) process.stderr.write(`Question: ${question}\n`);
+            const term = terminalRun(flags, `codehop demo (${name})`);
+            try {
+              const result = await ask(question, {
+                threadId: randomUUID(),
+                // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
+                config: {
+                  home: config.home,
+                  corpus,
+                  baseURL: server.baseURL,
+                  apiKey: "scripted",
+                  model: "scripted-demo",
+                  models: {},
+                },
+                ...term.options,
+              });
+              term.finish();
+              printResult(result, flags);
+            } finally {
+              term.finish();
+            }
+          }
+          if (!flags.json) {
+            process.stderr.write(
+              [
+                "",
+                `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
+                "  codehop threads                                   # the demo threads",
+                "  codehop history <thread>                          # their checkpoints",
+                "  codehop history <thread> --checkpoint <id>        # the state at one step",
+                "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
+                "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
+                "",
+                SCRIPTED_NOTE,
+                "",
+              ].join("\n"),
+            );
+          }
+        } finally {
+          await server.close();
+        }
+      },
+    );
 }

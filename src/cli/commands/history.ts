@@ -8,7 +8,9 @@ function short(text: string, max: number): string {
 /** `codehop history <thread>`: a thread's checkpoints (all branches), or the state at one. */
 export default function historyCommand(): Command {
   return new Command("history")
-    .description("list a thread's checkpoints (newest first, all branches) or show the state at one")
+    .description(
+      "list a thread's checkpoints (newest first, all branches) or show the state at one",
+    )
     .argument("<thread>", "thread id (see `codehop threads`)")
     .option("--checkpoint <id>", "show the full state at this checkpoint")
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -34,24 +36,44 @@ export default function historyCommand(): Command {
           `manager actions done: ${r.actions}; status: ${v.status ?? "-"}`,
         ];
         for (const s of (v.steps ?? []) as any[]) {
-          out.push(`— step ${s.step} (${s.kind}): ${short(String(s.thought ?? "").replace(/\s+/g, " "), 160)}`);
-          if (s.code) out.push(...String(s.code).split("\n").map((l: string) => `    | ${l}`));
-          if (s.observation) out.push(`    ↳ ${short(String(s.observation).replace(/\s+/g, " "), 300)}`);
+          out.push(
+            `— step ${s.step} (${s.kind}): ${short(String(s.thought ?? "").replace(/\s+/g, " "), 160)}`,
+          );
+          if (s.code)
+            out.push(
+              ...String(s.code)
+                .split("\n")
+                .map((l: string) => `    | ${l}`),
+            );
+          if (s.observation)
+            out.push(`    ↳ ${short(String(s.observation).replace(/\s+/g, " "), 300)}`);
         }
-        if (v.pending && r.next.includes("act")) out.push(`pending action (step ${v.pending.step}):`, ...String(v.pending.code ?? "").split("\n").map((l) => `    | ${l}`));
+        if (v.pending && r.next.includes("act"))
+          out.push(
+            `pending action (step ${v.pending.step}):`,
+            ...String(v.pending.code ?? "")
+              .split("\n")
+              .map((l) => `    | ${l}`),
+          );
         const vars = v.variables?.values ?? {};
         if (Object.keys(vars).length) out.push(`variables: ${short(JSON.stringify(vars), 600)}`);
-        if (v.answer != null) out.push(`answer: ${typeof v.answer === "string" ? v.answer : JSON.stringify(v.answer)}`);
+        if (v.answer != null)
+          out.push(`answer: ${typeof v.answer === "string" ? v.answer : JSON.stringify(v.answer)}`);
         process.stdout.write(`${out.join("\n")}\n`);
         return;
       }
-      const lines = [`${"checkpoint".padEnd(38)} ${"parent".padEnd(12)} ${"step".padStart(4)} ${"next".padEnd(12)} summary`];
+      const lines = [
+        `${"checkpoint".padEnd(38)} ${"parent".padEnd(12)} ${"step".padStart(4)} ${"next".padEnd(12)} summary`,
+      ];
       for (const r of rows) {
         lines.push(
           `${r.checkpoint_id.padEnd(38)} ${(r.parent_checkpoint_id ?? "-").slice(-10).padEnd(12)} ${String(r.step).padStart(4)} ${(r.next.join(",") || "done").padEnd(12)} ${short(r.summary, 90)}`,
         );
       }
-      lines.push("", `Show one: codehop history ${threadId} --checkpoint <id>   Re-run from one: codehop replay ${threadId} --checkpoint <id>`);
+      lines.push(
+        "",
+        `Show one: codehop history ${threadId} --checkpoint <id>   Re-run from one: codehop replay ${threadId} --checkpoint <id>`,
+      );
       process.stdout.write(`${lines.join("\n")}\n`);
     });
 }

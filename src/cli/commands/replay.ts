@@ -1,5 +1,11 @@
 import { Command } from "commander";
-import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
+import {
+  configFromFlags,
+  printResult,
+  terminalRun,
+  withJsonErrors,
+  type RunFlags,
+} from "../../app/cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 function parseSet(pairs: string[]): Record<string, unknown> | undefined {
@@ -7,7 +13,8 @@ function parseSet(pairs: string[]): Record<string, unknown> | undefined {
   const update: Record<string, unknown> = {};
   for (const pair of pairs) {
     const i = pair.indexOf("=");
-    if (i <= 0) throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--set expects key=value, got "${pair}"`);
+    if (i <= 0)
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--set expects key=value, got "${pair}"`);
     const raw = pair.slice(i + 1);
     let value: unknown = raw;
     try {
@@ -23,28 +30,49 @@ function parseSet(pairs: string[]): Record<string, unknown> | undefined {
 /** `codehop replay <thread> --checkpoint <id>`: re-runs (forks) a thread from one of its checkpoints. */
 export default function replayCommand(): Command {
   return new Command("replay")
-    .description("re-run a thread from one of its checkpoints; the new run forks a branch and the old history stays")
+    .description(
+      "re-run a thread from one of its checkpoints; the new run forks a branch and the old history stays",
+    )
     .argument("<thread>", "thread id")
-    .requiredOption("--checkpoint <id>", "checkpoint to start from (see `codehop history <thread>`)")
-    .option("--set <key=json...>", "edit state values before re-running (e.g. --set 'question=\"...\"'), forking with updateState")
-    .option("--as-node <node>", "node the edit is attributed to (default: the node that wrote the checkpoint)")
+    .requiredOption(
+      "--checkpoint <id>",
+      "checkpoint to start from (see `codehop history <thread>`)",
+    )
+    .option(
+      "--set <key=json...>",
+      "edit state values before re-running (e.g. --set 'question=\"...\"'), forking with updateState",
+    )
+    .option(
+      "--as-node <node>",
+      "node the edit is attributed to (default: the node that wrote the checkpoint)",
+    )
     .option("--corpus <db>", "local corpus DB (default: the one the thread was started with)")
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--model <name>", "model for every agent (default CODEHOP_MODEL)")
     .option("--json", "print one JSON object when the run ends")
     .option("-q, --quiet", "no live tree")
-    .action(async (threadId: string, flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string }) => {
-      const update = parseSet(flags.set ?? []);
-      const { replay } = await import("../../app/run.ts");
-      const term = terminalRun(flags, "codehop replay");
-      try {
-        const result = await withJsonErrors(flags, threadId, () =>
-          replay(threadId, flags.checkpoint, { config: configFromFlags(flags), update, asNode: flags.asNode, ...term.options }),
-        );
-        term.finish();
-        printResult(result, flags);
-      } finally {
-        term.finish();
-      }
-    });
+    .action(
+      async (
+        threadId: string,
+        flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string },
+      ) => {
+        const update = parseSet(flags.set ?? []);
+        const { replay } = await import("../../app/run.ts");
+        const term = terminalRun(flags, "codehop replay");
+        try {
+          const result = await withJsonErrors(flags, threadId, () =>
+            replay(threadId, flags.checkpoint, {
+              config: configFromFlags(flags),
+              update,
+              asNode: flags.asNode,
+              ...term.options,
+            }),
+          );
+          term.finish();
+          printResult(result, flags);
+        } finally {
+          term.finish();
+        }
+      },
+    );
 }

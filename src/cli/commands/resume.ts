@@ -1,10 +1,18 @@
 import { Command } from "commander";
-import { configFromFlags, printResult, terminalRun, withJsonErrors, type RunFlags } from "../../app/cli-support.ts";
+import {
+  configFromFlags,
+  printResult,
+  terminalRun,
+  withJsonErrors,
+  type RunFlags,
+} from "../../app/cli-support.ts";
 
 /** `codehop resume <thread>`: continues a crashed / interrupted / failed run from its last checkpoint. */
 export default function resumeCommand(): Command {
   return new Command("resume")
-    .description("continue a thread from its last checkpoint (finished sub-agent calls are not repeated)")
+    .description(
+      "continue a thread from its last checkpoint (finished sub-agent calls are not repeated)",
+    )
     .argument("<thread>", "thread id (see `codehop threads`)")
     .option("--corpus <db>", "local corpus DB (default: the one the thread was started with)")
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
