@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { HistoryEntry } from "./history.ts";
 
 /**
  * Agent limits and policies with their defaults — the one place defaults live. `createCodeAgent`
@@ -17,8 +18,18 @@ export const AgentSettingsSchema = z.object({
   maxStepsPolicy: z.enum(["last_observation", "final_answer_prompt"]).default("last_observation"),
   /** Run a planning step before action 1 and then every N actions (unset = never). */
   planningInterval: z.number().int().min(1).optional(),
-  /** What the model sees: "condensed" (default) or "full" (every action and observation). */
-  historyPolicy: z.enum(["condensed", "full"]).default("condensed"),
+  /**
+   * What the model sees: "condensed" (default), "full" (every action and observation), or a custom
+   * pure function from all history entries to the ones to keep (see src/agent/history.ts).
+   */
+  historyPolicy: z
+    .union([
+      z.enum(["condensed", "full"]),
+      z.custom<(entries: HistoryEntry[]) => HistoryEntry[]>((v) => typeof v === "function", {
+        message: 'must be "condensed", "full" or a function',
+      }),
+    ])
+    .default("condensed"),
   /**
    * k: the same normalized code producing the same observation k times in a row adds a nudge to
    * the observation; 2k times applies `repeatPolicy`.

@@ -14,8 +14,11 @@ export interface HistoryEntry {
   isError?: boolean;
 }
 
-/** How much of the past goes into the prompt. */
-export type HistoryPolicy = "condensed" | "full";
+/**
+ * How much of the past goes into the prompt: "condensed", "full", or a custom view — a pure,
+ * idempotent function from all entries (chronological) to the entries to keep.
+ */
+export type HistoryPolicy = "condensed" | "full" | ((entries: HistoryEntry[]) => HistoryEntry[]);
 
 /**
  * The condensed view: the latest plan, every observation except resolved errors, and only the last
@@ -47,6 +50,7 @@ export function historyReducer(policy: HistoryPolicy) {
   ): HistoryEntry[] => {
     const added = right === undefined ? [] : Array.isArray(right) ? right : [right];
     const all = [...left, ...added];
+    if (typeof policy === "function") return policy(all);
     return policy === "condensed" ? condenseHistory(all) : all;
   };
 }

@@ -265,6 +265,25 @@ describe("a single agent on the real sandbox", () => {
     );
   });
 
+  it("accepts a custom history policy (here: observations only, the last 1)", async () => {
+    const model = new ScriptedChatModel([
+      action("console.log('a')"),
+      action("console.log('b')"),
+      action("final_answer('done')"),
+    ]);
+    const agent = createCodeAgent({
+      name: "custom",
+      description: "d",
+      sandbox,
+      model,
+      maxSteps: 5,
+      historyPolicy: (entries) => entries.filter((e) => e.kind === "observation").slice(-1),
+    });
+    const out = await agent.invoke({ task: "t" });
+    expect(out.history).toHaveLength(1);
+    expect(model.calls[1].messages.map((m) => m.getType())).toEqual(["system", "human", "human"]);
+  });
+
   it("binds tools to the run's context with a tools factory", async () => {
     const agent = createCodeAgent({
       name: "bound",
