@@ -114,6 +114,16 @@ export function terminalTable(report: EvalReport): string {
   const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
   const out = [line(columns), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)];
+  // Where a multi-agent system spends its tokens.
+  const agentRows = report.systems
+    .filter((s) => Object.keys(s.perAgent).length > 1)
+    .flatMap((s) => Object.entries(s.perAgent).map(([a, u]) => [`${s.system}/${a}`, num(u.avgCalls, 2), num(u.avgInputTokens, 0), num(u.avgOutputTokens, 0)]));
+  if (agentRows.length) {
+    const cols = ["agent", "calls/q", "in tok/q", "out tok/q"];
+    const w = cols.map((c, i) => Math.max(c.length, ...agentRows.map((r) => r[i].length)));
+    const l = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  ");
+    out.push("", l(cols), w.map((x) => "-".repeat(x)).join("  "), ...agentRows.map(l));
+  }
   const head = `${report.dataset.format} ${report.dataset.path}: ${report.dataset.questions} questions` +
     (report.dataset.bad.length ? `, ${report.dataset.bad.length} bad records skipped` : "") +
     (report.partial ? ` — PARTIAL (${report.progress.done}/${report.progress.expected} done)` : "");

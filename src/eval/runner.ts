@@ -70,6 +70,9 @@ export interface EvalRunOutcome {
   interrupted: boolean;
 }
 
+/** Bad records named on the console (report.md lists all). */
+const MAX_LOGGED_BAD = 20;
+
 /** Settings that must not change between a run and its resumption, or the figures would mix. */
 function fingerprint(settings: EvalModelSettings, format: DatasetFormat, dataset: string) {
   return {
@@ -108,7 +111,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
   const full = loadDataset(options.dataset, { format: options.format });
   const dataset = selectExamples(full, options.limit);
-  for (const b of dataset.bad) log(`skipped ${describeBadRecord(b)}`);
+  // Some releases skip thousands (MuSiQue-full's unanswerable half): name the first ones only.
+  for (const b of dataset.bad.slice(0, MAX_LOGGED_BAD)) log(`skipped ${describeBadRecord(b)}`);
+  if (dataset.bad.length > MAX_LOGGED_BAD) log(`... and ${dataset.bad.length - MAX_LOGGED_BAD} more skipped records (all listed in report.md)`);
 
   const store = new ResultsStore(out);
   const systems: EvalSystem[] = [];

@@ -183,3 +183,20 @@ describe("report page size", () => {
     expect(html.includes('"transcriptsOmitted":true')).toBe(true);
   });
 });
+
+describe("many bad records", () => {
+  it("names the first 20 on the console, counts the rest, and lists them all in report.md", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const path = join(tmp, "many-bad.jsonl");
+    const lines = Array.from({ length: 25 }, (_, i) => JSON.stringify({ id: `b${i}`, answer: "x" }));
+    lines.push(JSON.stringify({ id: "ok", question: "Which country was the architect of the Blue Pavilion born in?", answer: "Norway" }));
+    writeFileSync(path, lines.join("\n"));
+    const logged: string[] = [];
+    const res = await runEval({ dataset: path, systems: ["direct"], out: join(tmp, "many-bad"), env: scriptedEnv(server.baseURL), log: (l) => logged.push(l) });
+    expect(logged.filter((l) => l.startsWith("skipped record"))).toHaveLength(20);
+    expect(logged).toContain("... and 5 more skipped records (all listed in report.md)");
+    expect(res.report.dataset.bad).toHaveLength(25);
+    expect(readFileSync(res.files.md, "utf8")).toContain("- record 24 (line 25): missing or empty `question`");
+    expect(res.report.systems[0].em).toBe(1);
+  });
+});
