@@ -92,11 +92,17 @@ export class CorpusSource implements KnowledgeSource {
     const limit = options.limit ?? 5;
     if (limit <= 0) return [];
     const ranked = await this.rankPassages(query, FUSION_DEPTH * 2);
+    const byPassage = [...new Set(ranked.map((r) => r.docId))];
+    // Passage BM25 saturates: a page that merely mentions "Eiffel Tower" next to "construction"
+    // can outscore the Eiffel Tower page itself. Fusing with a ranking of titles alone says which
+    // pages are *about* the query's words.
+    const byTitle = this.rankTitles(query);
+    const fused = [...reciprocalRankFusion([byPassage, byTitle]).entries()].sort((a, b) => b[1] - a[1]);
     const docIds: number[] = [];
     // A query that is exactly a title (or alias) names that page: put it first.
     const exact = this.resolveDocId(query);
     if (exact !== undefined) docIds.push(exact);
-    for (const { docId } of ranked) {
+    for (const [docId] of fused) {
       if (docIds.length >= limit) break;
       if (!docIds.includes(docId)) docIds.push(docId);
     }
@@ -250,7 +256,18 @@ export class CorpusSource implements KnowledgeSource {
     })();
     this.ensureVocab();
     const dfOf = this.db.prepare("SELECT doc FROM temp.passages_vocab WHERE term = ?").pluck();
-    const df = words.map((_, i) => (stems.has(i) ? ((dfOf.get(stems.get(i)!) as number | undefined) ?? 0) : 0));
+    // Counting a common term's rows walks its whole doclist (~1 ms): remember the counts. They
+    // only steer pruning, so a count gone stale under a concurrent ingest does no harm.
+    const lookup = (term: string): number => {
+      let n = this.dfCache.get(term);
+      if (n === undefined) {
+        n = (dfOf.get(term) as number | undefined) ?? 0;
+        if (this.dfCache.size >= 10_000) this.dfCache.clear();
+        this.dfCache.set(term, n);
+      }
+      return n;
+    };
+    const df = words.map((_, i) => (stems.has(i) ? lookup(stems.get(i)!) : 0));
     const limit = this.passageCount * PRUNE_DF_SHARE;
     let keep = words.filter((_, i) => df[i] <= limit);
     // Only common words: keep the two rarest rather than scoring the whole index.
@@ -282,11 +299,25 @@ export class CorpusSource implements KnowledgeSource {
   }
 
   private vocabReady = false;
+  private readonly dfCache = new Map<string, number>();
   /** A temp fts5vocab view of the index (temp: the corpus file may be opened read-only). */
   private ensureVocab(): void {
     if (this.vocabReady) return;
     this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab(main, passages_fts, 'row')");
     this.vocabReady = true;
+  }
+
+  /** Documents whose titles match the query's words, best first (BM25 on the title column only). */
+  private rankTitles(query: string): number[] {
+    const match = this.prunedFtsQuery(query);
+    if (!match) return [];
+    const rows = this.db
+      .prepare(
+        `SELECT p.doc_id AS docId FROM (SELECT rowid, bm25(passages_fts, 1, 0, 0) AS r FROM passages_fts
+           WHERE passages_fts MATCH ? ORDER BY r LIMIT ?) m JOIN passages p ON p.id = m.rowid ORDER BY m.r`,
+      )
+      .all(`{title} : (${match})`, FUSION_DEPTH * 4) as { docId: number }[];
+    return [...new Set(rows.map((r) => r.docId))].slice(0, FUSION_DEPTH);
   }
 
   /** Document id for a title or alias (case/underscore/space-insensitive). */

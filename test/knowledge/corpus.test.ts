@@ -51,6 +51,13 @@ describe("local corpus: reading", () => {
     expect(await source.search("Eiffel Tower", { limit: 2 })).toHaveLength(2);
   });
 
+  it("a page about the query's subject beats pages that only mention it", async () => {
+    // Tokyo Tower's construction passage mentions the Eiffel Tower and "completed"; the Eiffel
+    // Tower page must still come first.
+    expect((await source.search("Eiffel Tower construction completed"))[0].title).toBe("Eiffel Tower");
+    expect((await source.search("Empire State Building construction began"))[0].title).toBe("Empire State Building");
+  });
+
   it("getPage is case-, space- and underscore-insensitive", async () => {
     const lookup = await source.getPage("  empire_state   BUILDING ");
     expect(lookup.status).toBe("found");

@@ -48,7 +48,7 @@ describe("retrieval quality on the labeled demo queries (BM25)", () => {
     }
   });
 
-  it("page search (search_wikipedia): recall@5 >= 0.95 and MRR >= 0.85", async () => {
+  it("page search (search_wikipedia): recall@5 >= 0.95 and MRR >= 0.9", async () => {
     const ranks: number[] = [];
     const misses: string[] = [];
     for (const q of queries) {
@@ -61,7 +61,7 @@ describe("retrieval quality on the labeled demo queries (BM25)", () => {
     console.log(`page search: recall@5=${m.recall.toFixed(3)} MRR=${m.mrr.toFixed(3)} over ${queries.length} queries`);
     if (misses.length) console.log(`not first:\n  ${misses.join("\n  ")}`);
     expect(m.recall).toBeGreaterThanOrEqual(0.95);
-    expect(m.mrr).toBeGreaterThanOrEqual(0.85);
+    expect(m.mrr).toBeGreaterThanOrEqual(0.9);
   });
 
   it("passage search across the corpus (rag baseline): recall@5 >= 0.9 and MRR >= 0.75", async () => {
