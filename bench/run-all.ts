@@ -38,13 +38,27 @@ export function benchNames(filter?: string, dir = BENCH_DIR): string[] {
 export function textTable(section: BenchSection): string {
   const cells = [section.columns, ...section.rows.map((r) => r.map(String))];
   const widths = section.columns.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-  return [line(cells[0]), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");
+  const line = (r: string[]) =>
+    r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  return [
+    line(cells[0]),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...cells.slice(1).map(line),
+  ].join("\n");
 }
 
 /** Markdown block of one bench file's sections (or its failure). */
-export function benchBlock(name: string, outcome: { sections?: BenchSection[]; error?: string; ms: number }, when: Date, machine: string): string {
-  const parts = [`<!-- bench:${name} -->`, `## ${name}`, `_Ran ${when.toISOString().replace("T", " ").slice(0, 16)} UTC in ${(outcome.ms / 1000).toFixed(1)} s on ${machine}._`];
+export function benchBlock(
+  name: string,
+  outcome: { sections?: BenchSection[]; error?: string; ms: number },
+  when: Date,
+  machine: string,
+): string {
+  const parts = [
+    `<!-- bench:${name} -->`,
+    `## ${name}`,
+    `_Ran ${when.toISOString().replace("T", " ").slice(0, 16)} UTC in ${(outcome.ms / 1000).toFixed(1)} s on ${machine}._`,
+  ];
   if (outcome.error) parts.push(`**FAILED:** \`${outcome.error.replace(/`/g, "'")}\``);
   for (const s of outcome.sections ?? []) {
     parts.push(`### ${s.title}`, s.description, markdownTable(s));
@@ -65,7 +79,8 @@ Each block says when and on which machine its figures were measured. Models are 
 /** Merges new blocks into the existing document (replacing blocks of the same name, dropping blocks of deleted bench files). */
 export function mergeDoc(existing: string, blocks: Map<string, string>, known: string[]): string {
   const old = new Map<string, string>();
-  for (const m of existing.matchAll(/<!-- bench:([\w.-]+) -->[\s\S]*?<!-- \/bench:\1 -->/g)) old.set(m[1], m[0]);
+  for (const m of existing.matchAll(/<!-- bench:([\w.-]+) -->[\s\S]*?<!-- \/bench:\1 -->/g))
+    old.set(m[1], m[0]);
   const names = [...new Set([...known, ...blocks.keys()])].sort();
   const body = names.map((n) => blocks.get(n) ?? old.get(n)).filter((b): b is string => !!b);
   return `${HEADER}\n${body.join("\n\n")}\n`;
@@ -91,7 +106,8 @@ async function main(): Promise<void> {
     try {
       const mod = await import(pathToFileURL(join(BENCH_DIR, `${name}.bench.ts`)).href);
       const fn = mod.default as BenchFn | undefined;
-      if (typeof fn !== "function") throw new Error(`bench/${name}.bench.ts must default-export an async function`);
+      if (typeof fn !== "function")
+        throw new Error(`bench/${name}.bench.ts must default-export an async function`);
       const res = await fn();
       const sections = Array.isArray(res) ? res : [res];
       outcome = { sections, ms: performance.now() - started };

@@ -58,12 +58,18 @@ export async function openEvalSource(
   previous?: EvalSourceInfo,
 ): Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> {
   const sourceOptions = knowledgeSourceOptionsFromEnv(env);
-  const docs = datasetDocuments(allExamples, `${dataset.format}:${dataset.path.split(/[\\/]/).pop()}`);
+  const docs = datasetDocuments(
+    allExamples,
+    `${dataset.format}:${dataset.path.split(/[\\/]/).pop()}`,
+  );
   if (docs.length === 0) {
     const source = openKnowledgeSource(sourceOptions);
     const info: EvalSourceInfo = sourceOptions.corpus
       ? { kind: "configured-corpus", path: sourceOptions.corpus }
-      : { kind: "wikipedia", path: sourceOptions.wikipediaApi ?? "https://en.wikipedia.org/w/api.php" };
+      : {
+          kind: "wikipedia",
+          path: sourceOptions.wikipediaApi ?? "https://en.wikipedia.org/w/api.php",
+        };
     return { source, info };
   }
   const path = join(out, DATASET_CORPUS_FILE);
@@ -76,7 +82,9 @@ export async function openEvalSource(
   if (previous?.kind === "dataset-corpus" && previous.hash === hash && existsSync(path)) {
     info = previous;
   } else {
-    log(`ingesting ${docs.length} dataset paragraphs' pages into ${path}${embeddings ? " (with embeddings)" : ""}`);
+    log(
+      `ingesting ${docs.length} dataset paragraphs' pages into ${path}${embeddings ? " (with embeddings)" : ""}`,
+    );
     const report = await ingestDocuments(path, docs, {
       embedder: embeddings ? createEmbedder(embeddings) : undefined,
     });

@@ -66,7 +66,14 @@ function splitJsonArray(text: string): RawRecord[] {
       else if (c === '"') inString = false;
       continue;
     }
-    if (start === -1 && c !== " " && c !== "\n" && c !== "\r" && c !== "\t" && !(depth === 0 && (c === "," || c === "]"))) {
+    if (
+      start === -1 &&
+      c !== " " &&
+      c !== "\n" &&
+      c !== "\r" &&
+      c !== "\t" &&
+      !(depth === 0 && (c === "," || c === "]"))
+    ) {
       start = i;
       startLine = line;
     }
@@ -83,7 +90,10 @@ function splitJsonArray(text: string): RawRecord[] {
   if (!closed) {
     // A truncated file: keep every complete element, report the tail.
     if (start !== -1) {
-      out.push({ position: { index: out.length, line: startLine }, error: "truncated record (file ends inside it)" });
+      out.push({
+        position: { index: out.length, line: startLine },
+        error: "truncated record (file ends inside it)",
+      });
     }
   }
   return out;
@@ -173,18 +183,24 @@ function contextParagraphs(ctx: unknown): ContextParagraph[] {
   if (isRecord(ctx) && Array.isArray(ctx.title) && Array.isArray(ctx.sentences)) {
     const titles = ctx.title as unknown[];
     const sentences = ctx.sentences as unknown[];
-    if (titles.length !== sentences.length) throw new Error("context.title and context.sentences differ in length");
+    if (titles.length !== sentences.length)
+      throw new Error("context.title and context.sentences differ in length");
     return titles.map((t, i) => ({
       title: String(t),
-      text: (Array.isArray(sentences[i]) ? (sentences[i] as unknown[]) : []).map(String).join("").trim(),
+      text: (Array.isArray(sentences[i]) ? (sentences[i] as unknown[]) : [])
+        .map(String)
+        .join("")
+        .trim(),
     }));
   }
   throw new Error("`context` must be [[title, sentences]] or { title: [], sentences: [] }");
 }
 
 function supportingTitles(sf: unknown): string[] {
-  if (Array.isArray(sf)) return [...new Set(sf.filter(Array.isArray).map((e) => String((e as unknown[])[0])))];
-  if (isRecord(sf) && Array.isArray(sf.title)) return [...new Set((sf.title as unknown[]).map(String))];
+  if (Array.isArray(sf))
+    return [...new Set(sf.filter(Array.isArray).map((e) => String((e as unknown[])[0])))];
+  if (isRecord(sf) && Array.isArray(sf.title))
+    return [...new Set((sf.title as unknown[]).map(String))];
   return [];
 }
 
@@ -226,12 +242,15 @@ const musique: Mapper = (rec, position) => {
   if (rec.answerable === false) return "unanswerable question (answerable: false) cannot be scored";
   const answer = str(rec.answer);
   if (!answer) return "missing or empty `answer`";
-  const aliases = Array.isArray(rec.answer_aliases) ? rec.answer_aliases.map(str).filter((a): a is string => !!a) : [];
+  const aliases = Array.isArray(rec.answer_aliases)
+    ? rec.answer_aliases.map(str).filter((a): a is string => !!a)
+    : [];
   if (!Array.isArray(rec.paragraphs)) return "`paragraphs` must be an array";
   const paragraphs: ContextParagraph[] = [];
   const supporting: string[] = [];
   for (const [i, p] of (rec.paragraphs as unknown[]).entries()) {
-    if (!isRecord(p) || typeof p.paragraph_text !== "string") return `paragraphs[${i}] has no paragraph_text`;
+    if (!isRecord(p) || typeof p.paragraph_text !== "string")
+      return `paragraphs[${i}] has no paragraph_text`;
     const title = str(p.title) ?? `paragraph ${i}`;
     paragraphs.push({ title, text: p.paragraph_text.trim() });
     if (p.is_supporting === true) supporting.push(title);
@@ -250,12 +269,17 @@ const musique: Mapper = (rec, position) => {
 const plain: Mapper = (rec, position) => {
   const base = baseFields(rec, position, ["id", "_id"]);
   if (typeof base === "string") return base;
-  const list = Array.isArray(rec.answers) ? rec.answers.map(str).filter((a): a is string => !!a) : [];
+  const list = Array.isArray(rec.answers)
+    ? rec.answers.map(str).filter((a): a is string => !!a)
+    : [];
   const answer = str(rec.answer) ?? list[0];
   if (!answer) return "missing or empty `answer`";
   const aliasesRaw = rec.aliases ?? rec.answer_aliases;
-  if (aliasesRaw !== undefined && !Array.isArray(aliasesRaw)) return "`aliases` must be an array of strings";
-  const aliases = ((aliasesRaw as unknown[] | undefined) ?? []).map(str).filter((a): a is string => !!a);
+  if (aliasesRaw !== undefined && !Array.isArray(aliasesRaw))
+    return "`aliases` must be an array of strings";
+  const aliases = ((aliasesRaw as unknown[] | undefined) ?? [])
+    .map(str)
+    .filter((a): a is string => !!a);
   return {
     ...base,
     answers: [...new Set([answer, ...list, ...aliases])],
@@ -324,7 +348,9 @@ export function loadDataset(path: string, options: LoadDatasetOptions = {}): Loa
     const first = bad[0];
     fail(
       `Dataset ${path} (${format}) has no usable record` +
-        (first ? `; first problem at record ${first.position.index} (line ${first.position.line}): ${first.reason}` : ""),
+        (first
+          ? `; first problem at record ${first.position.index} (line ${first.position.line}): ${first.reason}`
+          : ""),
     );
   }
   return { format, path, examples, bad };

@@ -12,11 +12,17 @@ function chartJsSource(): string {
 
 /** JSON safe to embed in a <script> element. */
 function embedJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
 }
 
 function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+  return s.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
+  );
 }
 
 /** Per-message cap for transcripts embedded in the page (the JSONL export keeps them whole). */
@@ -43,7 +49,9 @@ export function htmlReport(
       agent: t.agent,
       messages: t.messages.map((m) => {
         const content =
-          m.content.length > TRANSCRIPT_CHARS ? `${m.content.slice(0, TRANSCRIPT_CHARS)}\n… (${m.content.length - TRANSCRIPT_CHARS} more characters)` : m.content;
+          m.content.length > TRANSCRIPT_CHARS
+            ? `${m.content.slice(0, TRANSCRIPT_CHARS)}\n… (${m.content.length - TRANSCRIPT_CHARS} more characters)`
+            : m.content;
         budget -= content.length;
         return { role: m.role, content };
       }),

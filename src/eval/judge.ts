@@ -13,15 +13,30 @@ export class AnswerJudge {
 
   constructor(private readonly model: BaseChatModel) {}
 
-  async judge(question: string, gold: string[], prediction: string, signal?: AbortSignal): Promise<JudgeVerdict> {
-    if (!prediction.trim()) return { correct: false, raw: "(empty prediction, not sent to the judge)", inputTokens: 0, outputTokens: 0 };
+  async judge(
+    question: string,
+    gold: string[],
+    prediction: string,
+    signal?: AbortSignal,
+  ): Promise<JudgeVerdict> {
+    if (!prediction.trim())
+      return {
+        correct: false,
+        raw: "(empty prediction, not sent to the judge)",
+        inputTokens: 0,
+        outputTokens: 0,
+      };
     const user = renderPrompt("eval/judge-question.md", {
       question,
       gold: gold.map((g) => JSON.stringify(g)).join(" | "),
       prediction: JSON.stringify(prediction),
     });
-    const res = await this.model.invoke([new SystemMessage(this.system), new HumanMessage(user)], { signal });
-    const raw = (typeof res.content === "string" ? res.content : JSON.stringify(res.content)).trim();
+    const res = await this.model.invoke([new SystemMessage(this.system), new HumanMessage(user)], {
+      signal,
+    });
+    const raw = (
+      typeof res.content === "string" ? res.content : JSON.stringify(res.content)
+    ).trim();
     return {
       correct: parseVerdict(raw),
       raw: raw.slice(0, 500),
@@ -33,7 +48,9 @@ export class AnswerJudge {
 
 /** CORRECT / INCORRECT (first such word wins; anything else counts as incorrect). */
 export function parseVerdict(raw: string): boolean {
-  const m = /\b(INCORRECT|CORRECT|WRONG|RIGHT|YES|NO)\b/i.exec(raw.replace(/<think>[\s\S]*?<\/think>/gi, ""));
+  const m = /\b(INCORRECT|CORRECT|WRONG|RIGHT|YES|NO)\b/i.exec(
+    raw.replace(/<think>[\s\S]*?<\/think>/gi, ""),
+  );
   if (!m) return false;
   return ["CORRECT", "RIGHT", "YES"].includes(m[1].toUpperCase());
 }

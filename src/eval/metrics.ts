@@ -23,7 +23,9 @@ const ARTICLES = /(?<![\p{L}\p{M}\p{N}_])(a|an|the)(?![\p{L}\p{M}\p{N}_])/gu;
 
 /** Standard answer normalization (see the module comment). */
 export function normalizeAnswer(text: string): string {
-  let s = String(text ?? "").normalize("NFC").toLowerCase();
+  let s = String(text ?? "")
+    .normalize("NFC")
+    .toLowerCase();
   s = s.replace(ASCII_PUNCTUATION, "").replace(UNICODE_PUNCTUATION, "");
   s = s.replace(ARTICLES, " ");
   return s.split(/\s+/u).filter(Boolean).join(" ");

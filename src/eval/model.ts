@@ -35,7 +35,10 @@ export function evalModelSettings(env: CodehopEnv): EvalModelSettings {
  * A ChatOpenAI for the baselines and the judge. Never `streaming: true`: with it, invoke()
  * estimates tokens with tiktoken, which downloads an encoding and hangs offline.
  */
-export function createChatModel(settings: EvalModelSettings, apiKey: string | undefined): ChatOpenAI {
+export function createChatModel(
+  settings: EvalModelSettings,
+  apiKey: string | undefined,
+): ChatOpenAI {
   return new ChatOpenAI({
     model: settings.model,
     apiKey: apiKey ?? "not-needed",

@@ -90,7 +90,8 @@ export class EvalRecorder extends BaseCallbackHandler {
     call.inputTokens = meta?.input_tokens ?? tokenUsage?.promptTokens ?? 0;
     call.outputTokens = meta?.output_tokens ?? tokenUsage?.completionTokens ?? 0;
     call.cachedTokens = meta?.input_token_details?.cache_read ?? 0;
-    call.reply = typeof msg?.content === "string" ? msg.content : contentText(msg?.content ?? gen?.text ?? "");
+    call.reply =
+      typeof msg?.content === "string" ? msg.content : contentText(msg?.content ?? gen?.text ?? "");
   }
 
   override async handleLLMError(_err: unknown, runId: string): Promise<void> {
@@ -133,17 +134,22 @@ export class EvalRecorder extends BaseCallbackHandler {
     }
     return [...last.values()]
       .sort((a, b) => a.first - b.first)
-      .map(({ agent, call }) => ({ agent, messages: [...call.messages, { role: "assistant" as const, content: call.reply! }] }));
+      .map(({ agent, call }) => ({
+        agent,
+        messages: [...call.messages, { role: "assistant" as const, content: call.reply! }],
+      }));
   }
 
   private owner(call: ModelCall): { agent: string; invocation: string } {
     const explicit = call.metadata.codehop_agent;
-    if (typeof explicit === "string" && explicit) return { agent: explicit, invocation: `explicit:${explicit}` };
+    if (typeof explicit === "string" && explicit)
+      return { agent: explicit, invocation: `explicit:${explicit}` };
     let id = call.parentRunId;
     for (let guard = 0; id && guard < 1000; guard++) {
       const chain = this.chains.get(id);
       if (!chain) break;
-      if (chain.name && this.knownAgents.has(chain.name)) return { agent: chain.name, invocation: id };
+      if (chain.name && this.knownAgents.has(chain.name))
+        return { agent: chain.name, invocation: id };
       id = chain.parentRunId;
     }
     return { agent: this.fallbackAgent, invocation: `fallback:${this.fallbackAgent}` };
@@ -152,7 +158,8 @@ export class EvalRecorder extends BaseCallbackHandler {
 
 function contentText(content: unknown): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  if (Array.isArray(content))
+    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
   return String(content ?? "");
 }
 

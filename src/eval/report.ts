@@ -1,4 +1,10 @@
-import type { BadRecord, DatasetFormat, QuestionResult, SystemName, SystemSummary } from "./types.ts";
+import type {
+  BadRecord,
+  DatasetFormat,
+  QuestionResult,
+  SystemName,
+  SystemSummary,
+} from "./types.ts";
 
 /** The whole report of a run (report.json). */
 export interface EvalReport {
@@ -36,7 +42,10 @@ function percentile(values: number[], p: number): number {
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** Aggregates per-question results of one system. */
-export function summarize(system: SystemName, results: Omit<QuestionResult, "transcripts">[]): SystemSummary {
+export function summarize(
+  system: SystemName,
+  results: Omit<QuestionResult, "transcripts">[],
+): SystemSummary {
   const rs = results.filter((r) => r.system === system);
   const judged = rs.filter((r) => r.judge);
   const agents = [...new Set(rs.flatMap((r) => Object.keys(r.usage)))].sort();
@@ -112,19 +121,29 @@ export function summaryRows(report: EvalReport): { columns: string[]; rows: stri
 export function terminalTable(report: EvalReport): string {
   const { columns, rows } = summaryRows(report);
   const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
   const out = [line(columns), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)];
   // Where a multi-agent system spends its tokens.
   const agentRows = report.systems
     .filter((s) => Object.keys(s.perAgent).length > 1)
-    .flatMap((s) => Object.entries(s.perAgent).map(([a, u]) => [`${s.system}/${a}`, num(u.avgCalls, 2), num(u.avgInputTokens, 0), num(u.avgOutputTokens, 0)]));
+    .flatMap((s) =>
+      Object.entries(s.perAgent).map(([a, u]) => [
+        `${s.system}/${a}`,
+        num(u.avgCalls, 2),
+        num(u.avgInputTokens, 0),
+        num(u.avgOutputTokens, 0),
+      ]),
+    );
   if (agentRows.length) {
     const cols = ["agent", "calls/q", "in tok/q", "out tok/q"];
     const w = cols.map((c, i) => Math.max(c.length, ...agentRows.map((r) => r[i].length)));
-    const l = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  ");
+    const l = (cells: string[]) =>
+      cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  ");
     out.push("", l(cols), w.map((x) => "-".repeat(x)).join("  "), ...agentRows.map(l));
   }
-  const head = `${report.dataset.format} ${report.dataset.path}: ${report.dataset.questions} questions` +
+  const head =
+    `${report.dataset.format} ${report.dataset.path}: ${report.dataset.questions} questions` +
     (report.dataset.bad.length ? `, ${report.dataset.bad.length} bad records skipped` : "") +
     (report.partial ? ` — PARTIAL (${report.progress.done}/${report.progress.expected} done)` : "");
   return `${head}\n${out.join("\n")}`;
@@ -146,20 +165,33 @@ export function markdownReport(report: EvalReport): string {
   );
   parts.push("## Summary");
   parts.push(
-    `| ${columns.join(" | ")} |\n| ${columns.map(() => "---").join(" | ")} |\n` + rows.map((r) => `| ${r.join(" | ")} |`).join("\n"),
+    `| ${columns.join(" | ")} |\n| ${columns.map(() => "---").join(" | ")} |\n` +
+      rows.map((r) => `| ${r.join(" | ")} |`).join("\n"),
   );
-  parts.push("EM / F1: standard answer normalization (lower-case, no punctuation or articles, collapsed whitespace); cover-EM: a gold answer appears in the prediction. Tokens are as reported by the endpoint, per question.");
+  parts.push(
+    "EM / F1: standard answer normalization (lower-case, no punctuation or articles, collapsed whitespace); cover-EM: a gold answer appears in the prediction. Tokens are as reported by the endpoint, per question.",
+  );
   parts.push("## Tokens per agent (average per question)");
   const agentRows = report.systems.flatMap((s) =>
-    Object.entries(s.perAgent).map(([a, u]) => `| ${s.system} | ${a} | ${num(u.avgCalls, 2)} | ${num(u.avgInputTokens, 0)} | ${num(u.avgOutputTokens, 0)} |`),
+    Object.entries(s.perAgent).map(
+      ([a, u]) =>
+        `| ${s.system} | ${a} | ${num(u.avgCalls, 2)} | ${num(u.avgInputTokens, 0)} | ${num(u.avgOutputTokens, 0)} |`,
+    ),
   );
-  parts.push(`| system | agent | calls | input tokens | output tokens |\n| --- | --- | --- | --- | --- |\n${agentRows.join("\n")}`);
+  parts.push(
+    `| system | agent | calls | input tokens | output tokens |\n| --- | --- | --- | --- | --- |\n${agentRows.join("\n")}`,
+  );
   parts.push("## Configuration");
   parts.push("```json\n" + JSON.stringify(report.config, null, 2) + "\n```");
-  if (report.dataset.source) parts.push("Knowledge source: `" + JSON.stringify(report.dataset.source) + "`");
+  if (report.dataset.source)
+    parts.push("Knowledge source: `" + JSON.stringify(report.dataset.source) + "`");
   if (report.dataset.bad.length) {
     parts.push("## Skipped records");
-    parts.push(report.dataset.bad.map((b) => `- record ${b.position.index} (line ${b.position.line}): ${mdEscape(b.reason)}`).join("\n"));
+    parts.push(
+      report.dataset.bad
+        .map((b) => `- record ${b.position.index} (line ${b.position.line}): ${mdEscape(b.reason)}`)
+        .join("\n"),
+    );
   }
   parts.push("## Questions");
   const qRows = report.results.map(

@@ -38,20 +38,27 @@ CREATE TABLE IF NOT EXISTS eval_results (
   PRIMARY KEY (system, question_id)
 );`);
     } catch (err) {
-      throw new CodehopError(ErrorCodes.DB_INVALID, `Cannot open eval results database ${this.path}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `Cannot open eval results database ${this.path}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 
   getMeta<T>(key: string): T | undefined {
-    const row = this.db.prepare("SELECT value FROM eval_meta WHERE key = ?").get(key) as { value: string } | undefined;
+    const row = this.db.prepare("SELECT value FROM eval_meta WHERE key = ?").get(key) as
+      { value: string } | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
   setMeta(key: string, value: unknown): void {
     this.db
-      .prepare("INSERT INTO eval_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .prepare(
+        "INSERT INTO eval_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      )
       .run(key, JSON.stringify(value));
   }
 
@@ -64,7 +71,15 @@ CREATE TABLE IF NOT EXISTS eval_results (
          ON CONFLICT(system, question_id) DO UPDATE SET idx = excluded.idx, ok = excluded.ok,
            result_json = excluded.result_json, finished_at = excluded.finished_at, transcripts_json = excluded.transcripts_json`,
       )
-      .run(result.system, result.questionId, result.index, result.error ? 0 : 1, JSON.stringify(rest), result.finishedAt, JSON.stringify(transcripts));
+      .run(
+        result.system,
+        result.questionId,
+        result.index,
+        result.error ? 0 : 1,
+        JSON.stringify(rest),
+        result.finishedAt,
+        JSON.stringify(transcripts),
+      );
   }
 
   /** The transcripts of one stored result (empty if none). */
@@ -78,20 +93,30 @@ CREATE TABLE IF NOT EXISTS eval_results (
   /** One stored result with its transcripts. */
   get(system: SystemName, questionId: string): QuestionResult | undefined {
     const row = this.db
-      .prepare("SELECT result_json, transcripts_json FROM eval_results WHERE system = ? AND question_id = ?")
+      .prepare(
+        "SELECT result_json, transcripts_json FROM eval_results WHERE system = ? AND question_id = ?",
+      )
       .get(system, questionId) as { result_json: string; transcripts_json: string } | undefined;
     if (!row) return undefined;
-    return { ...(JSON.parse(row.result_json) as QuestionResult), transcripts: JSON.parse(row.transcripts_json) as AgentTranscript[] };
+    return {
+      ...(JSON.parse(row.result_json) as QuestionResult),
+      transcripts: JSON.parse(row.transcripts_json) as AgentTranscript[],
+    };
   }
 
   /** Whether any result of `system` is stored. */
   hasResults(system: SystemName): boolean {
-    return this.db.prepare("SELECT 1 FROM eval_results WHERE system = ? LIMIT 1").get(system) !== undefined;
+    return (
+      this.db.prepare("SELECT 1 FROM eval_results WHERE system = ? LIMIT 1").get(system) !==
+      undefined
+    );
   }
 
   /** Keys `${system}\u0000${questionId}` of questions that finished without error. */
   finishedKeys(): Set<string> {
-    const rows = this.db.prepare("SELECT system, question_id FROM eval_results WHERE ok = 1").all() as {
+    const rows = this.db
+      .prepare("SELECT system, question_id FROM eval_results WHERE ok = 1")
+      .all() as {
       system: string;
       question_id: string;
     }[];
@@ -100,7 +125,9 @@ CREATE TABLE IF NOT EXISTS eval_results (
 
   /** All stored results, in dataset order, then system, without transcripts (see {@link transcripts}). */
   all(): Omit<QuestionResult, "transcripts">[] {
-    const rows = this.db.prepare("SELECT result_json FROM eval_results ORDER BY idx, system").all() as { result_json: string }[];
+    const rows = this.db
+      .prepare("SELECT result_json FROM eval_results ORDER BY idx, system")
+      .all() as { result_json: string }[];
     return rows.map((r) => {
       const { transcripts: _t, ...rest } = JSON.parse(r.result_json) as QuestionResult;
       return rest;

@@ -97,15 +97,24 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   const systemsWanted = options.systems ?? [...SYSTEM_NAMES];
   for (const s of systemsWanted) {
     if (!SYSTEM_NAMES.includes(s)) {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown system "${s}" (expected some of ${SYSTEM_NAMES.join(", ")})`);
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Unknown system "${s}" (expected some of ${SYSTEM_NAMES.join(", ")})`,
+      );
     }
   }
   if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--limit must be a positive integer, got ${options.limit}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `--limit must be a positive integer, got ${options.limit}`,
+    );
   }
   const concurrency = options.concurrency ?? 2;
   if (!(Number.isInteger(concurrency) && concurrency > 0)) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `--concurrency must be a positive integer, got ${concurrency}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `--concurrency must be a positive integer, got ${concurrency}`,
+    );
   }
   const settings = evalModelSettings(options.env);
   const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
@@ -113,7 +122,10 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   const dataset = selectExamples(full, options.limit);
   // Some releases skip thousands (MuSiQue-full's unanswerable half): name the first ones only.
   for (const b of dataset.bad.slice(0, MAX_LOGGED_BAD)) log(`skipped ${describeBadRecord(b)}`);
-  if (dataset.bad.length > MAX_LOGGED_BAD) log(`... and ${dataset.bad.length - MAX_LOGGED_BAD} more skipped records (all listed in report.md)`);
+  if (dataset.bad.length > MAX_LOGGED_BAD)
+    log(
+      `... and ${dataset.bad.length - MAX_LOGGED_BAD} more skipped records (all listed in report.md)`,
+    );
 
   const store = new ResultsStore(out);
   const systems: EvalSystem[] = [];
@@ -129,7 +141,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       );
     }
     store.setMeta("fingerprint", fp);
-    const runId = store.getMeta<string>("runId") ?? `eval-${new Date().toISOString().slice(0, 10).replace(/-/g, "")}-${randomBytes(3).toString("hex")}`;
+    const runId =
+      store.getMeta<string>("runId") ??
+      `eval-${new Date().toISOString().slice(0, 10).replace(/-/g, "")}-${randomBytes(3).toString("hex")}`;
     store.setMeta("runId", runId);
 
     const model = createChatModel(settings, options.env.openaiApiKey);
@@ -145,7 +159,14 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       log,
       // Opened once, on first use, and shared by rag and agentic.
       openSource: async () => {
-        opened ??= openEvalSource(full, full.examples, out, options.env, log, store.getMeta<EvalSourceInfo>("source"));
+        opened ??= openEvalSource(
+          full,
+          full.examples,
+          out,
+          options.env,
+          log,
+          store.getMeta<EvalSourceInfo>("source"),
+        );
         const { source, info } = await opened;
         sourceToClose = source;
         factoryCtx.source = info as unknown as Record<string, unknown>;
@@ -159,7 +180,11 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     const previousConfig = store.getMeta<{ systems?: Record<string, unknown> }>("config");
     for (const s of systems) {
       const before = previousConfig?.systems?.[s.name];
-      if (before !== undefined && JSON.stringify(before) !== JSON.stringify(s.config) && store.hasResults(s.name)) {
+      if (
+        before !== undefined &&
+        JSON.stringify(before) !== JSON.stringify(s.config) &&
+        store.hasResults(s.name)
+      ) {
         throw new CodehopError(
           ErrorCodes.CONFIG_INVALID,
           `${out} holds ${s.name} results made with a different configuration (${JSON.stringify(before)}), not ${JSON.stringify(s.config)}: ` +
@@ -169,8 +194,13 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     }
     const config = {
       model: settings,
-      systems: { ...(previousConfig?.systems ?? {}), ...Object.fromEntries(systems.map((s) => [s.name, s.config])) },
-      judge: judge ? { model: options.env.judgeModel, baseURL: options.env.judgeBaseUrl ?? null } : null,
+      systems: {
+        ...(previousConfig?.systems ?? {}),
+        ...Object.fromEntries(systems.map((s) => [s.name, s.config])),
+      },
+      judge: judge
+        ? { model: options.env.judgeModel, baseURL: options.env.judgeBaseUrl ?? null }
+        : null,
       concurrency,
       limit: options.limit ?? null,
     };
@@ -184,19 +214,26 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     for (const example of dataset.examples) {
       for (const system of systems) {
         if (!finished.has(resultKey(system.name, example.id))) tasks.push({ example, system });
-        else if (judge && !store.get(system.name, example.id)?.judge) toGrade.push({ example, system });
+        else if (judge && !store.get(system.name, example.id)?.judge)
+          toGrade.push({ example, system });
       }
     }
     const expected = dataset.examples.length * systems.length;
     const skipped = expected - tasks.length;
-    if (skipped) log(`resuming ${runId}: ${skipped} of ${expected} question × system results already done`);
+    if (skipped)
+      log(`resuming ${runId}: ${skipped} of ${expected} question × system results already done`);
     if (toGrade.length) log(`grading ${toGrade.length} stored answers with the judge`);
 
     const signal = options.signal ?? new AbortController().signal;
     const showBar = options.progress ?? !!process.stderr.isTTY;
     const bar = showBar
       ? new cliProgress.SingleBar(
-          { format: "eval [{bar}] {value}/{total} | {percentage}% | ETA {eta_formatted} | {status}", hideCursor: true, etaBuffer: 16, stream: process.stderr },
+          {
+            format: "eval [{bar}] {value}/{total} | {percentage}% | ETA {eta_formatted} | {status}",
+            hideCursor: true,
+            etaBuffer: 16,
+            stream: process.stderr,
+          },
           cliProgress.Presets.shades_classic,
         )
       : undefined;
@@ -216,7 +253,11 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
         t.n++;
         t.em += result.em;
         tally.set(system.name, t);
-        bar?.increment(1, { status: [...tally].map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`).join(" · ") });
+        bar?.increment(1, {
+          status: [...tally]
+            .map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`)
+            .join(" · "),
+        });
       },
       signal,
     );
@@ -228,11 +269,17 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
           const stored = store.get(system.name, example.id);
           if (!stored || stored.judge || stored.error) return;
           try {
-            stored.judge = await judge.judge(example.question, example.answers, stored.prediction, signal);
+            stored.judge = await judge.judge(
+              example.question,
+              example.answers,
+              stored.prediction,
+              signal,
+            );
             store.put(stored);
           } catch (err) {
             // A judge failure leaves the stored answer as it was: the next run grades it again.
-            if (!signal.aborted) log(`judge failed on ${system.name} ${example.id}: ${describeError(err)}`);
+            if (!signal.aborted)
+              log(`judge failed on ${system.name} ${example.id}: ${describeError(err)}`);
           }
         },
         signal,
@@ -240,9 +287,17 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     }
     bar?.stop();
     const interrupted = signal.aborted && ran < tasks.length;
-    if (interrupted) log(`interrupted: ${ran} of ${tasks.length} pending results finished; partial report written, rerun to continue`);
+    if (interrupted)
+      log(
+        `interrupted: ${ran} of ${tasks.length} pending results finished; partial report written, rerun to continue`,
+      );
 
-    const written = writeReports(store, { out, runId, dataset, systems: systems.map((s) => s.name) });
+    const written = writeReports(store, {
+      out,
+      runId,
+      dataset,
+      systems: systems.map((s) => s.name),
+    });
     return { ...written, ran, skipped, interrupted };
   } finally {
     for (const s of systems) await s.close?.().catch(() => undefined);
@@ -261,10 +316,19 @@ function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedD
 
 function createJudge(env: CodehopEnv): AnswerJudge {
   if (!env.judgeModel) {
-    throw new CodehopError(ErrorCodes.MODEL_NOT_CONFIGURED, "--judge needs CODEHOP_JUDGE_MODEL (and CODEHOP_JUDGE_BASE_URL / CODEHOP_JUDGE_API_KEY if it is not the main endpoint)");
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      "--judge needs CODEHOP_JUDGE_MODEL (and CODEHOP_JUDGE_BASE_URL / CODEHOP_JUDGE_API_KEY if it is not the main endpoint)",
+    );
   }
   const model = createChatModel(
-    { model: env.judgeModel, baseURL: env.judgeBaseUrl, temperature: 0, maxRetries: env.maxRetries ?? 2, timeoutMs: env.modelTimeoutMs },
+    {
+      model: env.judgeModel,
+      baseURL: env.judgeBaseUrl,
+      temperature: 0,
+      maxRetries: env.maxRetries ?? 2,
+      timeoutMs: env.modelTimeoutMs,
+    },
     env.judgeApiKey,
   );
   return new AnswerJudge(model);
@@ -330,7 +394,8 @@ async function answerOneWith(
     }
   }
   const usage = reportedUsage ?? recorder.usage;
-  const sum = (k: "calls" | "inputTokens" | "outputTokens" | "cachedTokens") => Object.values(usage).reduce((a, u) => a + u[k], 0);
+  const sum = (k: "calls" | "inputTokens" | "outputTokens" | "cachedTokens") =>
+    Object.values(usage).reduce((a, u) => a + u[k], 0);
   return {
     system: system.name,
     questionId: example.id,
@@ -367,7 +432,9 @@ export function writeReports(
   ctx: { out: string; runId: string; dataset: LoadedDataset; systems: SystemName[] },
 ): Omit<EvalRunOutcome, "ran" | "skipped" | "interrupted"> {
   const selected = new Set(ctx.dataset.examples.map((e) => e.id));
-  const results = store.all().filter((r) => selected.has(r.questionId) && ctx.systems.includes(r.system));
+  const results = store
+    .all()
+    .filter((r) => selected.has(r.questionId) && ctx.systems.includes(r.system));
   const expected = ctx.dataset.examples.length * ctx.systems.length;
   const report: EvalReport = {
     runId: ctx.runId,
@@ -385,7 +452,8 @@ export function writeReports(
     systems: ctx.systems.map((s) => summarize(s, results)),
     results,
   };
-  const transcriptsOf = (r: { system: SystemName; questionId: string }) => store.transcripts(r.system, r.questionId);
+  const transcriptsOf = (r: { system: SystemName; questionId: string }) =>
+    store.transcripts(r.system, r.questionId);
   const files = {
     json: join(ctx.out, "report.json"),
     md: join(ctx.out, "report.md"),

@@ -30,7 +30,14 @@ export function exportTrajectories(
       const file = join(dir, safeName(r.system), `${safeName(t.agent)}.jsonl`);
       const entry = {
         messages: t.messages,
-        metadata: { system: r.system, agent: t.agent, question_id: r.questionId, thread_id: r.threadId, answer: r.prediction, gold: r.answers },
+        metadata: {
+          system: r.system,
+          agent: t.agent,
+          question_id: r.questionId,
+          thread_id: r.threadId,
+          answer: r.prediction,
+          gold: r.answers,
+        },
       };
       (lines.get(file) ?? lines.set(file, []).get(file)!).push(JSON.stringify(entry));
     }

@@ -1,7 +1,22 @@
 import { describe, expect, it } from "vitest";
-import { benchBlock, benchNames, machineDescription, mergeDoc, textTable } from "../../bench/run-all.ts";
+import {
+  benchBlock,
+  benchNames,
+  machineDescription,
+  mergeDoc,
+  textTable,
+} from "../../bench/run-all.ts";
 
-const section = { title: "T", description: "D", columns: ["name", "ms"], rows: [["a", 1.5], ["bb", 10]], verdicts: ["x <= 2: MET"] };
+const section = {
+  title: "T",
+  description: "D",
+  columns: ["name", "ms"],
+  rows: [
+    ["a", 1.5],
+    ["bb", 10],
+  ],
+  verdicts: ["x <= 2: MET"],
+};
 const when = new Date("2026-11-22T10:00:00Z");
 
 describe("bench runner (npm run bench)", () => {
@@ -21,14 +36,24 @@ describe("bench runner (npm run bench)", () => {
     expect(block).toContain("_Ran 2026-11-22 10:00 UTC in 1.2 s on CPU X, 2 cores._");
     expect(block).toContain("| name | ms |\n| --- | --- |\n| a | 1.5 |\n| bb | 10 |");
     expect(block).toContain("- x <= 2: MET");
-    expect(benchBlock("x", { error: "boom `1`", ms: 5 }, when, "m")).toContain("**FAILED:** `boom '1'`");
+    expect(benchBlock("x", { error: "boom `1`", ms: 5 }, when, "m")).toContain(
+      "**FAILED:** `boom '1'`",
+    );
   });
 
   it("a filtered run replaces only its own blocks and drops blocks of deleted bench files", () => {
     const a1 = benchBlock("a", { sections: [section], ms: 1 }, when, "old machine");
     const b1 = benchBlock("b", { sections: [section], ms: 1 }, when, "old machine");
     const gone = benchBlock("gone", { sections: [section], ms: 1 }, when, "old machine");
-    const doc1 = mergeDoc("", new Map([["a", a1], ["b", b1], ["gone", gone]]), ["a", "b", "gone"]);
+    const doc1 = mergeDoc(
+      "",
+      new Map([
+        ["a", a1],
+        ["b", b1],
+        ["gone", gone],
+      ]),
+      ["a", "b", "gone"],
+    );
     const b2 = benchBlock("b", { sections: [section], ms: 1 }, when, "new machine");
     const doc2 = mergeDoc(doc1, new Map([["b", b2]]), ["a", "b"]);
     expect(doc2).toContain(a1);

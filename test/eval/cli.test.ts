@@ -3,7 +3,10 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { directRules } from "./scripted-eval.ts";
 
 // The real `codehop eval` binary in a child process against the scripted server: flags, the
@@ -42,7 +45,14 @@ function run(args: string[], onSpawn?: (child: ReturnType<typeof spawn>) => void
 
 describe("codehop eval (CLI)", () => {
   it("runs a dataset, prints the table and writes the reports under $CODEHOP_HOME/eval/<name> by default", async () => {
-    const res = await run(["--dataset", join(FIX, "plain.jsonl"), "--systems", "direct", "--concurrency", "3"]);
+    const res = await run([
+      "--dataset",
+      join(FIX, "plain.jsonl"),
+      "--systems",
+      "direct",
+      "--concurrency",
+      "3",
+    ]);
     expect(res.stderr).toContain("skipped record 2 (line 4): missing or empty `question`");
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/direct\s+3\s+33\.3\s+52\.4\s+66\.7/);
@@ -60,7 +70,16 @@ describe("codehop eval (CLI)", () => {
 
   it("Ctrl-C leaves a consistent partial report and exit code 130; the rerun finishes", async () => {
     const out = join(tmp, "sigint");
-    const args = ["--dataset", join(FIX, "plain.jsonl"), "--systems", "direct", "--concurrency", "1", "--out", out];
+    const args = [
+      "--dataset",
+      join(FIX, "plain.jsonl"),
+      "--systems",
+      "direct",
+      "--concurrency",
+      "1",
+      "--out",
+      out,
+    ];
     const before = server.requests.length;
     const res = await run(args, (child) => {
       // Send SIGINT once the second question is in flight (the first one has finished).

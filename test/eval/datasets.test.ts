@@ -18,10 +18,16 @@ describe("dataset loaders", () => {
     const ds = loadDataset(join(FIX, "hotpotqa.json"));
     expect(ds.format).toBe("hotpotqa");
     expect(ds.examples.map((e) => e.id)).toEqual(["h1", "h2", "h3"]);
-    expect(ds.bad).toEqual([{ position: { index: 2, line: 82 }, reason: "missing or empty `answer`" }]);
+    expect(ds.bad).toEqual([
+      { position: { index: 2, line: 82 }, reason: "missing or empty `answer`" },
+    ]);
     const h1 = ds.examples[0];
     expect(h1.answers).toEqual(["Norway"]);
-    expect(h1.paragraphs.map((p) => p.title)).toEqual(["Blue Pavilion", "Ingrid Halvorsen", "Green Bridge"]);
+    expect(h1.paragraphs.map((p) => p.title)).toEqual([
+      "Blue Pavilion",
+      "Ingrid Halvorsen",
+      "Green Bridge",
+    ]);
     expect(h1.paragraphs[0].text).toBe(
       "The Blue Pavilion is an exhibition hall in Lisbon. It was designed by the architect Ingrid Halvorsen and opened in 1998.",
     );
@@ -48,7 +54,9 @@ describe("dataset loaders", () => {
     expect(ds.examples[1].answers).toEqual(["40 metres", "40 m", "forty metres"]);
     expect(ds.examples[1].supportingTitles).toEqual(["Marek Zelny", "Red Tower"]);
     expect(ds.examples[1].kind).toBe("2hop");
-    expect(ds.bad).toEqual([{ position: { index: 1, line: 2 }, reason: expect.stringMatching(/^invalid JSON/) }]);
+    expect(ds.bad).toEqual([
+      { position: { index: 1, line: 2 }, reason: expect.stringMatching(/^invalid JSON/) },
+    ]);
   });
 
   it("loads plain JSONL with aliases; blank lines count for line numbers; missing question is reported", () => {
@@ -60,11 +68,15 @@ describe("dataset loaders", () => {
       ["p3", ["no"]],
     ]);
     expect(ds.examples.every((e) => e.paragraphs.length === 0)).toBe(true);
-    expect(ds.bad).toEqual([{ position: { index: 2, line: 4 }, reason: "missing or empty `question`" }]);
+    expect(ds.bad).toEqual([
+      { position: { index: 2, line: 4 }, reason: "missing or empty `question`" },
+    ]);
   });
 
   it("--limit keeps the first N usable questions", () => {
-    expect(loadDataset(join(FIX, "hotpotqa.json"), { limit: 2 }).examples.map((e) => e.id)).toEqual(["h1", "h2"]);
+    expect(loadDataset(join(FIX, "hotpotqa.json"), { limit: 2 }).examples.map((e) => e.id)).toEqual(
+      ["h1", "h2"],
+    );
   });
 
   it("detects formats from content", () => {
@@ -87,7 +99,14 @@ describe("dataset loaders", () => {
       }) + "\n",
     );
     const ds = loadDataset(p, { format: "hotpotqa" });
-    expect(ds.examples[0]).toMatchObject({ id: "7", paragraphs: [{ title: "T1", text: "a b" }, { title: "T2", text: "c" }], supportingTitles: ["T2"] });
+    expect(ds.examples[0]).toMatchObject({
+      id: "7",
+      paragraphs: [
+        { title: "T1", text: "a b" },
+        { title: "T2", text: "c" },
+      ],
+      supportingTitles: ["T2"],
+    });
   });
 
   it("reports duplicate ids, non-object records, unanswerable MuSiQue questions and a truncated tail", () => {
@@ -102,8 +121,18 @@ describe("dataset loaders", () => {
       [2, 3, 'duplicate id "a"'],
       [4, 5, "truncated record (file ends inside it)"],
     ]);
-    const m = write("m.jsonl", JSON.stringify({ id: "u", question: "q", answer: "", answerable: false, paragraphs: [] }) + "\n" +
-      JSON.stringify({ id: "v", question: "q", answer: "x", paragraphs: [{ title: "T", paragraph_text: "p" }] }) + "\n");
+    const m = write(
+      "m.jsonl",
+      JSON.stringify({ id: "u", question: "q", answer: "", answerable: false, paragraphs: [] }) +
+        "\n" +
+        JSON.stringify({
+          id: "v",
+          question: "q",
+          answer: "x",
+          paragraphs: [{ title: "T", paragraph_text: "p" }],
+        }) +
+        "\n",
+    );
     const md = loadDataset(m);
     expect(md.examples.map((e) => e.id)).toEqual(["v"]);
     expect(md.bad[0].reason).toMatch(/unanswerable/);
@@ -123,7 +152,11 @@ describe("dataset loaders", () => {
     ["not JSON", "bad.txt", /neither a JSON array nor JSONL/],
     ["no usable record", "allbad.jsonl", /no usable record; first problem at record 0 \(line 1\)/],
   ])("fails the whole file with INPUT_INVALID: %s", (_name, file, message) => {
-    const contents: Record<string, string> = { "empty.json": "  \n", "bad.txt": "question,answer\n", "allbad.jsonl": '{"question": 1}\n' };
+    const contents: Record<string, string> = {
+      "empty.json": "  \n",
+      "bad.txt": "question,answer\n",
+      "allbad.jsonl": '{"question": 1}\n',
+    };
     const p = file in contents ? write(file, contents[file]) : file;
     try {
       loadDataset(p);
@@ -136,6 +169,8 @@ describe("dataset loaders", () => {
   });
 
   it("rejects an unknown --format with CONFIG_INVALID", () => {
-    expect(() => loadDataset(join(FIX, "plain.jsonl"), { format: "squad" as any })).toThrow(/Unknown dataset format "squad"/);
+    expect(() => loadDataset(join(FIX, "plain.jsonl"), { format: "squad" as any })).toThrow(
+      /Unknown dataset format "squad"/,
+    );
   });
 });

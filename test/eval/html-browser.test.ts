@@ -5,28 +5,49 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/runner.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { directRules, ragRules, scriptedEnv } from "./scripted-eval.ts";
 
 // Renders report.html in a real headless browser (when one is installed: `apt-get install chromium`)
 // and checks that its script ran: Chart.js drew both charts and the drill-down list was built.
-const browser = ["chromium", "chromium-browser", "google-chrome"].find((b) => spawnSync("which", [b]).status === 0);
+const browser = ["chromium", "chromium-browser", "google-chrome"].find(
+  (b) => spawnSync("which", [b]).status === 0,
+);
 const FIX = join(import.meta.dirname, "../fixtures/eval");
 let server: ScriptedOpenAIServer;
 
 beforeAll(async () => {
-  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder([...ragRules(), ...directRules()]) });
+  server = await ScriptedOpenAIServer.start({
+    responder: trajectoryResponder([...ragRules(), ...directRules()]),
+  });
 });
 afterAll(async () => server.close());
 
 describe.skipIf(!browser)("report.html in a headless browser", () => {
   it("draws the charts and the per-question drill-down, offline from file://", async () => {
     const out = join(mkdtempSync(join(tmpdir(), "codehop-eval-html-")), "run");
-    const res = await runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["rag", "direct"], out, env: scriptedEnv(server.baseURL), log: () => undefined });
+    const res = await runEval({
+      dataset: join(FIX, "hotpotqa.json"),
+      systems: ["rag", "direct"],
+      out,
+      env: scriptedEnv(server.baseURL),
+      log: () => undefined,
+    });
     const url = `${pathToFileURL(res.files.html).href}#${encodeURIComponent(res.report.results[0].threadId)}`;
     const dom = execFileSync(
       browser!,
-      ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--virtual-time-budget=3000", "--dump-dom", url],
+      [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--virtual-time-budget=3000",
+        "--dump-dom",
+        url,
+      ],
       { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] },
     );
     // Chart.js sized both canvases (it only does so when it drew them)
@@ -35,7 +56,9 @@ describe.skipIf(!browser)("report.html in a headless browser", () => {
     expect(dom).toContain("6 shown");
     expect((dom.match(/<details class="q"/g) ?? []).length).toBe(6);
     // the question named in the URL's #thread-id is open
-    expect(dom).toMatch(new RegExp(`<details class="q" id="${res.report.results[0].threadId}" open`));
+    expect(dom).toMatch(
+      new RegExp(`<details class="q" id="${res.report.results[0].threadId}" open`),
+    );
     expect(dom).toContain("Skipped records");
   });
 });

@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseVerdict } from "../../src/eval/judge.ts";
 import { runEval } from "../../src/eval/runner.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { directRules, scriptedEnv } from "./scripted-eval.ts";
 
 // The judge is a separately configured model: its own server here, so the test proves the
@@ -20,7 +23,9 @@ beforeAll(async () => {
   judge = await ScriptedOpenAIServer.start({
     responder: (req) => {
       const user = req.messages.at(-1)!.content;
-      const verdict = /Predicted answer: "(Norway|The tower is 40 metres tall\.)"/.test(user) ? "CORRECT" : "INCORRECT";
+      const verdict = /Predicted answer: "(Norway|The tower is 40 metres tall\.)"/.test(user)
+        ? "CORRECT"
+        : "INCORRECT";
       return { content: verdict, usage: { prompt_tokens: 50, completion_tokens: 1 } };
     },
   });
@@ -40,9 +45,18 @@ describe("LLM-as-judge", () => {
   });
 
   it("grades with the separately configured judge model; its tokens are not the system's", async () => {
-    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
+    const env = scriptedEnv(model.baseURL, {
+      CODEHOP_JUDGE_MODEL: "judge-model",
+      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
+    });
     const out = join(tmp, "judged");
-    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: () => undefined });
+    const res = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env,
+      log: () => undefined,
+    });
     expect(judge.requests).toHaveLength(3);
     expect(judge.requests[0].request.model).toBe("judge-model");
     expect(model.requests.every((r) => r.request.model === "scripted-model")).toBe(true);
@@ -51,22 +65,49 @@ describe("LLM-as-judge", () => {
     expect(s.em).toBeCloseTo(1 / 3, 10);
     expect(s.avgInputTokens).toBe(100); // the judge's 50 tokens are not added
     const q2 = res.report.results.find((r) => r.questionId === "p2")!;
-    expect(q2.judge).toMatchObject({ correct: true, raw: "CORRECT", inputTokens: 50, outputTokens: 1 });
-    expect((res.report.config as any).judge).toEqual({ model: "judge-model", baseURL: judge.baseURL });
+    expect(q2.judge).toMatchObject({
+      correct: true,
+      raw: "CORRECT",
+      inputTokens: 50,
+      outputTokens: 1,
+    });
+    expect((res.report.config as any).judge).toEqual({
+      model: "judge-model",
+      baseURL: judge.baseURL,
+    });
     // with a judge, "correct" for the trajectory export follows the judge
-    const lines = readFileSync(join(out, "trajectories/direct/direct.jsonl"), "utf8").trim().split("\n");
+    const lines = readFileSync(join(out, "trajectories/direct/direct.jsonl"), "utf8")
+      .trim()
+      .split("\n");
     expect(lines.map((l) => JSON.parse(l).metadata.question_id)).toEqual(["p1", "p2"]);
     expect(readFileSync(res.files.md, "utf8")).toContain("| judge % |");
   });
 
   it("--judge without CODEHOP_JUDGE_MODEL is a configuration error; --no-judge skips it", async () => {
     await expect(
-      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "nojudge"), env: scriptedEnv(model.baseURL), judge: true, log: () => undefined }),
+      runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out: join(tmp, "nojudge"),
+        env: scriptedEnv(model.baseURL),
+        judge: true,
+        log: () => undefined,
+      }),
     ).rejects.toThrow(/CODEHOP_JUDGE_MODEL/);
     expect(existsSync(join(tmp, "nojudge"))).toBe(false); // nothing written before the check
     const before = judge.requests.length;
-    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
-    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "skip"), env, judge: false, log: () => undefined });
+    const env = scriptedEnv(model.baseURL, {
+      CODEHOP_JUDGE_MODEL: "judge-model",
+      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
+    });
+    const res = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out: join(tmp, "skip"),
+      env,
+      judge: false,
+      log: () => undefined,
+    });
     expect(judge.requests.length).toBe(before);
     expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
   });
@@ -75,11 +116,26 @@ describe("LLM-as-judge", () => {
 describe("judging an earlier run", () => {
   it("a rerun with a judge grades the stored answers without asking the system again", async () => {
     const out = join(tmp, "late-judge");
-    await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(model.baseURL), log: () => undefined });
+    await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env: scriptedEnv(model.baseURL),
+      log: () => undefined,
+    });
     const modelCalls = model.requests.length;
     const judgeCalls = judge.requests.length;
-    const env = scriptedEnv(model.baseURL, { CODEHOP_JUDGE_MODEL: "judge-model", CODEHOP_JUDGE_BASE_URL: judge.baseURL });
-    const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: () => undefined });
+    const env = scriptedEnv(model.baseURL, {
+      CODEHOP_JUDGE_MODEL: "judge-model",
+      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
+    });
+    const res = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env,
+      log: () => undefined,
+    });
     expect(model.requests.length).toBe(modelCalls);
     expect(judge.requests.length - judgeCalls).toBe(3);
     expect(res.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { coverExactMatch, exactMatch, f1Score, normalizeAnswer, scoreAnswer } from "../../src/eval/metrics.ts";
+import {
+  coverExactMatch,
+  exactMatch,
+  f1Score,
+  normalizeAnswer,
+  scoreAnswer,
+} from "../../src/eval/metrics.ts";
 
 // Expected values below were worked out by hand with the official HotpotQA evaluation script's
 // rules (SQuAD normalization + yes/no/noanswer F1 rule).
@@ -75,7 +81,7 @@ describe("scoreAnswer", () => {
     const s = scoreAnswer("about 40 metres high", ["40 metres", "forty metres"]);
     expect(s.em).toBe(0);
     expect(s.coverEm).toBe(1);
-    expect(s.f1).toBeCloseTo(2 * (2 / 4) * 1 / (2 / 4 + 1), 10);
+    expect(s.f1).toBeCloseTo((2 * (2 / 4) * 1) / (2 / 4 + 1), 10);
   });
   it("scores an empty or missing prediction as wrong", () => {
     expect(scoreAnswer("", ["the"])).toEqual({ em: 0, f1: 0, coverEm: 0 });

@@ -9,8 +9,19 @@ import { runEval } from "../../src/eval/runner.ts";
 import { createAgenticSystem } from "../../src/eval/systems/agentic.ts";
 import { ingestDocuments } from "../../src/ingest/ingest.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
-import { ScriptedOpenAIServer, trajectoryResponder, type TrajectoryRule } from "../../src/testing/scripted-openai-server.ts";
-import { agenticRules, directRules, FIXTURE_PAGES, Q2, ragRules, scriptedEnv } from "./scripted-eval.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+  type TrajectoryRule,
+} from "../../src/testing/scripted-openai-server.ts";
+import {
+  agenticRules,
+  directRules,
+  FIXTURE_PAGES,
+  Q2,
+  ragRules,
+  scriptedEnv,
+} from "./scripted-eval.ts";
 
 // The agentic system is the real app (ask/resume, real graphs, real sandbox, real corpus search,
 // real SQLite checkpoints); only the model is scripted.
@@ -26,14 +37,19 @@ beforeAll(async () => {
     responder: async (req, ctx) => {
       const reply: any = await responder(req, ctx);
       // a slow page agent, to interrupt a run while a question is three agents deep
-      if (pageDelayMs && req.messages[0]?.content.startsWith("You are the page_search agent")) reply.delayMs = pageDelayMs;
+      if (pageDelayMs && req.messages[0]?.content.startsWith("You are the page_search agent"))
+        reply.delayMs = pageDelayMs;
       return reply;
     },
   });
 });
 afterAll(async () => server.close());
 
-const readJsonl = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const readJsonl = (path: string) =>
+  readFileSync(path, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 
 describe.each([
   ["hotpotqa.json", ["h1", "h2", "h3"]],
@@ -50,7 +66,13 @@ describe.each([
       await ingestDocuments(corpus, FIXTURE_PAGES);
       extra = { CODEHOP_CORPUS: corpus };
     }
-    const res = await runEval({ dataset: join(FIX, file), out, env: scriptedEnv(server.baseURL, extra), concurrency: 2, log: () => undefined });
+    const res = await runEval({
+      dataset: join(FIX, file),
+      out,
+      env: scriptedEnv(server.baseURL, extra),
+      concurrency: 2,
+      log: () => undefined,
+    });
     expect(res.report.dataset.bad).toHaveLength(1);
     const by = Object.fromEntries(res.report.systems.map((s) => [s.system, s]));
     expect(Object.keys(by)).toEqual(["agentic", "rag", "direct"]);
@@ -72,7 +94,9 @@ describe.each([
     expect(q2.sources).toContain("Red Tower");
     expect(q2.threadId).toBe(`${res.report.runId}:agentic:${ids[1]}`);
     // the agents really searched the dataset's own paragraphs
-    expect(server.requestsFor("page:tower").at(-1)!.request.messages.at(-1)!.content).toContain("40-metre observation tower in Porto");
+    expect(server.requestsFor("page:tower").at(-1)!.request.messages.at(-1)!.content).toContain(
+      "40-metre observation tower in Porto",
+    );
     // transcripts of the correct answers, one file per agent
     const dir = join(out, "trajectories", "agentic");
     expect(res.files.trajectories.filter((f) => f.startsWith(dir)).sort()).toEqual(
@@ -82,17 +106,23 @@ describe.each([
     expect(manager.map((t) => t.metadata.question_id)).toEqual([ids[0], ids[1]]);
     expect(manager[1].messages[0]).toMatchObject({ role: "system" });
     expect(manager[1].messages[0].content).toMatch(/^You are the manager agent/);
-    expect(manager[1].messages.at(-1)).toEqual({ role: "assistant", content: expect.stringContaining('final_answer("40 metres")') });
+    expect(manager[1].messages.at(-1)).toEqual({
+      role: "assistant",
+      content: expect.stringContaining('final_answer("40 metres")'),
+    });
     // the conversation as the model saw it at its last step (older steps may be condensed by the agent)
-    expect(manager[1].messages.some((m: any) => m.role === "user" && m.content.includes("40 metres"))).toBe(true);
+    expect(
+      manager[1].messages.some((m: any) => m.role === "user" && m.content.includes("40 metres")),
+    ).toBe(true);
     const wiki = readJsonl(join(dir, "wikipedia_search.jsonl"));
     expect(wiki.map((t) => t.metadata.question_id)).toEqual([ids[0], ids[1], ids[1]]);
-    expect(wiki.every((t) => t.messages[0].content.startsWith("You are the wikipedia_search agent"))).toBe(true);
+    expect(
+      wiki.every((t) => t.messages[0].content.startsWith("You are the wikipedia_search agent")),
+    ).toBe(true);
     const page = readJsonl(join(dir, "page_search.jsonl"));
     expect(page).toHaveLength(1);
     expect(page[0].messages.at(-1).content).toContain("40 metres (a 40-metre observation tower)");
   });
-
 });
 
 describe("agentic system", () => {
@@ -101,19 +131,34 @@ describe("agentic system", () => {
     await ingestDocuments(corpus, FIXTURE_PAGES);
     const source = openKnowledgeSource({ corpus });
     const env = scriptedEnv(server.baseURL);
-    const system = createAgenticSystem({ model: createChatModel(evalModelSettings(env), "test"), source, home: join(tmp, "recorder") });
+    const system = createAgenticSystem({
+      model: createChatModel(evalModelSettings(env), "test"),
+      source,
+      home: join(tmp, "recorder"),
+    });
     try {
       const ex = loadDataset(join(FIX, "plain.jsonl")).examples[1];
       const recorder = new EvalRecorder("agentic");
-      const res = await system.answer(ex, { threadId: "recorder-q2", recorder, signal: new AbortController().signal });
+      const res = await system.answer(ex, {
+        threadId: "recorder-q2",
+        recorder,
+        signal: new AbortController().signal,
+      });
       expect(res.answer).toBe("40 metres");
       expect(recorder.usage).toEqual(res.usage);
-      expect(Object.fromEntries(Object.entries(recorder.usage).map(([a, u]) => [a, u.calls]))).toEqual({
+      expect(
+        Object.fromEntries(Object.entries(recorder.usage).map(([a, u]) => [a, u.calls])),
+      ).toEqual({
         manager: 3,
         wikipedia_search: 5,
         page_search: 2,
       });
-      expect(recorder.transcripts().map((t) => t.agent)).toEqual(["manager", "wikipedia_search", "wikipedia_search", "page_search"]);
+      expect(recorder.transcripts().map((t) => t.agent)).toEqual([
+        "manager",
+        "wikipedia_search",
+        "wikipedia_search",
+        "page_search",
+      ]);
     } finally {
       await system.close?.();
       await source.close();
@@ -126,13 +171,25 @@ describe("agentic system", () => {
     const ac = new AbortController();
     pageDelayMs = 1500;
     const count = (rule: string) => server.requestsFor(rule).length;
-    const before = { q1: count("manager:q1"), zelny: count("wiki:zelny"), page: count("page:tower") };
+    const before = {
+      q1: count("manager:q1"),
+      zelny: count("wiki:zelny"),
+      page: count("page:tower"),
+    };
     const timer = setInterval(() => {
       if (count("page:tower") > before.page) ac.abort();
     }, 10);
     let first;
     try {
-      first = await runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["agentic"], out, env, concurrency: 1, signal: ac.signal, log: () => undefined });
+      first = await runEval({
+        dataset: join(FIX, "hotpotqa.json"),
+        systems: ["agentic"],
+        out,
+        env,
+        concurrency: 1,
+        signal: ac.signal,
+        log: () => undefined,
+      });
     } finally {
       clearInterval(timer);
       pageDelayMs = 0;
@@ -141,7 +198,14 @@ describe("agentic system", () => {
     expect(first.report.results.map((r) => r.questionId)).toEqual(["h1"]);
     const zelnyCalls = count("wiki:zelny");
     expect(zelnyCalls - before.zelny).toBe(2);
-    const again = await runEval({ dataset: join(FIX, "hotpotqa.json"), systems: ["agentic"], out, env, concurrency: 1, log: () => undefined });
+    const again = await runEval({
+      dataset: join(FIX, "hotpotqa.json"),
+      systems: ["agentic"],
+      out,
+      env,
+      concurrency: 1,
+      log: () => undefined,
+    });
     expect(again.skipped).toBe(1);
     expect(again.ran).toBe(2);
     expect(count("manager:q1") - before.q1).toBe(2); // Q1 was not asked again

@@ -3,7 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/runner.ts";
-import { ScriptedOpenAIServer, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
 import { directRules, scriptedEnv } from "./scripted-eval.ts";
 
 const FIX = join(import.meta.dirname, "../fixtures/eval");
@@ -25,7 +28,14 @@ describe.each([
   it("reports the figures the scripted answers imply", async () => {
     const out = join(tmp, `direct-${format}`);
     const before = server.requests.length;
-    const res = await runEval({ dataset: join(FIX, file), systems: ["direct"], out, env: scriptedEnv(server.baseURL), concurrency: 2, log: quiet });
+    const res = await runEval({
+      dataset: join(FIX, file),
+      systems: ["direct"],
+      out,
+      env: scriptedEnv(server.baseURL),
+      concurrency: 2,
+      log: quiet,
+    });
     expect(server.requests.length - before).toBe(3);
     const r = res.report;
     expect(r.dataset.format).toBe(format);
@@ -40,7 +50,9 @@ describe.each([
     expect(s.avgModelCalls).toBe(1);
     expect(s.avgInputTokens).toBe(100);
     expect(s.avgOutputTokens).toBe(5);
-    expect(s.perAgent).toEqual({ direct: { avgCalls: 1, avgInputTokens: 100, avgOutputTokens: 5 } });
+    expect(s.perAgent).toEqual({
+      direct: { avgCalls: 1, avgInputTokens: 100, avgOutputTokens: 5 },
+    });
     expect(s.errors).toBe(0);
     expect(r.results.map((q) => [q.questionId, q.prediction, q.em])).toEqual([
       [ids[0], "Norway", 1],
@@ -61,12 +73,19 @@ describe.each([
     expect(html.includes(`${r.runId}:direct:${ids[0]}`)).toBe(true);
     // the only correct answer is exported as a chat transcript
     expect(res.files.trajectories).toEqual([join(out, "trajectories", "direct", "direct.jsonl")]);
-    const lines = readFileSync(res.files.trajectories[0], "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const lines = readFileSync(res.files.trajectories[0], "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1);
     expect(lines[0].messages.map((m: any) => m.role)).toEqual(["system", "user", "assistant"]);
     expect(lines[0].messages[1].content).toContain("Blue Pavilion");
     expect(lines[0].messages[2].content).toBe("Norway");
-    expect(lines[0].metadata).toMatchObject({ system: "direct", agent: "direct", question_id: ids[0] });
+    expect(lines[0].metadata).toMatchObject({
+      system: "direct",
+      agent: "direct",
+      question_id: ids[0],
+    });
   });
 });
 
@@ -74,10 +93,23 @@ describe("resuming", () => {
   it("a rerun into the same --out skips finished questions and keeps the run id", async () => {
     const out = join(tmp, "resume");
     const env = scriptedEnv(server.baseURL);
-    const first = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, limit: 2, log: quiet });
+    const first = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env,
+      limit: 2,
+      log: quiet,
+    });
     expect(first.ran).toBe(2);
     const before = server.requests.length;
-    const second = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+    const second = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env,
+      log: quiet,
+    });
     expect(second.skipped).toBe(2);
     expect(second.ran).toBe(1);
     expect(server.requests.length - before).toBe(1);
@@ -89,9 +121,22 @@ describe("resuming", () => {
 
   it("refuses to mix results of a different model into the same output directory", async () => {
     const out = join(tmp, "mix");
-    await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(server.baseURL), limit: 1, log: quiet });
+    await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out,
+      env: scriptedEnv(server.baseURL),
+      limit: 1,
+      log: quiet,
+    });
     await expect(
-      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" }), log: quiet }),
+      runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" }),
+        log: quiet,
+      }),
     ).rejects.toThrow(/different settings/);
   });
 });
@@ -102,14 +147,21 @@ describe("failures", () => {
     const rules = directRules();
     const flaky = await ScriptedOpenAIServer.start({
       responder: async (req, ctx) => {
-        if (failQ2 && req.messages[1]?.content.includes("Marek Zelny")) return { status: 500, body: '{"error":{"message":"boom"}}' };
+        if (failQ2 && req.messages[1]?.content.includes("Marek Zelny"))
+          return { status: 500, body: '{"error":{"message":"boom"}}' };
         return trajectoryResponder(rules)(req, ctx);
       },
     });
     try {
       const out = join(tmp, "errors");
       const env = scriptedEnv(flaky.baseURL);
-      const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      const res = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: quiet,
+      });
       const s = res.report.systems[0];
       expect(s.questions).toBe(3);
       expect(s.errors).toBe(1);
@@ -119,10 +171,18 @@ describe("failures", () => {
       expect(failed.prediction).toBe("");
       expect(failed.modelCalls).toBe(1);
       failQ2 = false;
-      const again = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      const again = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: quiet,
+      });
       expect(again.ran).toBe(1);
       expect(again.report.systems[0].errors).toBe(0);
-      expect(again.report.results.find((r) => r.questionId === "p2")!.prediction).toBe("The tower is 40 metres tall.");
+      expect(again.report.results.find((r) => r.questionId === "p2")!.prediction).toBe(
+        "The tower is 40 metres tall.",
+      );
     } finally {
       await flaky.close();
     }
@@ -140,7 +200,15 @@ describe("failures", () => {
       const started = Date.now();
       // concurrency 1: q1 finishes at ~300 ms, q2 is in flight when we abort at ~450 ms
       setTimeout(() => ac.abort(), 450);
-      const res = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, concurrency: 1, signal: ac.signal, log: (l) => lines.push(l) });
+      const res = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        concurrency: 1,
+        signal: ac.signal,
+        log: (l) => lines.push(l),
+      });
       expect(Date.now() - started).toBeLessThan(1500); // the in-flight call was cancelled, not awaited
       expect(res.interrupted).toBe(true);
       expect(res.report.partial).toBe(true);
@@ -149,7 +217,13 @@ describe("failures", () => {
       expect(JSON.parse(readFileSync(res.files.json, "utf8")).partial).toBe(true);
       expect(readFileSync(res.files.md, "utf8")).toContain("(partial)");
       expect(lines.join("\n")).toMatch(/interrupted/);
-      const again = await runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out, env, log: quiet });
+      const again = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: quiet,
+      });
       expect(again.skipped).toBe(1);
       expect(again.ran).toBe(2);
       expect(again.report.partial).toBe(false);
@@ -160,7 +234,13 @@ describe("failures", () => {
 
   it("fails fast with a clear error when no model is configured", async () => {
     await expect(
-      runEval({ dataset: join(FIX, "plain.jsonl"), systems: ["direct"], out: join(tmp, "nomodel"), env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }), log: quiet }),
+      runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out: join(tmp, "nomodel"),
+        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
+        log: quiet,
+      }),
     ).rejects.toThrow(/CODEHOP_MODEL/);
     expect(existsSync(join(tmp, "nomodel"))).toBe(false);
   });
@@ -170,12 +250,42 @@ describe("report page size", () => {
   it("embeds transcripts up to a budget and says where the rest are", async () => {
     const { htmlReport } = await import("../../src/eval/html.ts");
     const results = [0, 1, 2].map((i) => ({
-      system: "direct" as const, questionId: `q${i}`, index: i, question: `Q${i}?`, answers: ["a"], prediction: "a",
-      em: 1, f1: 1, coverEm: 1, modelCalls: 1, inputTokens: 1, outputTokens: 1, cachedTokens: 0, usage: {}, steps: 1,
-      wallMs: 1, threadId: `t${i}`, sources: [], finishedAt: "",
+      system: "direct" as const,
+      questionId: `q${i}`,
+      index: i,
+      question: `Q${i}?`,
+      answers: ["a"],
+      prediction: "a",
+      em: 1,
+      f1: 1,
+      coverEm: 1,
+      modelCalls: 1,
+      inputTokens: 1,
+      outputTokens: 1,
+      cachedTokens: 0,
+      usage: {},
+      steps: 1,
+      wallMs: 1,
+      threadId: `t${i}`,
+      sources: [],
+      finishedAt: "",
     }));
-    const report: any = { runId: "r", generatedAt: "", partial: false, progress: { expected: 3, done: 3 }, dataset: { path: "d", format: "jsonl", questions: 3, bad: [] }, config: {}, systems: [], results };
-    const transcript = (i: number) => [{ agent: "direct", messages: [{ role: "user" as const, content: `MARKER-${i}-${"x".repeat(100)}` }] }];
+    const report: any = {
+      runId: "r",
+      generatedAt: "",
+      partial: false,
+      progress: { expected: 3, done: 3 },
+      dataset: { path: "d", format: "jsonl", questions: 3, bad: [] },
+      config: {},
+      systems: [],
+      results,
+    };
+    const transcript = (i: number) => [
+      {
+        agent: "direct",
+        messages: [{ role: "user" as const, content: `MARKER-${i}-${"x".repeat(100)}` }],
+      },
+    ];
     const html = htmlReport(report, (r) => transcript(r.index), { transcriptBudget: 150 });
     expect(html.includes("MARKER-0-")).toBe(true);
     expect(html.includes("MARKER-1-")).toBe(true); // the budget is checked before each question
@@ -188,15 +298,31 @@ describe("many bad records", () => {
   it("names the first 20 on the console, counts the rest, and lists them all in report.md", async () => {
     const { writeFileSync } = await import("node:fs");
     const path = join(tmp, "many-bad.jsonl");
-    const lines = Array.from({ length: 25 }, (_, i) => JSON.stringify({ id: `b${i}`, answer: "x" }));
-    lines.push(JSON.stringify({ id: "ok", question: "Which country was the architect of the Blue Pavilion born in?", answer: "Norway" }));
+    const lines = Array.from({ length: 25 }, (_, i) =>
+      JSON.stringify({ id: `b${i}`, answer: "x" }),
+    );
+    lines.push(
+      JSON.stringify({
+        id: "ok",
+        question: "Which country was the architect of the Blue Pavilion born in?",
+        answer: "Norway",
+      }),
+    );
     writeFileSync(path, lines.join("\n"));
     const logged: string[] = [];
-    const res = await runEval({ dataset: path, systems: ["direct"], out: join(tmp, "many-bad"), env: scriptedEnv(server.baseURL), log: (l) => logged.push(l) });
+    const res = await runEval({
+      dataset: path,
+      systems: ["direct"],
+      out: join(tmp, "many-bad"),
+      env: scriptedEnv(server.baseURL),
+      log: (l) => logged.push(l),
+    });
     expect(logged.filter((l) => l.startsWith("skipped record"))).toHaveLength(20);
     expect(logged).toContain("... and 5 more skipped records (all listed in report.md)");
     expect(res.report.dataset.bad).toHaveLength(25);
-    expect(readFileSync(res.files.md, "utf8")).toContain("- record 24 (line 25): missing or empty `question`");
+    expect(readFileSync(res.files.md, "utf8")).toContain(
+      "- record 24 (line 25): missing or empty `question`",
+    );
     expect(res.report.systems[0].em).toBe(1);
   });
 });

@@ -24,7 +24,12 @@ export function directRules(delayMs?: number): TrajectoryRule[] {
   const sys = "without looking anything up";
   return [
     { name: "direct:q1", system: sys, task: Q1, steps: [reply("Norway", 100, 5, delayMs)] },
-    { name: "direct:q2", system: sys, task: Q2, steps: [reply("The tower is 40 metres tall.", 100, 5, delayMs)] },
+    {
+      name: "direct:q2",
+      system: sys,
+      task: Q2,
+      steps: [reply("The tower is 40 metres tall.", 100, 5, delayMs)],
+    },
     { name: "direct:q3", system: sys, task: Q3, steps: [reply("Yes", 100, 5, delayMs)] },
   ];
 }
@@ -55,13 +60,26 @@ export function ragRules(): TrajectoryRule[] {
 
 /** The fixtures' paragraphs as corpus documents (for the configured-corpus case). */
 export const FIXTURE_PAGES = [
-  { title: "Blue Pavilion", text: "The Blue Pavilion is an exhibition hall in Lisbon. It was designed by the architect Ingrid Halvorsen and opened in 1998." },
-  { title: "Ingrid Halvorsen", text: "Ingrid Halvorsen (born 1961 in Bergen, Norway) is an architect. She is known for timber buildings." },
-  { title: "Red Tower", text: "The Red Tower is a 40-metre observation tower in Porto. It was completed in 1988." },
-  { title: "Marek Zelny", text: "Marek Zelny (born 1950 in Porto) is a painter. He moved to Prague in 1975." },
+  {
+    title: "Blue Pavilion",
+    text: "The Blue Pavilion is an exhibition hall in Lisbon. It was designed by the architect Ingrid Halvorsen and opened in 1998.",
+  },
+  {
+    title: "Ingrid Halvorsen",
+    text: "Ingrid Halvorsen (born 1961 in Bergen, Norway) is an architect. She is known for timber buildings.",
+  },
+  {
+    title: "Red Tower",
+    text: "The Red Tower is a 40-metre observation tower in Porto. It was completed in 1988.",
+  },
+  {
+    title: "Marek Zelny",
+    text: "Marek Zelny (born 1950 in Porto) is a painter. He moved to Prague in 1975.",
+  },
 ];
 
-const act = (thought: string, code: string) => `Thought: ${thought}\nCode:\n\`\`\`js\n${code.trim()}\n\`\`\`<end_action>`;
+const act = (thought: string, code: string) =>
+  `Thought: ${thought}\nCode:\n\`\`\`js\n${code.trim()}\n\`\`\`<end_action>`;
 const MANAGER = "You are the manager agent";
 const WIKI = "You are the wikipedia_search agent";
 const PAGE = "You are the page_search agent";
@@ -83,46 +101,94 @@ export const SUBTASKS = {
 export function agenticRules(): TrajectoryRule[] {
   return [
     {
-      name: "manager:q1", system: MANAGER, task: Q1, steps: [
-        act("I ask who the architect is and where they were born.", `const a = await wikipedia_search_agent(${JSON.stringify(SUBTASKS.architect)});\nconsole.log(a);`),
+      name: "manager:q1",
+      system: MANAGER,
+      task: Q1,
+      steps: [
+        act(
+          "I ask who the architect is and where they were born.",
+          `const a = await wikipedia_search_agent(${JSON.stringify(SUBTASKS.architect)});\nconsole.log(a);`,
+        ),
         act("Ingrid Halvorsen was born in Bergen, Norway.", `final_answer("Norway");`),
       ],
     },
     {
-      name: "wiki:architect", system: WIKI, task: SUBTASKS.architect, steps: [
-        act("I search for the pavilion.", `console.log(await search_wikipedia("Blue Pavilion architect"));`),
-        act("The architect is Ingrid Halvorsen, born in Bergen, Norway.", `final_answer("Ingrid Halvorsen designed it; she was born in Bergen, Norway.");`),
+      name: "wiki:architect",
+      system: WIKI,
+      task: SUBTASKS.architect,
+      steps: [
+        act(
+          "I search for the pavilion.",
+          `console.log(await search_wikipedia("Blue Pavilion architect"));`,
+        ),
+        act(
+          "The architect is Ingrid Halvorsen, born in Bergen, Norway.",
+          `final_answer("Ingrid Halvorsen designed it; she was born in Bergen, Norway.");`,
+        ),
       ],
     },
     {
-      name: "manager:q2", system: MANAGER, task: Q2, steps: [
-        act("First the city.", `console.log(await wikipedia_search_agent(${JSON.stringify(SUBTASKS.zelny)}));`),
-        act("He was born in Porto; now the tower there.", `console.log(await wikipedia_search_agent(${JSON.stringify(SUBTASKS.tower)}));`),
+      name: "manager:q2",
+      system: MANAGER,
+      task: Q2,
+      steps: [
+        act(
+          "First the city.",
+          `console.log(await wikipedia_search_agent(${JSON.stringify(SUBTASKS.zelny)}));`,
+        ),
+        act(
+          "He was born in Porto; now the tower there.",
+          `console.log(await wikipedia_search_agent(${JSON.stringify(SUBTASKS.tower)}));`,
+        ),
         act("The Red Tower is 40 metres tall.", `final_answer("40 metres");`),
       ],
     },
     {
-      name: "wiki:zelny", system: WIKI, task: SUBTASKS.zelny, steps: [
+      name: "wiki:zelny",
+      system: WIKI,
+      task: SUBTASKS.zelny,
+      steps: [
         act("I search for him.", `console.log(await search_wikipedia("Marek Zelny"));`),
         act("Born in Porto.", `final_answer("Porto");`),
       ],
     },
     {
-      name: "wiki:tower", system: WIKI, task: SUBTASKS.tower, steps: [
+      name: "wiki:tower",
+      system: WIKI,
+      task: SUBTASKS.tower,
+      steps: [
         act("I search for towers in Porto.", `console.log(await search_wikipedia("tower Porto"));`),
-        act("I look inside the Red Tower page.", `console.log(await search_info(${JSON.stringify(SUBTASKS.towerPage)}, "Red Tower"));`),
+        act(
+          "I look inside the Red Tower page.",
+          `console.log(await search_info(${JSON.stringify(SUBTASKS.towerPage)}, "Red Tower"));`,
+        ),
         act("It is 40 metres.", `final_answer("The Red Tower in Porto is 40 metres tall.");`),
       ],
     },
     {
-      name: "page:tower", system: PAGE, task: SUBTASKS.towerPage, steps: [
-        act("I retrieve passages about its height.", `console.log(await retrieve_passages("metre tower height"));`),
-        act("A 40-metre observation tower.", `final_answer("40 metres (a 40-metre observation tower).");`),
+      name: "page:tower",
+      system: PAGE,
+      task: SUBTASKS.towerPage,
+      steps: [
+        act(
+          "I retrieve passages about its height.",
+          `console.log(await retrieve_passages("metre tower height"));`,
+        ),
+        act(
+          "A 40-metre observation tower.",
+          `final_answer("40 metres (a 40-metre observation tower).");`,
+        ),
       ],
     },
     {
-      name: "manager:q3", system: MANAGER, task: Q3, steps: [
-        act("Lisbon vs Porto, known from the question context.", `final_answer("No, they are in different cities.");`),
+      name: "manager:q3",
+      system: MANAGER,
+      task: Q3,
+      steps: [
+        act(
+          "Lisbon vs Porto, known from the question context.",
+          `final_answer("No, they are in different cities.");`,
+        ),
       ],
     },
   ];

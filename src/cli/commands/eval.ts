@@ -3,21 +3,32 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { readEnv } from "../../config/env.ts";
 import { runEval } from "../../eval/runner.ts";
 import { terminalTable } from "../../eval/report.ts";
-import { DATASET_FORMATS, SYSTEM_NAMES, type DatasetFormat, type SystemName } from "../../eval/types.ts";
+import {
+  DATASET_FORMATS,
+  SYSTEM_NAMES,
+  type DatasetFormat,
+  type SystemName,
+} from "../../eval/types.ts";
 
 function positiveInt(name: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive integer`);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new InvalidArgumentError(`${name} must be a positive integer`);
     return n;
   };
 }
 
 function systemList(value: string): SystemName[] {
-  const names = value.split(",").map((s) => s.trim()).filter(Boolean);
+  const names = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !SYSTEM_NAMES.includes(n as SystemName));
   if (names.length === 0 || unknown.length) {
-    throw new InvalidArgumentError(`expected a comma-separated subset of ${SYSTEM_NAMES.join(",")}${unknown.length ? `, got ${unknown.join(",")}` : ""}`);
+    throw new InvalidArgumentError(
+      `expected a comma-separated subset of ${SYSTEM_NAMES.join(",")}${unknown.length ? `, got ${unknown.join(",")}` : ""}`,
+    );
   }
   return [...new Set(names)] as SystemName[];
 }
@@ -30,63 +41,93 @@ function systemList(value: string): SystemName[] {
  */
 export default function evalCommand(): Command {
   return new Command("eval")
-    .description("Measure answer quality, tokens and time of agentic / rag / direct on a QA dataset")
-    .requiredOption("--dataset <file>", "dataset file (HotpotQA / 2Wiki JSON, MuSiQue JSONL, or JSONL of {question, answer, aliases?})")
-    .addOption(new Option("--format <format>", "dataset format (guessed from the file when omitted)").choices([...DATASET_FORMATS]))
+    .description(
+      "Measure answer quality, tokens and time of agentic / rag / direct on a QA dataset",
+    )
+    .requiredOption(
+      "--dataset <file>",
+      "dataset file (HotpotQA / 2Wiki JSON, MuSiQue JSONL, or JSONL of {question, answer, aliases?})",
+    )
+    .addOption(
+      new Option(
+        "--format <format>",
+        "dataset format (guessed from the file when omitted)",
+      ).choices([...DATASET_FORMATS]),
+    )
     .option("--limit <n>", "only the first N questions", positiveInt("--limit"))
     .option("--concurrency <k>", "questions in flight at once", positiveInt("--concurrency"), 2)
-    .option("--systems <list>", "systems to compare, comma-separated", systemList, [...SYSTEM_NAMES])
-    .option("--out <dir>", "output directory (reports, results, checkpoints, corpus); reuse it to resume (default: $CODEHOP_HOME/eval/<dataset name>)")
+    .option("--systems <list>", "systems to compare, comma-separated", systemList, [
+      ...SYSTEM_NAMES,
+    ])
+    .option(
+      "--out <dir>",
+      "output directory (reports, results, checkpoints, corpus); reuse it to resume (default: $CODEHOP_HOME/eval/<dataset name>)",
+    )
     .option("--k <n>", "passages retrieved by the rag baseline", positiveInt("--k"), 5)
-    .option("--judge", "also grade answers with an LLM judge (CODEHOP_JUDGE_MODEL; on by default when it is set)")
+    .option(
+      "--judge",
+      "also grade answers with an LLM judge (CODEHOP_JUDGE_MODEL; on by default when it is set)",
+    )
     .option("--no-judge", "do not run the LLM judge even if CODEHOP_JUDGE_MODEL is set")
     .option("--no-progress", "no progress bar")
-    .action(async (opts: {
-      dataset: string;
-      format?: DatasetFormat;
-      limit?: number;
-      concurrency: number;
-      systems: SystemName[];
-      out?: string;
-      k: number;
-      judge?: boolean;
-      progress: boolean;
-    }) => {
-      const env = readEnv();
-      const out = opts.out ?? join(env.home, "eval", basename(opts.dataset, extname(opts.dataset)));
-      const controller = new AbortController();
-      const onSigint = () => {
-        if (controller.signal.aborted) {
-          process.stderr.write("\ncodehop eval: quitting now (the results already stored are kept)\n");
-          process.exit(130);
+    .action(
+      async (opts: {
+        dataset: string;
+        format?: DatasetFormat;
+        limit?: number;
+        concurrency: number;
+        systems: SystemName[];
+        out?: string;
+        k: number;
+        judge?: boolean;
+        progress: boolean;
+      }) => {
+        const env = readEnv();
+        const out =
+          opts.out ?? join(env.home, "eval", basename(opts.dataset, extname(opts.dataset)));
+        const controller = new AbortController();
+        const onSigint = () => {
+          if (controller.signal.aborted) {
+            process.stderr.write(
+              "\ncodehop eval: quitting now (the results already stored are kept)\n",
+            );
+            process.exit(130);
+          }
+          process.stderr.write(
+            "\ncodehop eval: stopping — finishing the report (Ctrl-C again to quit now)\n",
+          );
+          controller.abort();
+        };
+        process.on("SIGINT", onSigint);
+        try {
+          const res = await runEval({
+            dataset: opts.dataset,
+            format: opts.format,
+            limit: opts.limit,
+            concurrency: opts.concurrency,
+            systems: opts.systems,
+            out,
+            env,
+            judge: opts.judge,
+            k: opts.k,
+            signal: controller.signal,
+            progress: opts.progress ? undefined : false,
+          });
+          process.stdout.write(`${terminalTable(res.report)}\n\n`);
+          process.stdout.write(
+            `report: ${res.files.html}\n        ${res.files.md}\n        ${res.files.json}\n`,
+          );
+          if (res.files.trajectories.length)
+            process.stdout.write(`trajectories of correct answers: ${join(out, "trajectories")}\n`);
+          if (res.interrupted) {
+            process.stdout.write(
+              `interrupted: rerun the same command to finish (${res.report.progress.done}/${res.report.progress.expected} done)\n`,
+            );
+            process.exitCode = 130;
+          }
+        } finally {
+          process.off("SIGINT", onSigint);
         }
-        process.stderr.write("\ncodehop eval: stopping — finishing the report (Ctrl-C again to quit now)\n");
-        controller.abort();
-      };
-      process.on("SIGINT", onSigint);
-      try {
-        const res = await runEval({
-          dataset: opts.dataset,
-          format: opts.format,
-          limit: opts.limit,
-          concurrency: opts.concurrency,
-          systems: opts.systems,
-          out,
-          env,
-          judge: opts.judge,
-          k: opts.k,
-          signal: controller.signal,
-          progress: opts.progress ? undefined : false,
-        });
-        process.stdout.write(`${terminalTable(res.report)}\n\n`);
-        process.stdout.write(`report: ${res.files.html}\n        ${res.files.md}\n        ${res.files.json}\n`);
-        if (res.files.trajectories.length) process.stdout.write(`trajectories of correct answers: ${join(out, "trajectories")}\n`);
-        if (res.interrupted) {
-          process.stdout.write(`interrupted: rerun the same command to finish (${res.report.progress.done}/${res.report.progress.expected} done)\n`);
-          process.exitCode = 130;
-        }
-      } finally {
-        process.off("SIGINT", onSigint);
-      }
-    });
+      },
+    );
 }

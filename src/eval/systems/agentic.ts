@@ -13,7 +13,13 @@ import { promptHash } from "./baselines.ts";
 import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
 
 /** Prompt folders the reference agents render from (hashed into the report's configuration). */
-const AGENT_PROMPT_DIRS = ["manager", "wikipedia_search", "page_search", "code_agent", "managed_agent"];
+const AGENT_PROMPT_DIRS = [
+  "manager",
+  "wikipedia_search",
+  "page_search",
+  "code_agent",
+  "managed_agent",
+];
 
 /** Options of {@link createAgenticSystem}. */
 export interface AgenticSystemOptions {
@@ -34,14 +40,23 @@ export interface AgenticSystemOptions {
  */
 export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
   const persistence: Persistence = openPersistence(options.home);
-  const runOptions = { persistence, source: options.source, model: options.model, config: { home: options.home } };
+  const runOptions = {
+    persistence,
+    source: options.source,
+    model: options.model,
+    config: { home: options.home },
+  };
   return {
     name: "agentic",
     config: {
       agents: ["manager", "wikipedia_search", "page_search"],
       managerMaxSteps: MANAGER_MAX_STEPS,
       prompts: AGENT_PROMPT_DIRS.map((d) => `prompts/${d}`),
-      promptHash: promptHash(AGENT_PROMPT_DIRS.filter((d) => existsSync(join(PROMPTS_DIR, d))).flatMap((d) => listPromptFiles(join(PROMPTS_DIR, d)).map((f) => loadPrompt(`${d}/${f}`))).join("\n")),
+      promptHash: promptHash(
+        AGENT_PROMPT_DIRS.filter((d) => existsSync(join(PROMPTS_DIR, d)))
+          .flatMap((d) => listPromptFiles(join(PROMPTS_DIR, d)).map((f) => loadPrompt(`${d}/${f}`)))
+          .join("\n"),
+      ),
       source: options.source.kind,
       checkpoints: persistence.dbPath,
     },
@@ -49,16 +64,24 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
       const existing = persistence.threads.get(ctx.threadId);
       // Run inside a runnable whose callbacks are the recorder: LangChain hands them down (through
       // AsyncLocalStorage) to every graph, sub-agent and model call under ask()/resume().
-      const run = RunnableLambda.from(
-        async (): Promise<AskResult> =>
-          existing
-            ? resume(ctx.threadId, { ...runOptions, signal: ctx.signal })
-            : ask(example.question, { ...runOptions, threadId: ctx.threadId, signal: ctx.signal }),
+      const run = RunnableLambda.from(async (): Promise<AskResult> =>
+        existing
+          ? resume(ctx.threadId, { ...runOptions, signal: ctx.signal })
+          : ask(example.question, { ...runOptions, threadId: ctx.threadId, signal: ctx.signal }),
       );
-      const result = await run.invoke(null, { callbacks: [ctx.recorder], runName: "codehop_eval_agentic", signal: ctx.signal });
+      const result = await run.invoke(null, {
+        callbacks: [ctx.recorder],
+        runName: "codehop_eval_agentic",
+        signal: ctx.signal,
+      });
       const usage: Record<string, AgentUsage> = {};
       for (const [agent, u] of Object.entries(result.usage.by_agent)) {
-        usage[agent] = { calls: u.calls, inputTokens: u.input_tokens, outputTokens: u.output_tokens, cachedTokens: u.cached_input_tokens };
+        usage[agent] = {
+          calls: u.calls,
+          inputTokens: u.input_tokens,
+          outputTokens: u.output_tokens,
+          cachedTokens: u.cached_input_tokens,
+        };
       }
       return {
         answer: result.answer,

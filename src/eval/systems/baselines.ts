@@ -3,11 +3,18 @@ import { createHash } from "node:crypto";
 import { loadPrompt, renderPrompt } from "../../prompts/render.ts";
 import type { KnowledgeSource, Passage } from "../../store/types.ts";
 import type { EvalExample } from "../types.ts";
-import { extractAnswer, type EvalChatModel, type EvalSystem, type SystemAnswer, type SystemContext } from "./system.ts";
+import {
+  extractAnswer,
+  type EvalChatModel,
+  type EvalSystem,
+  type SystemAnswer,
+  type SystemContext,
+} from "./system.ts";
 
 function contentText(content: unknown): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  if (Array.isArray(content))
+    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
   return String(content ?? "");
 }
 
@@ -21,11 +28,21 @@ export function createDirectSystem(model: EvalChatModel): EvalSystem {
   const system = loadPrompt("eval/direct.md");
   return {
     name: "direct",
-    config: { prompts: { system: "eval/direct.md", user: "eval/question.md" }, promptHash: promptHash(system + loadPrompt("eval/question.md")) },
+    config: {
+      prompts: { system: "eval/direct.md", user: "eval/question.md" },
+      promptHash: promptHash(system + loadPrompt("eval/question.md")),
+    },
     async answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer> {
       const res = await model.invoke(
-        [new SystemMessage(system), new HumanMessage(renderPrompt("eval/question.md", { question: example.question }))],
-        { callbacks: [ctx.recorder], signal: ctx.signal, metadata: { codehop_agent: "direct", thread_id: ctx.threadId } },
+        [
+          new SystemMessage(system),
+          new HumanMessage(renderPrompt("eval/question.md", { question: example.question })),
+        ],
+        {
+          callbacks: [ctx.recorder],
+          signal: ctx.signal,
+          metadata: { codehop_agent: "direct", thread_id: ctx.threadId },
+        },
       );
       return { answer: extractAnswer(contentText(res.content)), sources: [], steps: 1 };
     },
@@ -41,11 +58,17 @@ export function formatPassages(passages: Passage[]): string {
 }
 
 /** `rag`: one retrieval of the top-k passages for the question, then one answer. */
-export function createRagSystem(model: EvalChatModel, source: KnowledgeSource, options: { k?: number } = {}): EvalSystem {
+export function createRagSystem(
+  model: EvalChatModel,
+  source: KnowledgeSource,
+  options: { k?: number } = {},
+): EvalSystem {
   const k = options.k ?? 5;
   const system = loadPrompt("eval/rag.md");
   if (!source.searchPassages) {
-    throw new Error(`The ${source.kind} knowledge source has no searchPassages(); the rag baseline needs a corpus`);
+    throw new Error(
+      `The ${source.kind} knowledge source has no searchPassages(); the rag baseline needs a corpus`,
+    );
   }
   const search = source.searchPassages.bind(source);
   return {
@@ -59,7 +82,10 @@ export function createRagSystem(model: EvalChatModel, source: KnowledgeSource, o
     async answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer> {
       const passages = await search(example.question, { k });
       ctx.signal.throwIfAborted();
-      const user = renderPrompt("eval/rag-question.md", { question: example.question, passages: formatPassages(passages) });
+      const user = renderPrompt("eval/rag-question.md", {
+        question: example.question,
+        passages: formatPassages(passages),
+      });
       const res = await model.invoke([new SystemMessage(system), new HumanMessage(user)], {
         callbacks: [ctx.recorder],
         signal: ctx.signal,

@@ -31,18 +31,26 @@ export interface SystemFactoryContext {
 }
 
 /** Builds the requested systems, all on the same model. */
-export async function createSystems(names: SystemName[], ctx: SystemFactoryContext): Promise<EvalSystem[]> {
+export async function createSystems(
+  names: SystemName[],
+  ctx: SystemFactoryContext,
+): Promise<EvalSystem[]> {
   const out: EvalSystem[] = [];
   for (const name of names) {
     if (name === "direct") out.push(createDirectSystem(ctx.model));
     else if (name === "rag") {
       const source = await ctx.openSource();
       if (!source.searchPassages) {
-        throw new CodehopError(ErrorCodes.CONFIG_INVALID, `The rag baseline needs passage search, which the ${source.kind} source lacks`);
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `The rag baseline needs passage search, which the ${source.kind} source lacks`,
+        );
       }
       out.push(createRagSystem(ctx.model, source, { k: ctx.k }));
     } else {
-      out.push(createAgenticSystem({ model: ctx.model, source: await ctx.openSource(), home: ctx.out }));
+      out.push(
+        createAgenticSystem({ model: ctx.model, source: await ctx.openSource(), home: ctx.out }),
+      );
     }
   }
   return out;
