@@ -66,7 +66,7 @@ export function clip(text: string, maxLines: number, width: number): string[] {
 }
 
 /** The task as shown: a managed-agent wrapper ("...gave you this task:\n<task>\n...") is unwrapped. */
-function displayTask(task: string): string {
+export function displayTask(task: string): string {
   const m = /task:\s*\n([^\n]+)/.exec(task);
   return m ? m[1] : task;
 }

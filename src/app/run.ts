@@ -7,12 +7,13 @@ import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.t
 import { openPersistence, type Persistence } from "../persistence/index.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import {
+  AGENT_NAMES,
   assertModelConfigured,
   loadAppConfig,
   type AppConfig,
   type AppConfigOverrides,
 } from "./config.ts";
-import type { StreamEvent } from "./progress.ts";
+import { displayTask, type StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { openSourceFor } from "./source.ts";
 
@@ -336,8 +337,70 @@ export interface CheckpointSummary {
   /** Short description of the latest manager step at this checkpoint. */
   summary: string;
   created_at: string;
+  /** Checkpoint namespace ("" for the manager; "act:<task>|..." for nested agent runs). */
+  namespace: string;
+  /** Agent that wrote the checkpoint. */
+  agent: string;
   /** Full state values (only with `withValues`). */
   values?: Record<string, unknown>;
+}
+
+/** One line describing an agent state: what it is about to do, did, or answered. */
+function summarizeState(values: Record<string, any>, next: readonly string[] | undefined): string {
+  const steps = Array.isArray(values.steps) ? values.steps : [];
+  const last = steps[steps.length - 1];
+  const pending = values.pending;
+  const outcome = values.outcome;
+  const done = typeof values.stepCount === "number" ? values.stepCount : 0;
+  const finished = next
+    ? next.length === 0
+    : typeof values.status === "string" && values.status !== "running";
+  let summary = "";
+  if (finished && values.answer != null) summary = `answer: ${answerText(values.answer)}`;
+  else if (outcome && outcome.step > done && (!next || next.includes("observe"))) {
+    summary = `ran step ${outcome.step}: ${outcome.error ? `${outcome.error.name}: ${outcome.error.message}` : outcome.logs || "(nothing printed)"}`;
+  } else if (pending && pending.step > done && (!next || next.includes("act"))) {
+    summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
+  } else if (last)
+    summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
+  else if (values.question) summary = `question: ${values.question}`;
+  else if (values.task) summary = `task: ${displayTask(String(values.task))}`;
+  return summary.replace(/\s+/g, " ").trim();
+}
+
+/** Checkpoints of the nested agent runs of a thread (newest first within each namespace). */
+async function nestedCheckpoints(
+  persistence: Persistence,
+  threadId: string,
+  withValues?: boolean,
+): Promise<CheckpointSummary[]> {
+  const out: CheckpointSummary[] = [];
+  for await (const tuple of persistence.checkpointer.list({
+    configurable: { thread_id: threadId },
+  })) {
+    const ns = String(tuple.config.configurable?.checkpoint_ns ?? "");
+    if (!ns) continue;
+    const values = (tuple.checkpoint.channel_values ?? {}) as Record<string, any>;
+    const depth = ns.split("|").filter((part) => part.includes(":")).length;
+    out.push({
+      checkpoint_id: String(tuple.config.configurable?.checkpoint_id),
+      parent_checkpoint_id:
+        (tuple.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
+      step: Number(tuple.metadata?.step ?? -1),
+      source: String(tuple.metadata?.source ?? ""),
+      next: [],
+      actions: typeof values.stepCount === "number" ? values.stepCount : 0,
+      summary: summarizeState(values, undefined),
+      created_at: tuple.checkpoint.ts,
+      namespace: ns,
+      agent: AGENT_NAMES[depth] ?? `agent@${depth + 1}`,
+      ...(withValues ? { values } : {}),
+    });
+  }
+  return out.sort(
+    (a, b) =>
+      a.namespace.localeCompare(b.namespace) || b.checkpoint_id.localeCompare(a.checkpoint_id),
+  );
 }
 
 /** Lists a thread's root checkpoints, newest first (all branches). */
@@ -346,6 +409,8 @@ export async function history(
   options: Pick<RunOptions, "config" | "persistence"> & {
     withValues?: boolean;
     checkpointId?: string;
+    /** Also list the nested agents' checkpoints (after the manager's; they cannot be replayed from). */
+    allNamespaces?: boolean;
   } = {},
 ): Promise<CheckpointSummary[]> {
   const config = loadAppConfig(options.config);
@@ -358,21 +423,7 @@ export async function history(
       const values = (snap.values ?? {}) as Record<string, any>;
       const id = snap.config.configurable?.checkpoint_id as string;
       if (options.checkpointId && id !== options.checkpointId) continue;
-      const steps = Array.isArray(values.steps) ? values.steps : [];
-      const last = steps[steps.length - 1];
-      const pending = values.pending;
-      let summary = "";
-      const outcome = values.outcome;
-      if (snap.next.length === 0 && values.answer != null)
-        summary = `answer: ${answerText(values.answer)}`;
-      else if (snap.next.includes("act") && pending)
-        summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
-      else if (snap.next.includes("observe") && outcome) {
-        summary = `ran step ${outcome.step}: ${outcome.error ? `${outcome.error.name}: ${outcome.error.message}` : outcome.logs || "(nothing printed)"}`;
-      } else if (last)
-        summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
-      else if (values.question || values.task)
-        summary = `question: ${values.question ?? values.task}`;
+      const summary = summarizeState(values, snap.next);
       out.push({
         checkpoint_id: id,
         parent_checkpoint_id:
@@ -381,11 +432,15 @@ export async function history(
         source: String(snap.metadata?.source ?? ""),
         next: [...snap.next],
         actions: typeof values.stepCount === "number" ? values.stepCount : 0,
-        summary: summary.replace(/\s+/g, " ").trim(),
+        summary,
         created_at: snap.createdAt ?? "",
+        namespace: "",
+        agent: "manager",
         ...(options.withValues ? { values } : {}),
       });
     }
+    if (options.allNamespaces && !options.checkpointId)
+      out.push(...(await nestedCheckpoints(persistence, threadId, options.withValues)));
     if (options.checkpointId && out.length === 0) {
       throw new CodehopError(
         ErrorCodes.CHECKPOINT_NOT_FOUND,

@@ -57,6 +57,24 @@ describe("history and replay (time travel)", () => {
       if (r.parent_checkpoint_id) expect(ids.has(r.parent_checkpoint_id)).toBe(true);
   });
 
+  it("also lists the nested agents' checkpoints on request", async () => {
+    const all = await history("t", { persistence, allNamespaces: true });
+    const nested = all.filter((r) => r.namespace !== "");
+    expect(new Set(nested.map((r) => r.agent))).toEqual(
+      new Set(["wikipedia_search", "page_search"]),
+    );
+    // Two wikipedia_search runs (one per sub-agent call) and one page_search run, each ending with its answer.
+    const namespaces = new Set(nested.map((r) => r.namespace));
+    expect(namespaces.size).toBe(3);
+    expect(
+      nested
+        .filter((r) => r.summary.startsWith("answer: "))
+        .map((r) => r.agent)
+        .sort(),
+    ).toEqual(["page_search", "wikipedia_search", "wikipedia_search"]);
+    expect(all.filter((r) => r.namespace === "")).toEqual(original.map((r) => ({ ...r })));
+  });
+
   it("replays from a mid-run checkpoint as a fork; the original history stays intact", async () => {
     const from = original.find((r) => r.next.includes("plan") && r.actions === 1)!;
     const before = requests();

@@ -13,14 +13,19 @@ export default function historyCommand(): Command {
     )
     .argument("<thread>", "thread id (see `codehop threads`)")
     .option("--checkpoint <id>", "show the full state at this checkpoint")
+    .option(
+      "--all",
+      "also list the nested agents' checkpoints (wikipedia_search, page_search runs)",
+    )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--json", "print JSON")
-    .action(async (threadId: string, flags: RunFlags & { checkpoint?: string }) => {
+    .action(async (threadId: string, flags: RunFlags & { checkpoint?: string; all?: boolean }) => {
       const { history } = await import("../../app/run.ts");
       const rows = await history(threadId, {
         config: configFromFlags(flags),
         checkpointId: flags.checkpoint,
         withValues: Boolean(flags.checkpoint),
+        allNamespaces: Boolean(flags.all),
       });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(flags.checkpoint ? rows[0] : rows)}\n`);
@@ -65,9 +70,18 @@ export default function historyCommand(): Command {
       const lines = [
         `${"checkpoint".padEnd(38)} ${"parent".padEnd(12)} ${"step".padStart(4)} ${"next".padEnd(12)} summary`,
       ];
+      let namespace = "";
       for (const r of rows) {
+        if (r.namespace !== namespace) {
+          namespace = r.namespace;
+          lines.push(
+            "",
+            `${r.agent} run in namespace ${namespace} (inspect only; replay forks from the manager's checkpoints above):`,
+          );
+        }
+        const next = r.namespace ? "" : r.next.join(",") || "done";
         lines.push(
-          `${r.checkpoint_id.padEnd(38)} ${(r.parent_checkpoint_id ?? "-").slice(-10).padEnd(12)} ${String(r.step).padStart(4)} ${(r.next.join(",") || "done").padEnd(12)} ${short(r.summary, 90)}`,
+          `${r.checkpoint_id.padEnd(38)} ${(r.parent_checkpoint_id ?? "-").slice(-10).padEnd(12)} ${String(r.step).padStart(4)} ${next.padEnd(12)} ${short(r.summary, 90)}`,
         );
       }
       lines.push(
