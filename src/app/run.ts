@@ -121,7 +121,11 @@ async function execute(
     source,
     model: options.model,
   });
-  if (checkpointId) configurable.checkpoint_id = checkpointId;
+  if (checkpointId) {
+    configurable.checkpoint_id = checkpointId;
+    // A replay forks: its tasks get new ids, so recorded calls are matched by position too.
+    configurable.journal = persistence.journal.forReplay();
+  }
   const runConfig: RunnableConfig = {
     configurable,
     recursionLimit: MANAGER_RECURSION_LIMIT,

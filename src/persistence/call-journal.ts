@@ -38,7 +38,15 @@ export class SqliteCallJournal implements CallJournal {
   private readonly getStmt: Database.Statement;
   private readonly putStmt: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
+  /**
+   * @param matchAcrossForks also serve calls recorded under the same namespace without task ids —
+   *   for replays, whose forked tasks get new ids. Off for normal runs and resumes, where only the
+   *   exact call may be served. {@link forReplay} returns a journal with it on.
+   */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly matchAcrossForks = false,
+  ) {
     db.exec(`
 CREATE TABLE IF NOT EXISTS codehop_call_journal (
   thread_id TEXT NOT NULL,
@@ -64,7 +72,9 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
 
   /** The recorded outcome for this call, if the same tool was called with the same arguments. */
   get(key: CallKey): CallOutcome | undefined {
-    for (const ns of [key.checkpointNs, STABLE_PREFIX + stableNamespace(key.checkpointNs)]) {
+    const namespaces = [key.checkpointNs];
+    if (this.matchAcrossForks) namespaces.push(STABLE_PREFIX + stableNamespace(key.checkpointNs));
+    for (const ns of namespaces) {
       const row = this.getStmt.get(key.threadId, ns, key.step, key.callIndex) as
         { tool: string; args_json: string; outcome_json: string } | undefined;
       if (row && row.tool === key.tool && row.args_json === key.argsJson)
@@ -92,6 +102,11 @@ CREATE TABLE IF NOT EXISTS codehop_call_journal (
       }
     });
     write();
+  }
+
+  /** The same journal, also serving calls recorded before a replay's fork (see the constructor). */
+  forReplay(): SqliteCallJournal {
+    return new SqliteCallJournal(this.db, true);
   }
 
   /** Every recorded call of a thread, in recording order (for `codehop history --calls` and tests). */
