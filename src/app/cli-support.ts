@@ -18,7 +18,11 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
   const config: NonNullable<RunOptions["config"]> = {};
   if (flags.corpus) config.corpus = flags.corpus;
   if (flags.home) config.home = flags.home;
-  if (flags.model) config.model = flags.model;
+  if (flags.model) {
+    // "--model" means every agent: per-agent CODEHOP_MODEL_<AGENT> overrides are dropped.
+    config.model = flags.model;
+    config.models = {};
+  }
   return config;
 }
 

@@ -54,7 +54,8 @@ export function loadAppConfig(
     baseURL: pick(overrides.baseURL, env.openaiBaseUrl),
     apiKey: pick(overrides.apiKey, env.openaiApiKey),
     model: pick(overrides.model, env.model),
-    models: { ...env.agentModels, ...(overrides.models ?? {}) },
+    // Given per-agent models replace the environment's (so `models: {}` means "no overrides").
+    models: overrides.models ?? env.agentModels,
     home: resolve(pick(overrides.home, env.home) ?? ".codehop"),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
