@@ -7,7 +7,7 @@
  * children are unref'd so an idle pool never keeps the host process alive.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
@@ -23,13 +23,16 @@ export interface ChildSpec {
 /** Message from a child (already JSON-parsed; validated by the consumer). */
 export type ChildMessage = { t: string; [key: string]: unknown };
 
-const CHILD_ENTRY = fileURLToPath(new URL("./child.mjs", import.meta.url));
-const SES_PATH = createRequire(import.meta.url).resolve("ses");
+// Real paths: the permission model compares the files the child opens with these.
+const CHILD_ENTRY = realpathSync(fileURLToPath(new URL("./child.mjs", import.meta.url)));
+const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission") ? "--permission" : "--experimental-permission";
 /** Largest single protocol line accepted from a child (guards host memory against a broken child). */
 const MAX_LINE_CHARS = 64 * 1024 * 1024;
 const STDERR_TAIL_CHARS = 4096;
+/** After SIGKILL, how long to wait for Node's 'exit' event before checking the pid directly. */
+const REAP_CHECK_AFTER_MS = 1_000;
 
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
@@ -52,6 +55,8 @@ export class SandboxChild {
   onMessage: ((msg: ChildMessage) => void) | null = null;
   /** Current consumer of the exit event (the running action); null when idle. */
   onExit: ((exit: { code: number | null; signal: NodeJS.Signals | null }) => void) | null = null;
+  private resolveExit!: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
+  private reaper: NodeJS.Timeout | null = null;
   private readonly stdin: Writable;
   private readonly out: Readable;
   private buf = "";
@@ -86,14 +91,14 @@ export class SandboxChild {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
     });
     this.exited = new Promise((resolve) => {
-      this.proc.on("exit", (code, signal) => {
+      this.resolveExit = (exit) => {
+        if (this.dead) return;
         this.dead = true;
-        resolve({ code, signal });
-      });
-      this.proc.on("error", () => {
-        this.dead = true;
-        resolve({ code: null, signal: null });
-      });
+        if (this.reaper) clearInterval(this.reaper);
+        resolve(exit);
+      };
+      this.proc.on("exit", (code, signal) => this.resolveExit({ code, signal }));
+      this.proc.on("error", () => this.resolveExit({ code: null, signal: null }));
     });
     void this.exited.then((exit) => this.onExit?.(exit));
     this.ready = new Promise((resolve, reject) => {
@@ -154,7 +159,24 @@ export class SandboxChild {
   /** SIGKILL (idempotent); `reason` is kept for the result. */
   kill(reason: string): void {
     if (!this.killedBy) this.killedBy = reason;
-    if (!this.dead) this.proc.kill("SIGKILL");
+    if (this.dead) return;
+    this.proc.kill("SIGKILL");
+    // Observed under load: the event loop can drain after SIGKILL before Node emits the child's
+    // 'exit' (libuv drops the process handle from the loop first), so code awaiting the exit — a
+    // run() reporting a timeout, close() under top-level await — ended with exit code 13. A ref'd
+    // timer keeps the loop alive until the exit is seen, and settles it if the process is gone
+    // without an event.
+    if (!this.reaper) {
+      const killedAt = performance.now();
+      this.reaper = setInterval(() => {
+        if (this.dead || performance.now() - killedAt < REAP_CHECK_AFTER_MS) return;
+        try {
+          process.kill(this.proc.pid!, 0);
+        } catch {
+          this.resolveExit({ code: null, signal: "SIGKILL" });
+        }
+      }, 20);
+    }
   }
 }
 

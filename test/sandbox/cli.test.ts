@@ -52,8 +52,8 @@ describe("npm run sandbox", () => {
       file("cp.js", "require('child_process').execSync('touch /tmp/pwned')"),
       file("syntax.js", "let let = 1"),
     ];
-    const { code, stdout } = await runCli(files);
-    expect(code).toBe(0);
+    const { code, stdout, stderr } = await runCli(files);
+    expect(code, `stderr: ${stderr}\nstdout: ${stdout}`).toBe(0);
     const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
     expect(lines.map((l) => [l.ok, l.error?.name])).toEqual([
       [false, "ReferenceError"],

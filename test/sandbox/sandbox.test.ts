@@ -230,7 +230,7 @@ describe("limits", () => {
   it("kills an infinite loop at the deadline, reports it and replaces the process", async () => {
     const t0 = performance.now();
     const r = await sandbox.run({ code: "while (true) {}", tools, limits: { timeoutMs: 300 } });
-    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(performance.now() - t0).toBeLessThan(4_000);
     expect(r.ok).toBe(false);
     expect(r.error?.name).toBe("TimeoutError");
     const next = await sandbox.run({ code: "final_answer(1 + 1)", tools });
