@@ -77,3 +77,67 @@ describe("docs/app.md", () => {
     expect(block).toBe((await graphMermaid("manager")).trimEnd());
   });
 });
+
+describe("reference agents' prompts", () => {
+  it("render strictly with each agent's real tools, in the seed's code-action format", async () => {
+    const { renderAllPrompts } = await import("../../src/agent/prompts.ts");
+    const { DEFAULT_CAPABILITIES } = await import("../../src/agent/config.ts");
+    const { createManagerAgent } = await import("../../src/graphs/manager.ts");
+    const { createWikipediaSearchAgent, createSearchInfoTool } =
+      await import("../../src/graphs/wikipedia-search.ts");
+    const { createPageSearchAgent } = await import("../../src/graphs/page-search.ts");
+    const { createSearchWikipediaTool } = await import("../../src/tools/search-wikipedia.ts");
+    const { createRetrievePassagesTool } = await import("../../src/tools/retrieve-passages.ts");
+    const { AGENT_MARKERS } = await import("../../src/app/demo-trajectories.ts");
+    const source = { kind: "corpus" } as any;
+    const page = createPageSearchAgent({ source });
+    const wiki = createWikipediaSearchAgent({ source });
+    const manager = createManagerAgent({ source });
+    const cases = [
+      {
+        agent: manager,
+        tools: [
+          wiki.asTool({
+            name: "wikipedia_search_agent",
+            description: "d",
+            parameters: (await import("zod")).z.object({ query: (await import("zod")).z.string() }),
+            toInput: ({ query }) => ({ task: query }),
+          }),
+        ],
+        calls: ["wikipedia_search_agent("],
+      },
+      {
+        agent: wiki,
+        tools: [createSearchWikipediaTool(source), createSearchInfoTool(page, source)],
+        calls: ["search_wikipedia(", "search_info("],
+      },
+      {
+        agent: page,
+        tools: [createRetrievePassagesTool(source, "Eiffel Tower")],
+        calls: ["retrieve_passages("],
+      },
+    ];
+    for (const { agent, tools, calls } of cases) {
+      const out = renderAllPrompts(
+        agent.prompts,
+        {
+          agentName: agent.name,
+          agentDescription: agent.description,
+          tools,
+          capabilities: DEFAULT_CAPABILITIES,
+        },
+        "a task",
+      );
+      expect(out.system.startsWith(AGENT_MARKERS[agent.name as keyof typeof AGENT_MARKERS])).toBe(
+        true,
+      );
+      for (const call of calls) {
+        expect(out.system).toContain(`async function ${call}`); // rendered tool doc
+        expect(out.system).toMatch(
+          new RegExp(`Code:\\n\`\`\`js\\n[^]*${call.replace("(", "\\(")}[^]*\`\`\`<end_action>`),
+        ); // few-shot example
+      }
+      expect(out.system).not.toMatch(/\{\{|\}\}/);
+    }
+  });
+});
