@@ -153,9 +153,11 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent {
   const nested =
     subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));
   const builder = buildGraph(rt, nested);
-  const graph = builder.compile();
-  graph.name = name;
   const recursionLimit = recursionLimitFor(settings);
+  // The compiled graph carries the recursion limit its steps need, so callers that don't pass one
+  // (Studio, a plain graph.invoke) don't stop after ~8 steps at LangGraph's default of 25.
+  const graph = builder.compile().withConfig({ recursionLimit }) as CodeAgentGraph;
+  graph.name = name;
   const agent: CodeAgent = {
     name,
     description,

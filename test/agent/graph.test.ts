@@ -85,6 +85,23 @@ describe("a single agent on the real sandbox", () => {
     expect(lastPrompt).not.toContain("TimeoutError");
   });
 
+  it("runs more steps than LangGraph's default recursion limit allows through plain graph.invoke", async () => {
+    const agent = createCodeAgent({
+      name: "long",
+      description: "d",
+      sandbox,
+      maxSteps: 12,
+      model: new ScriptedChatModel([
+        (m) =>
+          m.filter((x) => x.getType() === "human").length > 11
+            ? action("final_answer('done')")
+            : action("console.log(1)"),
+      ]),
+    });
+    const out = await agent.graph.invoke({ task: "take twelve steps" });
+    expect(out).toMatchObject({ answer: "done", stepCount: 12 });
+  });
+
   it("returns the last observation when it hits maxSteps under last_observation", async () => {
     const agent = createCodeAgent({
       name: "reader",
