@@ -14,6 +14,11 @@ export interface CorpusSourceOptions {
   embedder?: Embedder;
   /** Length of search summaries in characters (default 1,000). */
   summaryChars?: number;
+  /**
+   * "bm25" ignores the vectors even when an embedder is given (to compare, or when the embedding
+   * model ranks worse than BM25); default: "hybrid" when the corpus has vectors and an embedder is given.
+   */
+  ranking?: RankingMode;
 }
 
 /** How passages are ranked: BM25 alone, or BM25 + vectors fused with reciprocal rank fusion. */
@@ -63,9 +68,10 @@ export class CorpusSource implements KnowledgeSource {
     private readonly embedder: Embedder | undefined,
     summaryChars: number,
     readonly path: string,
+    ranking?: RankingMode,
   ) {
     this.summaryChars = summaryChars;
-    this.mode = embedder && hasVectorTable(db) ? "hybrid" : "bm25";
+    this.mode = ranking !== "bm25" && embedder && hasVectorTable(db) ? "hybrid" : "bm25";
     this.passageCount = (db.prepare("SELECT count(*) AS n FROM passages").get() as { n: number }).n;
   }
 
@@ -80,7 +86,16 @@ export class CorpusSource implements KnowledgeSource {
         `corpus ${path} was embedded with model "${model}" but queries would use "${options.embedder.model}"`,
       );
     }
-    return new CorpusSource(db, options.embedder, options.summaryChars ?? 1000, path);
+    if (options.ranking === "hybrid" && !(options.embedder && hasVectorTable(db))) {
+      db.close();
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        options.embedder
+          ? `hybrid ranking needs vectors, but corpus ${path} has none; ingest it with --embeddings`
+          : "hybrid ranking needs an embeddings endpoint (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL)",
+      );
+    }
+    return new CorpusSource(db, options.embedder, options.summaryChars ?? 1000, path, options.ranking);
   }
 
   /** Document/passage/vector counts. */

@@ -18,6 +18,8 @@ export interface KnowledgeSourceOptions {
    * ingest), and the passages of fetched Wikipedia pages (vectors cached in the page cache).
    */
   embeddings?: EmbeddingsOptions;
+  /** Corpus ranking: "bm25" ignores vectors; "hybrid" requires them (default: hybrid when possible). */
+  ranking?: "bm25" | "hybrid";
   /** Extra settings for the online source (timeouts, retries, fetch). */
   wikipedia?: Omit<WikipediaSourceOptions, "apiUrl" | "cacheDb">;
 }
@@ -28,7 +30,7 @@ export interface KnowledgeSourceOptions {
  */
 export function openKnowledgeSource(options: KnowledgeSourceOptions = {}): KnowledgeSource {
   const embedder = options.embeddings ? createEmbedder(options.embeddings) : undefined;
-  if (options.corpus) return CorpusSource.open(options.corpus, { embedder });
+  if (options.corpus) return CorpusSource.open(options.corpus, { embedder, ranking: options.ranking });
   return new WikipediaSource({ ...options.wikipedia, apiUrl: options.wikipediaApi, cacheDb: options.cacheDb, embedder });
 }
 

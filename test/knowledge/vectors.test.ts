@@ -87,6 +87,19 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     expect(report).toMatchObject({ unchanged: 1, vectors: 1 });
   });
 
+  it("ranking: 'bm25' ignores the vectors; 'hybrid' without vectors is refused", async () => {
+    const s = CorpusSource.open(db, { embedder, ranking: "bm25" });
+    expect(s.mode).toBe("bm25");
+    const before = server.embeddingRequests;
+    await s.search("ethanol");
+    expect(server.embeddingRequests).toBe(before);
+    await s.close();
+    const plain = join(tmp.dir, "plain.db");
+    await ingestDocuments(plain, [{ title: "P", text: "no vectors here" }]);
+    expect(() => CorpusSource.open(plain, { embedder, ranking: "hybrid" })).toThrow(/has none; ingest it with --embeddings/);
+    expect(() => CorpusSource.open(db, { ranking: "hybrid" })).toThrow(/needs an embeddings endpoint/);
+  });
+
   it("refuses to mix embedding models in one corpus", async () => {
     const other = createEmbedder({ baseUrl: server.baseURL, model: "other-model" });
     const err = (() => {
