@@ -33,6 +33,8 @@ const MAX_LINE_CHARS = 64 * 1024 * 1024;
 const STDERR_TAIL_CHARS = 4096;
 /** After SIGKILL, how long to wait for Node's 'exit' event before checking the pid directly. */
 const REAP_CHECK_AFTER_MS = 1_000;
+/** A child that is not locked down and ready by then is killed (and run() rejects). */
+const CHILD_START_TIMEOUT_MS = 20_000;
 
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
@@ -126,7 +128,13 @@ export class SandboxChild {
         }
       };
       this.out.on("data", onData);
+      // A child that never reports ready (hung at startup) must not leave run() waiting forever.
+      const startTimer = setTimeout(() => {
+        if (this.readyAt === null) this.kill("start timeout");
+      }, CHILD_START_TIMEOUT_MS);
+      startTimer.unref();
       void this.exited.then(() => {
+        clearTimeout(startTimer);
         if (this.readyAt === null) {
           reject(
             new CodehopError(
@@ -209,8 +217,10 @@ export class ChildPool {
       waiter?.(null);
       const i = this.idle.indexOf(child);
       if (i >= 0) this.idle.splice(i, 1);
-      // A warm child that died on its own (should not happen) is replaced too.
-      this.replenish();
+      // Replace children that were healthy (killed at a deadline, crashed on guest input). One that
+      // never started is not replaced here: that would respawn in a tight loop when startup is
+      // broken; the next acquire() spawns again and reports the failure to its caller.
+      if (child.readyAt !== null) this.replenish();
     });
     return child;
   }

@@ -1,0 +1,50 @@
+/** The child-process pool on its own: startup failure, reuse, no respawn loops. */
+import { describe, expect, it } from "vitest";
+import { ChildPool, HAS_OS_MEMORY_LIMIT, SandboxChild } from "../../src/sandbox/pool.ts";
+import { CodehopError } from "../../src/errors.ts";
+
+describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
+  // Node aborts at startup within a 200 MB address space: a stand-in for any broken startup.
+  const broken = { heapMb: 64, addressSpaceMb: 200 };
+
+  it("a child that cannot start rejects `ready` with SANDBOX_INTERNAL", async () => {
+    const child = new SandboxChild(broken);
+    const err = await child.ready.catch((e: unknown) => e);
+    expect(CodehopError.isInstance(err)).toBe(true);
+    expect((err as CodehopError).code).toBe("CODEHOP_SANDBOX_INTERNAL");
+    expect((err as Error).message).toMatch(/failed to start/);
+  });
+
+  it("the pool does not respawn a child that never started (no tight respawn loop)", async () => {
+    const pool = new ChildPool(broken, 2);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(pool.size).toBe(0);
+    await pool.close();
+  });
+});
+
+describe("reuse", () => {
+  it("sequential acquires reuse one warm process", async () => {
+    const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
+    const a = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
+    await a.ready;
+    pool.release(a);
+    const b = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
+    expect(b).toBe(a);
+    pool.release(b);
+    expect(pool.size).toBe(1);
+    await pool.close();
+    expect(pool.size).toBe(0);
+  });
+
+  it("a different heap limit gets its own process, retired after use", async () => {
+    const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
+    const other = await pool.acquire({ heapMb: 64, addressSpaceMb: null });
+    await other.ready;
+    expect(pool.size).toBe(2);
+    pool.release(other);
+    await other.exited;
+    expect(pool.size).toBe(1);
+    await pool.close();
+  });
+});
