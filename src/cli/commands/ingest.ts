@@ -7,10 +7,12 @@ import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
 import { type IngestFormat, openReader } from "../../ingest/readers.ts";
 import { createEmbedder } from "../../store/embeddings.ts";
 
-function int(name: string) {
+function int(name: string, min = 0) {
   return (value: string) => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
+    if (!Number.isInteger(n) || n < min) {
+      throw new InvalidArgumentError(min === 0 ? `${name} must be a non-negative integer` : `${name} must be an integer >= ${min}`);
+    }
     return n;
   };
 }
@@ -54,7 +56,7 @@ export default function ingestCommand(): Command {
     .addOption(new Option("--format <format>", "input format (default: from the path)").choices(Object.keys(FORMATS)))
     .option("--chunk-size <chars>", "passage size in characters", int("--chunk-size"), 512)
     .option("--chunk-overlap <chars>", "overlap between passages in characters", int("--chunk-overlap"), 256)
-    .option("--batch-size <docs>", "documents per transaction", int("--batch-size"), 200)
+    .option("--batch-size <docs>", "documents per transaction", int("--batch-size", 1), 200)
     .option("--embeddings", "also embed passages (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL or the flags below)")
     .option("--embeddings-url <url>", "OpenAI-compatible embeddings base URL, e.g. http://localhost:8080/v1")
     .option("--embeddings-model <name>", "embedding model name")
