@@ -41,9 +41,23 @@ export const AgentSettingsSchema = z.object({
   stopSequences: z.array(z.string().min(1)).default(["<end_action>", "Observation:"]),
   /** Observations longer than this are cut (head and tail kept) before entering the prompt. */
   maxObservationChars: z.number().int().min(200).default(8_000),
+  /**
+   * Wall-clock limit of one code action (the sandbox kills it after that). Default: the sandbox's
+   * own limit (30 s) for agents with plain tools, {@link AGENT_ACTION_TIMEOUT_MS} for agents that
+   * call other agents, whose actions wait for whole sub-agent runs (many model calls).
+   */
+  actionTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 3_600_000)
+    .optional(),
   /** Use the model's streaming API (`.stream()` + concatenated chunks) instead of `invoke()`. */
   streamModel: z.boolean().default(false),
 });
+
+/** Default action time limit for agents with agent tools (15 minutes). */
+export const AGENT_ACTION_TIMEOUT_MS = 15 * 60_000;
 
 /** Validated agent settings (every default filled in). */
 export type AgentSettings = z.infer<typeof AgentSettingsSchema>;

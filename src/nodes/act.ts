@@ -1,4 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { AGENT_ACTION_TIMEOUT_MS } from "../agent/config.ts";
 import type { CallJournal, CallKey, CallOutcome } from "../agent/journal.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate, Source, ToolCallRecord } from "../agent/state.ts";
@@ -186,10 +187,15 @@ export function makeActNode(rt: AgentRuntime) {
       };
 
     const sandbox = await rt.sandbox();
+    // Actions that call sub-agents wait for whole agent runs: give them a longer deadline.
+    const timeoutMs =
+      rt.settings.actionTimeoutMs ??
+      (tools.some((t) => t.isAgent) ? AGENT_ACTION_TIMEOUT_MS : undefined);
     const result = await sandbox.run({
       code: pending.code,
       tools: Object.fromEntries(tools.map((t) => [t.name, host(t)])),
       snapshot: state.variables ?? undefined,
+      ...(timeoutMs === undefined ? {} : { limits: { timeoutMs } }),
     });
     if (fatal) throw fatal;
     toolCalls.sort((a, b) => a.callIndex - b.callIndex);

@@ -301,6 +301,49 @@ describe("a single agent on the real sandbox", () => {
     expect(model.calls[1].messages.map((m) => m.getType())).toEqual(["system", "human", "human"]);
   });
 
+  it("gives actions that call sub-agents a longer deadline than the sandbox default", async () => {
+    // The test sandbox kills actions after 1500 ms; this sub-agent takes ~1700 ms.
+    const slowChild = createCodeAgent({
+      name: "slow_child",
+      description: "d",
+      sandbox,
+      model: new ScriptedChatModel([action("final_answer('late but fine')")], 1700),
+    });
+    const parent = createCodeAgent({
+      name: "waiting_parent",
+      description: "d",
+      sandbox,
+      tools: [
+        slowChild.asTool({
+          name: "slow_agent",
+          description: "d",
+          parameters: z.object({ task: z.string() }),
+          toInput: (a) => a,
+        }),
+      ],
+      model: new ScriptedChatModel([action('final_answer(await slow_agent("x"))')]),
+    });
+    expect((await parent.invoke({ task: "wait" })).answer).toBe("late but fine");
+
+    const sleepy = defineTool({
+      name: "sleepy",
+      description: "d",
+      parameters: z.object({}),
+      returns: "string",
+      invoke: () => new Promise((r) => setTimeout(() => r("woke"), 400)),
+    });
+    const strict = createCodeAgent({
+      name: "strict",
+      description: "d",
+      sandbox,
+      tools: [sleepy],
+      maxSteps: 1,
+      actionTimeoutMs: 150,
+      model: new ScriptedChatModel([action("console.log(await sleepy())")]),
+    });
+    expect((await strict.invoke({ task: "sleep" })).steps[0].observation).toMatch(/TimeoutError/);
+  });
+
   it("binds tools to the run's context with a tools factory", async () => {
     const agent = createCodeAgent({
       name: "bound",
