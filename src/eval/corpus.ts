@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { CodehopEnv } from "../config/env.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 import { ingestDocuments } from "../ingest/ingest.ts";
 import type { IngestDocument } from "../ingest/types.ts";
+import { CorpusSource } from "../store/corpus-source.ts";
 import { createEmbedder } from "../store/embeddings.ts";
 import { knowledgeSourceOptionsFromEnv, openKnowledgeSource } from "../store/open.ts";
 import type { KnowledgeSource } from "../store/types.ts";
@@ -56,6 +58,7 @@ export async function openEvalSource(
   env: CodehopEnv,
   log: (line: string) => void,
   previous?: EvalSourceInfo,
+  signal?: AbortSignal,
 ): Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> {
   const sourceOptions = knowledgeSourceOptionsFromEnv(env);
   const docs = datasetDocuments(
@@ -72,6 +75,7 @@ export async function openEvalSource(
         };
     return { source, info };
   }
+  mkdirSync(out, { recursive: true });
   const path = join(out, DATASET_CORPUS_FILE);
   const hash = createHash("sha256")
     .update(JSON.stringify(docs.map((d) => [d.title, d.text])))
@@ -82,22 +86,38 @@ export async function openEvalSource(
   if (previous?.kind === "dataset-corpus" && previous.hash === hash && existsSync(path)) {
     info = previous;
   } else {
+    // The dataset file changed since the corpus was built: start it afresh, so no page of the
+    // old version lingers. (No previous record at all = a first or interrupted ingest: continue it.)
+    if (previous?.kind === "dataset-corpus" && previous.hash !== hash) {
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
+    }
     log(
       `ingesting ${docs.length} dataset paragraphs' pages into ${path}${embeddings ? " (with embeddings)" : ""}`,
     );
     const report = await ingestDocuments(path, docs, {
       embedder: embeddings ? createEmbedder(embeddings) : undefined,
+      // Ctrl-C stops after the current batch; the next run continues the ingest from there.
+      sourceKey: `codehop-eval:${hash}`,
+      signal,
     });
+    if (report.interrupted) {
+      throw new CodehopError(
+        ErrorCodes.RUN_INTERRUPTED,
+        `Interrupted while ingesting the dataset's paragraphs into ${path} (${report.records} of ${docs.length} pages done); rerun to continue`,
+      );
+    }
     for (const s of report.skippedRecords) log(`corpus: skipped ${s.where}: ${s.reason}`);
     info = {
       kind: "dataset-corpus",
       path,
-      documents: report.added + report.updated + report.unchanged,
-      passages: report.passages,
       hash,
       ranking: embeddings ? `hybrid (${embeddings.model})` : "bm25",
     };
   }
   const source = openKnowledgeSource({ corpus: path, embeddings });
+  if (source instanceof CorpusSource) {
+    const stats = source.stats();
+    info = { ...info, documents: stats.documents, passages: stats.passages };
+  }
   return { source, info };
 }

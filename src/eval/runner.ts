@@ -166,6 +166,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
           options.env,
           log,
           store.getMeta<EvalSourceInfo>("source"),
+          options.signal,
         );
         const { source, info } = await opened;
         sourceToClose = source;

@@ -216,3 +216,73 @@ describe("hybrid retrieval", () => {
     expect(res.report.systems[0].em).toBeCloseTo(2 / 3, 10);
   });
 });
+
+describe("interrupted corpus ingestion", () => {
+  it("stops with RUN_INTERRUPTED after a batch, and the next run completes the corpus", async () => {
+    const { openEvalSource } = await import("../../src/eval/corpus.ts");
+    const base = loadDataset(join(FIX, "hotpotqa.json"));
+    const examples = Array.from({ length: 1000 }, (_, i) => ({
+      ...base.examples[0],
+      id: `x${i}`,
+      paragraphs: [{ title: `Page ${i}`, text: `Page ${i} is about the number ${i}.` }],
+    }));
+    const out = join(tmp, "ingest-abort");
+    const ac = new AbortController();
+    ac.abort();
+    await expect(
+      openEvalSource(base, examples, out, scriptedEnv(server.baseURL), quiet, undefined, ac.signal),
+    ).rejects.toMatchObject({
+      code: "CODEHOP_RUN_INTERRUPTED",
+    });
+    const { source, info } = await openEvalSource(
+      base,
+      examples,
+      out,
+      scriptedEnv(server.baseURL),
+      quiet,
+    );
+    try {
+      expect(info).toMatchObject({ kind: "dataset-corpus", documents: 1000 });
+      expect((await source.searchPassages!("number 999", { k: 1 }))[0].title).toBe("Page 999");
+    } finally {
+      await source.close();
+    }
+  });
+});
+
+describe("dataset edited between runs", () => {
+  it("rebuilds the corpus so no page of the old version lingers", async () => {
+    const {
+      copyFileSync,
+      readFileSync: read,
+      writeFileSync: write,
+      mkdirSync: mkdir,
+    } = await import("node:fs");
+    const dir = join(tmp, "edited");
+    mkdir(dir, { recursive: true });
+    const file = join(dir, "hotpotqa.json");
+    copyFileSync(join(FIX, "hotpotqa.json"), file);
+    const out = join(dir, "out");
+    const env = scriptedEnv(server.baseURL);
+    await runEval({ dataset: file, systems: ["rag"], out, env, limit: 1, log: quiet });
+    write(file, read(file, "utf8").replaceAll("Green Bridge", "Yellow Bridge"));
+    const lines: string[] = [];
+    const res = await runEval({
+      dataset: file,
+      systems: ["rag"],
+      out,
+      env,
+      log: (l) => lines.push(l),
+    });
+    expect(lines.some((l) => l.startsWith("ingesting"))).toBe(true);
+    expect(res.report.dataset.source).toMatchObject({ documents: 5 });
+    const { openKnowledgeSource } = await import("../../src/store/open.ts");
+    const source = openKnowledgeSource({ corpus: join(out, "corpus.db") });
+    try {
+      expect((await source.getPage("Green Bridge")).status).toBe("missing");
+      expect((await source.getPage("Yellow Bridge")).status).toBe("found");
+    } finally {
+      await source.close();
+    }
+  });
+});

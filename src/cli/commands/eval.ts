@@ -1,6 +1,7 @@
 import { basename, extname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { readEnv } from "../../config/env.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { runEval } from "../../eval/runner.ts";
 import { terminalTable } from "../../eval/report.ts";
 import {
@@ -125,6 +126,14 @@ export default function evalCommand(): Command {
             );
             process.exitCode = 130;
           }
+        } catch (err) {
+          // Ctrl-C before any question ran (e.g. while ingesting the dataset's corpus).
+          if (CodehopError.isInstance(err) && err.code === ErrorCodes.RUN_INTERRUPTED) {
+            process.stderr.write(`codehop eval: ${err.message}\n`);
+            process.exitCode = 130;
+            return;
+          }
+          throw err;
         } finally {
           process.off("SIGINT", onSigint);
         }
