@@ -225,12 +225,19 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   }
 }
 
-function requireThread(persistence: Persistence, threadId: string) {
+function requireThread(persistence: Persistence, threadId: string, toRun = false) {
   const record = persistence.threads.get(threadId);
   if (!record) {
     throw new CodehopError(
       ErrorCodes.THREAD_NOT_FOUND,
       `No thread "${threadId}" in ${persistence.dbPath}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+    );
+  }
+  // Two processes advancing one thread would interleave their checkpoints.
+  if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Thread "${threadId}" is being run by process ${record.pid}. Wait for it to finish (or stop it) before resuming or replaying.`,
     );
   }
   return record;
@@ -244,7 +251,7 @@ function requireThread(persistence: Persistence, threadId: string) {
 export async function resume(threadId: string, options: RunOptions = {}): Promise<AskResult> {
   const session = await openSession(options, false);
   try {
-    const record = requireThread(session.persistence, threadId);
+    const record = requireThread(session.persistence, threadId, true);
     if (record.checkpoints === 0) {
       // The run died before its first checkpoint: start it again from the recorded question.
       if (!record.question)
@@ -297,7 +304,7 @@ export async function replay(
 ): Promise<AskResult> {
   const session = await openSession(options, false);
   try {
-    const record = requireThread(session.persistence, threadId);
+    const record = requireThread(session.persistence, threadId, true);
     const tuple = await session.persistence.checkpointer.getTuple({
       configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
     });

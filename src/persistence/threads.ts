@@ -22,6 +22,8 @@ export interface ThreadRecord {
   updatedAt: string | null;
   /** Root-graph checkpoints stored for the thread (0 if the run died before the first one). */
   checkpoints: number;
+  /** Process that last started a run on the thread (null for graph-API threads). */
+  pid: number | null;
 }
 
 /**
@@ -141,6 +143,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       createdAt: r.created_at,
       updatedAt: r.updated_at,
       checkpoints: counts.get(r.thread_id) ?? 0,
+      pid: r.host === hostname() ? (r.pid ?? null) : null,
     }));
     const known = new Set(out.map((t) => t.threadId));
     for (const [threadId, n] of counts) {
@@ -156,6 +159,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         createdAt: null,
         updatedAt: null,
         checkpoints: n,
+        pid: null,
       });
     }
     return out.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -162,3 +162,17 @@ function catchErr(fn: () => unknown): CodehopError {
   }
   throw new Error("expected a CodehopError");
 }
+
+describe("thread ownership", () => {
+  it("lists a running thread whose process died as interrupted", async () => {
+    const p = open(tmp());
+    p.threads.start("t");
+    const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"]);
+    await new Promise((r) => child.once("spawn", r));
+    p.db.prepare("UPDATE codehop_threads SET pid = ? WHERE thread_id = 't'").run(child.pid);
+    expect(p.threads.get("t")).toMatchObject({ status: "running", pid: child.pid });
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(p.threads.get("t")?.status).toBe("interrupted");
+  });
+});

@@ -1,10 +1,11 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/app/demo.ts";
 import { DEMO_ANSWERS, DEMO_QUESTIONS, towersRules } from "../../src/app/demo-trajectories.ts";
-import { ask, history, replay, type CheckpointSummary } from "../../src/app/run.ts";
+import { ask, history, replay, resume, type CheckpointSummary } from "../../src/app/run.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
 import {
   ScriptedOpenAIServer,
@@ -141,6 +142,25 @@ describe("history and replay (time travel)", () => {
 });
 
 describe("thread ids", () => {
+  it("refuses to resume or replay a thread another live process is running", async () => {
+    const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"]);
+    await new Promise((r) => child.once("spawn", r));
+    persistence.db
+      .prepare("UPDATE codehop_threads SET status = 'running', pid = ? WHERE thread_id = 't'")
+      .run(child.pid);
+    try {
+      await expect(resume("t", { config: config(), persistence })).rejects.toMatchObject({
+        code: "CODEHOP_CONFIG_INVALID",
+        message: expect.stringContaining(`is being run by process ${child.pid}`),
+      });
+    } finally {
+      child.kill("SIGKILL");
+      persistence.db
+        .prepare("UPDATE codehop_threads SET status = 'done' WHERE thread_id = 't'")
+        .run();
+    }
+  });
+
   it("refuses to start a second question on a thread that already holds a run", async () => {
     await expect(
       ask("Another question?", { threadId: "t", config: config(), persistence }),
