@@ -37,10 +37,10 @@ export class PageCache {
     );
   }
 
-  /** The cached value, or undefined when absent or expired. */
-  get<T>(kind: string, key: string): T | undefined {
+  /** The cached value, or undefined when absent or older than `maxAgeMs` (default: the cache's TTL). */
+  get<T>(kind: string, key: string, maxAgeMs = this.ttlMs): T | undefined {
     const row = this.getStmt.get(kind, key) as { value: string; fetched_at: number } | undefined;
-    if (!row || Date.now() - row.fetched_at > this.ttlMs) return undefined;
+    if (!row || Date.now() - row.fetched_at > Math.min(maxAgeMs, this.ttlMs)) return undefined;
     return JSON.parse(row.value) as T;
   }
 

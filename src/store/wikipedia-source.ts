@@ -6,6 +6,9 @@ import type { Embedder } from "./embeddings.ts";
 import { reciprocalRankFusion, summarize, titleKey } from "./text.ts";
 import type { KnowledgeSource, PageLookup, PageSummary, Passage } from "./types.ts";
 
+/** How long a "missing page" answer is trusted before asking again. */
+const MISSING_TTL_MS = 24 * 3600 * 1000;
+
 /** Default MediaWiki API endpoint. */
 export const DEFAULT_WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php";
 
@@ -146,7 +149,8 @@ export class WikipediaSource implements KnowledgeSource {
     if (!t) return { status: "missing", title, suggestions: [] };
     const key = `${this.apiUrl}|${titleKey(t)}`;
     const cached = this.cache.get<PageLookup>("page", key);
-    if (cached) return cached;
+    // A missing page may be created (or a typo fixed upstream): trust "missing" for a day only.
+    if (cached && (cached.status !== "missing" || this.cache.get("page", key, MISSING_TTL_MS))) return cached;
     // Agents often ask for the same page from concurrent calls (Promise.all): fetch it once.
     let pending = this.inflight.get(key);
     if (!pending) {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { CodehopError } from "../../src/errors.ts";
 import { MediaWikiTestServer } from "../../src/store/mediawiki-test-server.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
@@ -139,6 +139,23 @@ describe("online Wikipedia source (MediaWiki API)", () => {
     await new Promise((r) => setTimeout(r, 10));
     await s.getPage("Tokyo Tower");
     expect(s.requestCount).toBe(2);
+  });
+
+  it("trusts a cached 'missing page' for a day, a found page for the whole TTL", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const s = source({ cacheDb: join(tmp.dir, "missing-ttl.db") });
+      await s.getPage("Tokyo Tower");
+      await s.getPage("Not a page at all");
+      const afterFirst = s.requestCount;
+      vi.setSystemTime(Date.now() + 25 * 3600 * 1000);
+      await s.getPage("Tokyo Tower");
+      expect(s.requestCount).toBe(afterFirst);
+      expect((await s.getPage("Not a page at all")).status).toBe("missing");
+      expect(s.requestCount).toBeGreaterThan(afterFirst);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("concurrent lookups of one page share a single request", async () => {
