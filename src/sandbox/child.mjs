@@ -83,9 +83,13 @@ function send(msg) {
 
 // A guest promise nobody handles must not kill the process (Node's default for unhandled rejections).
 process.on("unhandledRejection", () => {});
+// Guest code can raise an exception outside any promise chain (e.g. a throwing reject function of
+// a Promise subclass, called from a reaction job). That is the action's error, reported as such;
+// the process is then replaced anyway, since its state after an uncaught exception is not trusted.
 process.on("uncaughtException", (err) => {
   try {
-    send({ t: "fatal", message: String(err && err.message) });
+    if (current && !current.ended) finish(current, { error: describeError(err, current) }, false);
+    else send({ t: "fatal", message: "uncaught exception outside an action" });
   } finally {
     process.exit(70);
   }
@@ -712,7 +716,7 @@ function captureBindings(act) {
   return out;
 }
 
-function finish(act, outcome) {
+function finish(act, outcome, reusable = true) {
   if (act.ended) return;
   act.ended = true;
   const bindings = captureBindings(act);
@@ -734,7 +738,7 @@ function finish(act, outcome) {
   });
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.
-  setImmediate(() => send({ t: "idle", id: act.id }));
+  if (reusable) setImmediate(() => send({ t: "idle", id: act.id }));
 }
 
 // Warm-up before reporting ready: the first Compartment, evaluation and stack capture each cost

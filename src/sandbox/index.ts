@@ -373,11 +373,15 @@ class ActionSession {
         }
       }
     }
-    return {
-      name: typeof e.name === "string" ? e.name : "Error",
-      message: typeof e.message === "string" ? e.message : "",
-      line,
-    };
+    let message = typeof e.message === "string" ? e.message : "";
+    // SES's source checks report a position in the generated wrapper: translate it.
+    const rejected = /^(.*) at <unknown>:(\d+)(\.?.*)$/s.exec(message);
+    if (rejected) {
+      const guestLine = this.built.mapLine(Number(rejected[2]), Number.MAX_SAFE_INTEGER);
+      if (line === null) line = guestLine;
+      message = `${rejected[1]}${guestLine === null ? "" : ` on line ${guestLine}`}${rejected[3]}`;
+    }
+    return { name: typeof e.name === "string" ? e.name : "Error", message, line };
   }
 
   private buildSnapshot(raw: unknown): VariablesSnapshot {

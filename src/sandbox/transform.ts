@@ -577,6 +577,15 @@ function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): 
       case "UpdateExpression":
         if (node.argument.type !== "Identifier") node.argument = visit(node.argument);
         return node;
+      case "CallExpression":
+        // SES rejects direct `eval(...)` (a regex over the source); an indirect `(0, eval)(...)`
+        // evaluates in the compartment's global scope, which is what a sandboxed eval can offer.
+        // (Strict code cannot declare its own `eval`, so this name is always the global one.)
+        if (node.callee.type === "Identifier" && node.callee.name === "eval") {
+          node.callee = { type: "SequenceExpression", expressions: [{ type: "Literal", value: 0, raw: "0" }, node.callee] };
+        } else node.callee = visit(node.callee);
+        node.arguments = node.arguments.map((a: AnyNode) => visit(a));
+        return node;
       case "VariableDeclarator":
         visitPattern(node.id);
         node.init = visit(node.init);

@@ -95,6 +95,39 @@ describe("lockdown: the guest cannot reach the host", () => {
     expect(r.finalAnswer).toEqual({ called: false, stack: "", toolStack: null, leaks: false });
   });
 
+  it("vm2 CVE-2023-30547 pattern (proxied exception + stack overflow in a trap) reaches nothing", async () => {
+    const r = await probe(`
+      const err = {};
+      const handler = { getPrototypeOf(target) { (function stack() { new Error().stack; stack(); })(); } };
+      const proxiedErr = new Proxy(err, handler);
+      try { throw proxiedErr; } catch ({ constructor: c }) { c.constructor("return process")()${WRITE}; }
+    `);
+    expect(r.error).toMatchObject({ name: "TypeError", line: 5 });
+  });
+
+  it("vm2 CVE-2023-37466 pattern (Promise species with a throwing reject) is an ordinary action error", async () => {
+    const r = await probe(`
+      async function fn() { (function stack() { new Error().stack; stack(); })(); }
+      const p = fn();
+      p.constructor = { [Symbol.species]: class FakePromise { constructor(executor) {
+        executor((x) => x, (err) => err.constructor.constructor("return process")()${WRITE});
+      } } };
+      p.then();
+      await null;
+    `);
+    // The throw escapes every promise chain (V8 reports it as uncaught): it becomes this action's
+    // error, the child process is replaced, and the next action runs normally.
+    expect(r.ok).toBe(false);
+    expect(r.error?.name).toBe("TypeError");
+    const next = await probe("final_answer('fine')");
+    expect(next.finalAnswer).toBe("fine");
+  });
+
+  it("vm2 CVE-2022-36067 pattern (replacing the global Error) fails: globals are frozen", async () => {
+    const r = await probe(`globalThis.OldError = globalThis.Error;\nglobalThis.Error = {};`);
+    expect(r.error?.name).toBe("TypeError");
+  });
+
   it("shared intrinsics are frozen: prototype pollution fails and does not leak into the next action", async () => {
     const r1 = await probe(`
       const out = [];

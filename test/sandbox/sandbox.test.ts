@@ -186,6 +186,13 @@ describe("REPL semantics", () => {
     expect(r.finalAnswer).toEqual(["use import(x) or eval(y) <!-- c --> ", "import(1)"]);
   });
 
+  it("eval works as an indirect eval in the compartment; SES source rejections point at the guest line", async () => {
+    const r1 = await sandbox.run({ code: 'final_answer([eval("1 + 1"), eval("typeof process")])', tools });
+    expect(r1.finalAnswer).toEqual([2, "undefined"]);
+    const r2 = await sandbox.run({ code: "const x = 1;\nconst re = /<!--/;", tools });
+    expect(r2.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/HTML comment rejected on line 2/) });
+  });
+
   it("unknown names throw a real ReferenceError (SES alone would read them as undefined)", async () => {
     const r = await sandbox.run({ code: "const ok = typeof nothingHere;\nwiki_lookup('x')", tools });
     expect(r.error).toEqual({ name: "ReferenceError", message: "wiki_lookup is not defined", line: 2 });
