@@ -5,7 +5,14 @@
  * HTTP), so hybrid figures include a real /v1/embeddings round trip per query.
  */
 import { execFileSync } from "node:child_process";
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  createWriteStream,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
@@ -35,7 +42,24 @@ function rng(seed: number) {
 
 /** Pronounceable synthetic words; Zipf-like sampling so a few words are very common, as in text. */
 function makeVocabulary(rand: () => number): { words: string[]; sample: () => string } {
-  const syl = ["ka", "lo", "mi", "ra", "ten", "sul", "ve", "dor", "an", "is", "pe", "qua", "zir", "bo", "ny", "ex"];
+  const syl = [
+    "ka",
+    "lo",
+    "mi",
+    "ra",
+    "ten",
+    "sul",
+    "ve",
+    "dor",
+    "an",
+    "is",
+    "pe",
+    "qua",
+    "zir",
+    "bo",
+    "ny",
+    "ex",
+  ];
   const words = new Set<string>();
   while (words.size < VOCAB) {
     const n = 2 + Math.floor(rand() * 3);
@@ -74,16 +98,22 @@ async function writeCorpus(path: string): Promise<{ queries: string[]; titles: s
     for (let s = 0; s < SECTIONS; s++) {
       const n = 42 + Math.floor(rand() * 8);
       const body = Array.from({ length: n }, sample).join(" ");
-      parts.push(s === 0 ? `${body}.` : `## Section ${words[1000 + ((p * 7 + s) % 5000)]}\n${body}.`);
+      parts.push(
+        s === 0 ? `${body}.` : `## Section ${words[1000 + ((p * 7 + s) % 5000)]}\n${body}.`,
+      );
     }
     const title = `Page ${p} ${words[(p * 13) % VOCAB]}`;
     if (queries.length < QUERIES && p % Math.floor(PAGES / QUERIES) === 0) {
       // Queries mix a rarer word from a known page with common ones.
-      const rare = parts[1].split(/\s+/).slice(2).sort((a, b) => b.length - a.length)[0];
+      const rare = parts[1]
+        .split(/\s+/)
+        .slice(2)
+        .sort((a, b) => b.length - a.length)[0];
       queries.push(`${rare} ${sample()} ${sample()}`);
       titles.push(title);
     }
-    if (!out.write(`${JSON.stringify({ title, text: parts.join("\n\n") })}\n`)) await once(out, "drain");
+    if (!out.write(`${JSON.stringify({ title, text: parts.join("\n\n") })}\n`))
+      await once(out, "drain");
   }
   out.end();
   await once(out, "finish");
@@ -103,13 +133,19 @@ function dbBytes(path: string): number {
   return statSync(path).size;
 }
 
-async function quality(embedder?: ReturnType<typeof createEmbedder>): Promise<(string | number)[][]> {
+async function quality(
+  embedder?: ReturnType<typeof createEmbedder>,
+): Promise<(string | number)[][]> {
   const dir = mkdtempSync(join(tmpdir(), "codehop-kbq-"));
   try {
     const db = join(dir, "demo.db");
-    await ingestPath(db, join(import.meta.dirname, "..", "data", "demo-corpus.jsonl"), { embedder });
+    await ingestPath(db, join(import.meta.dirname, "..", "data", "demo-corpus.jsonl"), {
+      embedder,
+    });
     const s = CorpusSource.open(db, { embedder });
-    const labeled = JSON.parse(readFileSync(join(import.meta.dirname, "..", "data", "demo-queries.json"), "utf8")).queries as {
+    const labeled = JSON.parse(
+      readFileSync(join(import.meta.dirname, "..", "data", "demo-queries.json"), "utf8"),
+    ).queries as {
       query: string;
       page: string;
       answer: string;
@@ -125,8 +161,20 @@ async function quality(embedder?: ReturnType<typeof createEmbedder>): Promise<(s
     const inPage: number[] = [];
     for (const q of labeled) {
       pages.push(rank((await s.search(q.query)).findIndex((h) => h.title === q.page)));
-      corpusPassages.push(rank((await s.searchPassages(q.query)).findIndex((p) => p.title === q.page && p.text.includes(q.answer))));
-      inPage.push(rank((await s.retrievePassages(q.page, q.query)).passages.findIndex((p) => p.text.includes(q.answer))));
+      corpusPassages.push(
+        rank(
+          (await s.searchPassages(q.query)).findIndex(
+            (p) => p.title === q.page && p.text.includes(q.answer),
+          ),
+        ),
+      );
+      inPage.push(
+        rank(
+          (await s.retrievePassages(q.page, q.query)).passages.findIndex((p) =>
+            p.text.includes(q.answer),
+          ),
+        ),
+      );
     }
     rows.push([`page search (${s.mode})`, labeled.length, ...score(pages)]);
     rows.push([`corpus passages (${s.mode})`, labeled.length, ...score(corpusPassages)]);
@@ -153,7 +201,11 @@ export default async function knowledgeBench(): Promise<BenchSection[]> {
     const reingest = await ingestPath(db, jsonl, { batchSize: 500 });
 
     // 2. Ingest with embeddings (same corpus, vectors through HTTP).
-    const embedder = createEmbedder({ baseUrl: server.baseURL, model: "hashed-bow", batchSize: 512 });
+    const embedder = createEmbedder({
+      baseUrl: server.baseURL,
+      model: "hashed-bow",
+      batchSize: 512,
+    });
     const vdb = join(dir, "hybrid.db");
     const vreport = await ingestPath(vdb, jsonl, { batchSize: 1000, embedder });
     const vbytes = dbBytes(vdb);
@@ -173,7 +225,15 @@ export default async function knowledgeBench(): Promise<BenchSection[]> {
     // 3. Query latency.
     const bm25 = CorpusSource.open(db);
     const hybrid = CorpusSource.open(vdb, { embedder });
-    const lat = { missing: [] as number[], search: [] as number[], passages: [] as number[], inPage: [] as number[], hSearch: [] as number[], hPassages: [] as number[], embed: [] as number[] };
+    const lat = {
+      missing: [] as number[],
+      search: [] as number[],
+      passages: [] as number[],
+      inPage: [] as number[],
+      hSearch: [] as number[],
+      hPassages: [] as number[],
+      embed: [] as number[],
+    };
     for (const q of queries.slice(0, 20)) await bm25.search(q); // warm page cache
     for (const [i, q] of queries.entries()) {
       lat.search.push(await time(() => bm25.search(q)));
@@ -186,28 +246,89 @@ export default async function knowledgeBench(): Promise<BenchSection[]> {
     }
     await bm25.close();
     await hybrid.close();
-    const row = (name: string, v: number[]) => [name, v.length, fmt(percentile(v, 50)), fmt(percentile(v, 95)), fmt(Math.max(...v))];
+    const row = (name: string, v: number[]) => [
+      name,
+      v.length,
+      fmt(percentile(v, 50)),
+      fmt(percentile(v, 95)),
+      fmt(Math.max(...v)),
+    ];
 
     const pagesPerSec = report.added / (report.elapsedMs / 1000);
     const p50 = percentile(lat.search, 50);
     const passagesK = report.passages / 1000;
-    const qualityRows = [...(await quality()), ...(await quality(createEmbedder({ baseUrl: server.baseURL, model: "hashed-bow" })))];
+    const qualityRows = [
+      ...(await quality()),
+      ...(await quality(createEmbedder({ baseUrl: server.baseURL, model: "hashed-bow" }))),
+    ];
 
     return [
       {
         title: "Knowledge: ingest (generated corpus)",
         description: `${PAGES.toLocaleString("en")} generated pages (${SECTIONS} sections each, Zipf-distributed synthetic words, ${fmt(jsonlMb, 1)} MB JSONL) ingested with \`ingestPath\` (JSONL reader, section-aware 512/256 chunking, FTS5). "with embeddings" also embeds every passage through the local /v1/embeddings server (64-dim hashed bag of words, 512 texts per request) into sqlite-vec. "MediaWiki XML" is a generated ${XML_PAGES.toLocaleString("en")}-page dump (infobox, references, links, three sections per page) streamed through saxes and wtf_wikipedia.`,
-        columns: ["run", "pages", "passages", "seconds", "pages/s", "DB MB", "DB KB per 1k passages"],
-        rows: [
-          ["BM25 only", report.added, report.passages, fmt(report.elapsedMs / 1000), fmt(pagesPerSec, 0), fmt(bytes / 1e6, 1), fmt(bytes / 1024 / passagesK, 0)],
-          ["re-ingest (all unchanged)", reingest.unchanged, 0, fmt(reingest.elapsedMs / 1000), fmt(reingest.unchanged / (reingest.elapsedMs / 1000), 0), "", ""],
-          ["MediaWiki XML", xreport.added, xreport.passages, fmt(xreport.elapsedMs / 1000), fmt(xreport.added / (xreport.elapsedMs / 1000), 0), "", ""],
-          ...(bzReport
-            ? [["MediaWiki XML .bz2", bzReport.added, bzReport.passages, fmt(bzReport.elapsedMs / 1000), fmt(bzReport.added / (bzReport.elapsedMs / 1000), 0), "", ""]]
-            : []),
-          ["with embeddings", vreport.added, vreport.vectors, fmt(vreport.elapsedMs / 1000), fmt(vreport.added / (vreport.elapsedMs / 1000), 0), fmt(vbytes / 1e6, 1), fmt(vbytes / 1024 / (vreport.passages / 1000), 0)],
+        columns: [
+          "run",
+          "pages",
+          "passages",
+          "seconds",
+          "pages/s",
+          "DB MB",
+          "DB KB per 1k passages",
         ],
-        verdicts: [`ingest >= 500 pages/s from JSONL: ${pagesPerSec >= 500 ? "MET" : "NOT MET"} (${fmt(pagesPerSec, 0)} pages/s)`],
+        rows: [
+          [
+            "BM25 only",
+            report.added,
+            report.passages,
+            fmt(report.elapsedMs / 1000),
+            fmt(pagesPerSec, 0),
+            fmt(bytes / 1e6, 1),
+            fmt(bytes / 1024 / passagesK, 0),
+          ],
+          [
+            "re-ingest (all unchanged)",
+            reingest.unchanged,
+            0,
+            fmt(reingest.elapsedMs / 1000),
+            fmt(reingest.unchanged / (reingest.elapsedMs / 1000), 0),
+            "",
+            "",
+          ],
+          [
+            "MediaWiki XML",
+            xreport.added,
+            xreport.passages,
+            fmt(xreport.elapsedMs / 1000),
+            fmt(xreport.added / (xreport.elapsedMs / 1000), 0),
+            "",
+            "",
+          ],
+          ...(bzReport
+            ? [
+                [
+                  "MediaWiki XML .bz2",
+                  bzReport.added,
+                  bzReport.passages,
+                  fmt(bzReport.elapsedMs / 1000),
+                  fmt(bzReport.added / (bzReport.elapsedMs / 1000), 0),
+                  "",
+                  "",
+                ],
+              ]
+            : []),
+          [
+            "with embeddings",
+            vreport.added,
+            vreport.vectors,
+            fmt(vreport.elapsedMs / 1000),
+            fmt(vreport.added / (vreport.elapsedMs / 1000), 0),
+            fmt(vbytes / 1e6, 1),
+            fmt(vbytes / 1024 / (vreport.passages / 1000), 0),
+          ],
+        ],
+        verdicts: [
+          `ingest >= 500 pages/s from JSONL: ${pagesPerSec >= 500 ? "MET" : "NOT MET"} (${fmt(pagesPerSec, 0)} pages/s)`,
+        ],
       },
       {
         title: "Knowledge: query latency (100k passages)",

@@ -2,8 +2,21 @@
 import { type IngestOptions, type IngestReport, ingestDocuments } from "./ingest.ts";
 import { type IngestFormat, openReader } from "./readers.ts";
 
-export { ingestDocuments, validateDocument, type IngestOptions, type IngestProgress, type IngestReport } from "./ingest.ts";
-export { openReader, detectFormat, readJsonl, fileToDocument, type DocumentReader, type IngestFormat } from "./readers.ts";
+export {
+  ingestDocuments,
+  validateDocument,
+  type IngestOptions,
+  type IngestProgress,
+  type IngestReport,
+} from "./ingest.ts";
+export {
+  openReader,
+  detectFormat,
+  readJsonl,
+  fileToDocument,
+  type DocumentReader,
+  type IngestFormat,
+} from "./readers.ts";
 export { readMediaWikiXml, wikitextToDocument, type MediaWikiXmlOptions } from "./mediawiki-xml.ts";
 export type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
 
@@ -17,5 +30,9 @@ export async function ingestPath(
   options: IngestOptions & { format?: IngestFormat } = {},
 ): Promise<IngestReport> {
   const reader = openReader(inputPath, options.format);
-  return ingestDocuments(dbPath, reader.items, { sourceKey: reader.sourceKey, defaultSource: inputPath, ...options });
+  return ingestDocuments(dbPath, reader.items, {
+    sourceKey: reader.sourceKey,
+    defaultSource: inputPath,
+    ...options,
+  });
 }

@@ -1,7 +1,13 @@
 import { createHash } from "node:crypto";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { type ChunkOptions, type Chunk, Chunker } from "../store/chunking.ts";
-import { type CorpusDb, ensureVectorTable, hasVectorTable, openCorpusDb, setMeta } from "../store/corpus-db.ts";
+import {
+  type CorpusDb,
+  ensureVectorTable,
+  hasVectorTable,
+  openCorpusDb,
+  setMeta,
+} from "../store/corpus-db.ts";
 import type { Embedder } from "../store/embeddings.ts";
 import { titleKey } from "../store/text.ts";
 import type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
@@ -61,14 +67,21 @@ function isReaderItem(x: unknown): x is ReaderItem {
 export function validateDocument(doc: unknown): string | undefined {
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return "not an object";
   const d = doc as Record<string, unknown>;
-  if (typeof d.title !== "string" || !d.title.trim()) return 'missing or empty "title" (a string is required)';
+  if (typeof d.title !== "string" || !d.title.trim())
+    return 'missing or empty "title" (a string is required)';
   if (d.title.length > MAX_TITLE) return `"title" is longer than ${MAX_TITLE} characters`;
   if (typeof d.text !== "string") return 'missing "text" (a string is required)';
   if (!d.text.trim()) return 'empty "text"';
   if (d.source !== undefined && typeof d.source !== "string") return '"source" must be a string';
-  if (d.metadata !== undefined && (typeof d.metadata !== "object" || d.metadata === null || Array.isArray(d.metadata)))
+  if (
+    d.metadata !== undefined &&
+    (typeof d.metadata !== "object" || d.metadata === null || Array.isArray(d.metadata))
+  )
     return '"metadata" must be an object';
-  if (d.aliases !== undefined && (!Array.isArray(d.aliases) || d.aliases.some((a) => typeof a !== "string")))
+  if (
+    d.aliases !== undefined &&
+    (!Array.isArray(d.aliases) || d.aliases.some((a) => typeof a !== "string"))
+  )
     return '"aliases" must be an array of strings';
   return undefined;
 }
@@ -118,9 +131,9 @@ export async function ingestDocuments(
     setMeta(db, "chunk_overlap", String(chunker.options.chunkOverlap));
     const writer = new CorpusWriter(db, options.embedder?.model);
     if (options.sourceKey) {
-      const run = db.prepare("SELECT records_done, completed FROM ingest_runs WHERE source_key = ?").get(options.sourceKey) as
-        | { records_done: number; completed: number }
-        | undefined;
+      const run = db
+        .prepare("SELECT records_done, completed FROM ingest_runs WHERE source_key = ?")
+        .get(options.sourceKey) as { records_done: number; completed: number } | undefined;
       if (run && !run.completed) report.resumedFrom = run.records_done;
     }
     const saveRun = db.prepare(
@@ -140,7 +153,8 @@ export async function ingestDocuments(
           report.vectors += p.vectors?.length ?? 0;
         }
         for (const r of redirects) if (writer.alias(r.from, r.to)) report.aliases++;
-        if (options.sourceKey) saveRun.run(options.sourceKey, report.records, 0, new Date().toISOString());
+        if (options.sourceKey)
+          saveRun.run(options.sourceKey, report.records, 0, new Date().toISOString());
       })();
       batch = [];
       redirects = [];
@@ -151,7 +165,9 @@ export async function ingestDocuments(
     for await (const raw of input as AsyncIterable<IngestDocument | ReaderItem>) {
       report.records++;
       if (report.records <= report.resumedFrom) continue;
-      const item: ReaderItem = isReaderItem(raw) ? raw : { kind: "document", doc: raw, where: `record ${report.records}` };
+      const item: ReaderItem = isReaderItem(raw)
+        ? raw
+        : { kind: "document", doc: raw, where: `record ${report.records}` };
       if (item.kind === "skip") {
         report.skipped++;
         report.skippedRecords.push({ where: item.where, reason: item.reason });
@@ -175,7 +191,8 @@ export async function ingestDocuments(
       }
     }
     await flush();
-    if (options.sourceKey) saveRun.run(options.sourceKey, report.records, 1, new Date().toISOString());
+    if (options.sourceKey)
+      saveRun.run(options.sourceKey, report.records, 1, new Date().toISOString());
     db.pragma("optimize");
     return report;
   } finally {
@@ -187,16 +204,32 @@ export async function ingestDocuments(
 async function prepare(doc: IngestDocument, chunker: Chunker): Promise<Prepared> {
   const { chunkSize, chunkOverlap } = chunker.options;
   const hash = createHash("sha1")
-    .update(JSON.stringify([doc.title, doc.text, doc.source ?? "", doc.metadata ?? {}, doc.aliases ?? [], chunkSize, chunkOverlap]))
+    .update(
+      JSON.stringify([
+        doc.title,
+        doc.text,
+        doc.source ?? "",
+        doc.metadata ?? {},
+        doc.aliases ?? [],
+        chunkSize,
+        chunkOverlap,
+      ]),
+    )
     .digest("hex");
   return { doc, key: titleKey(doc.title), hash, chunks: await chunker.chunk(doc.text) };
 }
 
 /** Embeds the passages of every changed document in the batch (and backfills unchanged ones lacking vectors). */
-async function embedBatch(embedder: Embedder, writer: CorpusWriter, batch: Prepared[]): Promise<void> {
+async function embedBatch(
+  embedder: Embedder,
+  writer: CorpusWriter,
+  batch: Prepared[],
+): Promise<void> {
   const todo = batch.filter((p) => writer.needsVectors(p));
   // Embed "heading: text" so a passage's section contributes to its meaning, as in BM25 weighting.
-  const texts = todo.flatMap((p) => p.chunks.map((c) => `${p.doc.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`));
+  const texts = todo.flatMap((p) =>
+    p.chunks.map((c) => `${p.doc.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`),
+  );
   if (texts.length === 0) return;
   const vectors = await embedder.embed(texts);
   let i = 0;
@@ -234,8 +267,12 @@ class CorpusWriter {
     this.docPassages = db.prepare("SELECT id FROM passages WHERE doc_id = ?").pluck();
     this.deletePassage = db.prepare("DELETE FROM passages WHERE id = ?");
     this.deleteFts = db.prepare("DELETE FROM passages_fts WHERE rowid = ?");
-    this.insertPassage = db.prepare("INSERT INTO passages (doc_id, ord, section, text) VALUES (?, ?, ?, ?)");
-    this.insertFts = db.prepare("INSERT INTO passages_fts (rowid, title, section, text) VALUES (?, ?, ?, ?)");
+    this.insertPassage = db.prepare(
+      "INSERT INTO passages (doc_id, ord, section, text) VALUES (?, ?, ?, ?)",
+    );
+    this.insertFts = db.prepare(
+      "INSERT INTO passages_fts (rowid, title, section, text) VALUES (?, ?, ?, ?)",
+    );
     this.deleteTitle = db.prepare("DELETE FROM titles_fts WHERE rowid = ?");
     this.insertTitle = db.prepare("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)");
     this.upsertAlias = db.prepare(
@@ -249,7 +286,10 @@ class CorpusWriter {
     if (!existing || existing.hash !== p.hash) return true;
     const first = this.docPassages.get(existing.id) as number | undefined;
     if (first === undefined) return false;
-    return !hasVectorTable(this.db) || !this.db.prepare("SELECT 1 FROM passages_vec WHERE rowid = ?").get(BigInt(first));
+    return (
+      !hasVectorTable(this.db) ||
+      !this.db.prepare("SELECT 1 FROM passages_vec WHERE rowid = ?").get(BigInt(first))
+    );
   }
 
   /** Inserts, replaces or leaves a document; returns which. */
@@ -269,13 +309,17 @@ class CorpusWriter {
       docId = existing.id;
       for (const pid of this.docPassages.all(docId) as number[]) {
         this.deleteFts.run(pid);
-        if (hasVectorTable(this.db)) this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?").run(BigInt(pid));
+        if (hasVectorTable(this.db))
+          this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?").run(BigInt(pid));
         this.deletePassage.run(pid);
       }
       this.updateDoc.run(doc.title, doc.text, source, metadata, p.hash, now, docId);
       this.deleteTitle.run(docId);
     } else {
-      docId = Number(this.insertDoc.run(doc.title, p.key, doc.text, source, metadata, p.hash, now).lastInsertRowid);
+      docId = Number(
+        this.insertDoc.run(doc.title, p.key, doc.text, source, metadata, p.hash, now)
+          .lastInsertRowid,
+      );
     }
     this.insertTitle.run(docId, doc.title);
     const ids: number[] = [];
@@ -311,7 +355,10 @@ class CorpusWriter {
     const ins = this.db.prepare("INSERT INTO passages_vec (rowid, embedding) VALUES (?, ?)");
     ids.forEach((id, i) => {
       if (vectors[i].length !== vectors[0].length) {
-        throw new CodehopError(ErrorCodes.SOURCE_UNAVAILABLE, "embeddings endpoint returned vectors of different sizes");
+        throw new CodehopError(
+          ErrorCodes.SOURCE_UNAVAILABLE,
+          "embeddings endpoint returned vectors of different sizes",
+        );
       }
       del.run(BigInt(id));
       ins.run(BigInt(id), new Float32Array(vectors[i]));

@@ -14,7 +14,16 @@ export interface MediaWikiXmlOptions {
 }
 
 // Trailing sections that are lists of links or citations, not prose worth retrieving.
-const DROPPED_SECTIONS = new Set(["see also", "references", "external links", "further reading", "notes", "bibliography", "sources", "citations"]);
+const DROPPED_SECTIONS = new Set([
+  "see also",
+  "references",
+  "external links",
+  "further reading",
+  "notes",
+  "bibliography",
+  "sources",
+  "citations",
+]);
 
 interface RawPage {
   title: string;
@@ -27,13 +36,23 @@ interface RawPage {
  * Converts one page's wikitext into clean text with Markdown section headings (wtf_wikipedia does
  * the wikitext parsing: templates, references, links and tables are removed or flattened).
  */
-export function wikitextToDocument(title: string, wikitext: string): {
+export function wikitextToDocument(
+  title: string,
+  wikitext: string,
+): {
   text: string;
   disambiguation?: string[];
 } {
   const doc = wtf(wikitext, { title });
   if (doc.isDisambiguation()) {
-    const options = [...new Set(doc.links().map((l: any) => l.page()).filter((p: unknown): p is string => typeof p === "string" && !!p))];
+    const options = [
+      ...new Set(
+        doc
+          .links()
+          .map((l: any) => l.page())
+          .filter((p: unknown): p is string => typeof p === "string" && !!p),
+      ),
+    ];
     return { text: doc.text({}).trim(), disambiguation: options };
   }
   const parts: string[] = [];
@@ -42,7 +61,9 @@ export function wikitextToDocument(title: string, wikitext: string): {
     if (DROPPED_SECTIONS.has(heading.toLowerCase())) continue;
     const body = section.text({}).trim();
     if (!body) continue;
-    parts.push(heading ? `${"#".repeat(Math.min(6, 2 + section.depth()))} ${heading}\n${body}` : body);
+    parts.push(
+      heading ? `${"#".repeat(Math.min(6, 2 + section.depth()))} ${heading}\n${body}` : body,
+    );
   }
   return { text: parts.join("\n\n") };
 }
@@ -125,7 +146,12 @@ export async function* readMediaWikiXml(
           yield {
             kind: "document",
             where,
-            doc: { title: p.title, text: text || `${p.title} may refer to several pages.`, source: "mediawiki-xml", metadata: { disambiguation: true, options: disambiguation } },
+            doc: {
+              title: p.title,
+              text: text || `${p.title} may refer to several pages.`,
+              source: "mediawiki-xml",
+              metadata: { disambiguation: true, options: disambiguation },
+            },
           };
         } else if (!text) {
           yield { kind: "skip", where, reason: "no text after removing markup" };
@@ -160,6 +186,10 @@ export async function* readMediaWikiXml(
   }
   yield* drain();
   if (xmlError) {
-    yield { kind: "skip", where: `after page ${pageNo}`, reason: `unreadable input, stopped reading: ${xmlError.message}` };
+    yield {
+      kind: "skip",
+      where: `after page ${pageNo}`,
+      reason: `unreadable input, stopped reading: ${xmlError.message}`,
+    };
   }
 }

@@ -25,7 +25,8 @@ export interface DocumentReader {
 
 /** Guesses the format from the path: a directory, *.jsonl / *.ndjson, *.xml / *.xml.bz2 (else INPUT_INVALID). */
 export function detectFormat(path: string): IngestFormat {
-  if (!existsSync(path)) throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
+  if (!existsSync(path))
+    throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
   if (statSync(path).isDirectory()) return "folder";
   const lower = path.toLowerCase();
   if (lower.endsWith(".xml") || lower.endsWith(".xml.bz2")) return "mediawiki-xml";
@@ -37,15 +38,21 @@ export function detectFormat(path: string): IngestFormat {
 }
 
 /** Opens a reader for a JSONL file, a folder of .md/.txt files or a MediaWiki XML dump (.xml, .xml.bz2). */
-export function openReader(path: string, format: IngestFormat = detectFormat(path)): DocumentReader {
-  if (!existsSync(path)) throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
+export function openReader(
+  path: string,
+  format: IngestFormat = detectFormat(path),
+): DocumentReader {
+  if (!existsSync(path))
+    throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
   const st = statSync(path);
   const sourceKey = `${format}:${resolve(path)}:${st.size}:${Math.trunc(st.mtimeMs)}`;
   if (format === "folder") {
-    if (!st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is not a directory`);
+    if (!st.isDirectory())
+      throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is not a directory`);
     return folderReader(path);
   }
-  if (st.isDirectory()) throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is a directory; use --format folder`);
+  if (st.isDirectory())
+    throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is a directory; use --format folder`);
   const counter = { bytes: 0 };
   const raw = () => {
     const s = createReadStream(path);
@@ -53,8 +60,15 @@ export function openReader(path: string, format: IngestFormat = detectFormat(pat
     return s;
   };
   const progress = () => ({ done: counter.bytes, total: st.size });
-  if (format === "jsonl") return { format, sourceKey, unit: "bytes", items: readJsonl(raw()), progress };
-  return { format, sourceKey, unit: "bytes", items: readMediaWikiXml(raw(), { bzip2: path.toLowerCase().endsWith(".bz2") }), progress };
+  if (format === "jsonl")
+    return { format, sourceKey, unit: "bytes", items: readJsonl(raw()), progress };
+  return {
+    format,
+    sourceKey,
+    unit: "bytes",
+    items: readMediaWikiXml(raw(), { bzip2: path.toLowerCase().endsWith(".bz2") }),
+    progress,
+  };
 }
 
 // Fields of a JSONL record with a meaning; everything else is kept as metadata.
@@ -96,7 +110,10 @@ export async function* readJsonl(stream: NodeJS.ReadableStream): AsyncGenerator<
     yield {
       kind: "document",
       where,
-      doc: { ...(rec as any), metadata: Object.keys(extra).length || rec.metadata !== undefined ? metadata : undefined },
+      doc: {
+        ...(rec as any),
+        metadata: Object.keys(extra).length || rec.metadata !== undefined ? metadata : undefined,
+      },
     };
   }
 }

@@ -72,7 +72,10 @@ export function resolveChunkOptions(options: ChunkOptions = {}): Required<ChunkO
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const chunkOverlap = options.chunkOverlap ?? DEFAULT_CHUNK_OVERLAP;
   if (!Number.isInteger(chunkSize) || chunkSize < 32) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `chunk size must be an integer >= 32, got ${chunkSize}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `chunk size must be an integer >= 32, got ${chunkSize}`,
+    );
   }
   if (!Number.isInteger(chunkOverlap) || chunkOverlap < 0 || chunkOverlap >= chunkSize) {
     throw new CodehopError(
@@ -105,7 +108,9 @@ export class Chunker {
     const out: Chunk[] = [];
     for (const section of splitSections(text)) {
       const pieces =
-        section.body.length <= this.options.chunkSize ? [section.body] : await this.splitter.splitText(section.body);
+        section.body.length <= this.options.chunkSize
+          ? [section.body]
+          : await this.splitter.splitText(section.body);
       for (const piece of pieces) {
         const t = piece.trim();
         if (t) out.push({ section: section.heading, text: t });

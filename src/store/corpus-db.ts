@@ -53,7 +53,10 @@ CREATE TABLE IF NOT EXISTS ingest_runs (
  * Opens (and with `create`, initialises) a corpus database. Fails with DB_INVALID when the file is
  * missing (without `create`), is not SQLite, or has another schema version.
  */
-export function openCorpusDb(path: string, options: { create?: boolean; readonly?: boolean } = {}): CorpusDb {
+export function openCorpusDb(
+  path: string,
+  options: { create?: boolean; readonly?: boolean } = {},
+): CorpusDb {
   if (!options.create && path !== ":memory:" && !existsSync(path)) {
     throw new CodehopError(
       ErrorCodes.DB_INVALID,
@@ -62,7 +65,10 @@ export function openCorpusDb(path: string, options: { create?: boolean; readonly
   }
   let db: CorpusDb;
   try {
-    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: !options.create });
+    db = new Database(path, {
+      readonly: options.readonly ?? false,
+      fileMustExist: !options.create,
+    });
     sqliteVec.load(db);
     if (!options.readonly) {
       db.pragma("journal_mode = WAL");
@@ -70,46 +76,61 @@ export function openCorpusDb(path: string, options: { create?: boolean; readonly
     }
     db.pragma("foreign_keys = ON");
   } catch (err) {
-    throw new CodehopError(ErrorCodes.DB_INVALID, `cannot open corpus database ${path}: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new CodehopError(
+      ErrorCodes.DB_INVALID,
+      `cannot open corpus database ${path}: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
   try {
-    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").get();
+    const hasMeta = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")
+      .get();
     if (!hasMeta) {
       if (!options.create) throw new Error("it is not a codehop corpus (no meta table)");
       const nonEmpty = db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number };
-      if (nonEmpty.n > 0) throw new Error("it is an existing SQLite database that is not a codehop corpus");
+      if (nonEmpty.n > 0)
+        throw new Error("it is an existing SQLite database that is not a codehop corpus");
       db.exec(SCHEMA);
-      db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(String(CORPUS_SCHEMA_VERSION));
+      db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(
+        String(CORPUS_SCHEMA_VERSION),
+      );
     } else {
       const version = getMeta(db, "schema_version");
       if (version !== String(CORPUS_SCHEMA_VERSION)) {
-        throw new Error(`schema version ${version ?? "unknown"} (this codehop reads version ${CORPUS_SCHEMA_VERSION})`);
+        throw new Error(
+          `schema version ${version ?? "unknown"} (this codehop reads version ${CORPUS_SCHEMA_VERSION})`,
+        );
       }
     }
   } catch (err) {
     db.close();
     if (CodehopError.isInstance(err)) throw err;
-    throw new CodehopError(ErrorCodes.DB_INVALID, `cannot use ${path} as a corpus: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new CodehopError(
+      ErrorCodes.DB_INVALID,
+      `cannot use ${path} as a corpus: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
   return db;
 }
 
 /** Reads a `meta` value. */
 export function getMeta(db: CorpusDb, key: string): string | undefined {
-  const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined;
+  const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as
+    { value: string } | undefined;
   return row?.value;
 }
 
 /** Writes a `meta` value. */
 export function setMeta(db: CorpusDb, key: string, value: string): void {
-  db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-    key,
-    value,
-  );
+  db.prepare(
+    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+  ).run(key, value);
 }
 
 /** Whether the corpus has a vector table. */
@@ -134,7 +155,9 @@ export function ensureVectorTable(db: CorpusDb, model: string, dims: number): vo
     }
     return;
   }
-  db.exec(`CREATE VIRTUAL TABLE passages_vec USING vec0(embedding float[${dims}] distance_metric=cosine)`);
+  db.exec(
+    `CREATE VIRTUAL TABLE passages_vec USING vec0(embedding float[${dims}] distance_metric=cosine)`,
+  );
   setMeta(db, "embedding_model", model);
   setMeta(db, "embedding_dims", String(dims));
 }

@@ -1,8 +1,22 @@
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { type CorpusDb, type CorpusStats, corpusStats, getMeta, hasVectorTable, openCorpusDb } from "./corpus-db.ts";
+import {
+  type CorpusDb,
+  type CorpusStats,
+  corpusStats,
+  getMeta,
+  hasVectorTable,
+  openCorpusDb,
+} from "./corpus-db.ts";
 import type { Embedder } from "./embeddings.ts";
-import { ftsQuery, reciprocalRankFusion, summarize, titleKey, titleSimilarity, trigramQuery } from "./text.ts";
+import {
+  ftsQuery,
+  reciprocalRankFusion,
+  summarize,
+  titleKey,
+  titleSimilarity,
+  trigramQuery,
+} from "./text.ts";
 import type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./types.ts";
 
 /** Options for {@link CorpusSource.open}. */
@@ -95,7 +109,13 @@ export class CorpusSource implements KnowledgeSource {
           : "hybrid ranking needs an embeddings endpoint (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL)",
       );
     }
-    return new CorpusSource(db, options.embedder, options.summaryChars ?? 1000, path, options.ranking);
+    return new CorpusSource(
+      db,
+      options.embedder,
+      options.summaryChars ?? 1000,
+      path,
+      options.ranking,
+    );
   }
 
   /** Document/passage/vector counts. */
@@ -112,7 +132,9 @@ export class CorpusSource implements KnowledgeSource {
     // can outscore the Eiffel Tower page itself. Fusing with a ranking of titles alone says which
     // pages are *about* the query's words.
     const byTitle = this.rankTitles(query);
-    const fused = [...reciprocalRankFusion([byPassage, byTitle]).entries()].sort((a, b) => b[1] - a[1]);
+    const fused = [...reciprocalRankFusion([byPassage, byTitle]).entries()].sort(
+      (a, b) => b[1] - a[1],
+    );
     const docIds: number[] = [];
     // A query that is exactly a title (or alias) names that page: put it first.
     const exact = this.resolveDocId(query);
@@ -125,8 +147,15 @@ export class CorpusSource implements KnowledgeSource {
       "SELECT title, substr(text, 1, ?) AS head, json_extract(metadata, '$.url') AS url FROM documents WHERE id = ?",
     );
     return docIds.slice(0, limit).map((id) => {
-      const row = head.get(this.summaryChars * 2, id) as { title: string; head: string; url: unknown };
-      const hit: PageSummary = { title: row.title, summary: summarize(row.head, this.summaryChars) };
+      const row = head.get(this.summaryChars * 2, id) as {
+        title: string;
+        head: string;
+        url: unknown;
+      };
+      const hit: PageSummary = {
+        title: row.title,
+        summary: summarize(row.head, this.summaryChars),
+      };
       if (typeof row.url === "string") hit.url = row.url;
       return hit;
     });
@@ -134,8 +163,11 @@ export class CorpusSource implements KnowledgeSource {
 
   async getPage(title: string): Promise<PageLookup> {
     const id = this.resolveDocId(title);
-    if (id === undefined) return { status: "missing", title, suggestions: this.suggestTitles(title) };
-    const row = this.db.prepare("SELECT title, text, source, metadata FROM documents WHERE id = ?").get(id) as {
+    if (id === undefined)
+      return { status: "missing", title, suggestions: this.suggestTitles(title) };
+    const row = this.db
+      .prepare("SELECT title, text, source, metadata FROM documents WHERE id = ?")
+      .get(id) as {
       title: string;
       text: string;
       source: string;
@@ -161,7 +193,9 @@ export class CorpusSource implements KnowledgeSource {
     if (lookup.status !== "found") return { lookup, passages: [] };
     const docId = this.resolveDocId(lookup.page.title)!;
     const rows = this.db
-      .prepare("SELECT p.id, p.doc_id, d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ? ORDER BY p.ord")
+      .prepare(
+        "SELECT p.id, p.doc_id, d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ? ORDER BY p.ord",
+      )
       .all(docId) as PassageRow[];
     const byId = new Map(rows.map((r) => [r.id, r]));
     const lists: number[][] = [];
@@ -182,7 +216,9 @@ export class CorpusSource implements KnowledgeSource {
     if (this.mode === "hybrid" && query.trim() && rows.length > 0) {
       const [vector] = await this.embedder!.embed([query]);
       const q = new Float32Array(vector);
-      const dist = this.db.prepare("SELECT vec_distance_cosine(embedding, ?) AS d FROM passages_vec WHERE rowid = ?").pluck();
+      const dist = this.db
+        .prepare("SELECT vec_distance_cosine(embedding, ?) AS d FROM passages_vec WHERE rowid = ?")
+        .pluck();
       const near = rows
         .map((r) => ({ id: r.id, d: dist.get(q, BigInt(r.id)) as number | undefined }))
         .filter((x): x is { id: number; d: number } => typeof x.d === "number")
@@ -190,7 +226,9 @@ export class CorpusSource implements KnowledgeSource {
       lists.push(near.map((x) => x.id));
     }
     const fused = [...reciprocalRankFusion(lists).entries()].sort((a, b) => b[1] - a[1]);
-    const passages: Passage[] = fused.slice(0, k).map(([id, score]) => toPassage(byId.get(id)!, score));
+    const passages: Passage[] = fused
+      .slice(0, k)
+      .map(([id, score]) => toPassage(byId.get(id)!, score));
     // Nothing (or too little) matched: fill up in page order so the agent still sees the page
     // rather than an empty list; these carry score 0, below every match.
     for (const row of rows) {
@@ -235,7 +273,11 @@ export class CorpusSource implements KnowledgeSource {
         )
         .all(match) as { title: string }[];
       // Word matches get a floor so a page about the topic is offered even with a different name.
-      for (const r of rows) candidates.set(r.title, Math.max(candidates.get(r.title) ?? 0, titleSimilarity(title, r.title), 0.25));
+      for (const r of rows)
+        candidates.set(
+          r.title,
+          Math.max(candidates.get(r.title) ?? 0, titleSimilarity(title, r.title), 0.25),
+        );
     }
     return [...candidates.entries()]
       .filter(([, s]) => s >= 0.25)
@@ -266,7 +308,11 @@ export class CorpusSource implements KnowledgeSource {
     termDb.transaction(() => {
       const ins = termDb.prepare("INSERT INTO q (rowid, x) VALUES (?, ?)");
       words.forEach((w, i) => ins.run(i + 1, w));
-      for (const r of termDb.prepare("SELECT term, doc FROM qv").all() as { term: string; doc: number }[]) stems.set(r.doc - 1, r.term);
+      for (const r of termDb.prepare("SELECT term, doc FROM qv").all() as {
+        term: string;
+        doc: number;
+      }[])
+        stems.set(r.doc - 1, r.term);
       termDb.exec("DELETE FROM q");
     })();
     this.ensureVocab();
@@ -286,7 +332,12 @@ export class CorpusSource implements KnowledgeSource {
     const limit = this.passageCount * PRUNE_DF_SHARE;
     let keep = words.filter((_, i) => df[i] <= limit);
     // Only common words: keep the two rarest rather than scoring the whole index.
-    if (keep.length === 0) keep = words.map((w, i) => ({ w, d: df[i] })).sort((a, b) => a.d - b.d).slice(0, 2).map((x) => x.w);
+    if (keep.length === 0)
+      keep = words
+        .map((w, i) => ({ w, d: df[i] }))
+        .sort((a, b) => a.d - b.d)
+        .slice(0, 2)
+        .map((x) => x.w);
     return keep.map((w) => `"${w}"`).join(" OR ");
   }
 
@@ -297,13 +348,19 @@ export class CorpusSource implements KnowledgeSource {
   private prunedTrigramQuery(title: string): string {
     const full = trigramQuery(title);
     if (!full || this.docCount() < PRUNE_MIN_PASSAGES / 4) return full;
-    this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.titles_vocab USING fts5vocab(main, titles_fts, 'row')");
+    this.db.exec(
+      "CREATE VIRTUAL TABLE IF NOT EXISTS temp.titles_vocab USING fts5vocab(main, titles_fts, 'row')",
+    );
     const dfOf = this.db.prepare("SELECT doc FROM temp.titles_vocab WHERE term = ?").pluck();
     const grams = full.split(" OR ").map((g) => g.slice(1, -1));
     const df = grams.map((g) => ({ g, d: (dfOf.get(g) as number | undefined) ?? 0 }));
     const limit = this.docCount() * PRUNE_DF_SHARE;
     let keep = df.filter((x) => x.d > 0 && x.d <= limit);
-    if (keep.length < 2) keep = df.filter((x) => x.d > 0).sort((a, b) => a.d - b.d).slice(0, 3);
+    if (keep.length < 2)
+      keep = df
+        .filter((x) => x.d > 0)
+        .sort((a, b) => a.d - b.d)
+        .slice(0, 3);
     return keep.map((x) => `"${x.g}"`).join(" OR ");
   }
 
@@ -318,7 +375,9 @@ export class CorpusSource implements KnowledgeSource {
   /** A temp fts5vocab view of the index (temp: the corpus file may be opened read-only). */
   private ensureVocab(): void {
     if (this.vocabReady) return;
-    this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab(main, passages_fts, 'row')");
+    this.db.exec(
+      "CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab(main, passages_fts, 'row')",
+    );
     this.vocabReady = true;
   }
 
@@ -339,16 +398,22 @@ export class CorpusSource implements KnowledgeSource {
   private resolveDocId(title: string): number | undefined {
     const key = titleKey(title);
     if (!key) return undefined;
-    const direct = this.db.prepare("SELECT id FROM documents WHERE title_key = ?").get(key) as { id: number } | undefined;
+    const direct = this.db.prepare("SELECT id FROM documents WHERE title_key = ?").get(key) as
+      { id: number } | undefined;
     if (direct) return direct.id;
     const alias = this.db
-      .prepare("SELECT d.id FROM aliases a JOIN documents d ON d.title_key = a.target_key WHERE a.alias_key = ?")
+      .prepare(
+        "SELECT d.id FROM aliases a JOIN documents d ON d.title_key = a.target_key WHERE a.alias_key = ?",
+      )
       .get(key) as { id: number } | undefined;
     return alias?.id;
   }
 
   /** Passages across the corpus, best first (BM25, or RRF of BM25 and vector neighbours). */
-  private async rankPassages(query: string, depth: number): Promise<{ id: number; docId: number; score: number }[]> {
+  private async rankPassages(
+    query: string,
+    depth: number,
+  ): Promise<{ id: number; docId: number; score: number }[]> {
     const lists: number[][] = [];
     const match = this.prunedFtsQuery(query);
     if (match) {
@@ -369,7 +434,9 @@ export class CorpusSource implements KnowledgeSource {
       // sqlite-vec scans every vector (no ANN index); a deeper k only costs sorting, but fusion
       // rarely promotes anything below the first FUSION_DEPTH neighbours.
       const rows = this.db
-        .prepare("SELECT rowid AS id FROM passages_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance")
+        .prepare(
+          "SELECT rowid AS id FROM passages_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        )
         .all(new Float32Array(vector), Math.min(depth, FUSION_DEPTH)) as { id: number }[];
       lists.push(rows.map((r) => r.id));
     }

@@ -51,7 +51,10 @@ export function createEmbedder(options: EmbeddingsOptions): Embedder {
       if (texts.length === 0) return [];
       try {
         const vectors = await client.embedDocuments(texts);
-        if (vectors.length !== texts.length || vectors.some((v) => !Array.isArray(v) || v.length === 0)) {
+        if (
+          vectors.length !== texts.length ||
+          vectors.some((v) => !Array.isArray(v) || v.length === 0)
+        ) {
           throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
         }
         return vectors;

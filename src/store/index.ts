@@ -1,8 +1,16 @@
 /** Knowledge sources: online Wikipedia, the local SQLite corpus, and what they share. */
 export type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./types.ts";
-export { openKnowledgeSource, knowledgeSourceOptionsFromEnv, type KnowledgeSourceOptions } from "./open.ts";
+export {
+  openKnowledgeSource,
+  knowledgeSourceOptionsFromEnv,
+  type KnowledgeSourceOptions,
+} from "./open.ts";
 export { CorpusSource, type CorpusSourceOptions, type RankingMode } from "./corpus-source.ts";
-export { WikipediaSource, DEFAULT_WIKIPEDIA_API, type WikipediaSourceOptions } from "./wikipedia-source.ts";
+export {
+  WikipediaSource,
+  DEFAULT_WIKIPEDIA_API,
+  type WikipediaSourceOptions,
+} from "./wikipedia-source.ts";
 export { PageCache } from "./page-cache.ts";
 export { createEmbedder, type Embedder, type EmbeddingsOptions } from "./embeddings.ts";
 export { openCorpusDb, corpusStats, CORPUS_SCHEMA_VERSION, type CorpusStats } from "./corpus-db.ts";
@@ -16,6 +24,11 @@ export {
   type ChunkOptions,
 } from "./chunking.ts";
 export { formatLookupProblem, formatSearchResults, formatPassages } from "./messages.ts";
-export { ingestDocuments, type IngestOptions, type IngestReport, type IngestProgress } from "../ingest/ingest.ts";
+export {
+  ingestDocuments,
+  type IngestOptions,
+  type IngestReport,
+  type IngestProgress,
+} from "../ingest/ingest.ts";
 export { ingestPath, openReader, type IngestFormat } from "../ingest/index.ts";
 export type { IngestDocument, SkippedRecord } from "../ingest/types.ts";

@@ -38,12 +38,16 @@ export class MediaWikiTestServer {
     for (const p of pages) this.addPage(p);
     this.app = Fastify({ logger: false });
     this.app.get("/w/api.php", async (req, reply) => {
-      const params = Object.fromEntries(Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
+      const params = Object.fromEntries(
+        Object.entries(req.query as Record<string, unknown>).map(([k, v]) => [k, String(v)]),
+      );
       const fault = this.faults.shift();
       if (fault) {
         if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
         this.requests.push({ params, status: fault.status });
-        return reply.code(fault.status).send(fault.status === 200 ? this.answer(params) : { error: "injected" });
+        return reply
+          .code(fault.status)
+          .send(fault.status === 200 ? this.answer(params) : { error: "injected" });
       }
       this.requests.push({ params, status: 200 });
       return this.answer(params);
@@ -77,7 +81,8 @@ export class MediaWikiTestServer {
     const direct = this.pages.get(key);
     if (direct) return { page: direct };
     const target = this.redirects.get(key);
-    if (target) return { page: this.pages.get(titleKey(target)), redirect: { from: title, to: target } };
+    if (target)
+      return { page: this.pages.get(titleKey(target)), redirect: { from: title, to: target } };
     return {};
   }
 
@@ -95,8 +100,10 @@ export class MediaWikiTestServer {
     };
     if (index !== undefined) out.index = index;
     if ((params.prop ?? "").includes("extracts")) out.extract = params.exintro ? intro : wikiText;
-    if (page.disambiguation && (params.prop ?? "").includes("pageprops")) out.pageprops = { disambiguation: "" };
-    if ((params.prop ?? "").includes("links")) out.links = (page.disambiguation ?? []).map((t) => ({ ns: 0, title: t }));
+    if (page.disambiguation && (params.prop ?? "").includes("pageprops"))
+      out.pageprops = { disambiguation: "" };
+    if ((params.prop ?? "").includes("links"))
+      out.links = (page.disambiguation ?? []).map((t) => ({ ns: 0, title: t }));
     return out;
   }
 
@@ -106,7 +113,10 @@ export class MediaWikiTestServer {
       .map((p) => {
         const title = p.title.toLowerCase();
         const body = p.text.toLowerCase();
-        const score = terms.reduce((s, t) => s + (title.includes(t) ? 5 : 0) + (body.includes(t) ? 1 : 0), 0);
+        const score = terms.reduce(
+          (s, t) => s + (title.includes(t) ? 5 : 0) + (body.includes(t) ? 1 : 0),
+          0,
+        );
         return { p, score };
       })
       .filter((x) => x.score > 0)
@@ -116,21 +126,40 @@ export class MediaWikiTestServer {
   }
 
   private answer(params: Record<string, string>): unknown {
-    if (params.action !== "query") return { error: { code: "badvalue", info: `Unrecognized action ${params.action}` } };
+    if (params.action !== "query")
+      return { error: { code: "badvalue", info: `Unrecognized action ${params.action}` } };
     if (params.list === "search") {
-      return { batchcomplete: true, query: { search: this.search(params.srsearch ?? "", Number(params.srlimit ?? 10)).map((p) => ({ ns: 0, title: p.title })) } };
+      return {
+        batchcomplete: true,
+        query: {
+          search: this.search(params.srsearch ?? "", Number(params.srlimit ?? 10)).map((p) => ({
+            ns: 0,
+            title: p.title,
+          })),
+        },
+      };
     }
     if (params.generator === "search") {
       const hits = this.search(params.gsrsearch ?? "", Number(params.gsrlimit ?? 10));
       if (hits.length === 0) return { batchcomplete: true };
-      return { batchcomplete: true, query: { pages: hits.map((p, i) => this.render(p, params, i + 1)) } };
+      return {
+        batchcomplete: true,
+        query: { pages: hits.map((p, i) => this.render(p, params, i + 1)) },
+      };
     }
     if (params.titles !== undefined) {
       const { page, redirect } = this.resolve(params.titles);
-      if (!page) return { batchcomplete: true, query: { pages: [{ ns: 0, title: params.titles, missing: true }] } };
+      if (!page)
+        return {
+          batchcomplete: true,
+          query: { pages: [{ ns: 0, title: params.titles, missing: true }] },
+        };
       return {
         batchcomplete: true,
-        query: { ...(redirect ? { redirects: [redirect] } : {}), pages: [this.render(page, params)] },
+        query: {
+          ...(redirect ? { redirects: [redirect] } : {}),
+          pages: [this.render(page, params)],
+        },
       };
     }
     return { error: { code: "invalidparammix", info: "unsupported parameters" } };

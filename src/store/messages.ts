@@ -3,7 +3,11 @@ import type { PageLookup, PageSummary, Passage } from "./types.ts";
 /** How many disambiguation options / suggestions a message lists. */
 const MAX_LISTED = 10;
 
-const quoteList = (titles: string[]) => titles.slice(0, MAX_LISTED).map((t) => `"${t}"`).join(", ");
+const quoteList = (titles: string[]) =>
+  titles
+    .slice(0, MAX_LISTED)
+    .map((t) => `"${t}"`)
+    .join(", ");
 
 /**
  * The message an agent sees when a page cannot be used: a missing page with "did you mean"
@@ -23,7 +27,8 @@ export function formatLookupProblem(lookup: PageLookup): string | undefined {
 
 /** `search_wikipedia` output: "Pages found for query '<q>':\nPage: <title>\nSummary: <...>" per page. */
 export function formatSearchResults(query: string, pages: PageSummary[]): string {
-  if (pages.length === 0) return `No pages found for query '${query}'. Try fewer or different keywords.`;
+  if (pages.length === 0)
+    return `No pages found for query '${query}'. Try fewer or different keywords.`;
   const body = pages.map((p) => `Page: ${p.title}\nSummary: ${p.summary}`).join("\n");
   return `Pages found for query '${query}':\n${body}`;
 }
@@ -36,7 +41,10 @@ export function formatSearchResults(query: string, pages: PageSummary[]): string
 export function formatPassages(query: string, passages: Passage[]): string {
   if (passages.length === 0) return `No passages found for query "${query}".`;
   const body = passages
-    .map((p, i) => `Passage ${i}: ${p.section ? `[${p.section}] ` : ""}${p.text.replace(/\s+/g, " ").trim()}`)
+    .map(
+      (p, i) =>
+        `Passage ${i}: ${p.section ? `[${p.section}] ` : ""}${p.text.replace(/\s+/g, " ").trim()}`,
+    )
     .join("\n");
   return `Retrieved passages for query "${query}":\n${body}`;
 }

@@ -30,8 +30,14 @@ export interface KnowledgeSourceOptions {
  */
 export function openKnowledgeSource(options: KnowledgeSourceOptions = {}): KnowledgeSource {
   const embedder = options.embeddings ? createEmbedder(options.embeddings) : undefined;
-  if (options.corpus) return CorpusSource.open(options.corpus, { embedder, ranking: options.ranking });
-  return new WikipediaSource({ ...options.wikipedia, apiUrl: options.wikipediaApi, cacheDb: options.cacheDb, embedder });
+  if (options.corpus)
+    return CorpusSource.open(options.corpus, { embedder, ranking: options.ranking });
+  return new WikipediaSource({
+    ...options.wikipedia,
+    apiUrl: options.wikipediaApi,
+    cacheDb: options.cacheDb,
+    embedder,
+  });
 }
 
 /**
@@ -46,7 +52,11 @@ export function knowledgeSourceOptionsFromEnv(env: CodehopEnv): KnowledgeSourceO
     cacheDb: join(env.home, "wikipedia-cache.db"),
     embeddings:
       env.embeddingsBaseUrl && env.embeddingsModel
-        ? { baseUrl: env.embeddingsBaseUrl, model: env.embeddingsModel, apiKey: env.embeddingsApiKey }
+        ? {
+            baseUrl: env.embeddingsBaseUrl,
+            model: env.embeddingsModel,
+            apiKey: env.embeddingsApiKey,
+          }
         : undefined,
   };
 }

@@ -27,11 +27,17 @@ export class PageCache {
         "CREATE TABLE IF NOT EXISTS cache (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, fetched_at INTEGER NOT NULL, PRIMARY KEY (kind, key))",
       );
     } catch (err) {
-      throw new CodehopError(ErrorCodes.DB_INVALID, `cannot open page cache ${path}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `cannot open page cache ${path}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
-    this.getStmt = this.db.prepare("SELECT value, fetched_at FROM cache WHERE kind = ? AND key = ?");
+    this.getStmt = this.db.prepare(
+      "SELECT value, fetched_at FROM cache WHERE kind = ? AND key = ?",
+    );
     this.putStmt = this.db.prepare(
       "INSERT INTO cache (kind, key, value, fetched_at) VALUES (?, ?, ?, ?) ON CONFLICT(kind, key) DO UPDATE SET value = excluded.value, fetched_at = excluded.fetched_at",
     );
@@ -50,7 +56,9 @@ export class PageCache {
 
   /** Number of entries of a kind. */
   count(kind: string): number {
-    return (this.db.prepare("SELECT count(*) AS n FROM cache WHERE kind = ?").get(kind) as { n: number }).n;
+    return (
+      this.db.prepare("SELECT count(*) AS n FROM cache WHERE kind = ?").get(kind) as { n: number }
+    ).n;
   }
 
   close(): void {

@@ -33,7 +33,9 @@ export class InMemoryRanker {
       candidates.forEach((c, i) => ins.run(i + 1, c.section, c.text));
       if (match) {
         hits = this.db
-          .prepare("SELECT rowid AS id, bm25(chunks, 3.0, 1.0) AS r FROM chunks WHERE chunks MATCH ? ORDER BY r LIMIT ?")
+          .prepare(
+            "SELECT rowid AS id, bm25(chunks, 3.0, 1.0) AS r FROM chunks WHERE chunks MATCH ? ORDER BY r LIMIT ?",
+          )
           .all(match, k) as { id: number; r: number }[];
       }
       this.db.exec("DELETE FROM chunks");

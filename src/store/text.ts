@@ -53,7 +53,8 @@ export function titleSimilarity(a: string, b: string): number {
   const grams = (s: string) => {
     const t = ` ${titleKey(s)} `;
     const m = new Map<string, number>();
-    for (let i = 0; i + 2 <= t.length; i++) m.set(t.slice(i, i + 2), (m.get(t.slice(i, i + 2)) ?? 0) + 1);
+    for (let i = 0; i + 2 <= t.length; i++)
+      m.set(t.slice(i, i + 2), (m.get(t.slice(i, i + 2)) ?? 0) + 1);
     return m;
   };
   const ga = grams(a);

@@ -80,7 +80,12 @@ export class WikipediaSource implements KnowledgeSource {
   private readonly ranker = new InMemoryRanker();
   private readonly chunkCache = new Map<string, Candidate[]>();
   private readonly inflight = new Map<string, Promise<PageLookup>>();
-  private readonly opts: Required<Pick<WikipediaSourceOptions, "timeoutMs" | "retries" | "retryDelayMs" | "summaryChars" | "userAgent">>;
+  private readonly opts: Required<
+    Pick<
+      WikipediaSourceOptions,
+      "timeoutMs" | "retries" | "retryDelayMs" | "summaryChars" | "userAgent"
+    >
+  >;
   private readonly fetchImpl: typeof fetch;
   private readonly embedder?: Embedder;
 
@@ -89,7 +94,10 @@ export class WikipediaSource implements KnowledgeSource {
     try {
       new URL(this.apiUrl);
     } catch {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Wikipedia API URL "${this.apiUrl}" is not a valid URL`);
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Wikipedia API URL "${this.apiUrl}" is not a valid URL`,
+      );
     }
     this.cache = new PageCache(options.cacheDb ?? ":memory:", options.cacheTtlMs);
     this.chunker = new Chunker(options);
@@ -98,7 +106,8 @@ export class WikipediaSource implements KnowledgeSource {
       retries: options.retries ?? 3,
       retryDelayMs: options.retryDelayMs ?? 500,
       summaryChars: options.summaryChars ?? 1000,
-      userAgent: options.userAgent ?? "codehop/0.1 (multi-hop research agent; https://github.com/codehop)",
+      userAgent:
+        options.userAgent ?? "codehop/0.1 (multi-hop research agent; https://github.com/codehop)",
     };
     this.fetchImpl = options.fetch ?? fetch;
     this.embedder = options.embedder;
@@ -150,7 +159,8 @@ export class WikipediaSource implements KnowledgeSource {
     const key = `${this.apiUrl}|${titleKey(t)}`;
     const cached = this.cache.get<PageLookup>("page", key);
     // A missing page may be created (or a typo fixed upstream): trust "missing" for a day only.
-    if (cached && (cached.status !== "missing" || this.cache.get("page", key, MISSING_TTL_MS))) return cached;
+    if (cached && (cached.status !== "missing" || this.cache.get("page", key, MISSING_TTL_MS)))
+      return cached;
     // Agents often ask for the same page from concurrent calls (Promise.all): fetch it once.
     let pending = this.inflight.get(key);
     if (!pending) {
@@ -177,11 +187,20 @@ export class WikipediaSource implements KnowledgeSource {
       const hits = await this.searchTitles(t);
       lookup = { status: "missing", title: t, suggestions: hits };
     } else if (page.pageprops && "disambiguation" in page.pageprops) {
-      lookup = { status: "disambiguation", title: page.title, options: await this.disambiguationOptions(page.title) };
+      lookup = {
+        status: "disambiguation",
+        title: page.title,
+        options: await this.disambiguationOptions(page.title),
+      };
     } else {
       lookup = {
         status: "found",
-        page: { title: page.title, text: page.extract ?? "", source: "wikipedia", ...(page.fullurl ? { url: page.fullurl } : {}) },
+        page: {
+          title: page.title,
+          text: page.extract ?? "",
+          source: "wikipedia",
+          ...(page.fullurl ? { url: page.fullurl } : {}),
+        },
       };
     }
     this.cache.put("page", key, lookup);
@@ -205,7 +224,8 @@ export class WikipediaSource implements KnowledgeSource {
     const all: Candidate[] = [];
     for (const hit of hits) {
       const lookup = await this.getPage(hit.title);
-      if (lookup.status === "found") all.push(...(await this.chunksOf(lookup.page.title, lookup.page.text)));
+      if (lookup.status === "found")
+        all.push(...(await this.chunksOf(lookup.page.title, lookup.page.text)));
     }
     return this.rank(all, query, options.k ?? 5);
   }
@@ -217,13 +237,17 @@ export class WikipediaSource implements KnowledgeSource {
 
   /** BM25 in memory; with an embedder, fused (RRF) with cosine similarity of cached passage vectors. */
   private async rank(candidates: Candidate[], query: string, k: number): Promise<Passage[]> {
-    if (!this.embedder || candidates.length === 0 || !query.trim()) return this.ranker.rank(candidates, query, k);
+    if (!this.embedder || candidates.length === 0 || !query.trim())
+      return this.ranker.rank(candidates, query, k);
     const bm25 = this.ranker.rank(candidates, query, candidates.length).filter((p) => p.score > 0);
     const vectors = await this.passageVectors(candidates);
     const [q] = await this.embedder.embed([query]);
     const byText = new Map(candidates.map((c, i) => [`${c.title}\u0000${c.text}`, i]));
     const sims = vectors.map((v, i) => ({ i, sim: cosine(q, v) })).sort((a, b) => b.sim - a.sim);
-    const fused = reciprocalRankFusion([bm25.map((p) => byText.get(`${p.title}\u0000${p.text}`)!), sims.map((x) => x.i)]);
+    const fused = reciprocalRankFusion([
+      bm25.map((p) => byText.get(`${p.title}\u0000${p.text}`)!),
+      sims.map((x) => x.i),
+    ]);
     return [...fused.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, k)
@@ -233,7 +257,9 @@ export class WikipediaSource implements KnowledgeSource {
   /** Vectors of passages, from the page cache when this model embedded them before. */
   private async passageVectors(candidates: Candidate[]): Promise<number[][]> {
     const model = this.embedder!.model;
-    const out: (number[] | undefined)[] = candidates.map((c) => this.cache.get<number[]>("vector", `${model}|${c.title}|${c.text}`));
+    const out: (number[] | undefined)[] = candidates.map((c) =>
+      this.cache.get<number[]>("vector", `${model}|${c.title}|${c.text}`),
+    );
     const missing = out.flatMap((v, i) => (v ? [] : [i]));
     if (missing.length > 0) {
       const texts = missing.map((i) => {
@@ -243,7 +269,11 @@ export class WikipediaSource implements KnowledgeSource {
       const vectors = await this.embedder!.embed(texts);
       missing.forEach((i, j) => {
         out[i] = vectors[j];
-        this.cache.put("vector", `${model}|${candidates[i].title}|${candidates[i].text}`, vectors[j]);
+        this.cache.put(
+          "vector",
+          `${model}|${candidates[i].title}|${candidates[i].text}`,
+          vectors[j],
+        );
       });
     }
     return out as number[][];
@@ -252,7 +282,11 @@ export class WikipediaSource implements KnowledgeSource {
   private async chunksOf(title: string, text: string): Promise<Candidate[]> {
     let chunks = this.chunkCache.get(title);
     if (!chunks) {
-      chunks = (await this.chunker.chunk(text)).map((c) => ({ title, section: c.section, text: c.text }));
+      chunks = (await this.chunker.chunk(text)).map((c) => ({
+        title,
+        section: c.section,
+        text: c.text,
+      }));
       // A small LRU: pages are re-read often within one question, rarely across many.
       if (this.chunkCache.size >= 32) this.chunkCache.delete(this.chunkCache.keys().next().value!);
       this.chunkCache.set(title, chunks);
@@ -261,19 +295,37 @@ export class WikipediaSource implements KnowledgeSource {
   }
 
   private async searchTitles(query: string): Promise<string[]> {
-    const data = await this.call({ action: "query", list: "search", srsearch: query, srlimit: "5", srnamespace: "0", srprop: "" });
+    const data = await this.call({
+      action: "query",
+      list: "search",
+      srsearch: query,
+      srlimit: "5",
+      srnamespace: "0",
+      srprop: "",
+    });
     return (data.query?.search ?? []).map((s) => s.title);
   }
 
   private async disambiguationOptions(title: string): Promise<string[]> {
-    const data = await this.call({ action: "query", titles: title, prop: "links", plnamespace: "0", pllimit: "max" });
+    const data = await this.call({
+      action: "query",
+      titles: title,
+      prop: "links",
+      plnamespace: "0",
+      pllimit: "max",
+    });
     return (data.query?.pages?.[0]?.links ?? []).map((l) => l.title);
   }
 
   /** One API call with timeout and retries; the parsed JSON body. */
   private async call(params: Record<string, string>): Promise<ApiResponse> {
     const url = new URL(this.apiUrl);
-    for (const [k, v] of Object.entries({ ...params, format: "json", formatversion: "2", maxlag: "5" })) {
+    for (const [k, v] of Object.entries({
+      ...params,
+      format: "json",
+      formatversion: "2",
+      maxlag: "5",
+    })) {
       url.searchParams.set(k, v);
     }
     let lastError = "";
@@ -287,7 +339,10 @@ export class WikipediaSource implements KnowledgeSource {
           signal: AbortSignal.timeout(this.opts.timeoutMs),
         });
       } catch (err) {
-        lastError = (err as Error).name === "TimeoutError" ? `timed out after ${this.opts.timeoutMs} ms` : (err as Error).message;
+        lastError =
+          (err as Error).name === "TimeoutError"
+            ? `timed out after ${this.opts.timeoutMs} ms`
+            : (err as Error).message;
         continue;
       }
       if (res.status === 429 || res.status >= 500) {
@@ -296,7 +351,10 @@ export class WikipediaSource implements KnowledgeSource {
         continue;
       }
       if (!res.ok) {
-        throw new CodehopError(ErrorCodes.SOURCE_UNAVAILABLE, `Wikipedia API ${this.apiUrl} answered HTTP ${res.status}`);
+        throw new CodehopError(
+          ErrorCodes.SOURCE_UNAVAILABLE,
+          `Wikipedia API ${this.apiUrl} answered HTTP ${res.status}`,
+        );
       }
       let body: ApiResponse;
       try {
@@ -311,7 +369,10 @@ export class WikipediaSource implements KnowledgeSource {
           lastError = `maxlag: ${body.error.info}`;
           continue;
         }
-        throw new CodehopError(ErrorCodes.SOURCE_UNAVAILABLE, `Wikipedia API error ${body.error.code}: ${body.error.info}`);
+        throw new CodehopError(
+          ErrorCodes.SOURCE_UNAVAILABLE,
+          `Wikipedia API error ${body.error.code}: ${body.error.info}`,
+        );
       }
       return body;
     }

@@ -4,7 +4,7 @@ import { formatLookupProblem, formatPassages } from "../store/messages.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 
 const parameters = z.object({
-  query: z.string().describe("what to look for on the page, e.g. \"year construction completed\""),
+  query: z.string().describe('what to look for on the page, e.g. "year construction completed"'),
 });
 
 /**
@@ -28,7 +28,9 @@ export function createRetrievePassagesTool(
       if (!q) {
         return 'The query is empty. Describe what you are looking for, e.g. retrieve_passages("year construction completed").';
       }
-      const { lookup, passages } = await source.retrievePassages(pageTitle, q, { k: options.k ?? 5 });
+      const { lookup, passages } = await source.retrievePassages(pageTitle, q, {
+        k: options.k ?? 5,
+      });
       const problem = formatLookupProblem(lookup);
       if (problem) return problem;
       if (passages.length === 0) return `The page "${pageTitle}" has no text to search.`;
@@ -36,7 +38,14 @@ export function createRetrievePassagesTool(
         // The page the answer came from, for the agent's `sources` (citations in the final answer).
         const sections = [...new Set(passages.map((p) => p.section).filter(Boolean))];
         ctx.report?.({
-          sources: [{ title: lookup.page.title, ...(lookup.page.url ? { url: lookup.page.url } : {}), source: source.kind, sections }],
+          sources: [
+            {
+              title: lookup.page.title,
+              ...(lookup.page.url ? { url: lookup.page.url } : {}),
+              source: source.kind,
+              sections,
+            },
+          ],
         });
       }
       return formatPassages(q, passages);

@@ -4,7 +4,7 @@ import { formatSearchResults } from "../store/messages.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 
 const parameters = z.object({
-  query: z.string().describe("a few keywords, e.g. \"Eiffel Tower construction\""),
+  query: z.string().describe('a few keywords, e.g. "Eiffel Tower construction"'),
 });
 
 /**
@@ -12,7 +12,10 @@ const parameters = z.object({
  * corpus) as "Pages found for query '<q>':\nPage: <title>\nSummary: <~1,000 chars>" entries.
  * An empty query gets a usage hint instead of results.
  */
-export function createSearchWikipediaTool(source: KnowledgeSource, options: { limit?: number } = {}): CodeTool<typeof parameters.shape> {
+export function createSearchWikipediaTool(
+  source: KnowledgeSource,
+  options: { limit?: number } = {},
+): CodeTool<typeof parameters.shape> {
   return defineTool({
     name: "search_wikipedia",
     description:

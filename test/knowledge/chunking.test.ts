@@ -4,7 +4,8 @@ import { CodehopError } from "../../src/errors.ts";
 
 describe("chunking", () => {
   it("splits at Markdown and MediaWiki headings and keeps each passage's heading", async () => {
-    const text = "Lead paragraph.\n\n## History\nFounded long ago.\n\n== Geography ==\nHills.\n\n### Rivers ###\nOne river.";
+    const text =
+      "Lead paragraph.\n\n## History\nFounded long ago.\n\n== Geography ==\nHills.\n\n### Rivers ###\nOne river.";
     expect(splitSections(text)).toEqual([
       { heading: "", body: "Lead paragraph." },
       { heading: "History", body: "Founded long ago." },
@@ -16,13 +17,22 @@ describe("chunking", () => {
   });
 
   it("never lets a passage straddle two sections, and drops empty sections", async () => {
-    const chunks = await chunkDocument("## Empty\n\n## Full\nText here.", { chunkSize: 64, chunkOverlap: 0 });
+    const chunks = await chunkDocument("## Empty\n\n## Full\nText here.", {
+      chunkSize: 64,
+      chunkOverlap: 0,
+    });
     expect(chunks).toEqual([{ section: "Full", text: "Text here." }]);
   });
 
   it("cuts long sections into passages no longer than chunkSize that overlap", async () => {
-    const sentences = Array.from({ length: 60 }, (_, i) => `Sentence number ${i} talks about towers.`).join(" ");
-    const chunks = await chunkDocument(`## Long\n${sentences}`, { chunkSize: 200, chunkOverlap: 80 });
+    const sentences = Array.from(
+      { length: 60 },
+      (_, i) => `Sentence number ${i} talks about towers.`,
+    ).join(" ");
+    const chunks = await chunkDocument(`## Long\n${sentences}`, {
+      chunkSize: 200,
+      chunkOverlap: 80,
+    });
     expect(chunks.length).toBeGreaterThan(5);
     for (const c of chunks) {
       expect(c.section).toBe("Long");
@@ -32,7 +42,8 @@ describe("chunking", () => {
     const tail = chunks[0].text.split(" ").slice(-3).join(" ");
     expect(chunks[1].text).toContain(tail);
     // Nothing is lost.
-    for (let i = 0; i < 60; i++) expect(chunks.some((c) => c.text.includes(`number ${i} `))).toBe(true);
+    for (let i = 0; i < 60; i++)
+      expect(chunks.some((c) => c.text.includes(`number ${i} `))).toBe(true);
   });
 
   it("rejects nonsensical settings with CONFIG_INVALID", async () => {

@@ -29,7 +29,9 @@ async function ingest(args: string[]): Promise<string> {
     out += String(chunk);
     return true;
   });
-  const cmd = ingestCommand().exitOverride().configureOutput({ writeErr: (s) => (out += s), writeOut: (s) => (out += s) });
+  const cmd = ingestCommand()
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => (out += s), writeOut: (s) => (out += s) });
   await cmd.parseAsync(args, { from: "user" });
   vi.restoreAllMocks();
   return out;
@@ -38,7 +40,10 @@ async function ingest(args: string[]): Promise<string> {
 describe("codehop ingest (CLI)", () => {
   it("ingests JSONL with chunking flags, reports skipped lines, and prints JSON on request", async () => {
     const file = join(tmp.dir, "in.jsonl");
-    writeFileSync(file, `${JSON.stringify({ title: "A", text: "alpha ".repeat(100) })}\nnot json\n`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ title: "A", text: "alpha ".repeat(100) })}\nnot json\n`,
+    );
     const db = join(tmp.dir, "cli.db");
     const human = await ingest([file, "--db", db, "--chunk-size", "100", "--chunk-overlap", "20"]);
     expect(human).toMatch(/Done: 2 records/);
@@ -56,12 +61,26 @@ describe("codehop ingest (CLI)", () => {
   it("fails clearly on an unknown extension, bad flags and --embeddings without an endpoint", async () => {
     const odd = join(tmp.dir, "data.csv");
     writeFileSync(odd, "a,b");
-    await expect(ingest([odd, "--db", join(tmp.dir, "x.db")])).rejects.toThrow(/--format jsonl\|folder\|mediawiki-xml/);
-    await expect(ingest([DEMO_CORPUS, "--chunk-size", "abc"])).rejects.toThrow(/--chunk-size must be a non-negative integer/);
-    await expect(ingest([DEMO_CORPUS, "--db", join(tmp.dir, "y.db"), "--chunk-size", "100", "--chunk-overlap", "100"])).rejects.toThrow(
-      /chunk overlap must be/,
+    await expect(ingest([odd, "--db", join(tmp.dir, "x.db")])).rejects.toThrow(
+      /--format jsonl\|folder\|mediawiki-xml/,
     );
-    await expect(ingest([DEMO_CORPUS, "--db", join(tmp.dir, "z.db"), "--embeddings"])).rejects.toThrow(/CODEHOP_EMBEDDINGS_BASE_URL/);
+    await expect(ingest([DEMO_CORPUS, "--chunk-size", "abc"])).rejects.toThrow(
+      /--chunk-size must be a non-negative integer/,
+    );
+    await expect(
+      ingest([
+        DEMO_CORPUS,
+        "--db",
+        join(tmp.dir, "y.db"),
+        "--chunk-size",
+        "100",
+        "--chunk-overlap",
+        "100",
+      ]),
+    ).rejects.toThrow(/chunk overlap must be/);
+    await expect(
+      ingest([DEMO_CORPUS, "--db", join(tmp.dir, "z.db"), "--embeddings"]),
+    ).rejects.toThrow(/CODEHOP_EMBEDDINGS_BASE_URL/);
   });
 
   it("shows a progress bar with records, rate and ETA on a terminal", async () => {
@@ -78,7 +97,10 @@ describe("codehop ingest (CLI)", () => {
         out += String(chunk);
         return true;
       });
-      await ingestCommand().parseAsync([DEMO_CORPUS, "--db", join(tmp.dir, "bar.db"), "--batch-size", "10"], { from: "user" });
+      await ingestCommand().parseAsync(
+        [DEMO_CORPUS, "--db", join(tmp.dir, "bar.db"), "--batch-size", "10"],
+        { from: "user" },
+      );
       expect(out).toMatch(/Done: 63 records/);
     } finally {
       vi.restoreAllMocks();
@@ -94,10 +116,17 @@ describe("codehop ingest (CLI)", () => {
 
   it("Ctrl-C stops after the current batch; running the same command again resumes", async () => {
     const file = join(tmp.dir, "big.jsonl");
-    writeFileSync(file, Array.from({ length: 8000 }, (_, i) => JSON.stringify({ title: `T${i}`, text: `Text number ${i}.` })).join("\n"));
+    writeFileSync(
+      file,
+      Array.from({ length: 8000 }, (_, i) =>
+        JSON.stringify({ title: `T${i}`, text: `Text number ${i}.` }),
+      ).join("\n"),
+    );
     const db = join(tmp.dir, "sigint.db");
     const bin = join(import.meta.dirname, "../../bin/codehop.mjs");
-    const child = spawn(process.execPath, [bin, "ingest", file, "--db", db, "--batch-size", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [bin, "ingest", file, "--db", db, "--batch-size", "1"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     child.stdout.on("data", (d) => (stdout += d));
     const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
@@ -134,8 +163,16 @@ describe("codehop ingest (CLI)", () => {
   it("is discovered by the codehop binary, which prints coded errors without a stack", async () => {
     const run = promisify(execFile);
     const bin = join(import.meta.dirname, "../../bin/codehop.mjs");
-    const err = await run(process.execPath, [bin, "ingest", join(tmp.dir, "nope.jsonl"), "--db", join(tmp.dir, "n.db")]).catch((e) => e);
+    const err = await run(process.execPath, [
+      bin,
+      "ingest",
+      join(tmp.dir, "nope.jsonl"),
+      "--db",
+      join(tmp.dir, "n.db"),
+    ]).catch((e) => e);
     expect(err.code).toBe(2);
-    expect(err.stderr).toMatch(/^codehop: input .*nope\.jsonl does not exist \[CODEHOP_INPUT_INVALID\]\n$/);
+    expect(err.stderr).toMatch(
+      /^codehop: input .*nope\.jsonl does not exist \[CODEHOP_INPUT_INVALID\]\n$/,
+    );
   });
 });

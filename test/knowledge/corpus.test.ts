@@ -26,7 +26,11 @@ afterAll(async () => {
 function ftsHits(db: string, word: string): number {
   const conn = new Database(db, { readonly: true });
   try {
-    return (conn.prepare("SELECT count(*) AS n FROM passages_fts WHERE passages_fts MATCH ?").get(`"${word}"`) as { n: number }).n;
+    return (
+      conn
+        .prepare("SELECT count(*) AS n FROM passages_fts WHERE passages_fts MATCH ?")
+        .get(`"${word}"`) as { n: number }
+    ).n;
   } finally {
     conn.close();
   }
@@ -54,8 +58,12 @@ describe("local corpus: reading", () => {
   it("a page about the query's subject beats pages that only mention it", async () => {
     // Tokyo Tower's construction passage mentions the Eiffel Tower and "completed"; the Eiffel
     // Tower page must still come first.
-    expect((await source.search("Eiffel Tower construction completed"))[0].title).toBe("Eiffel Tower");
-    expect((await source.search("Empire State Building construction began"))[0].title).toBe("Empire State Building");
+    expect((await source.search("Eiffel Tower construction completed"))[0].title).toBe(
+      "Eiffel Tower",
+    );
+    expect((await source.search("Empire State Building construction began"))[0].title).toBe(
+      "Empire State Building",
+    );
   });
 
   it("getPage is case-, space- and underscore-insensitive", async () => {
@@ -77,7 +85,11 @@ describe("local corpus: reading", () => {
   });
 
   it("retrievePassages ranks a page's passages for the query, best first, with sections", async () => {
-    const { lookup, passages } = await source.retrievePassages("Eiffel Tower", "when was construction finished", { k: 3 });
+    const { lookup, passages } = await source.retrievePassages(
+      "Eiffel Tower",
+      "when was construction finished",
+      { k: 3 },
+    );
     expect(lookup.status).toBe("found");
     expect(passages).toHaveLength(3);
     expect(passages[0].section).toBe("Construction");
@@ -101,7 +113,14 @@ describe("local corpus: reading", () => {
   });
 
   it("treats FTS5 syntax in queries as plain words", async () => {
-    for (const q of ['"unbalanced', "title:Paris", "NEAR(a b)", "AND OR NOT", "*", "-- ; DROP TABLE documents"]) {
+    for (const q of [
+      '"unbalanced',
+      "title:Paris",
+      "NEAR(a b)",
+      "AND OR NOT",
+      "*",
+      "-- ; DROP TABLE documents",
+    ]) {
       await expect(source.search(q)).resolves.toBeInstanceOf(Array);
       await expect(source.retrievePassages("Paris", q)).resolves.toBeTruthy();
     }
@@ -132,7 +151,11 @@ describe("local corpus: ingestion", () => {
   const docs: IngestDocument[] = [
     { title: "Alpha", text: "Alpha is the first letter.\n\n## Use\nAlpha marks beginnings." },
     { title: "Beta", text: "Beta is the second letter.", aliases: ["B (letter)"] },
-    { title: "Gamma", text: "Gamma rays are energetic.", metadata: { url: "https://example.org/gamma" } },
+    {
+      title: "Gamma",
+      text: "Gamma rays are energetic.",
+      metadata: { url: "https://example.org/gamma" },
+    },
   ];
 
   it("re-ingesting is idempotent and a changed title replaces its old passages", async () => {
@@ -141,7 +164,9 @@ describe("local corpus: ingestion", () => {
     expect(first).toMatchObject({ added: 3, updated: 0, unchanged: 0 });
     const again = await ingestDocuments(db, docs);
     expect(again).toMatchObject({ added: 0, updated: 0, unchanged: 3, passages: 0 });
-    const changed = await ingestDocuments(db, [{ title: "alpha", text: "Alpha was rewritten about omega." }]);
+    const changed = await ingestDocuments(db, [
+      { title: "alpha", text: "Alpha was rewritten about omega." },
+    ]);
     expect(changed).toMatchObject({ added: 0, updated: 1 });
     expect(ftsHits(db, "beginnings")).toBe(0);
     expect(ftsHits(db, "omega")).toBe(1);
@@ -154,7 +179,10 @@ describe("local corpus: ingestion", () => {
     expect(viaAlias.status === "found" && viaAlias.page.title).toBe("Beta");
     const gamma = await s.getPage("Gamma");
     expect(gamma.status === "found" && gamma.page.url).toBe("https://example.org/gamma");
-    expect((await s.search("gamma rays"))[0]).toMatchObject({ title: "Gamma", url: "https://example.org/gamma" });
+    expect((await s.search("gamma rays"))[0]).toMatchObject({
+      title: "Gamma",
+      url: "https://example.org/gamma",
+    });
     await s.close();
   });
 
@@ -184,7 +212,12 @@ describe("local corpus: ingestion", () => {
     const db = join(tmp.dir, "broken.db");
     const report = await ingestPath(db, file);
     expect(report.added).toBe(2);
-    expect(report.skippedRecords.map((s) => s.where)).toEqual(["line 2", "line 5", "line 6", "line 7"]);
+    expect(report.skippedRecords.map((s) => s.where)).toEqual([
+      "line 2",
+      "line 5",
+      "line 6",
+      "line 7",
+    ]);
     expect(report.skippedRecords[0].reason).toMatch(/invalid JSON/);
     expect(report.skippedRecords[1].reason).toMatch(/title/);
     expect(report.skippedRecords[3].reason).toMatch(/text/);
@@ -197,7 +230,10 @@ describe("local corpus: ingestion", () => {
   it("folder: .md and .txt files, titles from '# Heading' or the file name, others ignored", async () => {
     const dir = join(tmp.dir, "wiki");
     mkdirSync(join(dir, "sub"), { recursive: true });
-    writeFileSync(join(dir, "onboarding.md"), "# Onboarding guide\n\nWelcome.\n\n## Laptops\nAsk IT for a laptop.");
+    writeFileSync(
+      join(dir, "onboarding.md"),
+      "# Onboarding guide\n\nWelcome.\n\n## Laptops\nAsk IT for a laptop.",
+    );
     writeFileSync(join(dir, "sub", "vacation_policy.txt"), "Employees get 25 days of vacation.");
     writeFileSync(join(dir, "image.png"), "not text");
     writeFileSync(join(dir, ".hidden.md"), "# Hidden\nsecret");
@@ -225,14 +261,19 @@ describe("local corpus: ingestion", () => {
 
   it("an ingest that crashes midway resumes where it stopped, without duplicates", async () => {
     const db = join(tmp.dir, "resume.db");
-    const all = Array.from({ length: 50 }, (_, i) => ({ title: `Doc ${i}`, text: `Document number ${i}.` }));
+    const all = Array.from({ length: 50 }, (_, i) => ({
+      title: `Doc ${i}`,
+      text: `Document number ${i}.`,
+    }));
     async function* crashing() {
       for (const [i, d] of all.entries()) {
         if (i === 25) throw new Error("power cut");
         yield d;
       }
     }
-    await expect(ingestDocuments(db, crashing(), { batchSize: 10, sourceKey: "k" })).rejects.toThrow("power cut");
+    await expect(
+      ingestDocuments(db, crashing(), { batchSize: 10, sourceKey: "k" }),
+    ).rejects.toThrow("power cut");
     const partial = CorpusSource.open(db);
     expect(partial.stats().documents).toBe(20); // two committed batches
     await partial.close();
@@ -249,7 +290,10 @@ describe("local corpus: ingestion", () => {
 
   it("an abort signal stops after the current batch and the next run resumes", async () => {
     const db = join(tmp.dir, "abort.db");
-    const all = Array.from({ length: 40 }, (_, i) => ({ title: `Item ${i}`, text: `Item text ${i}.` }));
+    const all = Array.from({ length: 40 }, (_, i) => ({
+      title: `Item ${i}`,
+      text: `Item text ${i}.`,
+    }));
     const controller = new AbortController();
     const first = await ingestDocuments(db, all, {
       batchSize: 10,
@@ -268,11 +312,19 @@ describe("local corpus: ingestion", () => {
   it("disambiguation metadata makes getPage answer with the options", async () => {
     const db = join(tmp.dir, "disambig.db");
     await ingestDocuments(db, [
-      { title: "Mercury", text: "Mercury may refer to several things.", metadata: { disambiguation: true, options: ["Mercury (planet)", "Mercury (element)"] } },
+      {
+        title: "Mercury",
+        text: "Mercury may refer to several things.",
+        metadata: { disambiguation: true, options: ["Mercury (planet)", "Mercury (element)"] },
+      },
       { title: "Mercury (planet)", text: "The smallest planet." },
     ]);
     const s = CorpusSource.open(db);
-    expect(await s.getPage("mercury")).toEqual({ status: "disambiguation", title: "Mercury", options: ["Mercury (planet)", "Mercury (element)"] });
+    expect(await s.getPage("mercury")).toEqual({
+      status: "disambiguation",
+      title: "Mercury",
+      options: ["Mercury (planet)", "Mercury (element)"],
+    });
     const r = await s.retrievePassages("Mercury", "planet");
     expect(r.passages).toEqual([]);
     await s.close();

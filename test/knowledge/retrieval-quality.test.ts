@@ -58,7 +58,9 @@ describe("retrieval quality on the labeled demo queries (BM25)", () => {
       if (r > 1) misses.push(`${q.query} -> ${hits.map((h) => h.title).join(" | ")}`);
     }
     const m = metrics(ranks);
-    console.log(`page search: recall@5=${m.recall.toFixed(3)} MRR=${m.mrr.toFixed(3)} over ${queries.length} queries`);
+    console.log(
+      `page search: recall@5=${m.recall.toFixed(3)} MRR=${m.mrr.toFixed(3)} over ${queries.length} queries`,
+    );
     if (misses.length) console.log(`not first:\n  ${misses.join("\n  ")}`);
     expect(m.recall).toBeGreaterThanOrEqual(0.95);
     expect(m.mrr).toBeGreaterThanOrEqual(0.9);

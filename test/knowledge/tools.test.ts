@@ -23,7 +23,11 @@ beforeAll(async () => {
   // The same articles served as online Wikipedia, so both sources can be held to the same output.
   server = await MediaWikiTestServer.start([
     ...demoDocuments().map((d) => ({ title: d.title, text: d.text })),
-    { title: "Tower (disambiguation)", text: "Tower may refer to:", disambiguation: ["Eiffel Tower", "Tokyo Tower"] },
+    {
+      title: "Tower (disambiguation)",
+      text: "Tower may refer to:",
+      disambiguation: ["Eiffel Tower", "Tokyo Tower"],
+    },
   ]);
   wiki = new WikipediaSource({ apiUrl: server.apiUrl, retryDelayMs: 1 });
 });
@@ -34,7 +38,10 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-async function call(tool: ReturnType<typeof createSearchWikipediaTool>, ...args: unknown[]): Promise<string> {
+async function call(
+  tool: ReturnType<typeof createSearchWikipediaTool>,
+  ...args: unknown[]
+): Promise<string> {
   return (await tool.invoke(parseToolArgs(tool, args) as { query: string }, ctx)) as string;
 }
 
@@ -61,7 +68,9 @@ describe.each([
     const tool = createRetrievePassagesTool(getSource(), "Empire State Building");
     const out = await call(tool, "when did construction start and when did it open");
     const lines = out.split("\n");
-    expect(lines[0]).toBe('Retrieved passages for query "when did construction start and when did it open":');
+    expect(lines[0]).toBe(
+      'Retrieved passages for query "when did construction start and when did it open":',
+    );
     expect(lines[1]).toMatch(/^Passage 0: \[Construction\] .*17 March 1930.*1 May 1931/);
     expect(lines.filter((l) => /^Passage \d: /.test(l)).length).toBeLessThanOrEqual(5);
   });
@@ -69,7 +78,9 @@ describe.each([
   it("retrieve_passages on an unknown page suggests close titles", async () => {
     const tool = createRetrievePassagesTool(getSource(), "Empire State Buildin");
     const out = await call(tool, "height");
-    expect(out).toMatch(/^No page titled "Empire State Buildin" was found\. Did you mean: .*"Empire State Building"/);
+    expect(out).toMatch(
+      /^No page titled "Empire State Buildin" was found\. Did you mean: .*"Empire State Building"/,
+    );
   });
 });
 
@@ -82,8 +93,12 @@ describe("tool contracts", () => {
   });
 
   it("render into the prompt as JS signatures", () => {
-    expect(renderToolDoc(createSearchWikipediaTool(corpus))).toContain("async function search_wikipedia(query: string): Promise<string>");
-    expect(renderToolDoc(createRetrievePassagesTool(corpus, "Paris"))).toContain('passages of the page "Paris"');
+    expect(renderToolDoc(createSearchWikipediaTool(corpus))).toContain(
+      "async function search_wikipedia(query: string): Promise<string>",
+    );
+    expect(renderToolDoc(createRetrievePassagesTool(corpus, "Paris"))).toContain(
+      'passages of the page "Paris"',
+    );
   });
 
   it("retrieve_passages reports the page it answered from as a source", async () => {
@@ -91,9 +106,21 @@ describe("tool contracts", () => {
     const tool = createRetrievePassagesTool(wiki, "Eiffel Tower");
     await tool.invoke({ query: "construction" }, { ...ctx, report: (r) => reports.push(r) });
     expect(reports).toEqual([
-      { sources: [{ title: "Eiffel Tower", url: "https://test.wiki/wiki/Eiffel_Tower", source: "wikipedia", sections: expect.arrayContaining(["Construction"]) }] },
+      {
+        sources: [
+          {
+            title: "Eiffel Tower",
+            url: "https://test.wiki/wiki/Eiffel_Tower",
+            source: "wikipedia",
+            sections: expect.arrayContaining(["Construction"]),
+          },
+        ],
+      },
     ]);
-    await createRetrievePassagesTool(wiki, "No such page").invoke({ query: "x" }, { ...ctx, report: (r) => reports.push(r) });
+    await createRetrievePassagesTool(wiki, "No such page").invoke(
+      { query: "x" },
+      { ...ctx, report: (r) => reports.push(r) },
+    );
     expect(reports).toHaveLength(1);
   });
 

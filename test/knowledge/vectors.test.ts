@@ -57,20 +57,35 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     expect(hits).toHaveLength(3);
     // Brute-force the expected nearest passage over the texts that were embedded.
     const rows = s.db
-      .prepare("SELECT d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id")
+      .prepare(
+        "SELECT d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id",
+      )
       .all() as { title: string; section: string; text: string }[];
     const q = hashedEmbedding(query, DIMS);
     const best = rows
-      .map((r) => ({ r, sim: cosine(q, hashedEmbedding(`${r.title}${r.section ? ` — ${r.section}` : ""}: ${r.text}`, DIMS)) }))
+      .map((r) => ({
+        r,
+        sim: cosine(
+          q,
+          hashedEmbedding(`${r.title}${r.section ? ` — ${r.section}` : ""}: ${r.text}`, DIMS),
+        ),
+      }))
       .sort((a, b) => b.sim - a.sim)[0];
     expect(hits[0].text).toBe(best.r.text);
     await s.close();
   });
 
   it("hybrid search and in-page retrieval still find the right pages and passages", async () => {
-    const s = openKnowledgeSource({ corpus: db, embeddings: { baseUrl: server.baseURL, model: "hashed-bow" } });
+    const s = openKnowledgeSource({
+      corpus: db,
+      embeddings: { baseUrl: server.baseURL, model: "hashed-bow" },
+    });
     expect((await s.search("density of ethanol"))[0].title).toBe("Ethanol");
-    const { passages } = await s.retrievePassages("Empire State Building", "construction started opened", { k: 2 });
+    const { passages } = await s.retrievePassages(
+      "Empire State Building",
+      "construction started opened",
+      { k: 2 },
+    );
     expect(passages[0].section).toBe("Construction");
     await s.close();
   });
@@ -82,8 +97,14 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     expect(server.embeddingRequests).toBe(before);
 
     const db2 = join(tmp.dir, "backfill.db");
-    await ingestDocuments(db2, [{ title: "Plain", text: "Ingested before embeddings were configured." }]);
-    const report = await ingestDocuments(db2, [{ title: "Plain", text: "Ingested before embeddings were configured." }], { embedder });
+    await ingestDocuments(db2, [
+      { title: "Plain", text: "Ingested before embeddings were configured." },
+    ]);
+    const report = await ingestDocuments(
+      db2,
+      [{ title: "Plain", text: "Ingested before embeddings were configured." }],
+      { embedder },
+    );
     expect(report).toMatchObject({ unchanged: 1, vectors: 1 });
   });
 
@@ -96,8 +117,12 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     await s.close();
     const plain = join(tmp.dir, "plain.db");
     await ingestDocuments(plain, [{ title: "P", text: "no vectors here" }]);
-    expect(() => CorpusSource.open(plain, { embedder, ranking: "hybrid" })).toThrow(/has none; ingest it with --embeddings/);
-    expect(() => CorpusSource.open(db, { ranking: "hybrid" })).toThrow(/needs an embeddings endpoint/);
+    expect(() => CorpusSource.open(plain, { embedder, ranking: "hybrid" })).toThrow(
+      /has none; ingest it with --embeddings/,
+    );
+    expect(() => CorpusSource.open(db, { ranking: "hybrid" })).toThrow(
+      /needs an embeddings endpoint/,
+    );
   });
 
   it("refuses to mix embedding models in one corpus", async () => {
@@ -110,25 +135,37 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
       }
     })();
     expect(CodehopError.isInstance(err) && err.code).toBe("CODEHOP_CONFIG_INVALID");
-    await expect(ingestDocuments(db, [{ title: "New page", text: "Some new text." }], { embedder: other })).rejects.toThrow(
-      /were made with model hashed-bow/,
-    );
+    await expect(
+      ingestDocuments(db, [{ title: "New page", text: "Some new text." }], { embedder: other }),
+    ).rejects.toThrow(/were made with model hashed-bow/);
   });
 
   it("online pages are ranked hybrid too, with passage vectors cached across sources", async () => {
-    const wiki = await MediaWikiTestServer.start(demoDocuments().map((d) => ({ title: d.title, text: d.text })));
+    const wiki = await MediaWikiTestServer.start(
+      demoDocuments().map((d) => ({ title: d.title, text: d.text })),
+    );
     const cacheDb = join(tmp.dir, "wiki-cache.db");
     try {
       const s = new WikipediaSource({ apiUrl: wiki.apiUrl, cacheDb, embedder });
       expect(s.mode).toBe("hybrid");
-      const good = await s.retrievePassages("Empire State Building", "construction started opened", { k: 2 });
+      const good = await s.retrievePassages(
+        "Empire State Building",
+        "construction started opened",
+        { k: 2 },
+      );
       expect(good.passages[0].section).toBe("Construction");
       // A word BM25 cannot match: the order is then the vector order (true cosine ranking).
       const query = "qwxyzzy";
       const { passages } = await s.retrievePassages("Empire State Building", query, { k: 3 });
       const q = hashedEmbedding(query, DIMS);
       const expected = passages
-        .map((p) => ({ p, sim: cosine(q, hashedEmbedding(`${p.title}${p.section ? ` — ${p.section}` : ""}: ${p.text}`, DIMS)) }))
+        .map((p) => ({
+          p,
+          sim: cosine(
+            q,
+            hashedEmbedding(`${p.title}${p.section ? ` — ${p.section}` : ""}: ${p.text}`, DIMS),
+          ),
+        }))
         .sort((a, b) => b.sim - a.sim)
         .map((x) => x.p.text);
       expect(passages.map((p) => p.text)).toEqual(expected);
@@ -145,7 +182,14 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
   });
 
   it("an unreachable embeddings endpoint fails with SOURCE_UNAVAILABLE", async () => {
-    const dead = createEmbedder({ baseUrl: "http://127.0.0.1:9/v1", model: "m", maxRetries: 0, timeoutMs: 2000 });
-    await expect(dead.embed(["x"])).rejects.toSatisfy((e: unknown) => CodehopError.isInstance(e) && e.code === "CODEHOP_SOURCE_UNAVAILABLE");
+    const dead = createEmbedder({
+      baseUrl: "http://127.0.0.1:9/v1",
+      model: "m",
+      maxRetries: 0,
+      timeoutMs: 2000,
+    });
+    await expect(dead.embed(["x"])).rejects.toSatisfy(
+      (e: unknown) => CodehopError.isInstance(e) && e.code === "CODEHOP_SOURCE_UNAVAILABLE",
+    );
   });
 });

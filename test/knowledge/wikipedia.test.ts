@@ -24,7 +24,11 @@ beforeAll(async () => {
       redirects: ["Tour Eiffel"],
     },
     { title: "Tokyo Tower", text: "Tokyo Tower is a tower in Tokyo, completed in 1958." },
-    { title: "Mercury", text: "Mercury may refer to:", disambiguation: ["Mercury (planet)", "Mercury (element)"] },
+    {
+      title: "Mercury",
+      text: "Mercury may refer to:",
+      disambiguation: ["Mercury (planet)", "Mercury (element)"],
+    },
     { title: "Mercury (planet)", text: "Mercury is the smallest planet." },
   ]);
 });
@@ -39,11 +43,20 @@ afterAll(async () => {
 describe("online Wikipedia source (MediaWiki API)", () => {
   it("search returns titles with intro summaries, best first", async () => {
     const hits = await source().search("Eiffel tower");
-    expect(hits[0]).toMatchObject({ title: "Eiffel Tower", summary: "The Eiffel Tower is a lattice tower in Paris." });
+    expect(hits[0]).toMatchObject({
+      title: "Eiffel Tower",
+      summary: "The Eiffel Tower is a lattice tower in Paris.",
+    });
     expect(hits[0].url).toContain("Eiffel_Tower");
     expect(hits.map((h) => h.title)).toContain("Tokyo Tower");
     const req = server.requests.at(-1)!.params;
-    expect(req).toMatchObject({ action: "query", generator: "search", gsrsearch: "Eiffel tower", format: "json", formatversion: "2" });
+    expect(req).toMatchObject({
+      action: "query",
+      generator: "search",
+      gsrsearch: "Eiffel tower",
+      format: "json",
+      formatversion: "2",
+    });
   });
 
   it("getPage follows redirects and returns the full plain text with section headings", async () => {
@@ -57,7 +70,11 @@ describe("online Wikipedia source (MediaWiki API)", () => {
 
   it("retrievePassages ranks a fetched page's passages and keeps wiki-style section headings", async () => {
     const { passages } = await source().retrievePassages("Eiffel Tower", "how tall", { k: 2 });
-    expect(passages[0]).toMatchObject({ title: "Eiffel Tower", section: "Height", text: "It is 330 m tall." });
+    expect(passages[0]).toMatchObject({
+      title: "Eiffel Tower",
+      section: "Height",
+      text: "It is 330 m tall.",
+    });
     expect(passages).toHaveLength(2);
   });
 
@@ -72,7 +89,8 @@ describe("online Wikipedia source (MediaWiki API)", () => {
   it("a missing page comes back with search-based suggestions", async () => {
     const lookup = await source().getPage("Tokyo Towers of Paris");
     expect(lookup.status).toBe("missing");
-    if (lookup.status === "missing") expect(lookup.suggestions).toEqual(expect.arrayContaining(["Tokyo Tower", "Eiffel Tower"]));
+    if (lookup.status === "missing")
+      expect(lookup.suggestions).toEqual(expect.arrayContaining(["Tokyo Tower", "Eiffel Tower"]));
   });
 
   it("retries after a 500 and succeeds", async () => {
@@ -92,7 +110,9 @@ describe("online Wikipedia source (MediaWiki API)", () => {
 
   it("fails with SOURCE_UNAVAILABLE after the last retry", async () => {
     server.failNext(3, 503);
-    const err = await source({ retries: 2 }).search("anything").catch((e) => e);
+    const err = await source({ retries: 2 })
+      .search("anything")
+      .catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe("CODEHOP_SOURCE_UNAVAILABLE");
     expect(String(err.message)).toMatch(/after 3 attempts: HTTP 503/);
   });
@@ -129,7 +149,9 @@ describe("online Wikipedia source (MediaWiki API)", () => {
     const hits = await source().search("Mercury");
     const disambig = hits.find((h) => h.title === "Mercury");
     expect(disambig?.summary).toMatch(/^\(disambiguation page\)/);
-    expect(hits.find((h) => h.title === "Mercury (planet)")?.summary).toBe("Mercury is the smallest planet.");
+    expect(hits.find((h) => h.title === "Mercury (planet)")?.summary).toBe(
+      "Mercury is the smallest planet.",
+    );
   });
 
   it("expired cache entries are fetched again", async () => {
@@ -160,7 +182,11 @@ describe("online Wikipedia source (MediaWiki API)", () => {
 
   it("concurrent lookups of one page share a single request", async () => {
     const s = source();
-    const [a, b, c] = await Promise.all([s.getPage("Tokyo Tower"), s.getPage("tokyo tower"), s.getPage("Tokyo_Tower")]);
+    const [a, b, c] = await Promise.all([
+      s.getPage("Tokyo Tower"),
+      s.getPage("tokyo tower"),
+      s.getPage("Tokyo_Tower"),
+    ]);
     expect(a).toEqual(b);
     expect(b).toEqual(c);
     expect(s.requestCount).toBe(1);
@@ -168,7 +194,10 @@ describe("online Wikipedia source (MediaWiki API)", () => {
 
   it("searchPassages ranks passages from the top pages together", async () => {
     const passages = await source().searchPassages("tower completed 1958", { k: 2 });
-    expect(passages[0]).toMatchObject({ title: "Tokyo Tower", text: "Tokyo Tower is a tower in Tokyo, completed in 1958." });
+    expect(passages[0]).toMatchObject({
+      title: "Tokyo Tower",
+      text: "Tokyo Tower is a tower in Tokyo, completed in 1958.",
+    });
   });
 
   it("openKnowledgeSource picks Wikipedia when no corpus is given", async () => {

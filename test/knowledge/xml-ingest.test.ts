@@ -26,7 +26,9 @@ describe("MediaWiki XML dump ingestion", () => {
     const db = join(tmp.dir, "xml.db");
     const report = await ingestPath(db, xml);
     expect(report).toMatchObject({ added: 301, aliases: 1, skipped: 1 });
-    expect(report.skippedRecords).toEqual([{ where: "page 304 (Empty template page)", reason: "no text after removing markup" }]);
+    expect(report.skippedRecords).toEqual([
+      { where: "page 304 (Empty template page)", reason: "no text after removing markup" },
+    ]);
     const s = CorpusSource.open(db);
     const lookup = await s.getPage("Town 1"); // a redirect
     expect(lookup.status).toBe("found");
@@ -44,8 +46,15 @@ describe("MediaWiki XML dump ingestion", () => {
       title: "Zenda",
       options: ["Zenda (river)", "The Prisoner of Zenda"],
     });
-    const { passages } = await s.retrievePassages("Synthetic town 42", "when was the bridge built", { k: 1 });
-    expect(passages[0]).toMatchObject({ section: "Bridge", text: "A stone bridge over the river Zenda was built in 1542." });
+    const { passages } = await s.retrievePassages(
+      "Synthetic town 42",
+      "when was the bridge built",
+      { k: 1 },
+    );
+    expect(passages[0]).toMatchObject({
+      section: "Bridge",
+      text: "A stone bridge over the river Zenda was built in 1542.",
+    });
     await s.close();
   });
 
@@ -73,7 +82,10 @@ describe("MediaWiki XML dump ingestion", () => {
   });
 
   it("malformed XML stops with a clear record instead of crashing, keeping earlier pages", async () => {
-    const broken = makeDump(5).replace("<title>Synthetic town 4</title>", "<title>Synthetic town 4</titl>");
+    const broken = makeDump(5).replace(
+      "<title>Synthetic town 4</title>",
+      "<title>Synthetic town 4</titl>",
+    );
     const items = await collect(readMediaWikiXml(Readable.from([broken])));
     const docs = items.filter((i) => i.kind === "document");
     expect(docs.length).toBe(3);

@@ -11,7 +11,11 @@ function int(name: string, min = 0) {
   return (value: string) => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min) {
-      throw new InvalidArgumentError(min === 0 ? `${name} must be a non-negative integer` : `${name} must be an integer >= ${min}`);
+      throw new InvalidArgumentError(
+        min === 0
+          ? `${name} must be a non-negative integer`
+          : `${name} must be an integer >= ${min}`,
+      );
     }
     return n;
   };
@@ -33,11 +37,14 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
     `  ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.skipped} skipped; ` +
       `${report.passages} passages, ${report.vectors} vectors, ${report.aliases} redirects`,
   ];
-  if (report.resumedFrom > 0) lines.push(`  resumed after record ${report.resumedFrom} of an interrupted run`);
+  if (report.resumedFrom > 0)
+    lines.push(`  resumed after record ${report.resumedFrom} of an interrupted run`);
   if (report.skippedRecords.length > 0) {
     lines.push("Skipped records:");
-    for (const s of report.skippedRecords.slice(0, maxSkipped)) lines.push(`  ${s.where}: ${s.reason}`);
-    if (report.skippedRecords.length > maxSkipped) lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
+    for (const s of report.skippedRecords.slice(0, maxSkipped))
+      lines.push(`  ${s.where}: ${s.reason}`);
+    if (report.skippedRecords.length > maxSkipped)
+      lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
   }
   if (report.interrupted) lines.push("Run the same command again to resume.");
   return lines.join("\n");
@@ -50,15 +57,35 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
  */
 export default function ingestCommand(): Command {
   return new Command("ingest")
-    .description("Ingest JSONL, a folder of .md/.txt files, or a MediaWiki XML dump (.xml/.xml.bz2) into a local SQLite corpus")
+    .description(
+      "Ingest JSONL, a folder of .md/.txt files, or a MediaWiki XML dump (.xml/.xml.bz2) into a local SQLite corpus",
+    )
     .argument("<path>", "input file or folder")
-    .option("--db <file>", "corpus database to create or update (default: $CODEHOP_CORPUS or <CODEHOP_HOME>/corpus.db)")
-    .addOption(new Option("--format <format>", "input format (default: from the path)").choices(Object.keys(FORMATS)))
+    .option(
+      "--db <file>",
+      "corpus database to create or update (default: $CODEHOP_CORPUS or <CODEHOP_HOME>/corpus.db)",
+    )
+    .addOption(
+      new Option("--format <format>", "input format (default: from the path)").choices(
+        Object.keys(FORMATS),
+      ),
+    )
     .option("--chunk-size <chars>", "passage size in characters", int("--chunk-size"), 512)
-    .option("--chunk-overlap <chars>", "overlap between passages in characters", int("--chunk-overlap"), 256)
+    .option(
+      "--chunk-overlap <chars>",
+      "overlap between passages in characters",
+      int("--chunk-overlap"),
+      256,
+    )
     .option("--batch-size <docs>", "documents per transaction", int("--batch-size", 1), 200)
-    .option("--embeddings", "also embed passages (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL or the flags below)")
-    .option("--embeddings-url <url>", "OpenAI-compatible embeddings base URL, e.g. http://localhost:8080/v1")
+    .option(
+      "--embeddings",
+      "also embed passages (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL or the flags below)",
+    )
+    .option(
+      "--embeddings-url <url>",
+      "OpenAI-compatible embeddings base URL, e.g. http://localhost:8080/v1",
+    )
     .option("--embeddings-model <name>", "embedding model name")
     .option("--no-progress", "no progress bar")
     .option("--json", "print the report as JSON")
@@ -112,14 +139,18 @@ export default function ingestCommand(): Command {
           onProgress: (p) => {
             const pos = reader.progress();
             if (pos.total && bar) bar.setTotal(pos.total);
-            bar?.update(pos.done, { records: p.records, rate: Math.round(p.records / Math.max(p.elapsedMs / 1000, 0.001)) });
+            bar?.update(pos.done, {
+              records: p.records,
+              rate: Math.round(p.records / Math.max(p.elapsedMs / 1000, 0.001)),
+            });
           },
         });
       } finally {
         process.off("SIGINT", onSigint);
         bar?.stop();
       }
-      if (opts.json) process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
+      if (opts.json)
+        process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
       else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
       if (report.interrupted) process.exitCode = 130;
     });
