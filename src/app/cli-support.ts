@@ -53,9 +53,12 @@ export function terminalRun(
   return {
     options: {
       signal: controller.signal,
-      onStart: ({ threadId, dbPath }) => {
+      onStart: ({ threadId, dbPath, state }) => {
         process.stderr.write(`${header} — thread ${threadId} (checkpoints: ${dbPath})\n`);
-        if (!flags.json && !flags.quiet) view = createLiveView(process.stderr);
+        if (!flags.json && !flags.quiet) {
+          view = createLiveView(process.stderr);
+          if (state) view.progress.seed(state);
+        }
       },
       onEvent: (e) => view?.onEvent(e),
     },

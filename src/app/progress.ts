@@ -141,6 +141,29 @@ export class RunProgress {
     return agent;
   }
 
+  /**
+   * Starts the tree from a checkpointed manager state (a resumed or replayed run), so the steps
+   * done before the crash are shown above the ones the stream brings.
+   */
+  seed(values: Record<string, unknown>): void {
+    const task = typeof values.question === "string" ? values.question : String(values.task ?? "");
+    const root = this.agentFor([], task);
+    for (const rec of asArray<Record<string, any>>(values.steps as any)) {
+      if (!rec || typeof rec !== "object" || rec.kind === "planning") continue;
+      if (root.steps.some((s) => s.step === rec.step)) continue;
+      root.steps.push({
+        step: Number(rec.step),
+        thought: str(rec.thought),
+        code: rec.code ?? null,
+        observation: str(rec.observation),
+        ...(rec.error ? { error: `${rec.error.name ?? "Error"}: ${rec.error.message ?? ""}` } : {}),
+        isFinal: !!rec.isFinalAnswer,
+        children: [],
+      });
+      this.emit(root, `step ${rec.step} (done before): ${oneLine(str(rec.thought), 160)}`);
+    }
+  }
+
   /** Feeds one stream event. Unknown shapes are ignored (the view is best-effort, never fatal). */
   apply(event: StreamEvent): void {
     const [ns, mode, chunk] = event;

@@ -30,7 +30,7 @@ export interface RunOptions {
   /** Receives every stream event (`[namespace, mode, chunk]`), e.g. for a live tree. */
   onEvent?: (event: StreamEvent) => void;
   /** Called once the thread id is known, before the first model call. */
-  onStart?: (info: { threadId: string; dbPath: string }) => void;
+  onStart?: (info: { threadId: string; dbPath: string; state?: Record<string, unknown> }) => void;
   /** Aborts the run (the thread stays resumable from its last checkpoint). */
   signal?: AbortSignal;
 }
@@ -131,7 +131,18 @@ async function execute(
     recursionLimit: MANAGER_RECURSION_LIMIT,
     signal: options.signal,
   };
-  options.onStart?.({ threadId, dbPath: persistence.dbPath });
+  let state: Record<string, unknown> | undefined;
+  if (input === null) {
+    // Resumed or replayed: hand the checkpointed state to the caller (the live tree shows it).
+    const snapshot = await graph.getState({
+      configurable: {
+        thread_id: threadId,
+        ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
+      },
+    });
+    state = snapshot.values as Record<string, unknown>;
+  }
+  options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
   try {
     const stream = await graph.stream(input, {
       ...runConfig,

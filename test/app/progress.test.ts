@@ -163,6 +163,36 @@ describe("run progress tree", () => {
     expect(p.render("*").join("\n")).toContain("answer: Yes, it floats.");
   });
 
+  it("starts a resumed run's tree from the checkpointed steps", () => {
+    const lines: string[] = [];
+    const p = new RunProgress({ onLine: (l) => lines.push(l) });
+    p.seed({
+      question: "How many years?",
+      steps: [
+        {
+          step: 1,
+          kind: "action",
+          thought: "Ask both.",
+          code: "x",
+          observation: "1889 and 1930",
+          error: null,
+          isFinalAnswer: false,
+        },
+      ],
+    });
+    p.apply([
+      [],
+      "updates",
+      { plan: { pending: { step: 2, thought: "Subtract.", code: "final_answer(1930 - 1889)" } } },
+    ]);
+    expect(p.root?.task).toBe("How many years?");
+    expect(p.root?.steps.map((s) => [s.step, s.observation ?? null])).toEqual([
+      [1, "1889 and 1930"],
+      [2, null],
+    ]);
+    expect(lines[1]).toBe("[manager] step 1 (done before): Ask both.");
+  });
+
   it("clips long code and observations with a visible marker", () => {
     expect(clip("a\nb\nc\nd", 2, 80)).toEqual(["a", "b", "… (2 more lines)"]);
     expect(clip("x".repeat(30), 1, 10)).toEqual(["xxxxxxxxx…"]);
