@@ -49,6 +49,7 @@ describe("codehop ingest (CLI)", () => {
     expect(human).toMatch(/Done: 2 records/);
     expect(human).toMatch(/1 added, 0 updated, 0 unchanged, 1 skipped/);
     expect(human).toMatch(/line 2: invalid JSON/);
+    expect(human).toContain(`CODEHOP_CORPUS=${db}`);
     const s = CorpusSource.open(db);
     expect(s.stats()).toMatchObject({ documents: 1, chunkSize: 100, chunkOverlap: 20 });
     expect(s.stats().passages).toBeGreaterThan(4);

@@ -47,6 +47,7 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
       lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
   }
   if (report.interrupted) lines.push("Run the same command again to resume.");
+  else lines.push(`Search it offline with CODEHOP_CORPUS=${dbPath} (or --corpus ${dbPath}).`);
   return lines.join("\n");
 }
 
