@@ -422,6 +422,62 @@ function formatValue(value, budget) {
   return out.join("");
 }
 
+/**
+ * console.log("%s has %d items", a, b): Node's format specifiers, applied without calling guest
+ * code (objects are formatted, never coerced through valueOf/toString). Sets `args.consumed`.
+ */
+function formatSpecifiers(args, budget) {
+  const fmt = args[0];
+  let next = 1;
+  let out = "";
+  for (let i = 0; i < fmt.length && out.length <= budget; i++) {
+    const ch = fmt[i];
+    if (ch !== "%" || i + 1 >= fmt.length) {
+      out += ch;
+      continue;
+    }
+    const spec = fmt[i + 1];
+    if (spec === "%") {
+      out += "%";
+      i++;
+      continue;
+    }
+    if (!"sdifjoOc".includes(spec) || next >= args.length) {
+      out += ch;
+      continue;
+    }
+    const v = args[next++];
+    i++;
+    const primitive = v === null || (typeof v !== "object" && typeof v !== "function");
+    switch (spec) {
+      case "d":
+      case "i":
+      case "f": {
+        if (!primitive || typeof v === "symbol") out += "NaN";
+        else if (typeof v === "bigint") out += `${v}n`;
+        else {
+          const n = spec === "f" ? parseFloat(String(v)) : spec === "i" ? parseInt(String(v), 10) : Number(v);
+          out += String(n);
+        }
+        break;
+      }
+      case "j":
+        try {
+          out += toJson(v, budget, 64, "value");
+        } catch (err) {
+          out += err instanceof CopyError ? "[not JSON]" : "[unprintable]";
+        }
+        break;
+      case "c":
+        break; // CSS: ignored, like Node
+      default:
+        out += formatValue(v, budget);
+    }
+  }
+  args.consumed = next;
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
@@ -509,11 +565,17 @@ function startAction(msg) {
   const log = (prefix) =>
     (...args) => {
       if (act.ended) return;
+      const budget = limits.maxOutputChars + 1;
       let line = prefix;
-      for (let i = 0; i < args.length; i++) {
+      let i = 0;
+      if (typeof args[0] === "string" && args.length > 1 && args[0].includes("%")) {
+        line += formatSpecifiers(args, budget);
+        i = args.consumed;
+      }
+      for (; i < args.length; i++) {
         if (i > 0) line += " ";
-        line += formatValue(args[i], limits.maxOutputChars + 1);
-        if (line.length > limits.maxOutputChars + 1) break;
+        line += formatValue(args[i], budget);
+        if (line.length > budget) break;
       }
       appendLog(act, line + "\n");
     };
@@ -535,7 +597,16 @@ function startAction(msg) {
   };
 
   const globals = {
-    console: harden({ log: log(""), info: log(""), debug: log(""), warn: log("[warn] "), error: log("[error] ") }),
+    console: harden({
+      log: log(""),
+      info: log(""),
+      debug: log(""),
+      dir: log(""),
+      table: log(""),
+      trace: log(""),
+      warn: log("[warn] "),
+      error: log("[error] "),
+    }),
     print: harden(log("")),
     final_answer: harden(finalAnswer),
   };

@@ -21,6 +21,15 @@ describe("code actions", () => {
     expect(r.variables).toEqual({ r: "result for cats" });
   });
 
+  it("console supports Node's format specifiers and the common methods, without calling guest code", async () => {
+    const r = await sandbox.run({
+      code: 'console.log("%s has %d items (%i%%) %j", "list", 3, 42.9, { a: [1] });\nconsole.table([{ a: 1 }]);\nconsole.warn("careful");\nconsole.log("%d", { valueOf() { throw new Error("called") } });',
+      tools,
+    });
+    expect(r.error).toBeNull();
+    expect(r.logs).toBe('list has 3 items (42%) {"a":[1]}\n[ { a: 1 } ]\n[warn] careful\nNaN\n');
+  });
+
   it("final_answer ends the action and records a JSON copy of the value", async () => {
     const r = await sandbox.run({ code: 'final_answer({ answer: 42, why: ["x"] });\nprint("not reached");', tools });
     expect(r.ok).toBe(true);
