@@ -119,25 +119,23 @@ export class EvalRecorder extends BaseCallbackHandler {
   }
 
   /**
-   * One transcript per agent invocation, in the order the invocations started: the messages the
-   * agent's model saw at its last call (a code agent's conversation grows call by call) plus that
-   * call's reply.
+   * One transcript per agent invocation, in the order the invocations started, with every turn
+   * verbatim: the first call's prompt (system + task), then each call's reply followed by the
+   * observation the next call received (the user messages after its last assistant message).
+   * Rebuilt this way because a code agent condenses old steps in what it sends the model, so no
+   * single call holds the whole conversation. Calls with another system prompt than the
+   * invocation's first (planning, final-answer requests) are not part of the chain.
    */
   transcripts(): AgentTranscript[] {
-    const last = new Map<string, { agent: string; first: number; call: ModelCall }>();
-    for (const call of this.calls.values()) {
+    const groups = new Map<string, { agent: string; calls: ModelCall[] }>();
+    for (const call of [...this.calls.values()].sort((a, b) => a.order - b.order)) {
       if (call.reply === undefined) continue;
       const { agent, invocation } = this.owner(call);
-      const prev = last.get(invocation);
-      if (!prev) last.set(invocation, { agent, first: call.order, call });
-      else if (call.order > prev.call.order) prev.call = call;
+      const g =
+        groups.get(invocation) ?? groups.set(invocation, { agent, calls: [] }).get(invocation)!;
+      g.calls.push(call);
     }
-    return [...last.values()]
-      .sort((a, b) => a.first - b.first)
-      .map(({ agent, call }) => ({
-        agent,
-        messages: [...call.messages, { role: "assistant" as const, content: call.reply! }],
-      }));
+    return [...groups.values()].map(({ agent, calls }) => ({ agent, messages: chain(calls) }));
   }
 
   private owner(call: ModelCall): { agent: string; invocation: string } {
@@ -154,6 +152,30 @@ export class EvalRecorder extends BaseCallbackHandler {
     }
     return { agent: this.fallbackAgent, invocation: `fallback:${this.fallbackAgent}` };
   }
+}
+
+/** The conversation of one invocation's calls (see {@link EvalRecorder.transcripts}). */
+function chain(calls: ModelCall[]): TranscriptMessage[] {
+  const system = (c: ModelCall) =>
+    c.messages[0]?.role === "system" ? c.messages[0].content : undefined;
+  const main = calls.filter((c) => system(c) === system(calls[0]));
+  const messages: TranscriptMessage[] = [...main[0].messages];
+  main.forEach((call, i) => {
+    messages.push({ role: "assistant", content: call.reply! });
+    const next = main[i + 1];
+    if (!next) return;
+    let lastAssistant = -1;
+    next.messages.forEach((m, j) => {
+      if (m.role === "assistant") lastAssistant = j;
+    });
+    // Without any assistant message the next call restated everything: keep only what is new.
+    const observation =
+      lastAssistant >= 0
+        ? next.messages.slice(lastAssistant + 1)
+        : next.messages.slice(main[0].messages.length);
+    messages.push(...observation);
+  });
+  return messages;
 }
 
 function contentText(content: unknown): string {
