@@ -130,10 +130,15 @@ export async function ingestDocuments(
     setMeta(db, "chunk_size", String(chunker.options.chunkSize));
     setMeta(db, "chunk_overlap", String(chunker.options.chunkOverlap));
     const writer = new CorpusWriter(db, options.embedder?.model);
-    if (options.sourceKey) {
+    // A run resumes only with the same input *and* settings: records done with another chunk
+    // size or embedding model must be redone, not skipped.
+    const runKey = options.sourceKey
+      ? `${options.sourceKey}|chunk=${chunker.options.chunkSize}/${chunker.options.chunkOverlap}|emb=${options.embedder?.model ?? ""}`
+      : undefined;
+    if (runKey) {
       const run = db
         .prepare("SELECT records_done, completed FROM ingest_runs WHERE source_key = ?")
-        .get(options.sourceKey) as { records_done: number; completed: number } | undefined;
+        .get(runKey) as { records_done: number; completed: number } | undefined;
       if (run && !run.completed) report.resumedFrom = run.records_done;
     }
     const saveRun = db.prepare(
@@ -153,8 +158,7 @@ export async function ingestDocuments(
           report.vectors += p.vectors?.length ?? 0;
         }
         for (const r of redirects) if (writer.alias(r.from, r.to)) report.aliases++;
-        if (options.sourceKey)
-          saveRun.run(options.sourceKey, report.records, 0, new Date().toISOString());
+        if (runKey) saveRun.run(runKey, report.records, 0, new Date().toISOString());
       })();
       batch = [];
       redirects = [];
@@ -191,8 +195,7 @@ export async function ingestDocuments(
       }
     }
     await flush();
-    if (options.sourceKey)
-      saveRun.run(options.sourceKey, report.records, 1, new Date().toISOString());
+    if (runKey) saveRun.run(runKey, report.records, 1, new Date().toISOString());
     db.pragma("optimize");
     return report;
   } finally {

@@ -283,6 +283,18 @@ describe("local corpus: ingestion", () => {
     const s = CorpusSource.open(db);
     expect(s.stats().documents).toBe(50);
     await s.close();
+    // An interrupted run is not resumed with other settings: those records must be redone.
+    await expect(
+      ingestDocuments(db, crashing(), { batchSize: 10, sourceKey: "k2" }),
+    ).rejects.toThrow();
+    const otherSettings = await ingestDocuments(db, all, {
+      batchSize: 10,
+      sourceKey: "k2",
+      chunkSize: 256,
+      chunkOverlap: 0,
+    });
+    expect(otherSettings).toMatchObject({ resumedFrom: 0, updated: 50 });
+    await ingestDocuments(db, all, { batchSize: 10, sourceKey: "k" });
     // A completed run is not "resumed" again: the next run reads everything (all unchanged).
     const rerun = await ingestDocuments(db, all, { batchSize: 10, sourceKey: "k" });
     expect(rerun).toMatchObject({ resumedFrom: 0, unchanged: 50 });
