@@ -7,7 +7,8 @@ import { cliEnv, runCli } from "./cli-helpers.ts";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "codehop-cli-"));
 
-describe("CLI errors say what is wrong and what to do", () => {
+// CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
+describe("CLI errors say what is wrong and what to do", { timeout: 120_000 }, () => {
   it("missing model endpoint, unknown thread, bad DB path", async () => {
     const emptyHome = tmp();
     const homeWithDb = tmp();

@@ -20,7 +20,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe("codehop CLI", () => {
+// CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
+describe("codehop CLI", { timeout: 120_000 }, () => {
   it("ask --json prints one JSON object; threads and history read the thread back", async () => {
     const env = cliEnv({
       OPENAI_BASE_URL: server.baseURL,

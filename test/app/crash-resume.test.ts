@@ -55,7 +55,8 @@ const cliEnvFor = () =>
     CODEHOP_MAX_RETRIES: "0",
   });
 
-describe("crash and resume through the CLI", () => {
+// CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
+describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
   it("kill -9 during the second sub-agent call, then `codehop resume` finishes without repeating the first", async () => {
     const env = cliEnvFor();
     const run = spawnCli(

@@ -88,7 +88,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe("Studio (langgraph dev + SDK)", () => {
+// CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
+describe("Studio (langgraph dev + SDK)", { timeout: 120_000 }, () => {
   it("serves the manager with the nested agents' plan / act / observe nodes", async () => {
     const assistants = await client.assistants.search({ graphId: "manager" });
     expect(assistants.length).toBeGreaterThan(0);
