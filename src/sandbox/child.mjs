@@ -548,6 +548,7 @@ function startAction(msg) {
     ended: false,
     settled: false,
     calls: 0,
+    argBytes: 0,
     inflight: 0,
     pending: new Map(),
     declared: new Map(),
@@ -707,6 +708,13 @@ function makeTool(act, tool, guestError) {
     } catch (err) {
       return Promise.reject(guestError("TypeError", err instanceof CopyError ? err.message : `arguments of ${tool}() could not be copied`));
     }
+    // Bounds what one action can make the host hold in queued tool arguments.
+    if (act.argBytes + argsJson.length > act.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
+      return Promise.reject(
+        guestError("Error", `Tool arguments of this action exceed ${act.limits.maxValueBytes * TOTAL_ARGS_FACTOR} bytes in total`, "ToolError"),
+      );
+    }
+    act.argBytes += argsJson.length;
     // Assigned here, synchronously, in call order: deterministic code gets deterministic indexes.
     const callIndex = act.calls++;
     act.inflight++;
@@ -753,6 +761,9 @@ function checkStall(act) {
     }
   });
 }
+
+/** All tool arguments of one action together may use this many times `maxValueBytes` (as on the host). */
+const TOTAL_ARGS_FACTOR = 8;
 
 /** All carried-over values together may use this many times `maxValueBytes`. */
 const SNAPSHOT_BUDGET_FACTOR = 4;

@@ -64,6 +64,9 @@ export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
   "JSON", "Object", "Array", "Promise", "Function", "eval", "Compartment", "harden", "lockdown",
 ]);
 
+/** All tool arguments of one action together may use this many times `maxValueBytes`. */
+export const TOTAL_ARGS_FACTOR = 8;
+
 /** Note used in `snapshot.unserializable` for names whose value was `undefined` (restored as undefined). */
 export const UNDEFINED_NOTE = "value is undefined";
 
@@ -191,6 +194,7 @@ class ActionSession {
   private timer: NodeJS.Timeout | null = null;
   private running = 0;
   private calls = 0;
+  private argBytes = 0;
   private readonly queue: QueuedCall[] = [];
   private released = false;
 
@@ -262,7 +266,12 @@ class ActionSession {
     if (typeof callIndex !== "number" || typeof tool !== "string" || typeof msg.argsJson !== "string") return this.protocolError();
     if (callIndex !== this.calls) return this.protocolError(); // indexes are assigned in order by the child
     this.calls++;
-    if (this.calls > this.limits.maxToolCalls || !Object.hasOwn(this.tools, tool)) {
+    this.argBytes += msg.argsJson.length;
+    // The child enforces these caps itself; a child that exceeds them is broken or compromised.
+    if (this.calls > this.limits.maxToolCalls || this.argBytes > this.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
+      return this.protocolError();
+    }
+    if (!Object.hasOwn(this.tools, tool)) {
       this.child.send({ t: "result", id: this.id, callIndex, ok: false, message: `Tool call refused: ${tool}` });
       return;
     }

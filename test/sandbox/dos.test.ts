@@ -114,6 +114,17 @@ describe("denial of service", () => {
     expect(maxInFlight).toBeLessThanOrEqual(3);
   });
 
+  it("tool arguments of one action are capped in total, not just per call", async () => {
+    hostCalls = 0;
+    const r = await attack(
+      "const chunk = 'x'.repeat(900000);\nconst out = [];\nfor (let i = 0; i < 12; i++) { try { await ping(chunk); out.push('ok') } catch (e) { out.push(e.message) } }\nfinal_answer(out)",
+    );
+    const out = r.finalAnswer as string[];
+    expect(out.filter((x) => x === "ok")).toHaveLength(8);
+    expect(out[11]).toMatch(/exceed 8000000 bytes in total/);
+    expect(hostCalls).toBe(8);
+  });
+
   it("code that keeps spinning after final_answer still returns the answer promptly", async () => {
     const r = await attack("final_answer('early');\nfor (;;) {}");
     expect(r.isFinalAnswer).toBe(true);
