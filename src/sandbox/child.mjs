@@ -126,6 +126,7 @@ class CopyError extends Error {}
 function describeKind(v) {
   if (isProxy(v)) return "a Proxy";
   const proto = getPrototypeOf(v);
+  if (isProxy(proto)) return "an object with a Proxy prototype";
   if (typeof v === "function") return "a function";
   if (proto === Map.prototype) return "a Map";
   if (proto === Set.prototype) return "a Set";
@@ -357,7 +358,7 @@ function formatValue(value, budget) {
         emit(n > 0 ? " }" : "}");
         return;
       }
-      if (proto && getPrototypeOf(proto) === typedArrayProto) {
+      if (proto && !isProxy(proto) && getPrototypeOf(proto) === typedArrayProto) {
         const n = apply(typedArrayLength, v, []);
         emit(`${apply(typedArrayTag, v, [])}(${n}) [`);
         for (let i = 0; i < n && i < MAX_ITEMS; i++) emit((i ? ", " : " ") + String(v[i]));
@@ -418,7 +419,12 @@ function formatValue(value, budget) {
       seen.pop();
     }
   };
-  visit(value, 0, true);
+  try {
+    visit(value, 0, true);
+  } catch {
+    // e.g. an object that merely inherits from Date.prototype: intrinsic methods reject it.
+    emit(" [unprintable]");
+  }
   return out.join("");
 }
 
@@ -585,7 +591,7 @@ function startAction(msg) {
   const guestError = (ctor, message, name) => makeError(ctor, message, name || "");
 
   const finalAnswer = (...args) => {
-    if (act.ended) return never;
+    if (act.ended) return neverSettles();
     let json;
     try {
       json = toJson(args[0], limits.maxValueBytes, limits.maxValueDepth, "final_answer value");
@@ -594,7 +600,7 @@ function startAction(msg) {
     }
     finish(act, { final: json });
     // The action is over: code after `await final_answer(x)` never runs.
-    return never;
+    return neverSettles();
   };
 
   const globals = {
@@ -664,7 +670,9 @@ function startAction(msg) {
   checkStall(act);
 }
 
-const never = harden(new Promise(() => {}));
+// A fresh one each time: reactions a guest attaches die with its action instead of piling up on
+// one shared promise for the life of the process.
+const neverSettles = () => harden(new Promise(() => {}));
 
 function appendLog(act, text) {
   if (act.headLeft > 0) {
