@@ -1,6 +1,7 @@
 import { ChatOpenAI } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { CodehopEnv } from "../config/env.ts";
+import { MODEL_DEFAULTS } from "../models/index.ts";
 
 /** Model settings recorded in the report, so a run says exactly what it measured. */
 export interface EvalModelSettings {
@@ -20,14 +21,15 @@ export function evalModelSettings(env: CodehopEnv): EvalModelSettings {
       "No model configured: set CODEHOP_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for a local or hosted OpenAI-compatible endpoint)",
     );
   }
+  // The app's defaults (src/models), so the agentic system and the baselines behave the same;
+  // temperature 0 also makes evaluation figures reproducible.
   return {
     model: env.model,
     baseURL: env.openaiBaseUrl,
-    // Greedy decoding by default: evaluation figures should be reproducible.
-    temperature: env.temperature ?? 0,
-    maxTokens: env.maxTokens,
-    maxRetries: env.maxRetries ?? 2,
-    timeoutMs: env.modelTimeoutMs,
+    temperature: env.temperature ?? MODEL_DEFAULTS.temperature,
+    maxTokens: env.maxTokens ?? MODEL_DEFAULTS.maxTokens,
+    maxRetries: env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
+    timeoutMs: env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
   };
 }
 
