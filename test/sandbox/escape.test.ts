@@ -194,7 +194,9 @@ describe("hostile values at the boundary", () => {
         { toJSON() { touched = true; return "x" } },
         10n,
         NaN,
+        Object.create(new Proxy({}, { getPrototypeOf() { touched = true; return null }, getOwnPropertyDescriptor() { touched = true } })),
       ];
+      print(hostile[8]);
       for (const h of hostile) {
         try { await record(h); out.push("sent") } catch (e) { out.push(e.name + ": " + e.message) }
       }
@@ -202,11 +204,12 @@ describe("hostile values at the boundary", () => {
     `);
     const { out, touched } = r.finalAnswer as { out: string[]; touched: boolean };
     expect(touched).toBe(false);
-    expect(out).toHaveLength(8);
+    expect(out).toHaveLength(9);
     for (const line of out) expect(line).toMatch(/^TypeError: argument 1 of record\(\)/);
     expect(out[0]).toMatch(/getter/);
     expect(out[2]).toMatch(/Proxy/);
     expect(out[4]).toMatch(/Map/);
+    expect(out[8]).toMatch(/Proxy prototype/);
     expect(received).toEqual([]);
   });
 
