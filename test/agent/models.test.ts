@@ -50,6 +50,15 @@ describe("resolveModel", () => {
     ).toBe("agent-m");
   });
 
+  it("accepts model instances in configurable (per agent or for every agent)", () => {
+    const perAgent = new ScriptedChatModel(["a"]);
+    const shared = new ScriptedChatModel(["b"]);
+    const e = env({});
+    const config = { configurable: { model: shared, models: { page_search: perAgent } } };
+    expect(resolveModel("page_search", config, { env: e })).toBe(perAgent);
+    expect(resolveModel("manager", config, { env: e })).toBe(shared);
+  });
+
   it("passes endpoint, temperature, max tokens, retries and timeout to ChatOpenAI", () => {
     const e = env({
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
