@@ -70,6 +70,8 @@ export const TOTAL_ARGS_FACTOR = 8;
 /** Note used in `snapshot.unserializable` for names whose value was `undefined` (restored as undefined). */
 export const UNDEFINED_NOTE = "value is undefined";
 
+const ABORTED: GuestError = { name: "AbortError", message: "The action was cancelled by the host", line: null };
+
 /** An empty snapshot (the first action of a run). */
 export function emptySnapshot(): VariablesSnapshot {
   return { values: {}, declarations: {}, unserializable: {} };
@@ -165,11 +167,16 @@ async function runAction(
   const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames]);
   const built = buildAction(code, previous, shadowable);
   if ("error" in built) return failed(started, previous, built.error);
+  const signal = request.signal;
+  if (signal?.aborted) return failed(started, previous, { ...ABORTED });
 
   const child = await pool.acquire(spec);
   const id = nextActionId++;
   return new Promise<ActionResult>((resolve, reject) => {
     const session = new ActionSession(pool, id, child, built, tools, limits, previous, shadowable, started, resolve);
+    const onAbort = () => session.cancel();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    session.onFinish = () => signal?.removeEventListener("abort", onAbort);
     child.ready.then(
       () => session.start(capabilities),
       (err) => {
@@ -213,6 +220,7 @@ class ActionSession {
 
   start(capabilities: SandboxCapabilities): void {
     if (this.ended) return;
+    this.started_ = true;
     this.child.onMessage = (msg) => this.onMessage(msg);
     this.child.onExit = (exit) => this.onExit(exit);
     this.timer = setTimeout(() => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")), this.limits.timeoutMs);
@@ -234,8 +242,26 @@ class ActionSession {
   /** The child never became ready: release everything without a result. */
   abandon(): void {
     this.ended = true;
+    this.onFinish?.();
     this.child.kill("failed to start");
   }
+
+  /** Called when the action ended, whichever way (cleanup hook for the caller). */
+  onFinish: (() => void) | null = null;
+
+  /** The caller's AbortSignal fired: stop the action now. */
+  cancel(): void {
+    if (this.ended) return;
+    if (!this.started_) {
+      // Still waiting for the child to start: nothing ran; don't wait for it.
+      this.finish(failed(this.started, this.previous, { ...ABORTED }));
+      this.child.kill("aborted");
+      return;
+    }
+    this.child.kill("aborted");
+  }
+
+  private started_ = false;
 
   private onMessage(msg: ChildMessage): void {
     if (msg.id !== this.id) return; // stale message from an earlier action of a reused child
@@ -428,7 +454,9 @@ class ActionSession {
     if (this.ended) return;
     const reason = this.child.killedBy;
     let error: GuestError;
-    if (reason === "timeout") {
+    if (reason === "aborted") {
+      error = { ...ABORTED };
+    } else if (reason === "timeout") {
       error = {
         name: "TimeoutError",
         message: `The action did not finish within ${this.limits.timeoutMs} ms and was stopped (infinite loop or too much work?)`,
@@ -464,6 +492,7 @@ class ActionSession {
   private finish(result: ActionResult): void {
     if (this.ended) return;
     this.ended = true;
+    this.onFinish?.();
     if (this.timer) clearTimeout(this.timer);
     this.abort.abort(); // in-flight tool calls are told the action is over
     this.queue.length = 0;

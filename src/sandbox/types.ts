@@ -88,6 +88,11 @@ export interface RunActionRequest {
   snapshot?: VariablesSnapshot;
   /** Per-action limit overrides. */
   limits?: Partial<SandboxLimits>;
+  /**
+   * Cancels the action (e.g. the graph run was cancelled): its process is killed and the result
+   * reports an `AbortError`. Tool calls in flight see their own `ctx.signal` abort.
+   */
+  signal?: AbortSignal;
 }
 
 /** A pool of warm, locked-down child processes that run code actions. */

@@ -242,6 +242,36 @@ describe("concurrency", () => {
   });
 });
 
+describe("cancellation", () => {
+  it("an AbortSignal stops a running action at once and aborts its tool calls", async () => {
+    const controller = new AbortController();
+    let toolSignal: AbortSignal | undefined;
+    const hang: HostToolFn = (_args, ctx) => {
+      toolSignal = ctx.signal;
+      setTimeout(() => controller.abort(), 50);
+      return new Promise(() => {});
+    };
+    const t0 = performance.now();
+    const r = await sandbox.run({ code: "const before = 1;\nawait hang();", tools: { hang }, signal: controller.signal });
+    expect(performance.now() - t0).toBeLessThan(3_000);
+    expect(r.error).toEqual({ name: "AbortError", message: "The action was cancelled by the host", line: null });
+    expect(toolSignal?.aborted).toBe(true);
+    const next = await sandbox.run({ code: "final_answer('still works')", tools });
+    expect(next.finalAnswer).toBe("still works");
+  });
+
+  it("an already aborted signal returns without running anything", async () => {
+    const ran: unknown[] = [];
+    const r = await sandbox.run({
+      code: "await mark()",
+      tools: { mark: async () => ran.push(1) },
+      signal: AbortSignal.abort(),
+    });
+    expect(r.error?.name).toBe("AbortError");
+    expect(ran).toEqual([]);
+  });
+});
+
 describe("limits", () => {
   it("kills an infinite loop at the deadline, reports it and replaces the process", async () => {
     const t0 = performance.now();
