@@ -8,7 +8,7 @@
  */
 
 // Application
-export { ask, resume, replay, history, readResult, runConfigurable } from "./app/run.ts";
+export { ask, resume, replay, history, trace, readResult, runConfigurable } from "./app/run.ts";
 export type { AskOptions, RunOptions, ReplayOptions, CheckpointSummary } from "./app/run.ts";
 export type { AskResult, UsageReport, SourceReport } from "./app/result.ts";
 export {

@@ -266,16 +266,17 @@ export class RunProgress {
 
   /**
    * The tree as text lines. `spinner` is the current frame shown next to agents that are waiting
-   * on the model or running code. Finished sub-agents collapse to one line with their answer.
+   * on the model or running code. Finished sub-agents collapse to one line with their answer
+   * unless `expand` is set.
    */
-  render(spinner = "…", width = 110): string[] {
+  render(spinner = "…", width = 110, options: { expand?: boolean } = {}): string[] {
     const lines: string[] = [];
     const walk = (agent: AgentView, indent: string) => {
       const mark = agent.phase === "done" ? "✓" : agent.phase === "failed" ? "✗" : spinner;
       const head = `${indent}${mark} ${agent.name}: ${oneLine(agent.task, Math.max(20, width - indent.length - agent.name.length - 4))}`;
       lines.push(head);
       const inner = `${indent}  `;
-      if (agent.phase === "done" && agent.depth > 1) {
+      if (agent.phase === "done" && agent.depth > 1 && !options.expand) {
         lines.push(
           `${inner}→ ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 2))}`,
         );

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import type { CheckpointTuple } from "@langchain/langgraph";
 import type { UsageByAgent } from "../agent/usage.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.ts";
@@ -13,7 +14,7 @@ import {
   type AppConfig,
   type AppConfigOverrides,
 } from "./config.ts";
-import { displayTask, type StreamEvent } from "./progress.ts";
+import { displayTask, RunProgress, type StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { openSourceFor } from "./source.ts";
 
@@ -470,6 +471,81 @@ export async function history(
       );
     }
     return out;
+  } finally {
+    if (!options.persistence) persistence.close();
+  }
+}
+
+/**
+ * The full tree of a thread — the manager's steps with every sub-agent call nested under the
+ * action that made it — rebuilt from its checkpoints (current branch only), for finished, failed
+ * or crashed runs alike. Checkpoint ids are time-ordered across namespaces, so replaying the
+ * states in id order attaches each sub-agent run to the action that was running when it started.
+ */
+export async function trace(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence"> = {},
+): Promise<RunProgress> {
+  const config = loadAppConfig(options.config);
+  const persistence = options.persistence ?? openPersistence(config.home, { mustExist: true });
+  try {
+    requireThread(persistence, threadId);
+    const tuples: CheckpointTuple[] = [];
+    for await (const t of persistence.checkpointer.list({ configurable: { thread_id: threadId } }))
+      tuples.push(t);
+    const nsOf = (t: CheckpointTuple) => String(t.config.configurable?.checkpoint_ns ?? "");
+    const idOf = (t: CheckpointTuple) => String(t.config.configurable?.checkpoint_id ?? "");
+    // The current branch of the root: from the newest root checkpoint back through its parents.
+    const roots = new Map(tuples.filter((t) => nsOf(t) === "").map((t) => [idOf(t), t]));
+    const branch = new Set<string>();
+    let cursor = tuples.find((t) => nsOf(t) === "");
+    while (cursor && !branch.has(idOf(cursor))) {
+      branch.add(idOf(cursor));
+      const parent = cursor.parentConfig?.configurable?.checkpoint_id as string | undefined;
+      cursor = parent ? roots.get(parent) : undefined;
+    }
+    // Sub-agent runs belong to the branch when the root task that started them ran on it.
+    const branchTasks = new Set<string>();
+    for (const id of branch)
+      for (const [taskId] of roots.get(id)?.pendingWrites ?? []) branchTasks.add(taskId);
+    const inBranch = (t: CheckpointTuple) => {
+      const ns = nsOf(t);
+      if (!ns) return branch.has(idOf(t));
+      return branchTasks.has(ns.split("|")[0].split(":")[1] ?? "");
+    };
+    const ordered = tuples.filter(inBranch).sort((a, b) => idOf(a).localeCompare(idOf(b)));
+
+    const progress = new RunProgress();
+    const seen = new Map<string, { steps: number; pending: number; done: boolean }>();
+    for (const t of ordered) {
+      const ns = nsOf(t);
+      const path = ns ? ns.split("|") : [];
+      const values = (t.checkpoint.channel_values ?? {}) as Record<string, any>;
+      let state = seen.get(ns);
+      if (!state) {
+        const task = ns ? values.task : (values.question ?? values.task);
+        if (typeof task !== "string" || !task) continue; // input checkpoint: nothing to show yet
+        progress.apply([path, "tasks", { id: ns, name: "plan", input: { task } }]);
+        state = { steps: 0, pending: 0, done: false };
+        seen.set(ns, state);
+      }
+      const done = typeof values.stepCount === "number" ? values.stepCount : 0;
+      const pending = values.pending;
+      if (pending && pending.step > done && pending.step !== state.pending) {
+        state.pending = pending.step;
+        progress.apply([path, "updates", { plan: { pending } }]);
+      }
+      const steps = Array.isArray(values.steps) ? values.steps : [];
+      const finished = typeof values.status === "string" && values.status !== "running";
+      if (steps.length > state.steps || (finished && !state.done)) {
+        const update: Record<string, unknown> = { steps: steps.slice(state.steps) };
+        if (finished) Object.assign(update, { status: values.status, answer: values.answer });
+        state.steps = steps.length;
+        state.done = finished;
+        progress.apply([path, "updates", { observe: update }]);
+      }
+    }
+    return progress;
   } finally {
     if (!options.persistence) persistence.close();
   }

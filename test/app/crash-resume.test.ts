@@ -9,6 +9,7 @@ import {
   DEMO_SUBTASKS,
   towersRules,
 } from "../../src/app/demo-trajectories.ts";
+import { trace } from "../../src/app/run.ts";
 import { createManagerGraph } from "../../src/graphs/manager.ts";
 import { openPersistence } from "../../src/persistence/index.ts";
 import {
@@ -128,6 +129,12 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
         status: "done",
         question: DEMO_QUESTIONS.towers,
       });
+      // The tree rebuilt from the checkpoints holds both calls: the one finished before the kill
+      // and the one re-run after it.
+      const tree = await trace("crash-1", { persistence: p });
+      const answers = tree.root!.steps[0].children.map((c) => c.answer ?? "");
+      expect(answers.some((a) => a.includes("1889"))).toBe(true);
+      expect(answers.some((a) => a.includes("began in 1930"))).toBe(true);
     } finally {
       p.close();
     }

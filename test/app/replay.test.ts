@@ -4,8 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/app/demo.ts";
-import { DEMO_ANSWERS, DEMO_QUESTIONS, towersRules } from "../../src/app/demo-trajectories.ts";
-import { ask, history, replay, resume, type CheckpointSummary } from "../../src/app/run.ts";
+import {
+  DEMO_ANSWERS,
+  DEMO_QUESTIONS,
+  DEMO_SUBTASKS,
+  towersRules,
+} from "../../src/app/demo-trajectories.ts";
+import { ask, history, replay, resume, trace, type CheckpointSummary } from "../../src/app/run.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
 import {
   ScriptedOpenAIServer,
@@ -127,6 +132,27 @@ describe("history and replay (time travel)", () => {
     expect((orig.values as any).answer).toBe(DEMO_ANSWERS.towers);
     const fork = (await history("t", { persistence }))[0];
     expect(fork.summary).toBe("answer: edited: 41");
+  });
+
+  it("rebuilds the current branch's full tree from the checkpoints (trace / codehop show)", async () => {
+    const tree = await trace("t", { persistence });
+    const root = tree.root!;
+    expect(root.answer).toBe("edited: 41"); // the newest branch
+    expect(root.steps.map((s) => s.step)).toEqual([1, 2]);
+    const [eiffel, empire] = root.steps[0].children;
+    expect([eiffel.name, eiffel.task, eiffel.answer]).toEqual([
+      "wikipedia_search",
+      DEMO_SUBTASKS.eiffel,
+      expect.stringContaining("1889"),
+    ]);
+    expect(empire.answer).toContain("1930");
+    // search_info ran the page agent inside the Empire State Building search, at its step 2.
+    const page = empire.steps.find((s) => s.step === 2)!.children[0];
+    expect(page.name).toBe("page_search");
+    expect(page.steps).toHaveLength(2);
+    expect(tree.render("…", 120, { expand: true }).join("\n")).toContain(
+      "✓ page_search: Retrieve information",
+    );
   });
 
   it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {

@@ -1,0 +1,24 @@
+import { Command } from "commander";
+import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
+
+/** `codehop show <thread>`: the whole run as a tree (manager steps with nested sub-agent runs). */
+export default function showCommand(): Command {
+  return new Command("show")
+    .description(
+      "print a thread's run as a tree: manager steps with every sub-agent call nested, from its checkpoints",
+    )
+    .argument("<thread>", "thread id (see `codehop threads`)")
+    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+    .option("--width <n>", "line width", String(Math.max(60, (process.stdout.columns ?? 120) - 2)))
+    .option("--json", "print the tree as JSON")
+    .action(async (threadId: string, flags: RunFlags & { width: string }) => {
+      const { trace } = await import("../../app/run.ts");
+      const progress = await trace(threadId, { config: configFromFlags(flags) });
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(progress.root ?? null)}\n`);
+        return;
+      }
+      const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
+      process.stdout.write(`${progress.render("…", width, { expand: true }).join("\n")}\n`);
+    });
+}
