@@ -90,6 +90,7 @@ export function printResult(result: AskResult, flags: RunFlags): void {
         .join(", "),
     `Thread: ${result.thread_id} (status ${result.status}, ${result.steps} manager steps, ${(result.duration_ms / 1000).toFixed(1)} s)`,
     `Checkpoints: ${result.checkpoint_db}`,
+    `  codehop show ${result.thread_id}               # the whole run as a tree`,
     `  codehop history ${result.thread_id}            # list checkpoints`,
     `  codehop replay ${result.thread_id} --checkpoint <id>   # re-run / fork from one`,
     "",
