@@ -107,7 +107,7 @@ export default function demoCommand(): Command {
                 `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
                 "  codehop threads                                   # the demo threads",
                 "  codehop show <thread>                             # a whole run as a tree",
-              "  codehop history <thread>                          # their checkpoints",
+                "  codehop history <thread>                          # their checkpoints",
                 "  codehop history <thread> --checkpoint <id>        # the state at one step",
                 "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
                 "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
