@@ -84,6 +84,7 @@ export function htmlReport(
   details.q > summary { cursor: pointer; padding: 6px 10px; display: grid; grid-template-columns: 90px 70px 1fr 1fr 60px 90px; gap: 8px; align-items: center; }
   details.q > summary span { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   details.q .body { padding: 4px 14px 12px; border-top: 1px solid var(--line); }
+  button { margin: 8px 0; padding: 4px 12px; }
   .ok { color: var(--ok); font-weight: 600; } .bad { color: var(--bad); font-weight: 600; }
   pre { white-space: pre-wrap; word-break: break-word; background: #f2f4f7; padding: 8px; border-radius: 4px; margin: 4px 0; max-height: 360px; overflow: auto; }
   .role { font-weight: 600; font-size: 12px; text-transform: uppercase; color: var(--muted); }
@@ -182,10 +183,11 @@ export function htmlReport(
   const fs = document.getElementById("f-system");
   for (const s of R.systems) fs.append(el("option", { value: s.system }, s.system));
   const box = document.getElementById("questions");
-  const items = R.results.map((r) => {
-    const status = r.error ? el("span", { class: "bad" }, "error") : r.em ? el("span", { class: "ok" }, "EM 1") : el("span", { class: "bad" }, r.coverEm ? "cover" : "EM 0");
-    const sum = el("summary", {}, el("span", {}, r.questionId), el("span", {}, r.system), el("span", { title: r.question }, r.question),
-      el("span", { title: r.prediction }, "→ " + (r.prediction || "∅")), status, el("span", { class: "muted" }, (r.inputTokens + r.outputTokens) + " tok"));
+  // Rows are built when first shown and their drill-down when first opened, and at most PAGE
+  // matching rows are shown at a time, so a run of thousands of questions opens quickly.
+  const PAGE = 200;
+  let limit = PAGE;
+  const body = (r) => {
     const dl = el("dl", {});
     const row = (k, v) => { dl.append(el("dt", {}, k), el("dd", {}, v)); };
     row("question", r.question);
@@ -200,35 +202,54 @@ export function htmlReport(
     if (per) row("per agent", per);
     if (r.sources.length) row("sources", r.sources.join(" · "));
     if (r.error) row("error", el("span", { class: "bad" }, r.error));
-    const body = el("div", { class: "body" }, dl);
-    if (r.transcriptsOmitted) body.append(el("div", { class: "muted" }, "Transcripts left out of this page to keep it small: see trajectories/ and eval.db in the output directory."));
+    const b = el("div", { class: "body" }, dl);
+    if (r.transcriptsOmitted) b.append(el("div", { class: "muted" }, "Transcripts left out of this page to keep it small: see trajectories/ and eval.db in the output directory."));
     for (const t of r.transcripts) {
       const d = el("details", {}, el("summary", {}, "transcript: " + t.agent + " (" + t.messages.length + " messages)"));
       for (const m of t.messages) d.append(el("div", { class: "role" }, m.role), el("pre", {}, m.content));
-      body.append(d);
+      b.append(d);
     }
-    const q = el("details", { class: "q", id: r.threadId }, sum, body);
-    box.append(q);
-    return { r, q, text: (r.questionId + " " + r.question + " " + r.prediction + " " + r.answers.join(" ")).toLowerCase() };
-  });
-  const apply = () => {
+    return b;
+  };
+  const build = (it) => {
+    const r = it.r;
+    const status = r.error ? el("span", { class: "bad" }, "error") : r.em ? el("span", { class: "ok" }, "EM 1") : el("span", { class: "bad" }, r.coverEm ? "cover" : "EM 0");
+    const sum = el("summary", {}, el("span", {}, r.questionId), el("span", {}, r.system), el("span", { title: r.question }, r.question),
+      el("span", { title: r.prediction }, "→ " + (r.prediction || "∅")), status, el("span", { class: "muted" }, (r.inputTokens + r.outputTokens) + " tok"));
+    const q = el("details", { class: "q", id: r.threadId }, sum);
+    q.addEventListener("toggle", () => { if (q.open && q.childNodes.length === 1) q.append(body(r)); });
+    return q;
+  };
+  const items = R.results.map((r) => ({ r, q: null, text: (r.questionId + " " + r.question + " " + r.prediction + " " + r.answers.join(" ")).toLowerCase() }));
+  const more = el("button", { type: "button" }, "show more");
+  more.addEventListener("click", () => { limit += PAGE; apply(); });
+  const apply = (pinned) => {
     const sys = fs.value, out = document.getElementById("f-outcome").value, text = document.getElementById("f-text").value.toLowerCase();
     let n = 0;
+    box.replaceChildren();
     for (const it of items) {
       const r = it.r;
       const okOutcome = !out || (out === "error" ? !!r.error : out === "correct" ? r.em === 1 : !r.error && r.em !== 1);
-      const show = (!sys || r.system === sys) && okOutcome && (!text || it.text.includes(text));
-      it.q.style.display = show ? "" : "none";
-      if (show) n++;
+      const match = (!sys || r.system === sys) && okOutcome && (!text || it.text.includes(text));
+      if (!match && it !== pinned) continue;
+      n++;
+      if (n > limit && it !== pinned) continue;
+      it.q ??= build(it);
+      box.append(it.q);
     }
-    document.getElementById("f-count").textContent = n + " shown";
+    document.getElementById("f-count").textContent = n + " shown" + (n > limit ? " (first " + limit + " listed)" : "");
+    if (n > limit) box.append(more);
   };
-  for (const id of ["f-system", "f-outcome", "f-text"]) document.getElementById(id).addEventListener("input", apply);
+  for (const id of ["f-system", "f-outcome", "f-text"]) document.getElementById(id).addEventListener("input", () => { limit = PAGE; apply(); });
   apply();
   // report.html#<thread id> opens that question's drill-down
   const openHash = () => {
-    const t = document.getElementById(decodeURIComponent(location.hash.slice(1)));
-    if (t && t.classList.contains("q")) { t.style.display = ""; t.open = true; t.scrollIntoView(); }
+    const id = decodeURIComponent(location.hash.slice(1));
+    const it = items.find((x) => x.r.threadId === id);
+    if (!it) return;
+    apply(it);
+    it.q.open = true;
+    it.q.scrollIntoView();
   };
   window.addEventListener("hashchange", openHash);
   openHash();

@@ -61,4 +61,61 @@ describe.skipIf(!browser)("report.html in a headless browser", () => {
     );
     expect(dom).toContain("Skipped records");
   });
+  it("lists a large run page by page and still opens a #thread-id beyond the first page", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const { htmlReport } = await import("../../src/eval/html.ts");
+    const results = Array.from({ length: 450 }, (_, i) => ({
+      system: "direct" as const,
+      questionId: `q${i}`,
+      index: i,
+      question: `Question ${i}?`,
+      answers: ["a"],
+      prediction: "a",
+      em: 1,
+      f1: 1,
+      coverEm: 1,
+      modelCalls: 1,
+      inputTokens: 1,
+      outputTokens: 1,
+      cachedTokens: 0,
+      usage: {},
+      steps: 1,
+      wallMs: 1,
+      threadId: `run:direct:q${i}`,
+      sources: [],
+      finishedAt: "",
+    }));
+    const report: any = {
+      runId: "run",
+      generatedAt: "",
+      partial: false,
+      progress: { expected: 450, done: 450 },
+      dataset: { path: "d", format: "jsonl", questions: 450, bad: [] },
+      config: {},
+      systems: [],
+      results,
+    };
+    const file = join(mkdtempSync(join(tmpdir(), "codehop-eval-html-")), "big.html");
+    writeFileSync(
+      file,
+      htmlReport(report, () => []),
+    );
+    const dom = execFileSync(
+      browser!,
+      [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--virtual-time-budget=3000",
+        "--dump-dom",
+        `${pathToFileURL(file).href}#run%3Adirect%3Aq420`,
+      ],
+      { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] },
+    );
+    expect(dom).toContain("450 shown (first 200 listed)");
+    expect((dom.match(/<details class="q"/g) ?? []).length).toBe(201);
+    expect(dom).toContain('<details class="q" id="run:direct:q420" open');
+    expect(dom).toContain(">show more</button>");
+  });
 });
