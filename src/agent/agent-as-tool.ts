@@ -5,7 +5,7 @@ import { type CodeTool, defineTool } from "../tools/define-tool.ts";
 import { renderManagedTask } from "./prompts.ts";
 import type { CodeAgentPrompts } from "./prompts.ts";
 import type { AgentInputValue, Source } from "./state.ts";
-import type { UsageByAgent } from "./usage.ts";
+import { USAGE_SINK_KEY, type UsageByAgent, mergeUsage } from "./usage.ts";
 
 /** The parts of a code agent `agentAsTool` needs (a `CodeAgent` from createCodeAgent fits). */
 export interface AgentLike {
@@ -84,8 +84,17 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
           : renderManagedTask(agent.prompts, agent.name, input.task);
       const parent = (ctx.config ?? {}) as RunnableConfig;
       const signals = [ctx.signal, parent.signal].filter((s): s is AbortSignal => Boolean(s));
+      // Collects the child's usage as it is spent, for the case it fails instead of answering.
+      let spent: UsageByAgent = {};
+      const pinned = pinSubgraphNamespace(parent, ctx.callIndex);
       const config: RunnableConfig = {
-        ...pinSubgraphNamespace(parent, ctx.callIndex),
+        ...pinned,
+        configurable: {
+          ...pinned.configurable,
+          [USAGE_SINK_KEY]: (usage: UsageByAgent) => {
+            spent = mergeUsage(spent, usage);
+          },
+        },
         recursionLimit: agent.recursionLimit,
         ...(signals.length
           ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }
@@ -96,6 +105,7 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
         ctx.report?.({ usage: out.usage ?? {}, sources: out.sources ?? [] });
         return out.answer ?? null;
       } catch (err) {
+        if (Object.keys(spent).length) ctx.report?.({ usage: spent });
         if (CodehopError.isInstance(err)) throw err;
         throw new Error(
           `${options.name} failed: ${err instanceof Error ? err.message : String(err)}`,

@@ -52,3 +52,19 @@ export function usageFromMessage(message: Pick<AIMessage, "usage_metadata">): Us
     cachedInputTokens: m?.input_token_details?.cache_read ?? 0,
   };
 }
+
+/**
+ * Config key of the usage sink an agent-as-tool gives its sub-agent: every usage that enters the
+ * sub-agent's state (its model calls, its own sub-agents' reports) is also passed to the sink, so
+ * if the sub-agent fails instead of answering, the tokens it spent still reach the parent.
+ */
+export const USAGE_SINK_KEY = "__codehop_usage_sink";
+
+/** Passes usage to the run's usage sink, if the agent runs as a sub-agent. */
+export function reportUsage(
+  config: { configurable?: Record<string, any> } | undefined,
+  usage: UsageByAgent | undefined,
+): void {
+  const sink = config?.configurable?.[USAGE_SINK_KEY];
+  if (usage && typeof sink === "function") sink(usage);
+}

@@ -3,7 +3,7 @@ import { AGENT_ACTION_TIMEOUT_MS } from "../agent/config.ts";
 import type { CallJournal, CallKey, CallOutcome } from "../agent/journal.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate, Source, ToolCallRecord } from "../agent/state.ts";
-import { type UsageByAgent, mergeUsage } from "../agent/usage.ts";
+import { type UsageByAgent, mergeUsage, reportUsage } from "../agent/usage.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { HostToolFn } from "../sandbox/types.ts";
 import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-tool.ts";
@@ -91,6 +91,11 @@ export function makeActNode(rt: AgentRuntime) {
     let fatal: CodehopError | undefined;
     // Reports are applied in call order after the action, so concurrent calls give a stable order.
     const reportsByCall = new Map<number, readonly ToolReport[]>();
+    const keepReports = (callIndex: number, reports: readonly ToolReport[]) => {
+      reportsByCall.set(callIndex, reports);
+      // Also straight to the usage sink, so usage survives this action failing (sub-agent case).
+      for (const r of reports) reportUsage(config, r.usage);
+    };
 
     const host =
       (tool: CodeTool<any>): HostToolFn =>
@@ -142,7 +147,7 @@ export function makeActNode(rt: AgentRuntime) {
         };
         const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
         if (recorded) {
-          reportsByCall.set(callIndex, recorded.reports ?? []);
+          keepReports(callIndex, recorded.reports ?? []);
           record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
           if (recorded.ok) return recorded.value;
           throw new Error(recorded.error);
@@ -165,7 +170,7 @@ export function makeActNode(rt: AgentRuntime) {
             );
           }
         } catch (err) {
-          reportsByCall.set(callIndex, reports);
+          keepReports(callIndex, reports);
           if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
             fatal ??= err;
             throw err;
@@ -177,7 +182,7 @@ export function makeActNode(rt: AgentRuntime) {
             await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
           throw err;
         }
-        reportsByCall.set(callIndex, reports);
+        keepReports(callIndex, reports);
         record(args, true, undefined, false);
         if (journal)
           await journalOp(() =>

@@ -4,7 +4,7 @@ import { historyToMessages } from "../agent/history.ts";
 import { renderFinalAnswerPrompts, renderTaskMessage } from "../agent/prompts.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { usageFromMessage } from "../agent/usage.ts";
+import { reportUsage, usageFromMessage } from "../agent/usage.ts";
 import { callModel, messageText } from "../models/index.ts";
 
 /**
@@ -45,6 +45,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     });
     const text = messageText(reply);
     const usage = usageFromMessage(reply);
+    reportUsage(config, { [rt.name]: usage });
     const answer = cleanFinalAnswer(text);
     return {
       answer,

@@ -5,7 +5,7 @@ import { renderSystemPrompt, renderTaskMessage } from "../agent/prompts.ts";
 import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { usageFromMessage } from "../agent/usage.ts";
+import { reportUsage, usageFromMessage } from "../agent/usage.ts";
 import { callModel, messageText } from "../models/index.ts";
 
 /**
@@ -37,6 +37,7 @@ export function makePlanNode(rt: AgentRuntime) {
     const text = messageText(reply);
     const parsed = parseAction(text);
     const usage = usageFromMessage(reply);
+    reportUsage(config, { [rt.name]: usage });
     const step = state.stepCount + 1;
     // The model sees its own past action closed with <end_action>, as the format asks, so it keeps
     // closing its actions even though the server cut the marker off.

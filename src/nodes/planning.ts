@@ -4,7 +4,7 @@ import { renderPlanningPrompt, renderTaskMessage } from "../agent/prompts.ts";
 import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { usageFromMessage } from "../agent/usage.ts";
+import { reportUsage, usageFromMessage } from "../agent/usage.ts";
 import { callModel, messageText } from "../models/index.ts";
 
 /** Stop sequence closing a plan. */
@@ -40,6 +40,7 @@ export function makePlanningNode(rt: AgentRuntime) {
     });
     const text = messageText(reply).replace(END_PLAN, "").trim();
     const usage = usageFromMessage(reply);
+    reportUsage(config, { [rt.name]: usage });
     const step = state.stepCount + 1;
     const update: AgentUpdate = {
       currentPlan: text,

@@ -344,6 +344,43 @@ describe("a single agent on the real sandbox", () => {
     expect((await strict.invoke({ task: "sleep" })).steps[0].observation).toMatch(/TimeoutError/);
   });
 
+  it("still counts the tokens of a sub-agent that fails after spending some", async () => {
+    let factoryCalls = 0;
+    const child = createCodeAgent({
+      name: "spender",
+      description: "d",
+      sandbox,
+      // plan, act and observe of step 1 build the tools; plan of step 2 fails.
+      tools: () => {
+        if (++factoryCalls > 3) throw new Error("tool backend went away");
+        return [];
+      },
+      model: new ScriptedChatModel([action("console.log(1)")]),
+    });
+    const parent = createCodeAgent({
+      name: "payer",
+      description: "d",
+      sandbox,
+      tools: [
+        child.asTool({
+          name: "spender_agent",
+          description: "d",
+          parameters: z.object({ task: z.string() }),
+          toInput: (a) => a,
+        }),
+      ],
+      model: new ScriptedChatModel([
+        action('console.log(await spender_agent("x"))'),
+        action("final_answer('ok')"),
+      ]),
+    });
+    const out = await parent.invoke({ task: "spend" });
+    expect(out.steps[0].observation).toMatch(/spender_agent failed: tool backend went away/);
+    expect(out.usage.spender.calls).toBe(1);
+    expect(out.usage.spender.inputTokens).toBeGreaterThan(0);
+    expect(out.usage.payer.calls).toBe(2);
+  });
+
   it("binds tools to the run's context with a tools factory", async () => {
     const agent = createCodeAgent({
       name: "bound",
