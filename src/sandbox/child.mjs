@@ -12,8 +12,28 @@
 import { createRequire } from "node:module";
 import { writeSync } from "node:fs";
 import { types as utilTypes } from "node:util";
+import { Worker } from "node:worker_threads";
 
 const sesPath = process.argv[2];
+
+// Orphan watchdog: if the host dies without closing us (SIGKILL, crash) while guest code spins,
+// nobody would ever kill this process. A worker thread keeps running while the main thread is
+// busy; it kills the whole process once the parent is gone (we get re-parented).
+const hostPid = process.ppid;
+const watchdog = new Worker(
+  `const { workerData } = require("node:worker_threads");
+   setInterval(() => { if (process.ppid !== workerData.hostPid) process.kill(process.pid, "SIGKILL"); }, 500);`,
+  {
+    eval: true,
+    workerData: { hostPid },
+    env: {},
+    // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
+    // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
+    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 4, stackSizeMb: 1 },
+  },
+);
+watchdog.unref();
+
 createRequire(import.meta.url)(sesPath);
 
 // Captured before lockdown / before any guest code.

@@ -54,7 +54,7 @@ export interface SandboxOptions {
   poolSize?: number;
   /** What guest code may use beyond plain ECMAScript (see {@link SandboxCapabilities}). */
   capabilities?: Partial<SandboxCapabilities>;
-  /** OS address-space limit per child in MB (prlimit; default 1536; null disables). */
+  /** OS address-space limit per child in MB (prlimit; default 1280; null disables). */
   maxAddressSpaceMb?: number | null;
 }
 

@@ -22,10 +22,11 @@ export const DEFAULT_MAX_VALUE_BYTES = 1_000_000;
 export const DEFAULT_MAX_VALUE_DEPTH = 64;
 /**
  * OS address-space limit per child (RLIMIT_AS via prlimit), MB. Catches what the V8 heap limit
- * does not: ArrayBuffers and other off-heap allocations. Node itself needs ~1 GB of address space
- * to start, so this is heap + headroom, not physical memory.
+ * does not: ArrayBuffers and other off-heap allocations. An idle child already maps ~700 MB of
+ * address space (V8 reservations; with MALLOC_ARENA_MAX=1), so this is heap + headroom, not
+ * physical memory: with the default heap, roughly 300-550 MB remain for off-heap buffers.
  */
-export const DEFAULT_MAX_ADDRESS_SPACE_MB = 1_536;
+export const DEFAULT_MAX_ADDRESS_SPACE_MB = 1_280;
 /** Time a child may keep running after its action ended (code after final_answer) before it is replaced. */
 export const IDLE_GRACE_MS = 250;
 /** Guest source code size accepted per action, characters. */

@@ -70,6 +70,7 @@ export class SandboxChild {
       PERMISSION_FLAG,
       `--allow-fs-read=${CHILD_ENTRY}`,
       `--allow-fs-read=${SES_PATH}`,
+      "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
       "--disable-warning=ExperimentalWarning",
       CHILD_ENTRY,
       SES_PATH,
@@ -80,7 +81,9 @@ export class SandboxChild {
         : [process.execPath, nodeArgs];
     this.proc = spawn(cmd, args, {
       // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
-      env: {},
+      // One malloc arena: per-thread arenas reserve 64 MB of address space each, which would
+      // count against RLIMIT_AS without being usable by the guest.
+      env: { MALLOC_ARENA_MAX: "1" },
       stdio: ["pipe", "ignore", "pipe", "pipe"],
       detached: false,
     });

@@ -10,6 +10,7 @@ describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
   it("a child that cannot start rejects `ready` with SANDBOX_INTERNAL", async () => {
     const child = new SandboxChild(broken);
     const err = await child.ready.catch((e: unknown) => e);
+    child.kill("test");
     expect(CodehopError.isInstance(err)).toBe(true);
     expect((err as CodehopError).code).toBe("CODEHOP_SANDBOX_INTERNAL");
     expect((err as Error).message).toMatch(/failed to start/);
@@ -17,34 +18,84 @@ describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
 
   it("the pool does not respawn a child that never started (no tight respawn loop)", async () => {
     const pool = new ChildPool(broken, 2);
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(pool.size).toBe(0);
-    await pool.close();
+    try {
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(pool.size).toBe(0);
+    } finally {
+      await pool.close();
+    }
   });
 });
 
 describe("reuse", () => {
   it("sequential acquires reuse one warm process", async () => {
     const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
-    const a = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
-    await a.ready;
-    pool.release(a);
-    const b = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
-    expect(b).toBe(a);
-    pool.release(b);
-    expect(pool.size).toBe(1);
-    await pool.close();
+    try {
+      const a = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
+      await a.ready;
+      pool.release(a);
+      const b = await pool.acquire({ heapMb: 128, addressSpaceMb: null });
+      expect(b).toBe(a);
+      pool.release(b);
+      expect(pool.size).toBe(1);
+    } finally {
+      await pool.close();
+    }
     expect(pool.size).toBe(0);
   });
 
   it("a different heap limit gets its own process, retired after use", async () => {
     const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
-    const other = await pool.acquire({ heapMb: 64, addressSpaceMb: null });
-    await other.ready;
-    expect(pool.size).toBe(2);
-    pool.release(other);
-    await other.exited;
-    expect(pool.size).toBe(1);
-    await pool.close();
+    try {
+      const other = await pool.acquire({ heapMb: 64, addressSpaceMb: null });
+      await other.ready;
+      expect(pool.size).toBe(2);
+      pool.release(other);
+      await other.exited;
+      expect(pool.size).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe("orphans", () => {
+  it("a child whose host died kills itself even while guest code spins", async () => {
+    // A host process that starts an endless action and is then SIGKILLed (no close(), no EOF read).
+    const { spawn } = await import("node:child_process");
+    const { join } = await import("node:path");
+    const root = join(import.meta.dirname, "../..");
+    const host = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        `import { createSandbox } from ${JSON.stringify(join(root, "src/sandbox/index.ts"))};
+         const sb = createSandbox({ poolSize: 1 });
+         void sb.run({ code: "while (true) {}", tools: {} });`,
+      ],
+      { cwd: root, stdio: ["ignore", "pipe", "inherit"] },
+    );
+    // Find the spinning child: the host's only child process.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const { execSync } = await import("node:child_process");
+    const childPid = Number(execSync(`ps -o pid= --ppid ${host.pid}`).toString().trim().split(/\s+/)[0]);
+    expect(childPid).toBeGreaterThan(0);
+    host.kill("SIGKILL");
+    const alive = () => {
+      try {
+        process.kill(childPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const t0 = performance.now();
+    while (alive() && performance.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 100));
+    const survived = alive();
+    if (survived) process.kill(childPid, "SIGKILL"); // don't leave a spinning orphan behind a failure
+    expect(survived).toBe(false);
   });
 });
