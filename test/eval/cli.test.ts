@@ -17,7 +17,7 @@ const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-cli-"));
 let server: ScriptedOpenAIServer;
 
 beforeAll(async () => {
-  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(directRules(400)) });
+  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(directRules(1200)) });
 });
 afterAll(async () => server.close());
 

@@ -190,16 +190,22 @@ describe("failures", () => {
 
   it("Ctrl-C (abort) keeps finished questions, writes a partial report, and the rerun completes it", async () => {
     const slow = await ScriptedOpenAIServer.start({
-      responder: trajectoryResponder(directRules(300)),
+      responder: trajectoryResponder(directRules(1000)),
     });
     try {
       const out = join(tmp, "abort");
       const env = scriptedEnv(slow.baseURL);
       const ac = new AbortController();
       const lines: string[] = [];
-      const started = Date.now();
-      // concurrency 1: q1 finishes at ~300 ms, q2 is in flight when we abort at ~450 ms
-      setTimeout(() => ac.abort(), 450);
+      // concurrency 1: abort as soon as q2's request arrives (q1 is then stored, q2 in flight)
+      let abortedAt = 0;
+      const timer = setInterval(() => {
+        if (slow.requests.length >= 2) {
+          clearInterval(timer);
+          abortedAt = Date.now();
+          ac.abort();
+        }
+      }, 5);
       const res = await runEval({
         dataset: join(FIX, "plain.jsonl"),
         systems: ["direct"],
@@ -209,7 +215,10 @@ describe("failures", () => {
         signal: ac.signal,
         log: (l) => lines.push(l),
       });
-      expect(Date.now() - started).toBeLessThan(1500); // the in-flight call was cancelled, not awaited
+      clearInterval(timer);
+      // the in-flight call (1,000 ms) was cancelled, not awaited
+      expect(abortedAt).toBeGreaterThan(0);
+      expect(Date.now() - abortedAt).toBeLessThan(800);
       expect(res.interrupted).toBe(true);
       expect(res.report.partial).toBe(true);
       expect(res.report.progress).toEqual({ expected: 3, done: 1 });
