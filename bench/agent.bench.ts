@@ -166,15 +166,15 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
     },
   });
   const replies = trajectory();
-  const measure = async (policy: "condensed" | "full") => {
+  const measure = async (policy: "condensed" | "full", promptDir = "page_search") => {
     // Replies in order, one per model call (the trajectory is the same under both policies).
     let calls = 0;
     const counting = new ScriptedChatModel([() => replies[Math.min(calls++, replies.length - 1)]]);
     // The page agent's real prompt folder (falls back to prompts/code_agent/ file by file).
     const agent = createCodeAgent({
-      name: `history_${policy}`,
+      name: `history_${policy}_${promptDir}`,
       description: "reads a page",
-      prompts: "page_search",
+      prompts: promptDir,
       sandbox,
       tools: [retrieve],
       model: counting,
@@ -213,6 +213,8 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
   };
   const condensed = await measure("condensed");
   const full = await measure("full");
+  // The same trajectory under the manager's longer system prompt: the prefix share grows with it.
+  const condensedManager = await measure("condensed", "manager");
   const ratio = condensed.historyTokens / full.historyTokens;
   return {
     title: "Code agent: history tokens, condensed vs full",
@@ -233,6 +235,14 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
         condensed.systemTokens,
         `${fmt(condensed.prefix * 100, 1)}%`,
         `${fmt(condensed.minPrefix * 100, 1)}%`,
+      ],
+      [
+        "condensed, manager prompt",
+        condensedManager.calls,
+        condensedManager.historyTokens,
+        condensedManager.systemTokens,
+        `${fmt(condensedManager.prefix * 100, 1)}%`,
+        `${fmt(condensedManager.minPrefix * 100, 1)}%`,
       ],
       [
         "full",
