@@ -16,23 +16,7 @@ import { Worker } from "node:worker_threads";
 
 const sesPath = process.argv[2];
 
-// Orphan watchdog: if the host dies without closing us (SIGKILL, crash) while guest code spins,
-// nobody would ever kill this process. A worker thread keeps running while the main thread is
-// busy; it kills the whole process once the parent is gone (we get re-parented).
-const hostPid = process.ppid;
-const watchdog = new Worker(
-  `const { workerData } = require("node:worker_threads");
-   setInterval(() => { if (process.ppid !== workerData.hostPid) process.kill(process.pid, "SIGKILL"); }, 500);`,
-  {
-    eval: true,
-    workerData: { hostPid },
-    env: {},
-    // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
-    // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
-    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 4, stackSizeMb: 1 },
-  },
-);
-watchdog.unref();
+
 
 createRequire(import.meta.url)(sesPath);
 
@@ -851,6 +835,27 @@ function finish(act, outcome, reusable = true) {
   if (reusable) setImmediate(() => send({ t: "idle", id: act.id }));
 }
 
+// Orphan watchdog: if the host dies without closing us (SIGKILL, crash) while guest code spins,
+// nobody would ever kill this process. A worker thread keeps running while the main thread is
+// busy; it kills the whole process once the parent is gone (we get re-parented). Started right
+// after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
+function startWatchdog() {
+  const hostPid = process.ppid;
+  const watchdog = new Worker(
+    `const { workerData } = require("node:worker_threads");
+     setInterval(() => { if (process.ppid !== workerData.hostPid) process.kill(process.pid, "SIGKILL"); }, 500);`,
+    {
+      eval: true,
+      workerData: { hostPid },
+      env: {},
+      // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
+      // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
+      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 4, stackSizeMb: 1 },
+    },
+  );
+  watchdog.unref();
+}
+
 // Warm-up before reporting ready: the first Compartment, evaluation and stack capture each cost
 // tens of milliseconds once per process; pay that here rather than in the first action.
 try {
@@ -862,7 +867,9 @@ try {
     formatValue({ a: [1, "x"] }, 100);
     toJson({ a: [1, "x"] }, 1000, 10, "warmup");
     send({ t: "ready" });
+    startWatchdog();
   });
 } catch {
   send({ t: "ready" });
+  startWatchdog();
 }
