@@ -188,6 +188,8 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       c.messages.map((m) => `<${m.getType()}>${text(m)}`).join("\n"),
     );
     const systemChars = text(counting.calls[0].messages[0]).length;
+    const lastCall = counting.calls[counting.calls.length - 1];
+    const lastHistoryTokens = Math.ceil(lastCall.messages.slice(1).map(text).join("\n").length / 4);
     const historyTokens = counting.calls.reduce(
       (acc, c) => acc + Math.ceil(c.messages.slice(1).map(text).join("\n").length / 4),
       0,
@@ -206,6 +208,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       actionChars: mean(actions.map((st: { modelOutput: string }) => st.modelOutput.length)),
       observationChars: mean(actions.map((st: { observation: string }) => st.observation.length)),
       historyTokens,
+      lastHistoryTokens,
       systemTokens: Math.ceil(systemChars / 4),
       prefix: shares.reduce((a, b) => a + b, 0) / shares.length,
       minPrefix: Math.min(...shares),
@@ -216,6 +219,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
   // The same trajectory under the manager's longer system prompt: the prefix share grows with it.
   const condensedManager = await measure("condensed", "manager");
   const ratio = condensed.historyTokens / full.historyTokens;
+  const lastRatio = condensed.lastHistoryTokens / full.lastHistoryTokens;
   return {
     title: "Code agent: history tokens, condensed vs full",
     description: `A scripted 10-step page-reading trajectory (two failing actions that get fixed, then a final answer; actions average ${fmt(condensed.actionChars, 0)} characters, observations ${fmt(condensed.observationChars, 0)}) run under both history policies with the page_search prompt. History tokens = prompt minus the fixed system prompt (≈ 4 characters per token), summed over the 10 model calls. Prefix share = how much of each prompt is a prefix of the previous step's prompt (what a prefix-caching server reuses), mean and minimum over steps 2–10. Condensed keeps every observation, so its saving is the dropped actions and resolved errors; its prompts diverge from the previous one where the previous action was (about two observations plus one action are new each step).`,
@@ -223,6 +227,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
       "policy",
       "model calls",
       "history tokens (sum)",
+      "history tokens (last call)",
       "system prompt tokens (per call)",
       "prefix share mean",
       "prefix share min",
@@ -232,6 +237,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
         "condensed",
         condensed.calls,
         condensed.historyTokens,
+        condensed.lastHistoryTokens,
         condensed.systemTokens,
         `${fmt(condensed.prefix * 100, 1)}%`,
         `${fmt(condensed.minPrefix * 100, 1)}%`,
@@ -240,6 +246,7 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
         "condensed, manager prompt",
         condensedManager.calls,
         condensedManager.historyTokens,
+        condensedManager.lastHistoryTokens,
         condensedManager.systemTokens,
         `${fmt(condensedManager.prefix * 100, 1)}%`,
         `${fmt(condensedManager.minPrefix * 100, 1)}%`,
@@ -248,13 +255,14 @@ async function history(sandbox: ReturnType<typeof createSandbox>): Promise<Bench
         "full",
         full.calls,
         full.historyTokens,
+        full.lastHistoryTokens,
         full.systemTokens,
         `${fmt(full.prefix * 100, 1)}%`,
         `${fmt(full.minPrefix * 100, 1)}%`,
       ],
     ],
     verdicts: [
-      `condensed history tokens <= 50% of full: ${ratio <= 0.5 ? "MET" : "NOT MET"} (${fmt(ratio * 100, 1)}%)`,
+      `condensed history tokens <= 50% of full: ${ratio <= 0.5 ? "MET" : "NOT MET"} (${fmt(ratio * 100, 1)}% summed over the 10 calls; ${fmt(lastRatio * 100, 1)}% at the last call)`,
       `condensed prefix share >= 90%: ${condensed.prefix >= 0.9 ? "MET" : "NOT MET"} (${fmt(condensed.prefix * 100, 1)}% mean)`,
     ],
   };
