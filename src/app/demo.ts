@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ingestDocuments } from "../store/index.ts";
@@ -22,9 +23,14 @@ export const DEMO_CORPUS_JSONL = resolve(
  */
 export async function ensureDemoCorpus(home: string): Promise<string> {
   const dbPath = join(resolve(home), "demo-corpus.db");
-  if (existsSync(dbPath)) return dbPath;
+  const text = readFileSync(DEMO_CORPUS_JSONL, "utf8");
+  // Rebuilt when data/demo-corpus.jsonl changes (its hash is kept next to the DB).
+  const hash = createHash("sha256").update(text).digest("hex");
+  const hashFile = `${dbPath}.sha256`;
+  if (existsSync(dbPath) && existsSync(hashFile) && readFileSync(hashFile, "utf8").trim() === hash)
+    return dbPath;
   mkdirSync(dirname(dbPath), { recursive: true });
-  const docs: IngestDocument[] = readFileSync(DEMO_CORPUS_JSONL, "utf8")
+  const docs: IngestDocument[] = text
     .split("\n")
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as IngestDocument);
@@ -33,8 +39,10 @@ export async function ensureDemoCorpus(home: string): Promise<string> {
   await ingestDocuments(tmp, docs);
   // ingestDocuments closes its connection, which checkpoints the WAL; move any leftovers along.
   for (const suffix of ["-wal", "-shm", ""]) {
+    rmSync(`${dbPath}${suffix}`, { force: true });
     if (existsSync(`${tmp}${suffix}`)) renameSync(`${tmp}${suffix}`, `${dbPath}${suffix}`);
   }
+  writeFileSync(hashFile, `${hash}\n`);
   return dbPath;
 }
 

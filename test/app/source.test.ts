@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,5 +19,17 @@ describe("knowledge source of a run", () => {
     const hits = await a.search("birch plywood density");
     expect(hits.map((h) => h.title)).toContain("Birch plywood");
     await a.close();
+  });
+
+  it("builds the demo corpus once and rebuilds it when data/demo-corpus.jsonl changes", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-demo-corpus-"));
+    const db = await ensureDemoCorpus(home);
+    const built = statSync(db).mtimeMs;
+    expect(await ensureDemoCorpus(home)).toBe(db);
+    expect(statSync(db).mtimeMs).toBe(built);
+    writeFileSync(`${db}.sha256`, "stale\n"); // as if the JSONL had changed since
+    await ensureDemoCorpus(home);
+    expect(readFileSync(`${db}.sha256`, "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
+    expect(statSync(db).mtimeMs).toBeGreaterThanOrEqual(built);
   });
 });
