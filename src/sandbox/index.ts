@@ -16,7 +16,7 @@ import {
   resolveLimits,
   type SandboxCapabilities,
 } from "./limits.ts";
-import { ChildPool, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
+import { ChildPool, DEFAULT_MAX_IDLE, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
 import { sanitizeErrorMessage } from "./sanitize.ts";
 import { buildAction, isBindableName, type BuiltAction } from "./transform.ts";
 import type {
@@ -50,8 +50,13 @@ export { HAS_OS_MEMORY_LIMIT } from "./pool.ts";
 export interface SandboxOptions {
   /** Limits for every action (per-action overrides go in `run({ limits })`). */
   limits?: Partial<SandboxLimits>;
-  /** Idle child processes kept warm (default 1). More are spawned on demand for concurrent actions. */
+  /** Idle child processes started ahead of time (default 1). More are spawned on demand for concurrent actions. */
   poolSize?: number;
+  /**
+   * Idle children kept after use (default max(poolSize, 4)): a nested agent run needs one process
+   * per in-flight action, and keeping them makes its next step start warm. Each costs ~50 MB RSS.
+   */
+  maxIdle?: number;
   /** What guest code may use beyond plain ECMAScript (see {@link SandboxCapabilities}). */
   capabilities?: Partial<SandboxCapabilities>;
   /** OS address-space limit per child in MB (prlimit; default 1280; null disables). */
@@ -100,7 +105,11 @@ export function createSandbox(options: SandboxOptions = {}): CodeSandbox & { rea
     // The address-space limit must leave room for the heap itself.
     addressSpaceMb: addressSpaceMb === null || !HAS_OS_MEMORY_LIMIT ? null : Math.max(addressSpaceMb, limits.maxHeapMb + 1024),
   });
-  const pool = new ChildPool(specFor(baseLimits), poolSize);
+  const maxIdle = options.maxIdle ?? Math.max(poolSize, DEFAULT_MAX_IDLE);
+  if (!Number.isInteger(maxIdle) || maxIdle < poolSize || maxIdle > 256) {
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `maxIdle must be an integer between poolSize and 256, got ${String(maxIdle)}`);
+  }
+  const pool = new ChildPool(specFor(baseLimits), poolSize, maxIdle);
   let closed = false;
 
   return {

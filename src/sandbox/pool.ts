@@ -36,6 +36,9 @@ const REAP_CHECK_AFTER_MS = 1_000;
 /** A child that is not locked down and ready by then is killed (and run() rejects). */
 const CHILD_START_TIMEOUT_MS = 20_000;
 
+/** Idle children kept after use unless configured otherwise (see ChildPool). */
+export const DEFAULT_MAX_IDLE = 4;
+
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
 
@@ -199,9 +202,15 @@ export class ChildPool {
   private readonly finishing = new Map<SandboxChild, ((child: SandboxChild | null) => void) | null>();
   private closed = false;
 
+  /**
+   * @param warm idle children started ahead of time (and re-started after a kill)
+   * @param maxIdle idle children kept after use — more than `warm`, so the processes a nested
+   *   agent run needed are reused by its next step instead of being killed and spawned again
+   */
   constructor(
     private readonly defaultSpec: ChildSpec,
     private readonly warm: number,
+    private readonly maxIdle: number = Math.max(warm, DEFAULT_MAX_IDLE),
   ) {
     this.replenish();
   }
@@ -285,7 +294,7 @@ export class ChildPool {
     child.setRef(false);
     if (child.dead) return;
     const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
-    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.warm) this.idle.push(child);
+    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.maxIdle) this.idle.push(child);
     else child.kill("retired");
   }
 

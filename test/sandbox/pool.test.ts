@@ -44,6 +44,24 @@ describe("reuse", () => {
     expect(pool.size).toBe(0);
   });
 
+  it("processes used by concurrent actions are kept idle up to maxIdle, then retired", async () => {
+    const spec = { heapMb: 128, addressSpaceMb: null };
+    const pool = new ChildPool(spec, 1, 2);
+    try {
+      const children = await Promise.all([pool.acquire(spec), pool.acquire(spec), pool.acquire(spec)]);
+      expect(new Set(children).size).toBe(3); // never shared while busy
+      await Promise.all(children.map((c) => c.ready));
+      for (const c of children) pool.release(c);
+      await children[2].exited; // the third one is over maxIdle
+      expect(pool.size).toBe(2);
+      const again = await Promise.all([pool.acquire(spec), pool.acquire(spec)]);
+      expect(again.every((c) => children.includes(c))).toBe(true); // reused, not respawned
+      for (const c of again) pool.release(c);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("a different heap limit gets its own process, retired after use", async () => {
     const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
     try {
