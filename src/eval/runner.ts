@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
-import type { CodehopEnv } from "../config/env.ts";
+import { readEnv, type CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { openEvalSource, type EvalSourceInfo } from "./corpus.ts";
@@ -42,8 +42,8 @@ export interface RunEvalOptions {
   systems?: SystemName[];
   /** Output directory: results DB, checkpoints, corpus, reports. Reusing it resumes the run. */
   out: string;
-  /** Model and source configuration (from readEnv()). */
-  env: CodehopEnv;
+  /** Model and source configuration (default: `readEnv()`, i.e. the environment variables). */
+  env?: CodehopEnv;
   /** Run the LLM judge (default: when CODEHOP_JUDGE_MODEL is set). */
   judge?: boolean;
   /** Passages retrieved by the rag baseline (default 5). */
@@ -116,8 +116,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       `--concurrency must be a positive integer, got ${concurrency}`,
     );
   }
-  const settings = evalModelSettings(options.env);
-  const judge = (options.judge ?? !!options.env.judgeModel) ? createJudge(options.env) : undefined;
+  const env = options.env ?? readEnv();
+  const settings = evalModelSettings(env);
+  const judge = (options.judge ?? !!env.judgeModel) ? createJudge(env) : undefined;
   const full = loadDataset(options.dataset, { format: options.format });
   const dataset = selectExamples(full, options.limit);
   // Some releases skip thousands (MuSiQue-full's unanswerable half): name the first ones only.
@@ -146,10 +147,10 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       `eval-${new Date().toISOString().slice(0, 10).replace(/-/g, "")}-${randomBytes(3).toString("hex")}`;
     store.setMeta("runId", runId);
 
-    const model = createChatModel(settings, options.env.openaiApiKey);
+    const model = createChatModel(settings, env.openaiApiKey);
     let opened: Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> | undefined;
     const factoryCtx: SystemFactoryContext = {
-      env: options.env,
+      env: env,
       settings,
       model,
       dataset,
@@ -163,7 +164,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
           full,
           full.examples,
           out,
-          options.env,
+          env,
           log,
           store.getMeta<EvalSourceInfo>("source"),
           options.signal,
@@ -199,9 +200,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
         ...(previousConfig?.systems ?? {}),
         ...Object.fromEntries(systems.map((s) => [s.name, s.config])),
       },
-      judge: judge
-        ? { model: options.env.judgeModel, baseURL: options.env.judgeBaseUrl ?? null }
-        : null,
+      judge: judge ? { model: env.judgeModel, baseURL: env.judgeBaseUrl ?? null } : null,
       concurrency,
       limit: options.limit ?? null,
     };

@@ -335,3 +335,39 @@ describe("many bad records", () => {
     expect(res.report.systems[0].em).toBe(1);
   });
 });
+
+describe("library defaults", () => {
+  it("reads the model configuration from the environment when no env is given", async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: "test",
+      CODEHOP_MODEL: "scripted-model",
+      CODEHOP_MAX_RETRIES: "0",
+    });
+    try {
+      const res = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out: join(tmp, "from-env"),
+        log: quiet,
+      });
+      expect(res.report.systems[0].em).toBeCloseTo(1 / 3, 10);
+      expect((res.report.config as any).model).toMatchObject({
+        model: "scripted-model",
+        baseURL: server.baseURL,
+        maxTokens: 1024,
+      });
+    } finally {
+      for (const k of [
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "CODEHOP_MODEL",
+        "CODEHOP_MAX_RETRIES",
+      ]) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+    }
+  });
+});
