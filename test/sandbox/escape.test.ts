@@ -157,12 +157,14 @@ describe("lockdown: the guest cannot reach the host", () => {
     expect(r.finalAnswer).toEqual(["TypeError", "undefined", "undefined"]);
   });
 
-  it("no WebAssembly, SharedArrayBuffer, Atomics, timers, fetch or structuredClone", async () => {
+  it("no WebAssembly, SharedArrayBuffer, Atomics, timers, fetch, GC observers or high-resolution clocks", async () => {
     const r = await probe(`
       final_answer([typeof WebAssembly, typeof SharedArrayBuffer, typeof Atomics, typeof setTimeout,
-        typeof setInterval, typeof fetch, typeof structuredClone, typeof getStackString, typeof Buffer]);
+        typeof setInterval, typeof fetch, typeof structuredClone, typeof getStackString, typeof Buffer,
+        typeof WeakRef, typeof FinalizationRegistry, typeof performance, typeof queueMicrotask,
+        typeof global, typeof crypto, typeof assert]);
     `);
-    expect(r.finalAnswer).toEqual(Array(9).fill("undefined"));
+    expect(r.finalAnswer).toEqual(Array(16).fill("undefined"));
   });
 
   it("Symbol-based inspect hooks on logged objects are never called", async () => {
