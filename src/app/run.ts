@@ -90,13 +90,23 @@ async function openSession(options: RunOptions, needModel: boolean): Promise<Ses
   return session;
 }
 
+/**
+ * Opens the knowledge source of a run. A thread continues with the source it started with (the
+ * registry remembers the corpus path, or that it used online Wikipedia) unless the caller names
+ * one explicitly (`--corpus`, `config.corpus`); the environment only decides for new threads.
+ */
 async function withSource(
   session: Session,
   options: RunOptions,
-  corpus?: string,
+  stored?: Record<string, unknown>,
 ): Promise<KnowledgeSource> {
   if (options.source) return (session.source = options.source);
-  const config = corpus && !session.config.corpus ? { ...session.config, corpus } : session.config;
+  let config = session.config;
+  if (!options.config?.corpus && stored) {
+    if (typeof stored.corpus === "string" && stored.corpus)
+      config = { ...config, corpus: stored.corpus };
+    else if (stored.source === "wikipedia") config = { ...config, corpus: undefined };
+  }
   session.source = await openSourceFor(config);
   return session.source;
 }
@@ -229,7 +239,10 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
     await withSource(session, options);
     session.persistence.threads.start(threadId, {
       question,
-      options: { corpus: session.source?.kind === "corpus" ? session.config.corpus : undefined },
+      options:
+        session.source?.kind === "corpus"
+          ? { source: "corpus", corpus: session.config.corpus }
+          : { source: session.source?.kind ?? "wikipedia" },
     });
     return await execute(session, options, threadId, { question });
   } finally {
@@ -272,7 +285,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
           `Thread "${threadId}" has no checkpoints.`,
         );
       if (!options.model) assertModelConfigured(session.config);
-      await withSource(session, options, record.options.corpus as string | undefined);
+      await withSource(session, options, record.options);
       session.persistence.threads.start(threadId);
       return await execute(session, options, threadId, { question: record.question });
     }
@@ -285,7 +298,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
       return result;
     }
     if (!options.model) assertModelConfigured(session.config);
-    await withSource(session, options, record.options.corpus as string | undefined);
+    await withSource(session, options, record.options);
     session.persistence.threads.start(threadId);
     return await execute(session, options, threadId, null);
   } finally {
@@ -327,7 +340,7 @@ export async function replay(
       );
     }
     if (!options.model) assertModelConfigured(session.config);
-    await withSource(session, options, record.options.corpus as string | undefined);
+    await withSource(session, options, record.options);
     session.persistence.threads.start(threadId);
     let from = checkpointId;
     if (options.update) {
