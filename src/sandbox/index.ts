@@ -18,7 +18,7 @@ import {
 } from "./limits.ts";
 import { ChildPool, DEFAULT_MAX_IDLE, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
 import { sanitizeErrorMessage } from "./sanitize.ts";
-import { buildAction, isBindableName, type BuiltAction } from "./transform.ts";
+import { buildAction, COMPARTMENT_GLOBALS, isBindableName, type BuiltAction } from "./transform.ts";
 import type {
   ActionResult,
   CodeSandbox,
@@ -63,10 +63,15 @@ export interface SandboxOptions {
   maxAddressSpaceMb?: number | null;
 }
 
-/** Names the sandbox itself puts in the guest's global scope (tools may not use them). */
+/**
+ * Names in the guest's global scope: the compartment's own globals and what the sandbox adds. Tools
+ * may not use them, and guest variables with these names are not carried to the next action (a
+ * `const Date = "today"` must not break `new Date()` three steps later).
+ */
 export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
-  "console", "print", "final_answer", "Math", "Date", "Intl", "Float32Array", "Float64Array", "globalThis",
-  "JSON", "Object", "Array", "Promise", "Function", "eval", "Compartment", "harden", "lockdown",
+  ...COMPARTMENT_GLOBALS,
+  "console", "print", "final_answer", "Intl", "Float32Array", "Float64Array", "TextEncoder", "TextDecoder",
+  "escape", "unescape", "Function", "eval", "Compartment", "harden", "lockdown",
 ]);
 
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */

@@ -485,7 +485,7 @@ function rewriteNestedVars(
  * the compartment doesn't have. (SES's scope terminator makes unknown globals read as `undefined`,
  * so a model calling a tool that doesn't exist would otherwise get "x is not a function".)
  */
-const COMPARTMENT_GLOBALS = new Set([
+export const COMPARTMENT_GLOBALS: ReadonlySet<string> = new Set([
   "Infinity", "NaN", "undefined", "isFinite", "isNaN", "parseFloat", "parseInt", "decodeURI",
   "decodeURIComponent", "encodeURI", "encodeURIComponent", "Array", "ArrayBuffer", "BigInt",
   "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "EvalError", "Int8Array", "Int16Array",

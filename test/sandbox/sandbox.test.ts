@@ -187,6 +187,14 @@ describe("REPL semantics", () => {
     expect(r2.finalAnswer).toEqual([300, "RESULT FOR X", 3]);
   });
 
+  it("variables that shadow built-ins or tools live for one action only, with a note", async () => {
+    const r1 = await sandbox.run({ code: 'const Date = "today";\nconst search = 1;\nconst ok = Date + search;', tools });
+    expect(r1.snapshot.values).toEqual({ ok: "today1" });
+    expect(r1.snapshot.unserializable.Date).toMatch(/shadows a built-in/);
+    const r2 = await sandbox.run({ code: "final_answer([typeof Date.now(), await search('x'), ok])", tools, snapshot: r1.snapshot });
+    expect(r2.finalAnswer).toEqual(["number", "result for x", "today1"]);
+  });
+
   it("strings that merely contain import(, eval( or HTML comment markers still work", async () => {
     const r = await sandbox.run({
       code: "const s = 'use import(x) or eval(y) <!-- c --> ';\nconst t = `import(${1})`;\nfinal_answer([s, t])",
