@@ -110,21 +110,24 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
 
   /** One thread, or undefined if neither a registry row nor a checkpoint exists. */
   get(threadId: string): ThreadRecord | undefined {
-    return this.list().find((t) => t.threadId === threadId);
+    return this.list(threadId)[0];
   }
 
-  /** All threads, most recently updated first. */
-  list(): ThreadRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM codehop_threads`).all() as Array<
+  /** All threads (or the one given), most recently updated first. */
+  list(onlyThreadId?: string): ThreadRecord[] {
+    // One thread uses the primary-key indexes of both tables instead of scanning them.
+    const where = onlyThreadId === undefined ? "" : "WHERE thread_id = ?";
+    const args = onlyThreadId === undefined ? [] : [onlyThreadId];
+    const rows = this.db.prepare(`SELECT * FROM codehop_threads ${where}`).all(...args) as Array<
       Record<string, any>
     >;
     const counts = new Map<string, number>();
     if (this.hasCheckpointsTable()) {
       const countRows = this.db
         .prepare(
-          `SELECT thread_id, count(*) AS n FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`,
+          `SELECT thread_id, count(*) AS n FROM checkpoints ${where ? `${where} AND` : "WHERE"} checkpoint_ns = '' GROUP BY thread_id`,
         )
-        .all() as Array<{ thread_id: string; n: number }>;
+        .all(...args) as Array<{ thread_id: string; n: number }>;
       for (const r of countRows) counts.set(r.thread_id, r.n);
     }
     const out: ThreadRecord[] = rows.map((r) => ({
