@@ -184,21 +184,36 @@ async function runAction(
   const signal = request.signal;
   if (signal?.aborted) return failed(started, previous, { ...ABORTED });
 
-  const child = await pool.acquire(spec);
+  const child = await readyChild(pool, spec);
+  if (signal?.aborted) {
+    pool.release(child);
+    return failed(started, previous, { ...ABORTED });
+  }
   const id = nextActionId++;
-  return new Promise<ActionResult>((resolve, reject) => {
+  return new Promise<ActionResult>((resolve) => {
     const session = new ActionSession(pool, id, child, built, tools, limits, previous, shadowable, started, resolve);
     const onAbort = () => session.cancel();
     signal?.addEventListener("abort", onAbort, { once: true });
     session.onFinish = () => signal?.removeEventListener("abort", onAbort);
-    child.ready.then(
-      () => session.start(capabilities),
-      (err) => {
-        session.abandon();
-        reject(err);
-      },
-    );
+    session.start(capabilities);
   });
+}
+
+/**
+ * A started child for `spec`. A child that fails to start (a transient fork or memory failure)
+ * gets one replacement; if that fails too, run() rejects with CODEHOP_SANDBOX_INTERNAL.
+ */
+async function readyChild(pool: ChildPool, spec: ChildSpec): Promise<SandboxChild> {
+  for (let attempt = 1; ; attempt++) {
+    const child = await pool.acquire(spec);
+    try {
+      await child.ready;
+      return child;
+    } catch (err) {
+      child.kill("failed to start");
+      if (attempt >= 2) throw err;
+    }
+  }
 }
 
 interface QueuedCall {
@@ -234,7 +249,6 @@ class ActionSession {
 
   start(capabilities: SandboxCapabilities): void {
     if (this.ended) return;
-    this.started_ = true;
     this.child.onMessage = (msg) => this.onMessage(msg);
     this.child.onExit = (exit) => this.onExit(exit);
     this.timer = setTimeout(() => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")), this.limits.timeoutMs);
@@ -253,29 +267,13 @@ class ActionSession {
     });
   }
 
-  /** The child never became ready: release everything without a result. */
-  abandon(): void {
-    this.ended = true;
-    this.onFinish?.();
-    this.child.kill("failed to start");
-  }
-
   /** Called when the action ended, whichever way (cleanup hook for the caller). */
   onFinish: (() => void) | null = null;
 
-  /** The caller's AbortSignal fired: stop the action now. */
+  /** The caller's AbortSignal fired: stop the action now (the exit handler reports AbortError). */
   cancel(): void {
-    if (this.ended) return;
-    if (!this.started_) {
-      // Still waiting for the child to start: nothing ran; don't wait for it.
-      this.finish(failed(this.started, this.previous, { ...ABORTED }));
-      this.child.kill("aborted");
-      return;
-    }
-    this.child.kill("aborted");
+    if (!this.ended) this.child.kill("aborted");
   }
-
-  private started_ = false;
 
   private onMessage(msg: ChildMessage): void {
     if (msg.id !== this.id) return; // stale message from an earlier action of a reused child
