@@ -142,12 +142,14 @@ export function htmlReport(
     "Partial run: " + R.progress.done + " of " + R.progress.expected + " question × system results are in. Rerun the same command to finish it."));
 
   const judge = R.systems.some((s) => s.judgeAccuracy !== undefined && s.judgeAccuracy !== null);
-  const head = ["system", "n", "EM %", "F1 %", "cover-EM %"].concat(judge ? ["judge %"] : [], ["calls/q", "in tok/q", "out tok/q", "steps/q", "s/q", "p95 s", "errors"]);
+  const support = R.systems.some((s) => s.supportRecall !== undefined && s.supportRecall !== null);
+  const head = ["system", "n", "EM %", "F1 %", "cover-EM %"].concat(judge ? ["judge %"] : [], support ? ["support recall %"] : [], ["calls/q", "in tok/q", "out tok/q", "steps/q", "s/q", "p95 s", "errors"]);
   const summary = document.getElementById("summary");
   summary.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
   for (const s of R.systems) {
     const cells = [s.system, s.questions, pct(s.em), pct(s.f1), pct(s.coverEm)]
       .concat(judge ? [s.judgeAccuracy == null ? "-" : pct(s.judgeAccuracy)] : [],
+        support ? [s.supportRecall == null ? "-" : pct(s.supportRecall)] : [],
         [s.avgModelCalls.toFixed(2), s.avgInputTokens.toFixed(0), s.avgOutputTokens.toFixed(0), s.avgSteps.toFixed(2),
          (s.avgWallMs / 1000).toFixed(2), (s.p95WallMs / 1000).toFixed(2), s.errors]);
     summary.append(el("tr", {}, ...cells.map((c) => el("td", {}, c))));
@@ -193,7 +195,8 @@ export function htmlReport(
     row("question", r.question);
     row("gold", r.answers.join(" | "));
     row("prediction", r.prediction || "(none)");
-    row("scores", "EM " + r.em + " · F1 " + r.f1.toFixed(2) + " · cover-EM " + r.coverEm + (r.judge ? " · judge " + (r.judge.correct ? "correct" : "incorrect") : ""));
+    row("scores", "EM " + r.em + " · F1 " + r.f1.toFixed(2) + " · cover-EM " + r.coverEm + (r.judge ? " · judge " + (r.judge.correct ? "correct" : "incorrect") : "") +
+      (r.supportRecall != null ? " · support recall " + r.supportRecall.toFixed(2) : ""));
     row("thread id", el("a", { href: "#" + encodeURIComponent(r.threadId) }, el("code", {}, r.threadId)));
     if (r.system === "agentic" && R.outDir) row("inspect", el("code", {}, "npx codehop history " + JSON.stringify(r.threadId) + " --home " + JSON.stringify(R.outDir)));
     if (r.status) row("stopped by", r.status);

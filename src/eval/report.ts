@@ -64,6 +64,9 @@ export function summarize(
     em: mean(rs.map((r) => r.em)),
     f1: mean(rs.map((r) => r.f1)),
     coverEm: mean(rs.map((r) => r.coverEm)),
+    supportRecall: rs.some((r) => r.supportRecall !== undefined)
+      ? mean(rs.filter((r) => r.supportRecall !== undefined).map((r) => r.supportRecall!))
+      : undefined,
     judgeAccuracy: judged.length ? mean(judged.map((r) => (r.judge!.correct ? 1 : 0))) : undefined,
     errors: rs.filter((r) => r.error).length,
     avgModelCalls: mean(rs.map((r) => r.modelCalls)),
@@ -84,6 +87,7 @@ const num = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 /** Columns of the summary table (terminal and Markdown). */
 export function summaryRows(report: EvalReport): { columns: string[]; rows: string[][] } {
   const judge = report.systems.some((s) => s.judgeAccuracy !== undefined);
+  const support = report.systems.some((s) => s.supportRecall !== undefined);
   const columns = [
     "system",
     "n",
@@ -91,6 +95,7 @@ export function summaryRows(report: EvalReport): { columns: string[]; rows: stri
     "F1 %",
     "cover-EM %",
     ...(judge ? ["judge %"] : []),
+    ...(support ? ["support recall %"] : []),
     "calls/q",
     "in tok/q",
     "out tok/q",
@@ -106,6 +111,7 @@ export function summaryRows(report: EvalReport): { columns: string[]; rows: stri
     pct(s.f1),
     pct(s.coverEm),
     ...(judge ? [s.judgeAccuracy === undefined ? "-" : pct(s.judgeAccuracy)] : []),
+    ...(support ? [s.supportRecall === undefined ? "-" : pct(s.supportRecall)] : []),
     num(s.avgModelCalls, 2),
     num(s.avgInputTokens, 0),
     num(s.avgOutputTokens, 0),
@@ -169,7 +175,7 @@ export function markdownReport(report: EvalReport): string {
       rows.map((r) => `| ${r.join(" | ")} |`).join("\n"),
   );
   parts.push(
-    "EM / F1: standard answer normalization (lower-case, no punctuation or articles, collapsed whitespace); cover-EM: a gold answer appears in the prediction. Tokens are as reported by the endpoint, per question.",
+    "EM / F1: standard answer normalization (lower-case, no punctuation or articles, collapsed whitespace); cover-EM: a gold answer appears in the prediction; support recall: share of the dataset's supporting pages among the pages a retrieving system used. Tokens are as reported by the endpoint, per question.",
   );
   parts.push("## Tokens per agent (average per question)");
   const agentRows = report.systems.flatMap((s) =>

@@ -384,6 +384,7 @@ async function answerOneWith(
   const wallMs = performance.now() - started;
   if (signal.aborted && error) return undefined;
   const scores = scoreAnswer(prediction, example.answers);
+  const supportRecall = supportingRecall(example, system.name, sources, !!error);
   let verdict;
   if (judge && !error) {
     try {
@@ -404,6 +405,7 @@ async function answerOneWith(
     answers: example.answers,
     prediction,
     ...scores,
+    supportRecall,
     judge: verdict,
     modelCalls: sum("calls"),
     inputTokens: sum("inputTokens"),
@@ -419,6 +421,20 @@ async function answerOneWith(
     transcripts: recorder.transcripts(),
     finishedAt: new Date().toISOString(),
   };
+}
+
+/** Share of the supporting pages among the pages used (titles compared case-insensitively). */
+function supportingRecall(
+  example: EvalExample,
+  system: SystemName,
+  sources: string[],
+  failed: boolean,
+): number | undefined {
+  if (system === "direct" || example.supportingTitles.length === 0) return undefined;
+  if (failed) return 0;
+  const used = new Set(sources.map((t) => t.trim().toLowerCase()));
+  const found = example.supportingTitles.filter((t) => used.has(t.trim().toLowerCase())).length;
+  return found / example.supportingTitles.length;
 }
 
 function describeError(err: unknown): string {

@@ -99,6 +99,11 @@ export interface QuestionResult {
   em: number;
   f1: number;
   coverEm: number;
+  /**
+   * Share of the dataset's supporting pages among the pages the system used (`sources`), when
+   * the dataset marks supporting facts and the system retrieves (rag, agentic).
+   */
+  supportRecall?: number;
   judge?: JudgeVerdict;
   /** Model calls across all agents. */
   modelCalls: number;
@@ -131,6 +136,8 @@ export interface SystemSummary {
   coverEm: number;
   /** Judge accuracy, when a judge ran. */
   judgeAccuracy?: number;
+  /** Mean supporting-page recall over the questions that have one. */
+  supportRecall?: number;
   errors: number;
   avgModelCalls: number;
   avgInputTokens: number;

@@ -92,6 +92,18 @@ describe.each([
     expect(q2.prediction).toBe("40 metres");
     expect(q2.status).toBe("final_answer");
     expect(q2.sources).toContain("Red Tower");
+    if (file !== "plain.jsonl") {
+      // supporting pages of Q2: Marek Zelny and Red Tower; the agents opened only the Red Tower page
+      expect(q2.sources).toEqual(["Red Tower"]);
+      expect(q2.supportRecall).toBe(0.5);
+      const agentic = res.report.results.filter((r) => r.system === "agentic");
+      expect(by.agentic.supportRecall).toBeCloseTo(
+        agentic.reduce((a, r) => a + r.supportRecall!, 0) / 3,
+        10,
+      );
+    } else {
+      expect(by.agentic.supportRecall).toBeUndefined(); // plain JSONL marks no supporting pages
+    }
     expect(q2.threadId).toBe(`${res.report.runId}:agentic:${ids[1]}`);
     // the agents really searched the dataset's own paragraphs
     expect(server.requestsFor("page:tower").at(-1)!.request.messages.at(-1)!.content).toContain(

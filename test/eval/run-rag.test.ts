@@ -89,6 +89,9 @@ describe.each([
       expect(rag.em).toBeCloseTo(2 / 3, 10);
       expect(rag.f1).toBeCloseTo(2 / 3, 10);
       expect(rag.coverEm).toBeCloseTo(2 / 3, 10);
+      // every question's supporting pages were among the retrieved passages' pages
+      expect(rag.supportRecall).toBe(1);
+      expect(direct.supportRecall).toBeUndefined();
       expect(rag.avgInputTokens).toBe(300);
       expect(rag.avgOutputTokens).toBe(4);
       expect(direct.em).toBeCloseTo(1 / 3, 10);
