@@ -75,6 +75,7 @@ export class SandboxChild {
       `--allow-fs-read=${SES_PATH}`,
       "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
       "--disable-warning=ExperimentalWarning",
+      "--disable-warning=SecurityWarning", // about --allow-worker, which only the watchdog uses
       CHILD_ENTRY,
       SES_PATH,
     ];

@@ -54,16 +54,26 @@ const STRICT_RESERVED = new Set([
   "public", "static", "yield", "await", "enum", "this", "super", "null", "true", "false",
 ]);
 
-/** True if `name` can be declared as a strict-mode binding (validates snapshot keys). */
+const bindableCache = new Map<string, boolean>();
+
+/** True if `name` can be declared as a strict-mode binding (validates snapshot keys and tool names). */
 export function isBindableName(name: string): boolean {
   if (typeof name !== "string" || name.length === 0 || name.length > 200) return false;
-  if (STRICT_RESERVED.has(name)) return false;
-  try {
-    const node: AnyNode = acorn.parseExpressionAt(name, 0, { ecmaVersion: "latest" });
-    return node.type === "Identifier" && node.end === name.length && node.name === name;
-  } catch {
-    return false;
+  const cached = bindableCache.get(name);
+  if (cached !== undefined) return cached;
+  let ok = false;
+  if (!STRICT_RESERVED.has(name)) {
+    try {
+      const node: AnyNode = acorn.parseExpressionAt(name, 0, { ecmaVersion: "latest" });
+      ok = node.type === "Identifier" && node.end === name.length && node.name === name;
+    } catch {
+      ok = false;
+    }
   }
+  // The same few names come back every action of a run: remember them (bounded).
+  if (bindableCache.size > 10_000) bindableCache.clear();
+  bindableCache.set(name, ok);
+  return ok;
 }
 
 function isFunctionBoundary(node: AnyNode): boolean {
