@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/app/demo.ts";
 import { sourceFromConfig } from "../../src/app/source.ts";
+import { createPageSearchAgent } from "../../src/graphs/page-search.ts";
+import { createSearchInfoTool } from "../../src/graphs/wikipedia-search.ts";
+import { openKnowledgeSource } from "../../src/store/index.ts";
 import type { KnowledgeSource } from "../../src/store/types.ts";
 
 describe("knowledge source of a run", () => {
@@ -31,5 +34,38 @@ describe("knowledge source of a run", () => {
     await ensureDemoCorpus(home);
     expect(readFileSync(`${db}.sha256`, "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
     expect(statSync(db).mtimeMs).toBeGreaterThanOrEqual(built);
+  });
+
+  it("search_info answers an unknown or misspelled page without running the page agent", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-search-info-"));
+    const source = openKnowledgeSource({ corpus: await ensureDemoCorpus(home) });
+    let pageAgentRuns = 0;
+    const pageAgent = createPageSearchAgent({ source });
+    const counting = {
+      ...pageAgent,
+      asTool: (o: any) => {
+        const t = pageAgent.asTool(o);
+        return {
+          ...t,
+          invoke: async (...a: any[]) => {
+            pageAgentRuns++;
+            return (t.invoke as any)(...a);
+          },
+        };
+      },
+    };
+    const tool = createSearchInfoTool(counting as any, source);
+    const reported: unknown[] = [];
+    const ctx = {
+      callIndex: 0,
+      signal: new AbortController().signal,
+      report: (r: unknown) => reported.push(r),
+    };
+    const out = (await tool.invoke({ query: "height", page: "Eifel Tower" }, ctx)) as string;
+    expect(out).toContain('No page titled "Eifel Tower"');
+    expect(out).toContain('"Eiffel Tower"');
+    expect(pageAgentRuns).toBe(0);
+    expect(reported).toEqual([]);
+    await source.close();
   });
 });
