@@ -76,7 +76,7 @@ export const MODEL_SETUP_HELP = [
   "Set the model endpoint with environment variables:",
   "  OPENAI_BASE_URL   your OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama); leave unset for api.openai.com",
   "  OPENAI_API_KEY    the key (required for api.openai.com; any non-empty string for local servers)",
-  "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct",
+  "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct (with OPENAI_BASE_URL: default = the first model the endpoint lists)",
   "  (optional) CODEHOP_MODEL_MANAGER, CODEHOP_MODEL_WIKIPEDIA_SEARCH, CODEHOP_MODEL_PAGE_SEARCH per agent",
   "Or run `codehop demo` for the offline demo with a scripted model.",
 ].join("\n");
@@ -102,6 +102,45 @@ export function assertModelConfigured(config: AppConfig): void {
       `No model endpoint configured: ${problems.join("; ")}.\n${MODEL_SETUP_HELP}`,
     );
   }
+}
+
+/**
+ * With an endpoint but no CODEHOP_MODEL, asks the endpoint which models it serves
+ * (`GET <OPENAI_BASE_URL>/models`, as vLLM, Ollama and llama.cpp answer) and returns the first
+ * one; undefined when a model is configured for every agent or there is no custom endpoint. A
+ * failing endpoint is a MODEL_NOT_CONFIGURED error that says to set CODEHOP_MODEL.
+ */
+export async function detectModel(
+  config: AppConfig,
+  timeoutMs = 5_000,
+): Promise<string | undefined> {
+  if (!config.baseURL || AGENT_NAMES.every((a) => modelFor(config, a))) return undefined;
+  const url = `${config.baseURL.replace(/\/+$/, "")}/models`;
+  let ids: string[] = [];
+  try {
+    const res = await fetch(url, {
+      headers: config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {},
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const body = (await res.json()) as { data?: Array<{ id?: unknown }> };
+    ids = (body.data ?? [])
+      .map((m) => m.id)
+      .filter((id): id is string => typeof id === "string" && id.length > 0);
+  } catch (err) {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `CODEHOP_MODEL is not set and the endpoint's model list (${url}) could not be read: ${(err as Error).message}.\n${MODEL_SETUP_HELP}`,
+      { cause: err },
+    );
+  }
+  if (!ids.length) {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `CODEHOP_MODEL is not set and ${url} lists no models.\n${MODEL_SETUP_HELP}`,
+    );
+  }
+  return ids[0];
 }
 
 /** Where the online Wikipedia source caches pages (inside the data directory). */

@@ -10,6 +10,7 @@ import type { KnowledgeSource } from "../store/types.ts";
 import {
   AGENT_NAMES,
   assertModelConfigured,
+  detectModel,
   loadAppConfig,
   type AppConfig,
   type AppConfigOverrides,
@@ -34,6 +35,12 @@ export interface RunOptions {
   onStart?: (info: { threadId: string; dbPath: string; state?: Record<string, unknown> }) => void;
   /** Aborts the run (the thread stays resumable from its last checkpoint). */
   signal?: AbortSignal;
+}
+
+/** Fills in the endpoint's first model when none is configured, then checks every agent has one. */
+async function requireModel(config: AppConfig): Promise<void> {
+  if (!config.model && config.baseURL) config.model = await detectModel(config);
+  assertModelConfigured(config);
 }
 
 /** Builds the `configurable` keys the agents read (model factory, journal, knowledge source). */
@@ -76,7 +83,7 @@ interface Session {
 
 async function openSession(options: RunOptions, needModel: boolean): Promise<Session> {
   const config = loadAppConfig(options.config);
-  if (needModel && !options.model) assertModelConfigured(config);
+  if (needModel && !options.model) await requireModel(config);
   const persistence = options.persistence ?? openPersistence(config.home);
   const session: Session = {
     config,
@@ -284,7 +291,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
           ErrorCodes.THREAD_NOT_FOUND,
           `Thread "${threadId}" has no checkpoints.`,
         );
-      if (!options.model) assertModelConfigured(session.config);
+      if (!options.model) await requireModel(session.config);
       await withSource(session, options, record.options);
       session.persistence.threads.start(threadId);
       return await execute(session, options, threadId, { question: record.question });
@@ -297,7 +304,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
       if (record.status !== "done") session.persistence.threads.finish(threadId, result.answer);
       return result;
     }
-    if (!options.model) assertModelConfigured(session.config);
+    if (!options.model) await requireModel(session.config);
     await withSource(session, options, record.options);
     session.persistence.threads.start(threadId);
     return await execute(session, options, threadId, null);
@@ -339,7 +346,7 @@ export async function replay(
         `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
       );
     }
-    if (!options.model) assertModelConfigured(session.config);
+    if (!options.model) await requireModel(session.config);
     await withSource(session, options, record.options);
     session.persistence.threads.start(threadId);
     let from = checkpointId;

@@ -57,6 +57,24 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
     expect(checkpoints.length).toBeGreaterThan(5);
   });
 
+  it("ask works with only OPENAI_BASE_URL: the model is the first one the endpoint lists", async () => {
+    const env = cliEnv({
+      OPENAI_BASE_URL: server.baseURL,
+      CODEHOP_HOME: home,
+      CODEHOP_CORPUS: corpus,
+    });
+    const before = server.requests.length;
+    const asked = await runCli(
+      ["ask", DEMO_QUESTIONS.towers, "--json", "--thread", "no-model-var"],
+      env,
+    );
+    expect(asked.code).toBe(0);
+    expect(JSON.parse(asked.stdout).answer).toBe(DEMO_ANSWERS.towers);
+    expect(new Set(server.requests.slice(before).map((r) => r.request.model))).toEqual(
+      new Set(["scripted"]),
+    );
+  });
+
   it("demo answers over the demo corpus with the scripted model and says so", async () => {
     const demoHome = mkdtempSync(join(tmpdir(), "codehop-demo-"));
     // No model variables at all: the demo brings its own scripted server.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { assertModelConfigured, loadAppConfig } from "../../src/app/config.ts";
+import { assertModelConfigured, detectModel, loadAppConfig } from "../../src/app/config.ts";
+import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { readEnv } from "../../src/config/env.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 
@@ -44,5 +45,33 @@ describe("app configuration contract", () => {
         loadAppConfig({ models: { manager: "m" } }, readEnv({ OPENAI_BASE_URL: "http://x/v1" })),
       ),
     ).toThrow(/no model for wikipedia_search, page_search/);
+  });
+});
+
+describe("model detection", () => {
+  it("uses the first model the endpoint lists when CODEHOP_MODEL is unset", async () => {
+    const server = await ScriptedOpenAIServer.start({ responder: () => "unused" });
+    try {
+      const config = loadAppConfig({}, readEnv({ OPENAI_BASE_URL: server.baseURL }));
+      expect(await detectModel(config)).toBe("scripted");
+      // A configured model wins: nothing is asked.
+      expect(
+        await detectModel(
+          loadAppConfig({ model: "mine" }, readEnv({ OPENAI_BASE_URL: server.baseURL })),
+        ),
+      ).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("says to set CODEHOP_MODEL when the endpoint cannot list its models", async () => {
+    const config = loadAppConfig({}, readEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1" }));
+    await expect(detectModel(config, 2_000)).rejects.toMatchObject({
+      code: ErrorCodes.MODEL_NOT_CONFIGURED,
+      message: expect.stringContaining(
+        "CODEHOP_MODEL is not set and the endpoint's model list (http://127.0.0.1:9/v1/models)",
+      ),
+    });
   });
 });
