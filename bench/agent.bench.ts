@@ -298,50 +298,29 @@ async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<B
   await run('final_answer(await ask_child("warm up"))');
   const ones = [];
   const twos = [];
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 5; i++) {
     ones.push(await run('final_answer(await ask_child("one"))'));
     twos.push(await run('final_answer(await Promise.all([ask_child("one"), ask_child("two")]))'));
   }
-  const one = percentile(
-    ones.map((r) => r.action),
-    50,
-  );
-  const two = percentile(
-    twos.map((r) => r.action),
-    50,
-  );
-  const ratio = two / one;
+  const med = (rs: { action: number }[]) =>
+    percentile(
+      rs.map((r) => r.action),
+      50,
+    );
+  const best = (rs: { action: number }[]) => Math.min(...rs.map((r) => r.action));
+  const ratio = med(twos) / med(ones);
+  const bestRatio = best(twos) / best(ones);
   return {
     title: "Code agent: concurrent sub-agent calls",
     description:
-      "A parent action calling a sub-agent whose model takes 300 ms, once vs twice in one Promise.all (the sub-agents are real nested graphs running their own sandbox actions; sandbox with 3 warm processes, as the default one). Median action wall time of 3 runs.",
-    columns: ["action", "action wall time (ms)", "parent run wall time (ms)"],
+      "A parent action calling a sub-agent whose model takes 300 ms, once vs twice in one Promise.all (the sub-agents are real nested graphs running their own sandbox actions; sandbox with 3 warm processes, as the default one). Action wall time over 5 runs each, median and best (CPU contention from other work on a shared 2-core machine shows in the median).",
+    columns: ["action", "median action wall time (ms)", "best (ms)"],
     rows: [
-      [
-        "one sub-agent call",
-        fmt(one, 0),
-        fmt(
-          percentile(
-            ones.map((r) => r.wall),
-            50,
-          ),
-          0,
-        ),
-      ],
-      [
-        "two calls in Promise.all",
-        fmt(two, 0),
-        fmt(
-          percentile(
-            twos.map((r) => r.wall),
-            50,
-          ),
-          0,
-        ),
-      ],
+      ["one sub-agent call", fmt(med(ones), 0), fmt(best(ones), 0)],
+      ["two calls in Promise.all", fmt(med(twos), 0), fmt(best(twos), 0)],
     ],
     verdicts: [
-      `two concurrent calls <= 1.2x one call: ${ratio <= 1.2 ? "MET" : "NOT MET"} (${fmt(ratio, 2)}x)`,
+      `two concurrent calls <= 1.2x one call: ${ratio <= 1.2 ? "MET" : "NOT MET"} (median ${fmt(ratio, 2)}x; best ${fmt(bestRatio, 2)}x)`,
     ],
   };
 }
