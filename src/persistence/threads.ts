@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type Database from "better-sqlite3";
 
@@ -46,7 +47,8 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   pid INTEGER,
-  host TEXT
+  host TEXT,
+  pid_start TEXT
 );`);
     // Registries created before pid/host were recorded.
     const columns = new Set(
@@ -56,6 +58,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     );
     if (!columns.has("pid")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid INTEGER");
     if (!columns.has("host")) db.exec("ALTER TABLE codehop_threads ADD COLUMN host TEXT");
+    if (!columns.has("pid_start")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid_start TEXT");
   }
 
   /** Records that a run started on `threadId` (keeps the original question and created time on re-runs). */
@@ -70,10 +73,10 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     const now = new Date().toISOString();
     this.db
       .prepare(
-        `INSERT INTO codehop_threads (thread_id, question, status, options_json, forked_from_thread, forked_from_checkpoint, created_at, updated_at, pid, host)
-         VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now, @pid, @host)
+        `INSERT INTO codehop_threads (thread_id, question, status, options_json, forked_from_thread, forked_from_checkpoint, created_at, updated_at, pid, host, pid_start)
+         VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now, @pid, @host, @pidStart)
          ON CONFLICT(thread_id) DO UPDATE SET
-           status = 'running', error = NULL, updated_at = @now, pid = @pid, host = @host,
+           status = 'running', error = NULL, updated_at = @now, pid = @pid, host = @host, pid_start = @pidStart,
            question = COALESCE(codehop_threads.question, excluded.question),
            options_json = CASE WHEN @hasOptions THEN excluded.options_json ELSE codehop_threads.options_json END`,
       )
@@ -87,6 +90,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         now,
         pid: process.pid,
         host: hostname(),
+        pidStart: processStart(process.pid) ?? null,
       });
   }
 
@@ -134,7 +138,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       threadId: r.thread_id,
       question: r.question,
       status:
-        r.status === "running" && !runnerAlive(r.pid, r.host)
+        r.status === "running" && !runnerAlive(r.pid, r.host, r.pid_start)
           ? "interrupted"
           : (r.status as ThreadStatus),
       answer: r.answer,
@@ -176,15 +180,28 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
 }
 
 /** Whether the process that marked a thread running still exists (unknown hosts count as alive). */
-function runnerAlive(pid: number | null, host: string | null): boolean {
+function runnerAlive(pid: number | null, host: string | null, started: string | null): boolean {
   if (!pid || host !== hostname()) return true;
   if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     // EPERM: the process exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  // A live pid may have been reused by another process: compare start times where /proc has them.
+  const now = processStart(pid);
+  return !(started && now && now !== started);
+}
+
+/** Start time of a process in clock ticks since boot (Linux /proc), to tell reused pids apart. */
+function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the parenthesised command name; starttime is field 22 (index 19 here).
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
   }
 }
 

@@ -169,8 +169,16 @@ describe("thread ownership", () => {
     p.threads.start("t");
     const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"]);
     await new Promise((r) => child.once("spawn", r));
-    p.db.prepare("UPDATE codehop_threads SET pid = ? WHERE thread_id = 't'").run(child.pid);
+    p.db
+      .prepare("UPDATE codehop_threads SET pid = ?, pid_start = NULL WHERE thread_id = 't'")
+      .run(child.pid);
     expect(p.threads.get("t")).toMatchObject({ status: "running", pid: child.pid });
+    // The same pid with another start time is a different (reused) process: not our runner.
+    p.db.prepare("UPDATE codehop_threads SET pid_start = '1' WHERE thread_id = 't'").run();
+    expect(p.threads.get("t")?.status).toBe(
+      process.platform === "linux" ? "interrupted" : "running",
+    );
+    p.db.prepare("UPDATE codehop_threads SET pid_start = NULL WHERE thread_id = 't'").run();
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     expect(p.threads.get("t")?.status).toBe("interrupted");

@@ -172,7 +172,9 @@ describe("thread ids", () => {
     const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"]);
     await new Promise((r) => child.once("spawn", r));
     persistence.db
-      .prepare("UPDATE codehop_threads SET status = 'running', pid = ? WHERE thread_id = 't'")
+      .prepare(
+        "UPDATE codehop_threads SET status = 'running', pid = ?, pid_start = NULL WHERE thread_id = 't'",
+      )
       .run(child.pid);
     try {
       await expect(resume("t", { config: config(), persistence })).rejects.toMatchObject({
