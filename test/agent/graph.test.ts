@@ -1,6 +1,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { closeDefaultSandbox } from "../../src/agent/default-sandbox.ts";
 import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import { createCodeAgent } from "../../src/graphs/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
@@ -8,7 +9,10 @@ import { defineTool } from "../../src/tools/define-tool.ts";
 
 // Whole agents on the real sandbox (SES in child processes) with an in-process scripted model.
 const sandbox = createSandbox({ limits: { timeoutMs: 1500 } });
-afterAll(() => sandbox.close());
+afterAll(async () => {
+  await sandbox.close();
+  await closeDefaultSandbox();
+});
 
 const text = (m: BaseMessage) => String(m.content);
 const system = (msgs: BaseMessage[]) => text(msgs[0]);
@@ -49,6 +53,15 @@ describe("a single agent on the real sandbox", () => {
       ["lookup", { key: "b" }, true],
     ]);
     expect(out.usage.calc.calls).toBe(2);
+  });
+
+  it("uses the process-wide default sandbox when none is given", async () => {
+    const agent = createCodeAgent({
+      name: "defaults",
+      description: "d",
+      model: new ScriptedChatModel([action("const xs = [3, 4];\nfinal_answer(Math.hypot(...xs))")]),
+    });
+    expect((await agent.invoke({ task: "hypot" })).answer).toBe(5);
   });
 
   it("turns syntax, runtime, unknown-tool, tool and timeout errors into observations and recovers", async () => {
