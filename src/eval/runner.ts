@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
+import { detectModel, loadAppConfig } from "../app/config.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
@@ -116,7 +117,12 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       `--concurrency must be a positive integer, got ${concurrency}`,
     );
   }
-  const env = options.env ?? readEnv();
+  let env = options.env ?? readEnv();
+  // Like `codehop ask`: with an endpoint but no CODEHOP_MODEL, use the first model it lists.
+  if (!env.model && env.openaiBaseUrl) {
+    const detected = await detectModel(loadAppConfig({}, env));
+    if (detected) env = { ...env, model: detected };
+  }
   const settings = evalModelSettings(env);
   const judge = (options.judge ?? !!env.judgeModel) ? createJudge(env) : undefined;
   const full = loadDataset(options.dataset, { format: options.format });

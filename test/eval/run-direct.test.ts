@@ -247,11 +247,24 @@ describe("failures", () => {
         dataset: join(FIX, "plain.jsonl"),
         systems: ["direct"],
         out: join(tmp, "nomodel"),
-        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
+        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "", OPENAI_BASE_URL: "" }),
         log: quiet,
       }),
     ).rejects.toThrow(/CODEHOP_MODEL/);
     expect(existsSync(join(tmp, "nomodel"))).toBe(false);
+  });
+
+  it("without CODEHOP_MODEL uses the first model the endpoint lists (like codehop ask)", async () => {
+    const res = await runEval({
+      dataset: join(FIX, "plain.jsonl"),
+      systems: ["direct"],
+      out: join(tmp, "detected"),
+      env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
+      log: quiet,
+    });
+    expect((res.report.config as any).model.model).toBe("scripted");
+    expect(server.requests.at(-1)!.request.model).toBe("scripted");
+    expect(res.report.systems[0].em).toBeCloseTo(1 / 3, 10);
   });
 });
 
