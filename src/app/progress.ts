@@ -91,6 +91,8 @@ export class RunProgress {
   /** Agents by namespace key. */
   readonly agents = new Map<string, AgentView>();
   root: AgentView | undefined;
+  /** Model calls and tokens seen so far, over all agents (counted once per model call). */
+  readonly totals = { calls: 0, inputTokens: 0, outputTokens: 0 };
   /** The final output of the top-level graph, once it arrived. */
   output: Record<string, unknown> | undefined;
   private readonly agentNames: string[];
@@ -211,6 +213,18 @@ export class RunProgress {
     for (const [node, update] of Object.entries(updates)) {
       if (!update || typeof update !== "object") continue;
       const u = update as Record<string, any>;
+      // Nodes that call the model write their own call's usage; act nodes only roll up children.
+      if (
+        (node === "plan" || node === "planning" || node === "final_answer") &&
+        u.usage &&
+        typeof u.usage === "object"
+      ) {
+        for (const x of Object.values(u.usage as Record<string, any>)) {
+          this.totals.calls += Number(x?.calls ?? 0);
+          this.totals.inputTokens += Number(x?.inputTokens ?? 0);
+          this.totals.outputTokens += Number(x?.outputTokens ?? 0);
+        }
+      }
       if (!agent.task && typeof u.task === "string") agent.task = displayTask(u.task);
       if (u.pending && typeof u.pending === "object") {
         const p = u.pending;

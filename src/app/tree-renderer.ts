@@ -32,9 +32,15 @@ export function createLiveView(
   const progress = new RunProgress({ agentNames: options.agentNames });
   const log = createLogUpdate(stream);
   let frame = 0;
+  const started = Date.now();
   const draw = (final = false) => {
     const width = Math.max(40, (stream.columns ?? 100) - 2);
     let lines = progress.render(final ? "•" : FRAMES[frame % FRAMES.length], width);
+    const t = progress.totals;
+    const k = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+    lines.push(
+      `${t.calls} model calls · ${k(t.inputTokens)} tokens in · ${k(t.outputTokens)} out · ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     if (options.header) lines = [options.header, ...lines];
     if (!progress.root && !final) lines.push(`${FRAMES[frame % FRAMES.length]} starting…`);
     // log-update cannot erase lines scrolled off screen: keep the tail that fits.

@@ -114,6 +114,12 @@ describe("reference trajectories over the demo corpus", () => {
     // The page agent really read the Empire State Building page.
     const pageReq = server.requestsFor("page:empire").at(-1)!;
     expect(pageReq.request.messages.at(-1)!.content).toContain("17 March 1930");
+    // The live view counted every model call once, matching the run's own accounting.
+    expect(progress.totals).toEqual({
+      calls: result.usage.total.calls,
+      inputTokens: result.usage.total.input_tokens,
+      outputTokens: result.usage.total.output_tokens,
+    });
     // The live view saw all three levels, nested.
     expect(lines).toContain(
       `    [page_search] started: Retrieve information about the query: "${DEMO_SUBTASKS.empirePage}" from the Wikipedia page "Empire State Building".`,
