@@ -239,6 +239,8 @@ export class RunProgress {
         if (lastStep && lastStep.step === 0 && !lastStep.code)
           Object.assign(lastStep, { ...step, children: lastStep.children });
         else agent.steps.push(step);
+        // act follows plan at once: show it as running before its task event arrives.
+        agent.phase = "running code";
         this.emit(agent, `step ${step.step} thought: ${oneLine(step.thought, 160)}`);
         if (step.code) for (const l of clip(step.code, 6, 120)) this.emit(agent, `  | ${l}`);
         else if (p.parseError) this.emit(agent, `  (no code: ${oneLine(str(p.parseError), 120)})`);
