@@ -57,9 +57,11 @@ export default function evalCommand(): Command {
     )
     .option("--limit <n>", "only the first N questions", positiveInt("--limit"))
     .option("--concurrency <k>", "questions in flight at once", positiveInt("--concurrency"), 2)
-    .option("--systems <list>", "systems to compare, comma-separated", systemList, [
-      ...SYSTEM_NAMES,
-    ])
+    .addOption(
+      new Option("--systems <list>", "systems to compare, comma-separated")
+        .argParser(systemList)
+        .default([...SYSTEM_NAMES], SYSTEM_NAMES.join(",")),
+    )
     .option(
       "--out <dir>",
       "output directory (reports, results, checkpoints, corpus); reuse it to resume (default: $CODEHOP_HOME/eval/<dataset name>)",
