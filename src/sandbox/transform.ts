@@ -40,6 +40,10 @@ export interface BuildFailure {
 
 const STRICT_PREFIX = '"use strict"; ';
 
+/** Looks like TypeScript syntax (only consulted after a parse error). */
+const TYPESCRIPT_HINT =
+  /(?:\b(?:const|let|var)\s+\w+|\(\s*\w+|,\s*\w+|\))\s*:\s*(?:string|number|boolean|any|unknown|void|never|object|Record<|Array<|Promise<|\{)|\binterface\s+\w+\s*\{|\btype\s+\w+\s*=|\bas\s+(?:const|string|number|any|unknown)\b/;
+
 const PARSE_OPTIONS: acorn.Options = {
   ecmaVersion: "latest",
   sourceType: "script",
@@ -217,6 +221,9 @@ function buildActionUnguarded(
     if (e.line === 1 && typeof e.column === "number") e.column = Math.max(1, e.column - STRICT_PREFIX.length);
     if (/'import' and 'export' may appear only/.test(e.message)) {
       e.message = "import/export statements are not available in the sandbox (no modules; use the provided tools)";
+    } else if (TYPESCRIPT_HINT.test(code)) {
+      // Models often write TypeScript; say so instead of leaving them at "Unexpected token".
+      e.message += " (the sandbox runs JavaScript: remove TypeScript type annotations)";
     }
     return { error: e };
   }

@@ -42,6 +42,13 @@ describe("buildAction", () => {
     expect("error" in r && r.error.column).toBe(11); // column of the guest's own line 1, not of the added directive
   });
 
+  it("hints at TypeScript when a syntax error comes from type annotations", () => {
+    const r = buildAction("const n: number = 1;", undefined);
+    expect("error" in r && r.error.message).toMatch(/runs JavaScript: remove TypeScript type annotations/);
+    const plain = buildAction("const = 1;", undefined);
+    expect("error" in plain && plain.error.message).not.toMatch(/TypeScript/);
+  });
+
   it("rejects import() with a clear message and its position", () => {
     const r = buildAction("const x = 1;\nawait import('fs')", undefined);
     expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/import\(\) is not available/) });
