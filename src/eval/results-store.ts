@@ -37,6 +37,15 @@ CREATE TABLE IF NOT EXISTS eval_results (
   transcripts_json TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (system, question_id)
 );`);
+      // Results databases from before transcripts had their own column.
+      const columns = this.db.prepare("PRAGMA table_info(eval_results)").all() as {
+        name: string;
+      }[];
+      if (!columns.some((c) => c.name === "transcripts_json")) {
+        this.db.exec(
+          "ALTER TABLE eval_results ADD COLUMN transcripts_json TEXT NOT NULL DEFAULT '[]'",
+        );
+      }
     } catch (err) {
       throw new CodehopError(
         ErrorCodes.DB_INVALID,

@@ -384,3 +384,21 @@ describe("library defaults", () => {
     }
   });
 });
+
+describe("results database", () => {
+  it("is a DB_INVALID error when the output directory holds something that is not a results database", async () => {
+    const { mkdirSync, writeFileSync } = await import("node:fs");
+    const out = join(tmp, "not-a-db");
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, "eval.db"), "this is not sqlite");
+    await expect(
+      runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env: scriptedEnv(server.baseURL),
+        log: quiet,
+      }),
+    ).rejects.toMatchObject({ code: "CODEHOP_DB_INVALID" });
+  });
+});
