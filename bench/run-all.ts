@@ -17,6 +17,18 @@ import { type BenchFn, type BenchSection, markdownTable } from "./lib.ts";
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const DOC = join(BENCH_DIR, "..", "docs", "benchmarks.md");
 
+/** A bench file that has not finished after this long is reported as failed (the others still run). */
+export const BENCH_TIMEOUT_MS = 15 * 60_000;
+
+/** Rejects when `promise` has not settled after `ms`. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** The machine the figures come from. */
 export function machineDescription(): string {
   const cpu = cpus();
@@ -108,7 +120,7 @@ async function main(): Promise<void> {
       const fn = mod.default as BenchFn | undefined;
       if (typeof fn !== "function")
         throw new Error(`bench/${name}.bench.ts must default-export an async function`);
-      const res = await fn();
+      const res = await withTimeout(fn(), BENCH_TIMEOUT_MS, `bench/${name}.bench.ts`);
       const sections = Array.isArray(res) ? res : [res];
       outcome = { sections, ms: performance.now() - started };
       for (const s of sections) {

@@ -68,3 +68,13 @@ describe("bench runner (npm run bench)", () => {
     expect(textTable(section)).toBe("name   ms\n----  ---\na     1.5\nbb     10");
   });
 });
+
+describe("bench timeout", () => {
+  it("fails a bench that does not finish in time, and passes through one that does", async () => {
+    const { withTimeout } = await import("../../bench/run-all.ts");
+    await expect(withTimeout(new Promise(() => undefined), 20, "bench/x.bench.ts")).rejects.toThrow(
+      "bench/x.bench.ts did not finish within 0.02 s",
+    );
+    await expect(withTimeout(Promise.resolve(7), 1000, "y")).resolves.toBe(7);
+  });
+});
