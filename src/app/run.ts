@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointTuple } from "@langchain/langgraph";
+import { getDefaultSandbox } from "../agent/default-sandbox.ts";
 import type { UsageByAgent } from "../agent/usage.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.ts";
@@ -160,6 +161,8 @@ async function execute(
     });
     state = snapshot.values as Record<string, unknown>;
   }
+  // Start the sandbox's warm child now, so its spawn overlaps the first model call.
+  void getDefaultSandbox().catch(() => {});
   options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
   try {
     const stream = await graph.stream(input, {
