@@ -662,9 +662,9 @@ function startAction(msg) {
     p = Promise.reject(err);
   }
   p.then(
-    () => {
+    (value) => {
       act.settled = true;
-      finish(act, {});
+      finish(act, { value });
     },
     (err) => {
       act.settled = true;
@@ -774,6 +774,9 @@ function checkStall(act) {
   });
 }
 
+/** Longest REPL echo of the last expression's value. */
+const LAST_VALUE_CHARS = 2_000;
+
 /** All tool arguments of one action together may use this many times `maxValueBytes` (as on the host). */
 const TOTAL_ARGS_FACTOR = 8;
 
@@ -829,6 +832,7 @@ function finish(act, outcome, reusable = true) {
     dropped: act.dropped,
     bindings,
     toolCalls: act.calls,
+    lastValue: outcome.value === undefined ? null : formatValue(outcome.value, LAST_VALUE_CHARS),
   });
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.

@@ -151,6 +151,7 @@ function failed(started: number, previous: VariablesSnapshot, error: GuestError,
     snapshot: previous,
     toolCalls: 0,
     durationMs: performance.now() - started,
+    lastValue: null,
   };
 }
 
@@ -402,6 +403,7 @@ class ActionSession {
       snapshot,
       toolCalls: typeof msg.toolCalls === "number" ? msg.toolCalls : this.calls,
       durationMs: performance.now() - this.started,
+      lastValue: typeof msg.lastValue === "string" ? msg.lastValue.slice(0, 2_100) : null,
     });
     // The child must report `idle` soon (guest code still spinning after final_answer doesn't).
     this.pool.markFinishing(this.child);

@@ -136,6 +136,15 @@ const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
 });
 const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({ type: "ExpressionStatement", expression, loc });
 
+/** `print(...)`, `console.x(...)`, `final_answer(...)` (optionally awaited): nothing to echo. */
+function isOutputCall(expr: AnyNode): boolean {
+  const e = expr.type === "AwaitExpression" ? expr.argument : expr;
+  if (e.type !== "CallExpression") return false;
+  const c = e.callee;
+  if (c.type === "Identifier") return c.name === "print" || c.name === "final_answer";
+  return c.type === "MemberExpression" && c.object.type === "Identifier" && c.object.name === "console";
+}
+
 function isFunctionLike(node: AnyNode): boolean {
   return (
     node != null &&
@@ -326,6 +335,11 @@ function buildActionUnguarded(
     }
     if (stmt.type === "VariableDeclaration") {
       body.push(rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? { type: "EmptyStatement" });
+      continue;
+    }
+    if (stmt === program.body[program.body.length - 1] && stmt.type === "ExpressionStatement" && !isOutputCall(stmt.expression)) {
+      // REPL echo: the last expression's value becomes run()'s result (same evaluation, same order).
+      body.push({ type: "ReturnStatement", argument: stmt.expression, loc: stmt.loc });
       continue;
     }
     body.push(stmt);

@@ -52,6 +52,13 @@ export interface ActionResult {
   /** Number of tool calls the action made. */
   toolCalls: number;
   durationMs: number;
+  /**
+   * REPL echo: the value of the code's last top-level expression statement (or of a top-level
+   * `return`), formatted like console.log and capped; null when there is none or it is undefined,
+   * and for statements that only print or answer (`print(...)`, `console.log(...)`, `final_answer(...)`).
+   * Not part of `npm run sandbox`'s JSON lines.
+   */
+  lastValue?: string | null;
 }
 
 /** Host implementation of a tool as seen by the sandbox: raw guest args (already copied) in, JSON out. */

@@ -195,6 +195,17 @@ describe("REPL semantics", () => {
     expect(r2.finalAnswer).toEqual(["number", "result for x", "today1"]);
   });
 
+  it("echoes the last expression's value like a REPL (but not print/console/final_answer calls)", async () => {
+    const r1 = await sandbox.run({ code: "const a = [1, 2];\nawait search('x');\na.map((n) => n * 2)", tools });
+    expect(r1.lastValue).toBe("[ 2, 4 ]");
+    const r2 = await sandbox.run({ code: "const z = 1;\nprint('hi')", tools });
+    expect(r2.lastValue).toBeNull();
+    const r3 = await sandbox.run({ code: "'text'", tools });
+    expect(r3.lastValue).toBe("text");
+    const r4 = await sandbox.run({ code: "let u;\nu", tools });
+    expect(r4.lastValue).toBeNull();
+  });
+
   it("strings that merely contain import(, eval( or HTML comment markers still work", async () => {
     const r = await sandbox.run({
       code: "const s = 'use import(x) or eval(y) <!-- c --> ';\nconst t = `import(${1})`;\nfinal_answer([s, t])",
