@@ -72,7 +72,6 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
       const result = await run.invoke(null, {
         callbacks: [ctx.recorder],
         runName: "codehop_eval_agentic",
-        signal: ctx.signal,
       });
       const usage: Record<string, AgentUsage> = {};
       for (const [agent, u] of Object.entries(result.usage.by_agent)) {
