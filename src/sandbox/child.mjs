@@ -662,9 +662,10 @@ function startAction(msg) {
     p = Promise.reject(err);
   }
   p.then(
-    (value) => {
+    (boxed) => {
       act.settled = true;
-      finish(act, { value });
+      // Top-level returns are boxed in a one-element array by the transform (see boxTopLevelReturns).
+      finish(act, { value: isArray(boxed) ? boxed[0] : undefined });
     },
     (err) => {
       act.settled = true;

@@ -136,6 +136,17 @@ const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
 });
 const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({ type: "ExpressionStatement", expression, loc });
 
+function boxTopLevelReturns(root: AnyNode): void {
+  walk(root, (n) => {
+    if (isFunctionBoundary(n) || n.type === "ClassBody") return false;
+    if (n.type === "ReturnStatement") {
+      n.argument = { type: "ArrayExpression", elements: [n.argument ?? id("undefined")] };
+      return false;
+    }
+    return undefined;
+  });
+}
+
 /** `print(...)`, `console.x(...)`, `final_answer(...)` (optionally awaited): nothing to echo. */
 function isOutputCall(expr: AnyNode): boolean {
   const e = expr.type === "AwaitExpression" ? expr.argument : expr;
@@ -344,6 +355,10 @@ function buildActionUnguarded(
     }
     body.push(stmt);
   }
+  // Every top-level return (ours and the guest's) returns its value boxed in an array, so an
+  // async run() never adopts a returned promise: `search(q)` as the last line is echoed as a
+  // Promise, not silently awaited (and a rejected one doesn't become the action's error).
+  for (const stmt of body) boxTopLevelReturns(stmt);
   // `var` nested in top-level blocks and loops is top-level too (function scoped).
   for (const stmt of body) rewriteNestedVars(stmt, source, addName, declarationSources, DECL);
 

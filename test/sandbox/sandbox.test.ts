@@ -204,6 +204,11 @@ describe("REPL semantics", () => {
     expect(r3.lastValue).toBe("text");
     const r4 = await sandbox.run({ code: "let u;\nu", tools });
     expect(r4.lastValue).toBeNull();
+    // An unawaited promise is echoed as a promise, not silently awaited; top-level return works too.
+    const r5 = await sandbox.run({ code: "search('late')", tools });
+    expect(r5.lastValue).toBe("Promise { <pending or settled> }");
+    const r6 = await sandbox.run({ code: "if (true) { return 5 }\nprint('not reached')", tools });
+    expect([r6.lastValue, r6.logs]).toEqual(["5", ""]);
   });
 
   it("strings that merely contain import(, eval( or HTML comment markers still work", async () => {

@@ -83,7 +83,7 @@ describe("buildAction", () => {
 
   it("maps generated positions back to guest lines", () => {
     const b = build("const a = 1;\n\nconst b = 2;\nnull.x;");
-    const line = b.source.split("\n").findIndex((l) => l.includes(".x;")) + 1;
+    const line = b.source.split("\n").findIndex((l) => l.includes(".x")) + 1;
     expect(b.mapLine(line, 4)).toBe(4);
   });
 });
