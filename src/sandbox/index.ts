@@ -74,6 +74,13 @@ export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
   "escape", "unescape", "Function", "eval", "Compartment", "harden", "lockdown",
 ]);
 
+/** Globals every action has, whatever the capabilities (Math and Date exist, tamed, even when off). */
+const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
+  ...COMPARTMENT_GLOBALS,
+  "console", "print", "final_answer", "TextEncoder", "TextDecoder", "escape", "unescape", "Function", "eval",
+  "Compartment", "harden", "lockdown",
+]);
+
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */
 export const TOTAL_ARGS_FACTOR = 8;
 
@@ -180,7 +187,10 @@ async function runAction(
   const tools = request.tools ?? {};
   const toolNames = Object.keys(tools);
   const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames]);
-  const built = buildAction(code, previous, shadowable);
+  const available = new Set([...ALWAYS_AVAILABLE, ...toolNames]);
+  if (capabilities.intl) available.add("Intl");
+  if (capabilities.floatArrays) available.add("Float32Array").add("Float64Array");
+  const built = buildAction(code, previous, shadowable, available);
   if ("error" in built) return failed(started, previous, built.error);
   const signal = request.signal;
   if (signal?.aborted) return failed(started, previous, { ...ABORTED });

@@ -208,15 +208,18 @@ function parseDeclarationSource(source: string): AnyNode | string {
 /**
  * Parses `code` and builds the wrapper for one action.
  * @param previous snapshot of the previous action (its values are restored, declarations re-installed)
- * @param shadowable names of endowments (tools, print, ...) — never restored from a snapshot
+ * @param shadowable names of globals and tools — never restored from a snapshot
+ * @param available names that exist in the guest's global scope (default: `shadowable`); other
+ *   free names throw ReferenceError when read
  */
 export function buildAction(
   code: string,
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string> = new Set(),
+  available: ReadonlySet<string> = shadowable,
 ): BuiltAction | BuildFailure {
   try {
-    return buildActionUnguarded(code, previous, shadowable);
+    return buildActionUnguarded(code, previous, shadowable, available);
   } catch (err) {
     // Hostile nesting can overflow any recursive step (parser, pattern walk, generator): that is a
     // property of the guest's code, reported to it, never a host crash.
@@ -228,6 +231,7 @@ function buildActionUnguarded(
   code: string,
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string>,
+  available: ReadonlySet<string>,
 ): BuiltAction | BuildFailure {
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
   // literals, `let eval`, ...) are reported here with a position instead of failing later without
@@ -375,7 +379,7 @@ function buildActionUnguarded(
 
   const runBody = [...restoreStatements, ...hoisted, ...body];
   try {
-    guardFreeReferences(runBody, new Set([...names, RESTORE, DECL, REF, ...shadowable]), REF);
+    guardFreeReferences(runBody, new Set([...names, RESTORE, DECL, REF, ...available]), REF);
   } catch (err) {
     return { error: toGuestSyntaxError(err) };
   }

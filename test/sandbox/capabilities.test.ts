@@ -21,11 +21,21 @@ describe("capabilities off", () => {
           try { f(); out.push("worked") } catch (e) { out.push(e.name) }
         }
         out.push(typeof Intl, typeof Float64Array, typeof Float32Array, new Date(0).toISOString());
+        try { new Intl.NumberFormat() } catch (e) { out.push(e.name + ": " + e.message) }
         final_answer(out);
       `,
       tools: {},
     });
-    expect(r.finalAnswer).toEqual(["TypeError", "TypeError", "TypeError", "undefined", "undefined", "undefined", "1970-01-01T00:00:00.000Z"]);
+    expect(r.finalAnswer).toEqual([
+      "TypeError",
+      "TypeError",
+      "TypeError",
+      "undefined",
+      "undefined",
+      "undefined",
+      "1970-01-01T00:00:00.000Z",
+      "ReferenceError: Intl is not defined",
+    ]);
   });
 
   it("rejects unknown capabilities and malformed limits with CONFIG_INVALID", () => {
