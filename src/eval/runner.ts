@@ -47,6 +47,11 @@ export interface RunEvalOptions {
   env?: CodehopEnv;
   /** Run the LLM judge (default: when CODEHOP_JUDGE_MODEL is set). */
   judge?: boolean;
+  /**
+   * Time limit per question and system, in ms (default none). A question over it is stored as an
+   * error (scored wrong) and tried again by the next run; an agentic one resumes its thread.
+   */
+  questionTimeoutMs?: number;
   /** Passages retrieved by the rag baseline (default 5). */
   k?: number;
   /** Abort (Ctrl-C): in-flight questions are cancelled, finished ones kept, a partial report written. */
@@ -108,6 +113,12 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       `--limit must be a positive integer, got ${options.limit}`,
+    );
+  }
+  if (options.questionTimeoutMs !== undefined && !(options.questionTimeoutMs > 0)) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `the question timeout must be positive, got ${options.questionTimeoutMs}`,
     );
   }
   const concurrency = options.concurrency ?? 2;
@@ -251,7 +262,13 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       tasks,
       concurrency,
       async ({ example, system }) => {
-        const result = await answerOne(example, system, runId, signal, judge);
+        const result = await answerOne(example, system, {
+          runId,
+          signal,
+          judge,
+          timeoutMs: options.questionTimeoutMs,
+          log,
+        });
         if (!result) return; // interrupted: nothing stored, the rerun will redo it
         store.put(result);
         ran++;
@@ -340,34 +357,48 @@ function createJudge(env: CodehopEnv): AnswerJudge {
   return new AnswerJudge(model);
 }
 
+/** What {@link answerOne} needs besides the question and the system. */
+interface AnswerContext {
+  runId: string;
+  /** The run's signal (Ctrl-C). */
+  signal: AbortSignal;
+  judge?: AnswerJudge;
+  /** Per-question time limit for the system (0/undefined = none). */
+  timeoutMs?: number;
+  log: (line: string) => void;
+}
+
 /** Runs one system on one question; `undefined` when the run was interrupted mid-question. */
 async function answerOne(
   example: EvalExample,
   system: EvalSystem,
-  runId: string,
-  signal: AbortSignal,
-  judge: AnswerJudge | undefined,
+  ctx: AnswerContext,
 ): Promise<QuestionResult | undefined> {
   // A per-question signal: model clients add abort listeners to whatever signal they get, so
-  // handing them the run-wide one would pile up a listener per call.
+  // handing them the run-wide one would pile up a listener per call. It also carries the
+  // per-question time limit.
   const question = new AbortController();
-  const forward = () => question.abort(signal.reason);
-  signal.addEventListener("abort", forward, { once: true });
+  const forward = () => question.abort(ctx.signal.reason);
+  ctx.signal.addEventListener("abort", forward, { once: true });
+  const timer = ctx.timeoutMs
+    ? setTimeout(() => question.abort(new Error("question timeout")), ctx.timeoutMs)
+    : undefined;
   try {
-    return await answerOneWith(example, system, runId, question.signal, judge);
+    return await answerOneWith(example, system, ctx, question.signal, () => clearTimeout(timer));
   } finally {
-    signal.removeEventListener("abort", forward);
+    clearTimeout(timer);
+    ctx.signal.removeEventListener("abort", forward);
   }
 }
 
 async function answerOneWith(
   example: EvalExample,
   system: EvalSystem,
-  runId: string,
+  ctx: AnswerContext,
   signal: AbortSignal,
-  judge: AnswerJudge | undefined,
+  stopTimer: () => void,
 ): Promise<QuestionResult | undefined> {
-  const threadId = `${runId}:${system.name}:${example.id}`;
+  const threadId = `${ctx.runId}:${system.name}:${example.id}`;
   const recorder = new EvalRecorder(system.name);
   const started = performance.now();
   let prediction = "";
@@ -384,20 +415,26 @@ async function answerOneWith(
     status = res.status;
     reportedUsage = res.usage;
   } catch (err) {
-    if (signal.aborted) return undefined;
-    error = describeError(err);
+    // Ctrl-C: nothing is stored, the rerun redoes (or, agentic, resumes) the question.
+    if (ctx.signal.aborted) return undefined;
+    // Over the time limit: stored as an error (scored wrong); a rerun tries again.
+    error = signal.aborted
+      ? `timed out after ${(ctx.timeoutMs ?? 0) / 1000} s`
+      : describeError(err);
   }
+  stopTimer();
   const wallMs = performance.now() - started;
-  if (signal.aborted && error) return undefined;
+  if (ctx.signal.aborted && error) return undefined;
   const scores = scoreAnswer(prediction, example.answers);
   const supportRecall = supportingRecall(example, system.name, sources, !!error);
   let verdict;
-  if (judge && !error) {
+  if (ctx.judge && !error) {
     try {
-      verdict = await judge.judge(example.question, example.answers, prediction, signal);
+      verdict = await ctx.judge.judge(example.question, example.answers, prediction, ctx.signal);
     } catch (err) {
-      if (signal.aborted) return undefined;
-      error = `judge failed: ${describeError(err)}`;
+      if (ctx.signal.aborted) return undefined;
+      // The answer stands; the next run with a judge grades it (see toGrade in runEval).
+      ctx.log(`judge failed on ${system.name} ${example.id}: ${describeError(err)}`);
     }
   }
   const usage = reportedUsage ?? recorder.usage;

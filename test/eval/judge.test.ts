@@ -142,3 +142,46 @@ describe("judging an earlier run", () => {
     expect(res.report.results.every((r) => r.judge)).toBe(true);
   });
 });
+
+describe("judge failures", () => {
+  it("a failing judge leaves the answer stored (not an error); the next run grades it", async () => {
+    let down = true;
+    const flaky = await ScriptedOpenAIServer.start({
+      responder: () =>
+        down
+          ? { status: 503 }
+          : { content: "CORRECT", usage: { prompt_tokens: 5, completion_tokens: 1 } },
+    });
+    try {
+      const out = join(tmp, "judge-down");
+      const env = scriptedEnv(model.baseURL, {
+        CODEHOP_JUDGE_MODEL: "judge-model",
+        CODEHOP_JUDGE_BASE_URL: flaky.baseURL,
+      });
+      const lines: string[] = [];
+      const modelCalls = model.requests.length;
+      const res = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: (l) => lines.push(l),
+      });
+      expect(res.report.systems[0].errors).toBe(0);
+      expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
+      expect(lines.filter((l) => l.startsWith("judge failed on direct"))).toHaveLength(3);
+      down = false;
+      const again = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: () => undefined,
+      });
+      expect(model.requests.length - modelCalls).toBe(3); // answers were not asked again
+      expect(again.report.systems[0].judgeAccuracy).toBe(1);
+    } finally {
+      await flaky.close();
+    }
+  });
+});

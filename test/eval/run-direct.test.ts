@@ -402,3 +402,43 @@ describe("results database", () => {
     ).rejects.toMatchObject({ code: "CODEHOP_DB_INVALID" });
   });
 });
+
+describe("per-question time limit", () => {
+  it("stores a question over the limit as an error, keeps the others, and the next run retries it", async () => {
+    const slowQ2 = await ScriptedOpenAIServer.start({
+      responder: async (req, ctx) => {
+        const reply: any = await trajectoryResponder(directRules())(req, ctx);
+        if (req.messages[1]?.content.includes("Marek Zelny")) reply.delayMs = 1500;
+        return reply;
+      },
+    });
+    try {
+      const out = join(tmp, "timeout");
+      const env = scriptedEnv(slowQ2.baseURL);
+      const res = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        questionTimeoutMs: 300,
+        log: quiet,
+      });
+      const q2 = res.report.results.find((r) => r.questionId === "p2")!;
+      expect(q2.error).toBe("timed out after 0.3 s");
+      expect(q2.wallMs).toBeLessThan(1200);
+      expect(res.report.systems[0].errors).toBe(1);
+      expect(res.interrupted).toBe(false);
+      const again = await runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: quiet,
+      });
+      expect(again.ran).toBe(1);
+      expect(again.report.systems[0].errors).toBe(0);
+    } finally {
+      await slowQ2.close();
+    }
+  });
+});

@@ -68,6 +68,11 @@ export default function evalCommand(): Command {
     )
     .option("--k <n>", "passages retrieved by the rag baseline", positiveInt("--k"), 5)
     .option(
+      "--timeout <seconds>",
+      "time limit per question and system (over it: stored as an error, retried by the next run)",
+      positiveInt("--timeout"),
+    )
+    .option(
       "--judge",
       "also grade answers with an LLM judge (CODEHOP_JUDGE_MODEL; on by default when it is set)",
     )
@@ -82,6 +87,7 @@ export default function evalCommand(): Command {
         systems: SystemName[];
         out?: string;
         k: number;
+        timeout?: number;
         judge?: boolean;
         progress: boolean;
       }) => {
@@ -113,6 +119,7 @@ export default function evalCommand(): Command {
             env,
             judge: opts.judge,
             k: opts.k,
+            questionTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
             signal: controller.signal,
             progress: opts.progress ? undefined : false,
           });
