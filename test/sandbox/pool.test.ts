@@ -79,10 +79,11 @@ describe("reuse", () => {
 
 describe("orphans", () => {
   it("a child whose host died kills itself even while guest code spins", async () => {
-    // A host process that starts an endless action and is then SIGKILLed (no close(), no EOF read).
-    const { spawn } = await import("node:child_process");
+    const { spawn, execSync } = await import("node:child_process");
+    const { readFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const root = join(import.meta.dirname, "../..");
+    // A host that starts an endless action and is then SIGKILLed (no close(), no exit handlers).
     const host = spawn(
       process.execPath,
       [
@@ -92,16 +93,34 @@ describe("orphans", () => {
         "-e",
         `import { createSandbox } from ${JSON.stringify(join(root, "src/sandbox/index.ts"))};
          const sb = createSandbox({ poolSize: 1 });
-         void sb.run({ code: "while (true) {}", tools: {} });`,
+         void sb.run({ code: "while (true) {}", tools: {}, limits: { timeoutMs: 3600000 } });`,
       ],
-      { cwd: root, stdio: ["ignore", "pipe", "inherit"] },
+      { cwd: root, stdio: "ignore" },
     );
-    // Find the spinning child: the host's only child process.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const { execSync } = await import("node:child_process");
-    const childPid = Number(execSync(`ps -o pid= --ppid ${host.pid}`).toString().trim().split(/\s+/)[0]);
-    expect(childPid).toBeGreaterThan(0);
-    host.kill("SIGKILL");
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const cpuTicks = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[11]);
+    let childPid = 0;
+    try {
+      // Wait for the child to exist and to be spinning (its CPU time grows).
+      for (let i = 0; i < 150 && !childPid; i++) {
+        await sleep(100);
+        const line = execSync(`ps -o pid=,args= --ppid ${host.pid} || true`)
+          .toString()
+          .split("\n")
+          .find((l) => l.includes("child.mjs"));
+        if (line) childPid = Number(line.trim().split(/\s+/)[0]);
+      }
+      expect(childPid).toBeGreaterThan(0);
+      let spinning = false;
+      for (let i = 0; i < 100 && !spinning; i++) {
+        const before = cpuTicks(childPid);
+        await sleep(200);
+        spinning = cpuTicks(childPid) - before >= 10; // >= 100 ms of CPU in 200 ms
+      }
+      expect(spinning).toBe(true);
+    } finally {
+      host.kill("SIGKILL");
+    }
     const alive = () => {
       try {
         process.kill(childPid, 0);
@@ -111,7 +130,7 @@ describe("orphans", () => {
       }
     };
     const t0 = performance.now();
-    while (alive() && performance.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 100));
+    while (alive() && performance.now() - t0 < 5_000) await sleep(100);
     const survived = alive();
     if (survived) process.kill(childPid, "SIGKILL"); // don't leave a spinning orphan behind a failure
     expect(survived).toBe(false);
