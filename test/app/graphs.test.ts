@@ -141,3 +141,16 @@ describe("reference agents' prompts", () => {
     }
   });
 });
+
+describe("codehop graph", () => {
+  it("gives nested subgraphs unique ids (Mermaid reads a repeated id as a cycle)", async () => {
+    const { graphMermaid } = await import("../../src/cli/commands/graph.ts");
+    const ids = [...(await graphMermaid("manager")).matchAll(/subgraph (\S+?)\[/g)].map(
+      (m) => m[1],
+    );
+    expect(ids).toEqual(["act", "act_act"]);
+    expect(await graphMermaid("manager")).toContain(
+      'subgraph act_act["page_search agent (in act)"]',
+    );
+  });
+});
