@@ -1,6 +1,7 @@
 import { Annotation, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import { sourceFromConfig } from "../app/source.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { defineTool, type CodeTool } from "../tools/define-tool.ts";
 import { createCodeAgent, type CodeAgent } from "./code-agent.ts";
@@ -102,6 +103,17 @@ function withQuestionInput(agent: CodeAgent) {
     task: String(state.question ?? ""),
     context: {},
   }));
+  // Only what createCodeAgent uses today is carried over; fail loudly if the agent graph grows
+  // features this copy would silently drop.
+  const unsupported = Object.entries(source.nodes as Record<string, any>).filter(
+    ([, spec]) => spec.errorHandlerNode || spec.isErrorHandler || spec.cachePolicy || spec.timeout,
+  );
+  if (unsupported.length || (source.waitingEdges as Set<unknown>)?.size) {
+    throw new CodehopError(
+      ErrorCodes.GRAPH_INVARIANT,
+      `withQuestionInput cannot copy node(s) ${unsupported.map(([n]) => n).join(", ") || "(waiting edges)"} of agent "${agent.name}": update src/graphs/manager.ts`,
+    );
+  }
   for (const [name, spec] of Object.entries(source.nodes as Record<string, any>)) {
     graph.addNode(name, spec.runnable, {
       subgraphs: spec.subgraphs,
