@@ -211,8 +211,9 @@ async function runAction(
 }
 
 /**
- * A started child for `spec`. A child that fails to start (a transient fork or memory failure)
- * gets one replacement; if that fails too, run() rejects with CODEHOP_SANDBOX_INTERNAL.
+ * A started child for `spec`. A child that fails to start (a transient fork failure, or an
+ * address-space limit too small for this machine's Node — the pool then raises it) is replaced,
+ * up to 3 attempts; after that run() rejects with CODEHOP_SANDBOX_INTERNAL.
  */
 async function readyChild(pool: ChildPool, spec: ChildSpec): Promise<SandboxChild> {
   for (let attempt = 1; ; attempt++) {
@@ -222,10 +223,13 @@ async function readyChild(pool: ChildPool, spec: ChildSpec): Promise<SandboxChil
       return child;
     } catch (err) {
       child.kill("failed to start");
-      if (attempt >= 2) throw err;
+      await child.exited; // lets the pool learn from how it died before the next attempt
+      if (attempt >= STARTUP_ATTEMPTS) throw err;
     }
   }
 }
+
+const STARTUP_ATTEMPTS = 3;
 
 interface QueuedCall {
   callIndex: number;

@@ -36,6 +36,11 @@ const REAP_CHECK_AFTER_MS = 1_000;
 /** A child that is not locked down and ready by then is killed (and run() rejects). */
 const CHILD_START_TIMEOUT_MS = 20_000;
 
+/** stderr of a child that could not even reserve its startup memory under RLIMIT_AS. */
+const STARTUP_OOM = /Failed to reserve|Fatal process OOM|Cannot allocate memory|out of memory/i;
+/** The address-space limit is raised at most to this multiple of the configured one. */
+const MAX_ADDRESS_SPACE_FACTOR = 8;
+
 /** Idle children kept after use unless configured otherwise (see ChildPool). */
 export const DEFAULT_MAX_IDLE = 4;
 
@@ -66,7 +71,15 @@ export class SandboxChild {
   private readonly out: Readable;
   private buf = "";
 
-  constructor(spec: ChildSpec) {
+  /**
+   * @param spec how the child is identified for reuse
+   * @param addressSpaceFactor multiplier for the address-space limit actually applied (the pool
+   *   raises it when this machine's Node needs more address space just to start)
+   */
+  constructor(
+    spec: ChildSpec,
+    readonly addressSpaceFactor = 1,
+  ) {
     this.spec = spec;
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
@@ -81,7 +94,7 @@ export class SandboxChild {
     ];
     const [cmd, args] =
       spec.addressSpaceMb !== null && PRLIMIT
-        ? [PRLIMIT, [`--as=${spec.addressSpaceMb * 1024 * 1024}`, process.execPath, ...nodeArgs]]
+        ? [PRLIMIT, [`--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`, process.execPath, ...nodeArgs]]
         : [process.execPath, nodeArgs];
     this.proc = spawn(cmd, args, {
       // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
@@ -198,6 +211,7 @@ export class SandboxChild {
 /** Pool of {@link SandboxChild} processes. */
 export class ChildPool {
   private readonly idle: SandboxChild[] = [];
+  private addressSpaceFactor = 1;
   private readonly all = new Set<SandboxChild>();
   /** Children whose action reported `done` but not yet `idle`, with the acquirer waiting for each. */
   private readonly finishing = new Map<SandboxChild, ((child: SandboxChild | null) => void) | null>();
@@ -221,10 +235,21 @@ export class ChildPool {
   }
 
   private spawnChild(spec: ChildSpec): SandboxChild {
-    const child = new SandboxChild(spec);
+    const child = new SandboxChild(spec, this.addressSpaceFactor);
     this.all.add(child);
     void child.exited.then(() => {
       this.all.delete(child);
+      if (
+        child.readyAt === null &&
+        child.spec.addressSpaceMb !== null &&
+        child.addressSpaceFactor === this.addressSpaceFactor && // count each failed level once
+        STARTUP_OOM.test(child.stderrTail) &&
+        this.addressSpaceFactor < MAX_ADDRESS_SPACE_FACTOR
+      ) {
+        // Node on this machine reserves more address space at startup than the limit allows (V8
+        // builds differ): raise the limit for every later child rather than fail every action.
+        this.addressSpaceFactor *= 2;
+      }
       const waiter = this.finishing.get(child);
       this.finishing.delete(child);
       waiter?.(null);

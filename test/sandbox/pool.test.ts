@@ -27,6 +27,30 @@ describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
   });
 });
 
+describe.runIf(HAS_OS_MEMORY_LIMIT)("address-space limit too small for this machine's Node", () => {
+  it("the pool raises the limit for later children instead of failing forever", async () => {
+    const spec = { heapMb: 64, addressSpaceMb: 200 }; // 200 MB: Node cannot start; 800 MB: it can
+    const pool = new ChildPool(spec, 0);
+    try {
+      let started: SandboxChild | null = null;
+      for (let attempt = 0; attempt < 4 && !started; attempt++) {
+        const child = await pool.acquire(spec);
+        try {
+          await child.ready;
+          started = child;
+        } catch {
+          child.kill("test");
+          await child.exited;
+        }
+      }
+      expect(started).not.toBeNull();
+      expect(started!.addressSpaceFactor).toBeGreaterThan(1);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe("reuse", () => {
   it("sequential acquires reuse one warm process", async () => {
     const pool = new ChildPool({ heapMb: 128, addressSpaceMb: null }, 1);
