@@ -241,4 +241,41 @@ describe("agentic system", () => {
     expect(again.report.systems[0].em).toBeCloseTo(2 / 3, 10);
     expect(again.report.partial).toBe(false);
   });
+  it("an agentic question over --timeout is stored as an error and resumed from its thread by the next run", async () => {
+    const out = join(tmp, "agentic-timeout");
+    const env = scriptedEnv(server.baseURL);
+    const count = (rule: string) => server.requestsFor(rule).length;
+    pageDelayMs = 2500;
+    let first;
+    try {
+      first = await runEval({
+        dataset: join(FIX, "hotpotqa.json"),
+        systems: ["agentic"],
+        out,
+        env,
+        limit: 2,
+        concurrency: 1,
+        questionTimeoutMs: 1500,
+        log: () => undefined,
+      });
+    } finally {
+      pageDelayMs = 0;
+    }
+    const h2 = first.report.results.find((r) => r.questionId === "h2")!;
+    expect(h2.error).toBe("timed out after 1.5 s");
+    expect(first.report.results.find((r) => r.questionId === "h1")!.error).toBeUndefined();
+    const zelny = count("wiki:zelny");
+    const again = await runEval({
+      dataset: join(FIX, "hotpotqa.json"),
+      systems: ["agentic"],
+      out,
+      env,
+      limit: 2,
+      concurrency: 1,
+      log: () => undefined,
+    });
+    expect(again.ran).toBe(1);
+    expect(count("wiki:zelny")).toBe(zelny); // resumed: the finished sub-agent call was not repeated
+    expect(again.report.results.find((r) => r.questionId === "h2")!.prediction).toBe("40 metres");
+  });
 });
