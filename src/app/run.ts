@@ -351,17 +351,42 @@ export async function replay(
     }
     if (!options.model) await requireModel(session.config);
     await withSource(session, options, record.options);
-    session.persistence.threads.start(threadId);
     let from = checkpointId;
     if (options.update) {
       const graph = createManagerGraph({ checkpointer: session.persistence.checkpointer });
-      const forked = await graph.updateState(
-        { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
-        options.update,
-        options.asNode,
-      );
+      // LangGraph drops unknown keys silently: name them instead.
+      const known = Object.keys(
+        (graph as unknown as { channels: Record<string, unknown> }).channels,
+      ).filter((k) => !k.startsWith("__") && !k.includes(":"));
+      const unknown = Object.keys(options.update).filter((k) => !known.includes(k));
+      if (unknown.length) {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `Unknown state key(s) ${unknown.join(", ")}. The manager's state has: ${known.sort().join(", ")}.`,
+        );
+      }
+      let forked: RunnableConfig;
+      try {
+        forked = await graph.updateState(
+          { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
+          options.update,
+          options.asNode,
+        );
+      } catch (err) {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `Cannot edit the state at checkpoint ${checkpointId}: ${(err as Error).message}` +
+            (options.asNode
+              ? ` (nodes: ${Object.keys((graph as any).nodes)
+                  .filter((n) => !n.startsWith("__"))
+                  .join(", ")})`
+              : ""),
+          { cause: err },
+        );
+      }
       from = forked.configurable?.checkpoint_id as string;
     }
+    session.persistence.threads.start(threadId);
     return await execute(session, options, threadId, null, from);
   } finally {
     await session.close();

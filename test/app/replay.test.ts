@@ -155,6 +155,28 @@ describe("history and replay (time travel)", () => {
     );
   });
 
+  it("names unknown state keys and nodes of an edit instead of crashing", async () => {
+    const from = beforeAct(original, 2);
+    await expect(
+      replay("t", from.checkpoint_id, { config: config(), persistence, update: { nosuchkey: 1 } }),
+    ).rejects.toMatchObject({
+      code: "CODEHOP_CONFIG_INVALID",
+      message: expect.stringContaining("Unknown state key(s) nosuchkey"),
+    });
+    await expect(
+      replay("t", from.checkpoint_id, {
+        config: config(),
+        persistence,
+        update: { answer: "x" },
+        asNode: "nonode",
+      }),
+    ).rejects.toMatchObject({
+      code: "CODEHOP_CONFIG_INVALID",
+      message: expect.stringContaining('Node "nonode" does not exist'),
+    });
+    expect(persistence.threads.get("t")?.status).toBe("done");
+  });
+
   it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {
     await expect(
       replay("t", "no-such-checkpoint", { config: config(), persistence }),
