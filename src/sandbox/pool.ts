@@ -28,6 +28,7 @@ const CHILD_ENTRY = realpathSync(fileURLToPath(new URL("./child.mjs", import.met
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission") ? "--permission" : "--experimental-permission";
+const CAN_DISABLE_WARNINGS = process.allowedNodeEnvironmentFlags.has("--disable-warning");
 /** Largest single protocol line accepted from a child (guards host memory against a broken child). */
 const MAX_LINE_CHARS = 64 * 1024 * 1024;
 const STDERR_TAIL_CHARS = 4096;
@@ -87,8 +88,8 @@ export class SandboxChild {
       `--allow-fs-read=${CHILD_ENTRY}`,
       `--allow-fs-read=${SES_PATH}`,
       "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
-      "--disable-warning=ExperimentalWarning",
-      "--disable-warning=SecurityWarning", // about --allow-worker, which only the watchdog uses
+      // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
+      ...(CAN_DISABLE_WARNINGS ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"] : []),
       CHILD_ENTRY,
       SES_PATH,
     ];
