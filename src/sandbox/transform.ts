@@ -273,7 +273,13 @@ function buildActionUnguarded(
   });
   if (failure) return { error: failure };
 
-  // Fresh names for the wrapper's own parameters: never equal to anything the guest wrote.
+  // Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
+  // in an earlier action (those names come back as bindings of this wrapper).
+  if (previous) {
+    for (const part of [previous.values, previous.declarations, previous.unserializable]) {
+      if (part && typeof part === "object") for (const k of Object.keys(part)) usedIdentifiers.add(k);
+    }
+  }
   const fresh = (base: string): string => {
     let name = base;
     for (let i = 0; usedIdentifiers.has(name); i++) name = `${base}${i}`;

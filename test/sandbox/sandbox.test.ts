@@ -142,6 +142,13 @@ describe("persistent variables", () => {
     expect(r3.snapshot.declarations.double).toBeUndefined();
   });
 
+  it("variables named like the wrapper's internals survive the next action", async () => {
+    const r1 = await sandbox.run({ code: "const $restore = 1;\nconst $decl = 2;\nconst $ref = 3;", tools });
+    const r2 = await sandbox.run({ code: "final_answer($restore + $decl + $ref)", tools, snapshot: r1.snapshot });
+    expect(r2.error).toBeNull();
+    expect(r2.finalAnswer).toBe(6);
+  });
+
   it("restores from a JSON round-tripped snapshot in a fresh sandbox process", async () => {
     const r1 = await sandbox.run({ code: "const city = 'Paris';\nfunction greet(p) { return 'hi ' + p }", tools });
     const stored = JSON.parse(JSON.stringify(r1.snapshot));
