@@ -59,6 +59,33 @@ export function agentEnvKey(agentName: string): string {
 
 const cache = new Map<string, ChatOpenAI>();
 
+/** HTTP statuses that retrying cannot fix (bad request, auth, not found ...): fail at once. */
+const STATUS_NO_RETRY = new Set([400, 401, 402, 403, 404, 405, 406, 407, 409, 413, 422]);
+/** A 429 whose message says the account is out of quota will not recover by waiting. */
+const QUOTA_EXHAUSTED = /insufficient[_ -]?quota|exceeded (?:your|the current).+quota|quota (?:has been )?exhausted|billing|credit balance|out of credits/i;
+
+function httpStatus(error: any): number | undefined {
+  const s = error?.status ?? error?.response?.status ?? error?.statusCode;
+  return typeof s === "number" ? s : undefined;
+}
+
+/**
+ * Retry policy for model calls (LangChain's AsyncCaller calls it after each failed attempt: return
+ * to retry with exponential backoff, throw to give up). Unlike LangChain's default, a 429 without a
+ * Retry-After hint is retried too: local servers (vLLM, llama.cpp, proxies) send bare 429s when
+ * their queue is full, which is exactly when waiting helps. Quota exhaustion, client errors and
+ * aborts fail at once.
+ */
+export function modelFailedAttemptHandler(error: unknown): void {
+  const e = error as any;
+  if (e?.name === "AbortError" || /^(Cancel|AbortError)/.test(String(e?.message ?? ""))) throw error;
+  const status = httpStatus(e);
+  if (status !== undefined && STATUS_NO_RETRY.has(status)) throw error;
+  if (e?.code === "insufficient_quota" || e?.error?.code === "insufficient_quota") throw error;
+  if (status === 429 && QUOTA_EXHAUSTED.test(String(e?.message ?? ""))) throw error;
+  // Everything else (429, 5xx, timeouts, connection resets, unparsable bodies): retry.
+}
+
 /**
  * The chat model for `agentName` in a run with `config`. Throws CODEHOP_MODEL_NOT_CONFIGURED
  * naming the variables to set when no model or endpoint can be found.
@@ -111,7 +138,11 @@ export function resolveModel(
   let model = cache.get(cacheKey);
   if (!model) {
     const { baseURL: url, ...rest } = fields;
-    model = new ChatOpenAI({ ...rest, configuration: url ? { baseURL: url } : undefined });
+    model = new ChatOpenAI({
+      ...rest,
+      onFailedAttempt: modelFailedAttemptHandler,
+      configuration: url ? { baseURL: url } : undefined,
+    });
     cache.set(cacheKey, model);
   }
   return model;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import { readEnv } from "../../src/config/env.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
-import { callModel, resolveModel } from "../../src/models/index.ts";
+import { callModel, modelFailedAttemptHandler, resolveModel } from "../../src/models/index.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 
 const env = (vars: Record<string, string>) => readEnv(vars);
@@ -147,5 +147,23 @@ describe("callModel against a failing endpoint", () => {
       agentName: "manager",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
+  });
+});
+
+describe("modelFailedAttemptHandler (retry policy of model calls)", () => {
+  const httpError = (status: number, message = "x") => Object.assign(new Error(message), { status });
+
+  it("retries rate limits without a hint, server errors and network failures", () => {
+    expect(() => modelFailedAttemptHandler(httpError(429, "server busy"))).not.toThrow();
+    expect(() => modelFailedAttemptHandler(httpError(500))).not.toThrow();
+    expect(() => modelFailedAttemptHandler(httpError(503))).not.toThrow();
+    expect(() => modelFailedAttemptHandler(new Error("socket hang up"))).not.toThrow();
+  });
+
+  it("gives up at once on client errors, exhausted quota and aborts", () => {
+    expect(() => modelFailedAttemptHandler(httpError(401))).toThrow();
+    expect(() => modelFailedAttemptHandler(httpError(404))).toThrow();
+    expect(() => modelFailedAttemptHandler(httpError(429, "You exceeded your current quota, check billing"))).toThrow();
+    expect(() => modelFailedAttemptHandler(Object.assign(new Error("aborted"), { name: "AbortError" }))).toThrow();
   });
 });

@@ -60,8 +60,8 @@ const config = (extra: Record<string, unknown> = {}) => ({
 const outcomes = (from: number) => server.requests.slice(from).map((r) => r.outcome);
 
 describe("model endpoint faults", () => {
-  // A 429 is retried when it says when to retry (Retry-After header, or "try again in ..." in the
-  // message, as OpenAI sends); a bare 429 means "out of capacity" to LangChain and fails at once.
+  // 429s are retried with backoff, with or without a retry hint (LangChain's default gives up at
+  // once on a bare 429; local servers send exactly that when their queue is full).
   it("retries a 429 with a retry hint and a garbage body, then succeeds", async () => {
     const start = server.requests.length;
     let n = 0;
@@ -83,6 +83,19 @@ describe("model endpoint faults", () => {
     });
     expect(result.answer).toBe(DEMO_ANSWERS.towers);
     expect(outcomes(start).slice(0, 3)).toEqual(["error", "garbage", "reply"]);
+  });
+
+  it("retries a bare 429 (no retry hint), then succeeds", async () => {
+    const start = server.requests.length;
+    let n = 0;
+    fault = (_task, system) => {
+      if (!system.includes(AGENT_MARKERS.manager)) return undefined;
+      n++;
+      return n === 1 ? { status: 429, body: '{"error":{"message":"server busy"}}' } : undefined;
+    };
+    const result = await ask(DEMO_QUESTIONS.towers, { threadId: "bare-429", config: config(), persistence });
+    expect(result.answer).toBe(DEMO_ANSWERS.towers);
+    expect(outcomes(start).slice(0, 2)).toEqual(["error", "reply"]);
   });
 
   it("fails with a clear error after retries on a permanent 500; the thread stays resumable", async () => {
