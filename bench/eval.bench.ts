@@ -26,6 +26,7 @@ export default async function evalBench(): Promise<BenchSection[]> {
       await corpusBench(dir, loading.examples),
       scoringBench(),
       await runnerBench(dir),
+      await concurrencyBench(dir),
     ];
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -247,5 +248,68 @@ async function runnerBench(dir: string): Promise<BenchSection> {
       "report.html KB",
     ],
     rows,
+  };
+}
+
+async function concurrencyBench(dir: string): Promise<BenchSection> {
+  // With a model that takes 200 ms per call, throughput should grow with --concurrency.
+  const n = 24;
+  const latencyMs = 200;
+  const path = join(dir, "latency.jsonl");
+  writeFileSync(
+    path,
+    Array.from({ length: n }, (_, i) =>
+      JSON.stringify({ id: `q${i}`, question: `Question number ${i}?`, answer: `answer ${i}` }),
+    ).join("\n"),
+  );
+  const server = await ScriptedOpenAIServer.start({
+    responder: () => ({
+      content: "answer",
+      delayMs: latencyMs,
+      usage: { prompt_tokens: 80, completion_tokens: 1 },
+    }),
+  });
+  const env = readEnv({
+    OPENAI_BASE_URL: server.baseURL,
+    OPENAI_API_KEY: "bench",
+    CODEHOP_MODEL: "scripted",
+    CODEHOP_MAX_RETRIES: "0",
+  });
+  const rows: (string | number)[][] = [];
+  const qps: Record<number, number> = {};
+  try {
+    for (const concurrency of [1, 2, 4, 8]) {
+      const t = performance.now();
+      await runEval({
+        dataset: path,
+        systems: ["direct"],
+        out: join(dir, `latency-c${concurrency}`),
+        env,
+        concurrency,
+        progress: false,
+        log: () => undefined,
+      });
+      const ms = performance.now() - t;
+      qps[concurrency] = (n * 1000) / ms;
+      rows.push([
+        concurrency,
+        n,
+        fmt(ms, 0),
+        fmt(qps[concurrency], 2),
+        fmt(qps[concurrency] / (qps[1] ?? qps[concurrency]), 2),
+      ]);
+    }
+  } finally {
+    await server.close();
+  }
+  const speedup = qps[4] / qps[1];
+  return {
+    title: "Eval: --concurrency with a 200 ms model",
+    description: `${n} questions, direct system, against the scripted server answering every call after ${latencyMs} ms; wall time of the whole run including reports.`,
+    columns: ["concurrency", "questions", "total ms", "questions / s", "speed-up vs 1"],
+    rows,
+    verdicts: [
+      `concurrency 4 answers >= 3x as many questions per second as 1: ${speedup >= 3 ? "MET" : "NOT MET"} (${fmt(speedup, 2)}x)`,
+    ],
   };
 }
