@@ -76,6 +76,18 @@ export interface EvalRunOutcome {
   interrupted: boolean;
 }
 
+/** Interval of progress lines when there is no progress bar. */
+const PROGRESS_LINE_MS = 30_000;
+
+/** "1h 02m", "3m 05s", "42s". */
+export function formatSeconds(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s >= 3600)
+    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  if (s >= 60) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+  return `${s}s`;
+}
+
 /** Bad records named on the console (report.md lists all). */
 const MAX_LOGGED_BAD = 20;
 
@@ -243,6 +255,8 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
 
     const signal = options.signal ?? new AbortController().signal;
     const showBar = options.progress ?? !!process.stderr.isTTY;
+    const runStarted = Date.now();
+    let lastLine = runStarted;
     const bar = showBar
       ? new cliProgress.SingleBar(
           {
@@ -276,11 +290,17 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
         t.n++;
         t.em += result.em;
         tally.set(system.name, t);
-        bar?.increment(1, {
-          status: [...tally]
-            .map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`)
-            .join(" · "),
-        });
+        const status = [...tally]
+          .map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`)
+          .join(" · ");
+        bar?.increment(1, { status });
+        // Without a bar (logs of a detached run, CI), a progress line at most every 30 s.
+        if (!bar && options.progress !== false && Date.now() - lastLine >= PROGRESS_LINE_MS) {
+          lastLine = Date.now();
+          const elapsed = (Date.now() - runStarted) / 1000;
+          const eta = (elapsed / ran) * (tasks.length - ran);
+          log(`eval: ${ran}/${tasks.length} done, ETA ${formatSeconds(eta)} | ${status}`);
+        }
       },
       signal,
     );

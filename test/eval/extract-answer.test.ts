@@ -32,3 +32,15 @@ describe("formatPassages", () => {
     expect(formatPassages([])).toBe("(no passages found)");
   });
 });
+
+describe("formatSeconds (progress ETA)", () => {
+  it("formats durations for progress lines", async () => {
+    const { formatSeconds } = await import("../../src/eval/runner.ts");
+    expect([
+      formatSeconds(42.4),
+      formatSeconds(185),
+      formatSeconds(3720),
+      formatSeconds(-1),
+    ]).toEqual(["42s", "3m 05s", "1h 02m", "0s"]);
+  });
+});
