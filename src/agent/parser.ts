@@ -36,9 +36,24 @@ export const FORMAT_REMINDER =
 
 const END_MARKERS = /<end_action>|<end_code>|<\/code>/g;
 
+/**
+ * The reply without reasoning-model think blocks (QwQ, DeepSeek-R1): code drafted while thinking
+ * must never run. Removes every `<think>...</think>`, a reply that starts inside an unopened block
+ * (the chat template put `<think>` in the prompt, so the reply only has the closing tag), and an
+ * unclosed block at the end (the model was cut off while thinking).
+ */
+export function stripThinkBlocks(text: string): string {
+  let out = text.replace(/<think>[\s\S]*?<\/think>/gi, "");
+  const close = out.search(/<\/think>/i);
+  if (close >= 0) out = out.slice(close + "</think>".length);
+  const open = out.search(/<think>/i);
+  if (open >= 0) out = out.slice(0, open);
+  return out;
+}
+
 /** Parses a model reply into thought and code. Never throws. */
 export function parseAction(text: string): ParsedAction {
-  const raw = (text ?? "").replace(/\r\n/g, "\n");
+  const raw = stripThinkBlocks((text ?? "").replace(/\r\n/g, "\n"));
   const fence = /```([A-Za-z0-9_+-]*)[^\n]*\n([\s\S]*?)(?:```|$)/g;
   const blocks: { lang: string; body: string; start: number }[] = [];
   for (const m of raw.matchAll(fence)) {

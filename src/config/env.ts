@@ -54,13 +54,19 @@ function num(name: string, value: string | undefined): number | undefined {
   return n;
 }
 
+/**
+ * CODEHOP_MODEL_* variables that are settings, not per-agent model overrides: an agent with one of
+ * these names cannot get its own model through the environment (use configurable.models instead).
+ */
+export const NON_AGENT_MODEL_KEYS: ReadonlySet<string> = new Set(["CODEHOP_MODEL_TIMEOUT_MS"]);
+
 /** Reads the environment (default: process.env) into a typed snapshot. */
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
   const agentModels: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     const m = /^CODEHOP_MODEL_([A-Z0-9_]+)$/.exec(key);
     const v = nonEmpty(value);
-    if (m && v) agentModels[m[1].toLowerCase()] = v;
+    if (m && v && !NON_AGENT_MODEL_KEYS.has(key)) agentModels[m[1].toLowerCase()] = v;
   }
   return {
     openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),

@@ -156,10 +156,47 @@ export function describeModel(model: BaseChatModel): string {
   return url ? `${name} at ${url}` : String(name);
 }
 
+/** Message of an empty-choices reply in CODEHOP_MODEL_ENDPOINT_FAILED. */
+export const EMPTY_CHOICES_REASON = "the endpoint returned no choices (empty response)";
+
+/**
+ * LangChain's invoke() reads `generations[0][0].message`; a reply with `choices: []` gives no
+ * generation, so it fails with this TypeError instead of a useful message.
+ */
+function isEmptyChoicesError(err: unknown): boolean {
+  return err instanceof TypeError && /\(reading 'message'\)/.test(err.message);
+}
+
+class EmptyChoicesError extends Error {
+  constructor() {
+    super(EMPTY_CHOICES_REASON);
+    this.name = "EmptyChoicesError";
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }
+    function onAbort() {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 /**
  * Calls the model once (invoke, or stream + concatenated chunks) with stop sequences. Any failure
  * after the client's own retries becomes CODEHOP_MODEL_ENDPOINT_FAILED naming the agent and
  * endpoint; since it happens before the calling node writes state, the thread stays resumable.
+ * A reply without choices (overloaded proxies send `choices: []`) happens after the client's HTTP
+ * retry loop, so it is retried here like a garbage body: as many times as the client retries
+ * (CODEHOP_MAX_RETRIES), with exponential backoff.
  */
 export async function callModel(
   model: BaseChatModel,
@@ -169,13 +206,31 @@ export async function callModel(
   const callOptions: Record<string, unknown> = {};
   if (options.stop?.length) callOptions.stop = options.stop;
   if (options.signal) callOptions.signal = options.signal;
-  try {
-    if (!options.stream) return (await model.invoke(messages, callOptions)) as AIMessage;
+  const once = async (): Promise<AIMessage | AIMessageChunk> => {
+    if (!options.stream) {
+      try {
+        return (await model.invoke(messages, callOptions)) as AIMessage;
+      } catch (err) {
+        if (isEmptyChoicesError(err)) throw new EmptyChoicesError();
+        throw err;
+      }
+    }
     let acc: AIMessageChunk | undefined;
     for await (const chunk of await model.stream(messages, callOptions))
       acc = acc ? acc.concat(chunk) : chunk;
-    if (!acc) throw new Error("the stream ended without any chunk");
+    if (!acc) throw new EmptyChoicesError();
     return acc;
+  };
+  const retries = Math.max(0, Number((model as any).caller?.maxRetries ?? 0) || 0);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await once();
+      } catch (err) {
+        if (!(err instanceof EmptyChoicesError) || attempt >= retries) throw err;
+        await sleep(Math.min(250 * 2 ** attempt, 8000), options.signal);
+      }
+    }
   } catch (err) {
     if (CodehopError.isInstance(err)) throw err;
     const reason = err instanceof Error ? err.message : String(err);

@@ -1,6 +1,6 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { historyToMessages } from "../agent/history.ts";
-import { parseAction } from "../agent/parser.ts";
+import { parseAction, stripThinkBlocks } from "../agent/parser.ts";
 import { renderSystemPrompt, renderTaskMessage } from "../agent/prompts.ts";
 import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
@@ -40,11 +40,11 @@ export function makePlanNode(rt: AgentRuntime) {
     reportUsage(config, { [rt.name]: usage });
     const step = state.stepCount + 1;
     // The model sees its own past action closed with <end_action>, as the format asks, so it keeps
-    // closing its actions even though the server cut the marker off.
+    // closing its actions even though the server cut the marker off. Think blocks stay out of the
+    // prompt (as reasoning models' chat templates do): they are long and never run.
+    const visible = stripThinkBlocks(text).trim();
     const shown =
-      parsed.code !== null && !text.includes("<end_action>")
-        ? `${text.trimEnd()}<end_action>`
-        : text;
+      parsed.code !== null && !visible.includes("<end_action>") ? `${visible}<end_action>` : visible;
     const update: AgentUpdate = {
       pending: {
         step,

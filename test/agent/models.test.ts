@@ -95,6 +95,18 @@ describe("resolveModel", () => {
     }
   });
 
+  it("does not take CODEHOP_MODEL_TIMEOUT_MS for the model of an agent named timeout_ms", () => {
+    const e = env({
+      OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+      CODEHOP_MODEL: "default-m",
+      CODEHOP_MODEL_TIMEOUT_MS: "5000",
+      CODEHOP_MODEL_MANAGER: "manager-m",
+    });
+    expect(e.agentModels).toEqual({ manager: "manager-m" });
+    expect(e.modelTimeoutMs).toBe(5000);
+    expect(nameOf(resolveModel("timeout_ms", {}, { env: e }))).toBe("default-m");
+  });
+
   it("asks for an endpoint when a model name has no base URL or key", () => {
     expect(() => resolveModel("a", {}, { env: env({ CODEHOP_MODEL: "m" }) })).toThrow(
       /set OPENAI_BASE_URL/,
@@ -105,12 +117,17 @@ describe("resolveModel", () => {
 describe("callModel against a failing endpoint", () => {
   let server: ScriptedOpenAIServer;
   let failures = 0;
+  let emptyReplies = 0;
   beforeAll(async () => {
     server = await ScriptedOpenAIServer.start({
       responder: (req) => {
         const task = req.messages.at(-1)?.content ?? "";
         if (task === "always 500") return { status: 500 };
         if (task === "garbage") return { garbage: "<html>not json" };
+        if (task === "no choices")
+          return { garbage: '{"id":"x","object":"chat.completion","choices":[]}' };
+        if (task === "no choices once" && emptyReplies++ < 1)
+          return { garbage: '{"id":"x","object":"chat.completion","choices":[]}' };
         if (task === "flaky" && failures++ < 1) return { status: 503 };
         return "ok";
       },
@@ -147,6 +164,24 @@ describe("callModel against a failing endpoint", () => {
       agentName: "manager",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
+  });
+
+  it("reports a reply with empty choices as such, after retrying it like a garbage body", async () => {
+    const before = server.requests.length;
+    const err = await callModel(model(1), [new HumanMessage("no choices")], {
+      agentName: "manager",
+    }).catch((e) => e);
+    expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
+    expect(err.message).toContain("the endpoint returned no choices (empty response)");
+    expect(err.message).toContain('agent "manager"');
+    expect(server.requests.length - before).toBe(2); // first try + one retry
+  });
+
+  it("recovers when an empty-choices reply is followed by a real one", async () => {
+    const reply = await callModel(model(2), [new HumanMessage("no choices once")], {
+      agentName: "manager",
+    });
+    expect(reply.content).toBe("ok");
   });
 });
 

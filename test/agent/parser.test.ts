@@ -66,6 +66,19 @@ describe("parseAction", () => {
     expect(parseAction("").error).toMatch(/empty/);
   });
 
+  it("never runs code drafted inside <think> blocks of reasoning models", () => {
+    const real = "Thought: print it\nCode:\n```js\nconsole.log(7)\n```<end_action>";
+    const p = parseAction("<think>maybe\n```js\nbad()\n```\nno.</think>\n" + real);
+    expect(p).toEqual({ thought: "print it", code: "console.log(7)" });
+    // The template opened the block in the prompt: the reply only closes it.
+    const q = parseAction("let me try\n```js\nbad()\n```\nhmm</think>\n" + real);
+    expect(q).toEqual({ thought: "print it", code: "console.log(7)" });
+    // Cut off while thinking: nothing to run, the model gets the format reminder.
+    const r = parseAction("<think>first\n```js\nbad()\n```");
+    expect(r.code).toBeNull();
+    expect(r.error).toContain(FORMAT_REMINDER);
+  });
+
   it("ignores empty fences and uses the next block", () => {
     expect(parseAction("```js\n```\n```js\nconsole.log(2)\n```").code).toBe("console.log(2)");
   });
