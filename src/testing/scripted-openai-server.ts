@@ -147,7 +147,8 @@ export class ScriptedOpenAIServer {
 
   private constructor(options: ScriptedServerOptions) {
     this.responder = options.responder;
-    this.app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024 });
+    // forceCloseConnections: close() must not wait for idle keep-alive sockets of clients.
+    this.app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024, forceCloseConnections: true });
     const dims = options.embeddingDims ?? 64;
 
     this.app.get("/v1/models", async () => ({

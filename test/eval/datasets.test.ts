@@ -138,6 +138,13 @@ describe("dataset loaders", () => {
     expect(md.bad[0].reason).toMatch(/unanswerable/);
   });
 
+  it("accepts a list as the answer of a plain JSONL record (first = gold, rest = aliases)", () => {
+    const p = write("list.jsonl", '{"question":"Where?","answer":["Norway","Norge"]}\n');
+    const ds = loadDataset(p, { format: "jsonl" });
+    expect(ds.bad).toEqual([]);
+    expect(ds.examples[0].answers).toEqual(["Norway", "Norge"]);
+  });
+
   it("keeps braces and brackets inside strings from confusing the array splitter", () => {
     const p = write("str.json", '[{"_id":"s","question":"what is \\"[{,}]\\"?","answer":"], {"}]');
     const ds = loadDataset(p, { format: "jsonl" });
