@@ -55,10 +55,16 @@ export function historyReducer(policy: HistoryPolicy) {
   };
 }
 
+/** User turn after a plan: the plan is the model's own turn, and the prompt must end with the user. */
+export const PLAN_FOLLOW_UP = "Now proceed and carry out this plan.";
+
 /**
  * Chat messages for a model call: system, task, then the history. Observations are user messages
- * (chat templates like Qwen's only know system/user/assistant); adjacent assistant entries (a plan
- * followed by an action) are merged so templates that require alternation accept the prompt.
+ * (chat templates like Qwen's only know system/user/assistant). A plan is an assistant message
+ * followed by the user turn PLAN_FOLLOW_UP, always (not only when it is last), so the prompt never
+ * ends with an assistant turn (servers treat one as a prefill), a plan never merges with the next
+ * action, and the messages written at a planning step stay a prefix of the later prompts. Adjacent
+ * actions (possible under a custom history policy) are merged so no two assistant messages meet.
  */
 export function historyToMessages(
   system: string,
@@ -75,6 +81,9 @@ export function historyToMessages(
     if (entry.kind === "observation") {
       flush();
       messages.push(new HumanMessage(entry.content));
+    } else if (entry.kind === "plan") {
+      flush();
+      messages.push(new AIMessage(entry.content), new HumanMessage(PLAN_FOLLOW_UP));
     } else {
       pendingAssistant.push(entry.content);
     }

@@ -2,6 +2,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { closeDefaultSandbox } from "../../src/agent/default-sandbox.ts";
+import { PLAN_FOLLOW_UP } from "../../src/agent/history.ts";
 import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import { createCodeAgent } from "../../src/graphs/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
@@ -106,7 +107,8 @@ describe("a single agent on the real sandbox", () => {
       maxSteps: 12,
       model: new ScriptedChatModel([
         (m) =>
-          m.filter((x) => x.getType() === "human").length > 11
+          // task + 11 observations (repeats force planning: its follow-up turns don't count)
+          m.filter((x) => x.getType() === "human" && text(x) !== PLAN_FOLLOW_UP).length > 11
             ? action("final_answer('done')")
             : action("console.log(1)"),
       ]),
@@ -236,6 +238,38 @@ describe("a single agent on the real sandbox", () => {
     const actionAfterPlan2 = model.calls[model.calls.indexOf(planningCalls[1]) + 1];
     expect(actionAfterPlan2.messages.map(text).join("\n")).toContain("PLAN-2");
     expect(out.currentPlan).toContain("PLAN-3");
+  });
+
+  it("keeps roles alternating after planning steps: no two assistant turns meet, the user speaks last", async () => {
+    const model = new ScriptedChatModel([
+      (m) => {
+        if (system(m).includes("Facts survey")) return "## Plan\n1. count<end_plan>";
+        const observations = m.filter((x) => text(x).startsWith("Observation:")).length;
+        return action(`console.log(${observations})`);
+      },
+    ]);
+    const agent = createCodeAgent({
+      name: "alternating",
+      description: "d",
+      sandbox,
+      model,
+      planningInterval: 2,
+      maxSteps: 5,
+      maxStepsPolicy: "final_answer_prompt",
+    });
+    const out = await agent.invoke({ task: "count" });
+    expect(out.steps.filter((s) => s.kind === "planning")).toHaveLength(3);
+    const actionCalls = model.calls.filter((c) => !system(c.messages).includes("Facts survey"));
+    expect(actionCalls.length).toBeGreaterThanOrEqual(6); // 5 actions + the final-answer prompt
+    for (const { messages } of actionCalls) {
+      const roles = messages.map((m) => m.getType());
+      expect(roles.at(-1)).toBe("human");
+      expect(roles.join(",")).not.toMatch(/ai,ai/);
+    }
+    // The action right after the second plan: ..., its observation, the plan, the follow-up.
+    const afterPlan = actionCalls[2].messages;
+    expect(afterPlan.slice(-4).map((m) => m.getType())).toEqual(["ai", "human", "ai", "human"]);
+    expect(text(afterPlan.at(-2)!)).toContain("1. count");
   });
 
   it("reports a sub-agent that fails (not a framework error) to the parent as an observation", async () => {

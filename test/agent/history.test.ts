@@ -5,6 +5,7 @@ import {
   condenseHistory,
   historyReducer,
   historyToMessages,
+  PLAN_FOLLOW_UP,
 } from "../../src/agent/history.ts";
 
 const act = (step: number): HistoryEntry => ({ kind: "action", step, content: `action ${step}` });
@@ -77,10 +78,33 @@ describe("historyToMessages", () => {
     expect(after.slice(0, 3).map((m) => m.content)).toEqual(prefix);
   });
 
-  it("merges a plan and the following action into one assistant message", () => {
+  it("follows a plan with a user turn, so roles alternate and the prompt ends with the user", () => {
     const msgs = historyToMessages("SYS", "Task", [plan(1), act(1), obs(1)]);
-    expect(msgs.map((m) => m.getType())).toEqual(["system", "human", "ai", "human"]);
-    expect(msgs[2].content).toBe("plan 1\n\naction 1");
+    expect(msgs.map((m) => m.getType())).toEqual(["system", "human", "ai", "human", "ai", "human"]);
+    expect(msgs.map((m) => m.content)).toEqual([
+      "SYS",
+      "Task",
+      "plan 1",
+      PLAN_FOLLOW_UP,
+      "action 1",
+      "obs 1",
+    ]);
+    // Right after a planning step in the middle of a run: the plan is not the last message.
+    const h = fold("condensed", [act(1), obs(1), act(2), obs(2), plan(3)]);
+    const atPlan = historyToMessages("SYS", "Task", h);
+    expect(atPlan.map((m) => m.getType())).toEqual([
+      "system", "human", "human", "ai", "human", "ai", "human",
+    ]);
+    expect(atPlan.at(-1)!.content).toBe(PLAN_FOLLOW_UP);
+    // The next prompt keeps everything up to the dropped action, then plan, follow-up, action.
+    const next = historyToMessages("SYS", "Task", fold("condensed", [...h, act(3), obs(3)]));
+    expect(next.slice(-5).map((m) => m.content)).toEqual([
+      "obs 2",
+      "plan 3",
+      PLAN_FOLLOW_UP,
+      "action 3",
+      "obs 3",
+    ]);
   });
 });
 
