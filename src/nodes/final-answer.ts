@@ -4,26 +4,44 @@ import { historyToMessages } from "../agent/history.ts";
 import { renderFinalAnswerPrompts, renderTaskMessage } from "../agent/prompts.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { reportUsage, usageFromMessage } from "../agent/usage.ts";
+import { parseAction, stripThinkBlocks } from "../agent/parser.ts";
+import { type CodeRun, runCodeWithTools } from "../agent/run-code.ts";
+import { mergeUsage, reportUsage, usageFromMessage } from "../agent/usage.ts";
 import { callModel, messageText } from "../models/index.ts";
 
 /**
- * The answer in a final-answer reply: strips a leading "Final answer:" and code fences; a model
- * that keeps writing actions (`final_answer("Paris")` in a code block) gets its literal argument.
+ * The answer in a final-answer reply that has no code: drops think blocks and a leading
+ * "Thought:" part, takes the text after the last "Final answer:" label (any case, optionally bold)
+ * when there is one, and unwraps a fenced block.
  */
 export function cleanFinalAnswer(text: string): string {
-  const call = /final_answer\(\s*(?:(["'`])([\s\S]*?)\1|(-?\d+(?:\.\d+)?))\s*\)/.exec(text);
-  if (call) return (call[2] ?? call[3]).trim();
-  return text
-    .replace(/^\s*(\*\*)?final answer:?(\*\*)?:?\s*/i, "")
-    .replace(/^```[a-z]*\n([\s\S]*?)\n?```\s*$/i, "$1")
+  let out = stripThinkBlocks((text ?? "").replace(/\r\n/g, "\n")).replace(/<end_action>/g, "");
+  const labels = [...out.matchAll(/(?:\*\*)?final[ _]answer(?:\*\*)?\s*:\s*(?:\*\*)?/gi)];
+  if (labels.length) {
+    const last = labels.at(-1)!;
+    out = out.slice(last.index + last[0].length);
+  } else {
+    out = out.replace(/^\s*(?:\*\*)?thought(?:\*\*)?\s*:\s*/i, "");
+  }
+  return out
+    .trim()
+    .replace(/^```[a-z]*\n([\s\S]*?)\n?```$/i, "$1")
     .trim();
+}
+
+/** Fallback when the reply's code ran without an answer: a literal `final_answer("...")` argument. */
+function literalFinalAnswer(code: string): string | null {
+  const call = /final_answer\(\s*(?:(["'])([\s\S]*?)\1|`([^`$]*)`|(-?\d+(?:\.\d+)?))\s*\)/.exec(code);
+  return call ? (call[2] ?? call[3] ?? call[4]).trim() : null;
 }
 
 /**
  * final_answer (the "final_answer_prompt" max-steps policy): asks the model once, without stop
- * sequences or code, for the best answer from the observations it has. Keeps the run's status
- * ("max_steps" or "repeated_action") so callers can tell a forced answer from a natural one.
+ * sequences, for the best answer from the observations it has. A reply with code is run in the
+ * sandbox with the saved variables and the agent's tools; the answer is the value passed to
+ * final_answer(), else what the code printed. A reply without code is cleaned (cleanFinalAnswer).
+ * Keeps the run's status ("max_steps" or "repeated_action") so callers can tell a forced answer
+ * from a natural one.
  */
 export function makeFinalAnswerNode(rt: AgentRuntime) {
   return async function finalAnswer(
@@ -46,24 +64,54 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     const text = messageText(reply);
     const usage = usageFromMessage(reply);
     reportUsage(config, { [rt.name]: usage });
-    const answer = cleanFinalAnswer(text);
-    return {
+    const parsed = parseAction(text);
+    // Journal key step of the reply's code: the action slot after the last one (never used by act).
+    const step = state.stepCount + 1;
+    let answer: unknown;
+    let run: CodeRun | null = null;
+    if (parsed.code === null) {
+      answer = cleanFinalAnswer(text);
+    } else {
+      // The model kept writing actions: run them like the act node does (saved variables, tools,
+      // journal), so `final_answer(`${y} years`)` or `final_answer(answer)` gives the value.
+      run = await runCodeWithTools(rt, tools, config, {
+        code: parsed.code,
+        step,
+        variables: state.variables,
+      });
+      const { result } = run;
+      if (result.isFinalAnswer) answer = result.finalAnswer;
+      else if (result.logs.trim()) answer = result.logs.trim();
+      // Nothing came out (e.g. an unlabeled fence holding plain text, which fails as code).
+      else
+        answer =
+          literalFinalAnswer(parsed.code) ||
+          cleanFinalAnswer(parsed.thought) ||
+          cleanFinalAnswer(text);
+    }
+    const update: AgentUpdate = {
       answer,
       steps: {
         step: state.stepCount,
         kind: "final_answer",
         modelOutput: text,
-        thought: "",
-        code: null,
-        observation: "",
-        error: null,
-        toolCalls: [],
+        thought: parsed.thought,
+        code: parsed.code,
+        observation: run?.result.logs ?? "",
+        error: run?.result.error ?? null,
+        toolCalls: run?.toolCalls ?? [],
         isFinalAnswer: true,
         finalAnswer: answer,
         usage,
-        durationMs: 0,
+        durationMs: run?.result.durationMs ?? 0,
       },
-      usage: { [rt.name]: usage },
+      usage: run ? mergeUsage({ [rt.name]: usage }, run.usage) : { [rt.name]: usage },
     };
+    if (run) {
+      // A crashed or killed run reports no snapshot worth keeping; keep the previous one.
+      if (run.result.snapshot) update.variables = run.result.snapshot;
+      if (run.sources.length) update.sources = run.sources;
+    }
+    return update;
   };
 }

@@ -155,6 +155,48 @@ describe("a single agent on the real sandbox", () => {
     expect(out.usage.fa.calls).toBe(3);
   });
 
+  describe("a final-answer reply that still holds code runs it with the saved variables and tools", () => {
+    const finish = async (reply: string, tools = [lookup]) => {
+      const model = new ScriptedChatModel([
+        (m) =>
+          system(m).includes("no steps left")
+            ? reply
+            : action('const y = 41; const answer = "Oslo"; console.log("same")'),
+      ]);
+      const agent = createCodeAgent({
+        name: "forced",
+        description: "d",
+        sandbox,
+        tools,
+        maxSteps: 1,
+        maxStepsPolicy: "final_answer_prompt",
+        model,
+      });
+      return agent.invoke({ task: "answer" });
+    };
+
+    it.each([
+      ["a template literal over a saved variable", "```js\nfinal_answer(`${y} years`)\n```", "41 years"],
+      ["a saved variable", "Thought: done\nCode:\n```js\nfinal_answer(answer)\n```<end_action>", "Oslo"],
+      ["printed output when final_answer is not called", 'Thought: look.\nCode:\n```js\nconsole.log("same")\n```<end_action>', "same"],
+      ["a computed number", "```js\nfinal_answer(y + 1)\n```", 42],
+      ["plain text in an unlabeled fence", "```\nRome\n```", "Rome"],
+      ["text after Final answer: (no code)", "Thought: I checked.\nFinal answer: Oslo", "Oslo"],
+    ])("%s", async (_name, reply, answer) => {
+      const out = await finish(reply);
+      expect(out).toMatchObject({ status: "max_steps", answer });
+      expect(out.steps.at(-1)).toMatchObject({ kind: "final_answer", finalAnswer: answer });
+    });
+
+    it("calls the agent's tools and records the calls", async () => {
+      const out = await finish('```js\nfinal_answer(await lookup("z") + " / " + y)\n```');
+      expect(out.answer).toBe("fact:z / 41");
+      expect(out.steps.at(-1)!.toolCalls.map((c) => [c.tool, c.args, c.ok])).toEqual([
+        ["lookup", { key: "z" }, true],
+      ]);
+    });
+  });
+
   it("detects a repeated action: nudges at k, replans at 2k", async () => {
     const model = new ScriptedChatModel([
       (m) =>

@@ -289,8 +289,9 @@ describe("cleanFinalAnswer", () => {
     ["Final answer: Paris", "Paris"],
     ["**Final Answer:** 41 years", "41 years"],
     ["```\nRome\n```", "Rome"],
-    ['Thought: done\nCode:\n```js\nfinal_answer("Lyon")\n```', "Lyon"],
-    ["```js\nfinal_answer(1889)\n```", "1889"],
+    ["Thought: I compared both towns.\nFinal answer: Oslo", "Oslo"],
+    ["Thought: the capital is Oslo.", "the capital is Oslo."],
+    ["<think>final answer: Bergen?</think>\nfinal answer: Oslo", "Oslo"],
   ])("%j -> %j", (reply, answer) => {
     expect(cleanFinalAnswer(reply)).toBe(answer);
   });
