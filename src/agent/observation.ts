@@ -38,8 +38,14 @@ export function formatObservation(
     return { text: truncateMiddle(err.message, maxChars), isError: true };
   if (logs) parts.push(`Execution logs:\n${logs}`);
   if (err || !outcome.ok) {
-    const where = err?.line ? ` (line ${err.line})` : "";
-    let msg = `Error${where}: ${err ? `${err.name}: ${err.message}` : "the action failed"}`;
+    const where = err?.line
+      ? err.column
+        ? ` (line ${err.line}, column ${err.column})`
+        : ` (line ${err.line})`
+      : "";
+    // Syntax errors carry the same position in their message: say it once.
+    const message = err && where && err.message.endsWith(where) ? err.message.slice(0, -where.length) : err?.message;
+    let msg = `Error${where}: ${err ? `${err.name}: ${message}` : "the action failed"}`;
     // A bare name that is undefined or not callable is usually a made-up tool (the sandbox reports
     // either, depending on how the guest scope resolves it); "obj.f is not a function" is not.
     const undefinedName = err
@@ -56,6 +62,10 @@ export function formatObservation(
     parts.push(`Final answer: ${show(outcome.finalAnswer)}`);
   } else if (!logs) {
     parts.push("The code ran without printing anything. Use console.log(...) to see values.");
+  }
+  const lost = Object.entries(outcome.notCarriedOver ?? {});
+  if (lost.length > 0 && !outcome.isFinalAnswer) {
+    parts.push(`Note: not carried over to the next step: ${lost.map(([name, note]) => `${name} (${note})`).join(", ")}`);
   }
   return { text: truncateMiddle(parts.join("\n"), maxChars), isError: Boolean(err) || !outcome.ok };
 }

@@ -64,6 +64,8 @@ export interface ActionOutcome {
   error: GuestError | null;
   toolCalls: ToolCallRecord[];
   durationMs: number;
+  /** Names the action left holding values that cannot be carried over to the next step, with why (sandbox `notCarriedOver`). */
+  notCarriedOver?: Record<string, string>;
 }
 
 /** Why the run ended (or "running"). */

@@ -41,6 +41,7 @@ const dateToISO = Date.prototype.toISOString;
 const regexpToString = RegExp.prototype.toString;
 const symbolToString = Symbol.prototype.toString;
 const functionToString = Function.prototype.toString;
+const functionBind = Function.prototype.bind;
 const hadIntl = typeof Intl === "object" ? Intl : undefined;
 
 // Every option explicit: LOCKDOWN_* environment variables must not change the configuration
@@ -158,9 +159,11 @@ function safeFunctionName(fn) {
 /**
  * Serializes a guest value to JSON text. `undefined` object properties are omitted and `undefined`
  * array elements become null (JSON's own rules); anything else that JSON would silently change
- * (NaN, Date, Map, functions, getters, proxies, cycles) is rejected with a reason.
+ * (NaN, Date, Map, functions, getters, proxies, cycles) is rejected with a reason. With
+ * `nestedDates`, a Date below the root becomes its ISO string (what JSON.stringify's toJSON gives,
+ * computed with the intrinsic, never a guest toJSON): one date field must not lose a whole object.
  */
-function toJson(value, maxBytes, maxDepth, what) {
+function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
   // `what` names the root in messages ("x", "argument 1 of search()"); paths extend it (x.a[0]).
   let size = 0;
   const seen = [];
@@ -201,6 +204,11 @@ function toJson(value, maxBytes, maxDepth, what) {
     if (isProxy(v)) throw new CopyError(`${path} is a Proxy, which cannot leave the sandbox`);
     for (let i = 0; i < seen.length; i++) if (seen[i] === v) throw new CopyError(`${path} is a circular reference`);
     const proto = getPrototypeOf(v);
+    if (nestedDates && depth > 0 && proto === Date.prototype) {
+      const t = apply(dateGetTime, v, []);
+      push(t === t ? jsonStringify(apply(dateToISO, v, [])) : "null"); // Invalid Date: JSON.stringify gives null
+      return;
+    }
     seen.push(v);
     if (isArray(v) && proto === arrayProto) {
       const len = getOwnPropertyDescriptor(v, "length").value;
@@ -573,8 +581,8 @@ function startAction(msg) {
   };
   current = act;
 
-  const log = (prefix) =>
-    (...args) => {
+  const log = (prefix, name) =>
+    opaqueFunction((...args) => {
       if (act.ended) return;
       const budget = limits.maxOutputChars + 1;
       let line = prefix;
@@ -589,7 +597,7 @@ function startAction(msg) {
         if (line.length > budget) break;
       }
       appendLog(act, line + "\n");
-    };
+    }, name);
 
   let makeError = null;
   const guestError = (ctor, message, name) => makeError(ctor, message, name || "");
@@ -609,24 +617,24 @@ function startAction(msg) {
 
   const globals = {
     console: harden({
-      log: log(""),
-      info: log(""),
-      debug: log(""),
-      dir: log(""),
-      table: log(""),
-      trace: log(""),
-      warn: log("[warn] "),
-      error: log("[error] "),
+      log: log("", "log"),
+      info: log("", "info"),
+      debug: log("", "debug"),
+      dir: log("", "dir"),
+      table: log("", "table"),
+      trace: log("", "trace"),
+      warn: log("[warn] ", "warn"),
+      error: log("[error] ", "error"),
     }),
-    print: harden(log("")),
-    final_answer: harden(finalAnswer),
+    print: log("", "print"),
+    final_answer: opaqueFunction(finalAnswer, "final_answer"),
   };
   if (caps.mathRandom) globals.Math = InitialMath;
   if (caps.dateNow) globals.Date = InitialDate;
   if (caps.floatArrays) Object.assign(globals, floatArrays);
   if (caps.intl && IntlCap) globals.Intl = IntlCap;
   for (const tool of msg.tools) {
-    globals[tool] = harden(makeTool(act, tool, guestError));
+    globals[tool] = makeTool(act, tool, guestError);
   }
 
   let run;
@@ -738,8 +746,19 @@ function makeTool(act, tool, guestError) {
       send({ t: "call", id: act.id, callIndex, tool, argsJson });
     });
   };
-  Object.defineProperty(fn, "name", { value: tool });
-  return fn;
+  return opaqueFunction(fn, tool);
+}
+
+/**
+ * A hardened, guest-visible stand-in for one of our functions: a bound function, which V8 prints as
+ * `function () { [native code] }` (in String(f) and in its own error messages, e.g. "Cannot assign
+ * to read only property 'call' of function ..."), so the host implementation's source never reaches
+ * the guest. Its `name` is the guest-visible name.
+ */
+function opaqueFunction(fn, name) {
+  const bound = apply(functionBind, fn, [undefined]);
+  Object.defineProperty(bound, "name", { value: name, writable: false, enumerable: false, configurable: false });
+  return harden(bound);
 }
 
 function deliverResult(msg) {
@@ -784,6 +803,20 @@ const TOTAL_ARGS_FACTOR = 8;
 /** All carried-over values together may use this many times `maxValueBytes`. */
 const SNAPSHOT_BUDGET_FACTOR = 4;
 
+/**
+ * Note for a variable that cannot be carried over, without repeating its name:
+ * "m is a Map, which is not JSON-serializable" -> "Map is not JSON-serializable";
+ * "p is a Promise (did you forget await?), which ..." -> "Promise is not JSON-serializable (did you forget await?)".
+ * Notes about a nested part keep its path ("obj.m is a Map, ...").
+ */
+function variableNote(name, message) {
+  const prefix = `${name} is `;
+  if (!message.startsWith(prefix)) return message;
+  const m = /^(?:an? )?(.+?)(?: (\(.*\)))?, which (is not JSON-serializable|cannot leave the sandbox)(.*)$/s.exec(message.slice(prefix.length));
+  if (!m) return message;
+  return `${m[1]} ${m[3]}${m[2] ? ` ${m[2]}` : ""}${m[4]}`;
+}
+
 function captureBindings(act) {
   const out = {};
   if (!act.read) return out;
@@ -803,11 +836,11 @@ function captureBindings(act) {
     else if (typeof v === "function" && act.declared.get(name) === v) out[name] = { kind: "decl" };
     else {
       try {
-        const json = toJson(v, Math.min(maxValueBytes, budget), maxValueDepth, name);
+        const json = toJson(v, Math.min(maxValueBytes, budget), maxValueDepth, name, true);
         budget -= json.length;
         out[name] = { kind: "value", json };
       } catch (err) {
-        out[name] = { kind: "unserializable", reason: err instanceof CopyError ? err.message : "could not be copied" };
+        out[name] = { kind: "unserializable", reason: err instanceof CopyError ? variableNote(name, err.message) : "could not be copied" };
       }
     }
   }

@@ -5,7 +5,7 @@
  * errors (no files, unreadable file).
  */
 import { readFile } from "node:fs/promises";
-import { createSandbox } from "./index.ts";
+import { createSandbox, UNDEFINED_NOTE } from "./index.ts";
 import type { ActionResult, HostToolFn, VariablesSnapshot } from "./types.ts";
 
 /** The demo tool of the entry point: a short string containing the query. */
@@ -14,17 +14,28 @@ export const demoSearch: HostToolFn = async (args) => {
   return `Found 3 results for "${q}": [1] ${q} (overview) [2] ${q} (history) [3] ${q} (see also)`;
 };
 
-/** The JSON line printed per file (field order as specified in issue 4). */
+/** The JSON line printed per file (field order as specified in issue 4; `unserializable` and `error.column` added later). */
 export function toJsonLine(r: ActionResult): string {
   return JSON.stringify({
     ok: r.ok,
     logs: r.logs,
     finalAnswer: r.finalAnswer === undefined ? null : r.finalAnswer,
     isFinalAnswer: r.isFinalAnswer,
-    error: r.error ? { name: r.error.name, message: r.error.message, line: r.error.line ?? null } : null,
+    error: r.error
+      ? { name: r.error.name, message: r.error.message, line: r.error.line ?? null, column: r.error.column ?? null }
+      : null,
     variables: r.variables,
     durationMs: Math.round(r.durationMs * 10) / 10,
+    // Added after the original keys: names whose values could not be carried over, with the reason.
+    unserializable: notCarried(r.snapshot),
   });
+}
+
+/** `snapshot.unserializable` without the names that merely hold `undefined` (those are carried over). */
+function notCarried(snapshot: VariablesSnapshot | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, note] of Object.entries(snapshot?.unserializable ?? {})) if (note !== UNDEFINED_NOTE) out[name] = note;
+  return out;
 }
 
 const USAGE = "usage: npm run --silent sandbox -- <file.js> [more.js ...]";

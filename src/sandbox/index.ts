@@ -18,7 +18,7 @@ import {
 } from "./limits.ts";
 import { ChildPool, DEFAULT_MAX_IDLE, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
 import { sanitizeErrorMessage } from "./sanitize.ts";
-import { buildAction, COMPARTMENT_GLOBALS, isBindableName, type BuiltAction } from "./transform.ts";
+import { buildAction, COMPARTMENT_GLOBALS, isBindableName, UNDEFINED_NOTE, type BuiltAction } from "./transform.ts";
 import type {
   ActionResult,
   CodeSandbox,
@@ -84,8 +84,7 @@ const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */
 export const TOTAL_ARGS_FACTOR = 8;
 
-/** Note used in `snapshot.unserializable` for names whose value was `undefined` (restored as undefined). */
-export const UNDEFINED_NOTE = "value is undefined";
+export { UNDEFINED_NOTE };
 
 const ABORTED: GuestError = { name: "AbortError", message: "The action was cancelled by the host", line: null };
 
@@ -159,6 +158,7 @@ function failed(started: number, previous: VariablesSnapshot, error: GuestError,
     toolCalls: 0,
     durationMs: performance.now() - started,
     lastValue: null,
+    notCarriedOver: {},
   };
 }
 
@@ -406,7 +406,7 @@ class ActionSession {
     const dropped = typeof msg.dropped === "number" ? msg.dropped : 0;
     const tail = typeof msg.tail === "string" ? msg.tail.slice(-this.limits.maxOutputChars) : "";
     const logs = dropped > 0 ? `${this.head}\n... [${dropped} characters of output truncated] ...\n${tail}` : this.head + tail;
-    const snapshot = this.buildSnapshot(msg.bindings);
+    const { snapshot, notCarriedOver } = this.buildSnapshot(msg.bindings);
     this.finish({
       ok: error === null,
       logs,
@@ -418,6 +418,7 @@ class ActionSession {
       toolCalls: typeof msg.toolCalls === "number" ? msg.toolCalls : this.calls,
       durationMs: performance.now() - this.started,
       lastValue: typeof msg.lastValue === "string" ? msg.lastValue.slice(0, 2_100) : null,
+      notCarriedOver,
     });
     // The child must report `idle` soon (guest code still spinning after final_answer doesn't).
     this.pool.markFinishing(this.child);
@@ -447,33 +448,45 @@ class ActionSession {
     return { name: typeof e.name === "string" ? e.name : "Error", message, line };
   }
 
-  private buildSnapshot(raw: unknown): VariablesSnapshot {
-    const snapshot: VariablesSnapshot = { values: {}, declarations: {}, unserializable: { ...this.built.dropped } };
+  /**
+   * The snapshot after this action, and the names this action left with a value that cannot be
+   * carried over (not those noted by an earlier action and merely kept), with their notes.
+   */
+  private buildSnapshot(raw: unknown): { snapshot: VariablesSnapshot; notCarriedOver: Record<string, string> } {
+    const notCarriedOver: Record<string, string> = { ...this.built.dropped };
+    const snapshot: VariablesSnapshot = { values: {}, declarations: {}, unserializable: {} };
+    // Notes of names that stayed unbound in this action (not declared again) are kept, so using
+    // such a name later still explains itself.
+    const bound = new Set(this.built.names);
+    for (const [name, note] of Object.entries(this.previous.unserializable)) {
+      if (typeof note === "string" && note !== UNDEFINED_NOTE && !bound.has(name) && isBindableName(name) && !this.shadowable.has(name)) {
+        snapshot.unserializable[name] = note;
+      }
+    }
     const bindings = raw && typeof raw === "object" ? (raw as Record<string, { kind?: string; json?: string; reason?: string }>) : {};
     for (const name of this.built.names) {
       const b = bindings[name];
       if (!b) continue;
       if (this.shadowable.has(name)) {
-        snapshot.unserializable[name] = "shadows a built-in or tool name; not carried over";
+        notCarriedOver[name] = "shadows a built-in or tool name; not carried over";
         continue;
       }
       if (b.kind === "value" && typeof b.json === "string") {
         try {
           snapshot.values[name] = JSON.parse(b.json) as JsonValue;
         } catch {
-          snapshot.unserializable[name] = "could not be copied";
+          notCarriedOver[name] = "could not be copied";
         }
       } else if (b.kind === "decl" && typeof this.built.declarationSources[name] === "string") {
         snapshot.declarations[name] = this.built.declarationSources[name];
       } else if (b.kind === "undefined") {
-        // Still undefined because it could not be restored: keep the original reason for the model.
-        const earlier = this.previous.unserializable[name];
-        snapshot.unserializable[name] = typeof earlier === "string" && earlier !== UNDEFINED_NOTE ? earlier : UNDEFINED_NOTE;
+        snapshot.unserializable[name] = UNDEFINED_NOTE;
       } else {
-        snapshot.unserializable[name] = typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
+        notCarriedOver[name] = typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
       }
     }
-    return snapshot;
+    Object.assign(snapshot.unserializable, notCarriedOver);
+    return { snapshot, notCarriedOver };
   }
 
   private onExit(exit: { code: number | null; signal: NodeJS.Signals | null }): void {

@@ -40,6 +40,9 @@ export interface BuildFailure {
 
 const STRICT_PREFIX = '"use strict"; ';
 
+/** Note in `snapshot.unserializable` for names whose value was `undefined` (restored as undefined). */
+export const UNDEFINED_NOTE = "value is undefined";
+
 /** Looks like TypeScript syntax (only consulted after a parse error). */
 const TYPESCRIPT_HINT =
   /(?:\b(?:const|let|var)\s+\w+|\(\s*\w+|,\s*\w+|\))\s*:\s*(?:string|number|boolean|any|unknown|void|never|object|Record<|Array<|Promise<|\{)|\binterface\s+\w+\s*\{|\btype\s+\w+\s*=|\bas\s+(?:const|string|number|any|unknown)\b/;
@@ -218,13 +221,31 @@ export function buildAction(
   shadowable: ReadonlySet<string> = new Set(),
   available: ReadonlySet<string> = shadowable,
 ): BuiltAction | BuildFailure {
+  let built: BuiltAction | BuildFailure;
   try {
-    return buildActionUnguarded(code, previous, shadowable, available);
+    built = buildActionUnguarded(code, previous, shadowable, available);
   } catch (err) {
     // Hostile nesting can overflow any recursive step (parser, pattern walk, generator): that is a
     // property of the guest's code, reported to it, never a host crash.
-    return { error: toGuestSyntaxError(err) };
+    built = { error: toGuestSyntaxError(err) };
   }
+  if ("error" in built) addPosition(built.error);
+  return built;
+}
+
+/** Appends " (line L, column C)" to a syntax error's message (once): the message alone must say where. */
+function addPosition(e: GuestError): void {
+  if (typeof e.line !== "number" || typeof e.column !== "number") return;
+  const position = ` (line ${e.line}, column ${e.column})`;
+  if (!e.message.includes(position)) e.message += position;
+}
+
+/**
+ * A `#!` first line (hashbang) becomes a `//` comment of the same length, so the code can get the
+ * strict-mode prefix and line/column numbers stay the guest's own.
+ */
+function stripHashbang(code: string): string {
+  return code.startsWith("#!") ? `//${code.slice(2)}` : code;
 }
 
 function buildActionUnguarded(
@@ -236,7 +257,7 @@ function buildActionUnguarded(
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
   // literals, `let eval`, ...) are reported here with a position instead of failing later without
   // one. The directive goes on line 1 without a newline: line numbers stay the guest's own.
-  const source = STRICT_PREFIX + code;
+  const source = STRICT_PREFIX + stripHashbang(code);
   let program: AnyNode;
   try {
     program = acorn.parse(source, PARSE_OPTIONS);
@@ -245,7 +266,9 @@ function buildActionUnguarded(
     if (e.line === 1 && typeof e.column === "number") e.column = Math.max(1, e.column - STRICT_PREFIX.length);
     if (/'import' and 'export' may appear only/.test(e.message)) {
       e.message = "import/export statements are not available in the sandbox (no modules; use the provided tools)";
+      addPosition(e);
     } else if (TYPESCRIPT_HINT.test(code)) {
+      addPosition(e);
       // Models often write TypeScript; say so instead of leaving them at "Unexpected token".
       e.message += " (the sandbox runs JavaScript: remove TypeScript type annotations)";
     }
@@ -314,9 +337,11 @@ function buildActionUnguarded(
         restoreStatements.push(exprStmt(assign(id(name), { type: "MemberExpression", object: id(RESTORE), property: str(name), computed: true, optional: false })));
       }
     }
-    for (const name of Object.keys(previous.unserializable ?? {})) {
-      // Declared (as undefined) so later code can assign or redeclare it; the note tells the model why it is empty.
-      if (isBindableName(name) && !shadowable.has(name)) addName(name);
+    for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
+      // An undefined value is carried over as undefined. A value that could not be carried over is
+      // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
+      // instead of a puzzling error about undefined; declaring it again works as usual.
+      if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name)) addName(name);
     }
     for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
       if (!isBindableName(name)) {

@@ -19,7 +19,11 @@ export interface VariablesSnapshot {
    * work in step 3 — also after a resume.
    */
   declarations: Record<string, string>;
-  /** Names whose values could not be carried over, with the reason (e.g. "Map is not JSON-serializable"). */
+  /**
+   * Names whose values could not be carried over, with the reason (e.g. "Map is not JSON-serializable");
+   * kept until the name is declared again. Also names whose value is `undefined` ("value is undefined"),
+   * which are carried over as undefined.
+   */
   unserializable: Record<string, string>;
 }
 
@@ -59,6 +63,13 @@ export interface ActionResult {
    * Not part of `npm run sandbox`'s JSON lines.
    */
   lastValue?: string | null;
+  /**
+   * Names this action left holding a value that cannot be carried over to the next action (Map,
+   * class instance, NaN, too large, ...), with the note also found in `snapshot.unserializable`.
+   * Unlike the snapshot, it leaves out notes an earlier action made. In the next action such a name
+   * is unbound: using it throws a ReferenceError that quotes the note. Empty when there are none.
+   */
+  notCarriedOver?: Record<string, string>;
 }
 
 /** Host implementation of a tool as seen by the sandbox: raw guest args (already copied) in, JSON out. */

@@ -75,6 +75,34 @@ describe("formatObservation", () => {
     expect(o.text).toContain("do less per step");
   });
 
+  it("shows a syntax error's line and column once", () => {
+    const o = formatObservation(
+      outcome({
+        ok: false,
+        error: { name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 },
+      }),
+      [],
+      1000,
+    );
+    expect(o.text).toMatch(/^Error \(line 2, column 4\): SyntaxError: Unexpected token\n/);
+  });
+
+  it("notes the variables the action created that cannot be carried over to the next step", () => {
+    const o = formatObservation(
+      outcome({
+        logs: "ok",
+        notCarriedOver: { m: "Map is not JSON-serializable", b: "instance of Box is not JSON-serializable" },
+      }),
+      [],
+      1000,
+    );
+    expect(o).toEqual({
+      text: "Execution logs:\nok\nNote: not carried over to the next step: m (Map is not JSON-serializable), b (instance of Box is not JSON-serializable)",
+      isError: false,
+    });
+    expect(formatObservation(outcome({ logs: "ok", notCarriedOver: {} }), [], 1000).text).toBe("Execution logs:\nok");
+  });
+
   it("passes format errors through as they are", () => {
     const o = formatObservation(
       outcome({ ok: false, error: { name: "FormatError", message: "No code found.", line: null } }),

@@ -37,12 +37,32 @@ describe("npm run sandbox", () => {
     const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const line of lines) {
-      expect(Object.keys(line)).toEqual(["ok", "logs", "finalAnswer", "isFinalAnswer", "error", "variables", "durationMs"]);
+      // The original keys in their order; `unserializable` was added after them.
+      expect(Object.keys(line)).toEqual(["ok", "logs", "finalAnswer", "isFinalAnswer", "error", "variables", "durationMs", "unserializable"]);
     }
     expect(lines[0]).toMatchObject({ ok: true, logs: "true\n", finalAnswer: null, isFinalAnswer: false, error: null });
     expect(lines[0].variables.q).toBe("paris");
     expect(lines[1]).toMatchObject({ ok: false, error: { name: "TypeError", line: 3 }, variables: { q: "paris", n: 2 } });
     expect(lines[2]).toMatchObject({ ok: true, finalAnswer: { q: "paris", n: 42 }, isFinalAnswer: true });
+  });
+
+  it("lists values that could not be carried over by name, and the next file gets a clear error", async () => {
+    const a = file("m.js", "const m = new Map([[1, 2]]);\nconst obj = { a: 1, d: new Date(0) };\nlet u;");
+    const b = file("m2.js", "m.get(1)");
+    const c = file("m3.js", "let x = 1;\nx +* 2");
+    const lines = (await runCli([a, b, c])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({
+      ok: true,
+      variables: { obj: { a: 1, d: "1970-01-01T00:00:00.000Z" } },
+      unserializable: { m: "Map is not JSON-serializable" },
+    });
+    expect(lines[1].error).toEqual({
+      name: "ReferenceError",
+      message: "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
+      line: 1,
+      column: null,
+    });
+    expect(lines[2].error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 });
   });
 
   it("exits 0 whatever the guest did, and the host survives escape attempts", async () => {

@@ -53,6 +53,26 @@ describe("lockdown: the guest cannot reach the host", () => {
     expect(r.error?.name).toBe("TypeError");
   });
 
+  it("endowed functions do not show their host source, in String(f) or in error messages", async () => {
+    const r = await probe(`
+      const out = [];
+      for (const f of [record, print, console.log, final_answer]) {
+        try { f.call = () => 1; out.push("assigned") } catch (e) { out.push(e.message) }
+        out.push(String(f), Function.prototype.toString.call(f), f.name);
+      }
+      final_answer(out);
+    `);
+    const out = r.finalAnswer as string[];
+    expect(out).toEqual([
+      "Cannot assign to read only property 'call' of function 'function () { [native code] }'",
+      "function () { [native code] }",
+      "function () { [native code] }",
+      "record",
+      ...["print", "log", "final_answer"].flatMap((name) => [expect.stringMatching(/read only/), "function () { [native code] }", "function () { [native code] }", name]),
+    ]);
+    expect(out.join("\n")).not.toMatch(/act\.|guestError|=>/);
+  });
+
   it("endowed functions' constructors are inert", async () => {
     const r = await probe(`
       const out = [];

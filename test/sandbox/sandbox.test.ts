@@ -84,12 +84,18 @@ describe("code actions", () => {
     expect(r.error).toEqual({ name: "TypeError", message: "Cannot read properties of null (reading 'foo')", line: 3 });
   });
 
-  it("reports syntax errors with line and column", async () => {
-    const r = await sandbox.run({ code: "let a = 1;\nlet = = 2;", tools });
+  it("reports syntax errors with line and column, also in the message", async () => {
+    const r = await sandbox.run({ code: "let x = 1;\nx +* 2", tools });
     expect(r.ok).toBe(false);
-    expect(r.error?.name).toBe("SyntaxError");
-    expect(r.error?.line).toBe(2);
-    expect(r.error?.column).toBeGreaterThan(0);
+    expect(r.error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 });
+  });
+
+  it("accepts a #! first line and keeps line numbers", async () => {
+    const r = await sandbox.run({ code: "#!/usr/bin/env node\nconst y = 2;\nnull.x", tools });
+    expect(r.error).toEqual({ name: "TypeError", message: "Cannot read properties of null (reading 'x')", line: 3 });
+    expect(r.variables).toEqual({ y: 2 });
+    const bad = await sandbox.run({ code: "#!node\nlet x = = 1", tools });
+    expect(bad.error).toMatchObject({ line: 2, column: 9 });
   });
 
   it("assigns callIndex in call order, also for concurrent calls", async () => {
@@ -173,6 +179,20 @@ describe("persistent variables", () => {
     });
   });
 
+  it("a Date inside a value is carried over as its JSON string instead of dropping the whole value", async () => {
+    const r1 = await sandbox.run({
+      code: "const obj = { a: 1, d: new Date(0), list: [new Date(86400000), new Date(NaN)] };\nconst m = new Map([[1, 2]]);\nconst p = search('x');",
+      tools,
+    });
+    expect(r1.snapshot.values).toEqual({ obj: { a: 1, d: "1970-01-01T00:00:00.000Z", list: ["1970-01-02T00:00:00.000Z", null] } });
+    expect(r1.notCarriedOver).toEqual({
+      m: "Map is not JSON-serializable",
+      p: "Promise is not JSON-serializable (did you forget await?)",
+    });
+    const r2 = await sandbox.run({ code: "final_answer(obj.d.slice(0, 4))", tools, snapshot: r1.snapshot });
+    expect(r2.finalAnswer).toBe("1970");
+  });
+
   it("keeps variables assigned before an error", async () => {
     const r = await sandbox.run({ code: "const before = 'kept';\nthrow new Error('stop')", tools });
     expect(r.error).toMatchObject({ name: "Error", message: "stop", line: 2 });
@@ -241,11 +261,27 @@ describe("REPL semantics", () => {
     expect(r.snapshot.values).toEqual({ ok: "undefined" });
   });
 
-  it("a value that could not be carried over explains itself when used", async () => {
+  it("a value that could not be carried over explains itself when used, also steps later", async () => {
     const r1 = await sandbox.run({ code: "const m = new Map([[1, 2]]);", tools });
-    const r2 = await sandbox.run({ code: "m.get(1)", tools, snapshot: r1.snapshot });
-    expect(r2.error?.name).toBe("TypeError");
-    expect(r2.snapshot.unserializable.m).toMatch(/Map/);
+    expect(r1.notCarriedOver).toEqual({ m: "Map is not JSON-serializable" });
+    const r2 = await sandbox.run({ code: "const other = 1;", tools, snapshot: r1.snapshot });
+    // Kept in the snapshot, but not news of this action.
+    expect([r2.snapshot.unserializable.m, r2.notCarriedOver]).toEqual(["Map is not JSON-serializable", {}]);
+    const r3 = await sandbox.run({ code: "m.get(1)", tools, snapshot: r2.snapshot });
+    expect(r3.error).toEqual({
+      name: "ReferenceError",
+      message: "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
+      line: 1,
+    });
+    // Declaring it again works and clears the note.
+    const r4 = await sandbox.run({ code: "const m = { 1: 2 };\nfinal_answer(m[1])", tools, snapshot: r3.snapshot });
+    expect([r4.finalAnswer, r4.snapshot.values.m, r4.snapshot.unserializable.m]).toEqual([2, { 1: 2 }, undefined]);
+  });
+
+  it("a variable holding undefined is still carried over (as undefined) and can be assigned", async () => {
+    const r1 = await sandbox.run({ code: "let later;", tools });
+    const r2 = await sandbox.run({ code: "later = 5;\nfinal_answer(later)", tools, snapshot: r1.snapshot });
+    expect(r2.finalAnswer).toBe(5);
   });
 });
 

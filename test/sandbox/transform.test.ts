@@ -28,9 +28,27 @@ describe("buildAction", () => {
     expect(b.source).toContain(JSON.stringify("}); process.exit(1); ({"));
   });
 
-  it("reports syntax errors with line and 1-based column", () => {
+  it("reports syntax errors with line and 1-based column, in the fields and the message", () => {
     const r = buildAction("const a = 1;\nconst = 2;", undefined);
-    expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, column: 7 });
+    expect("error" in r && r.error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 7)", line: 2, column: 7 });
+    const ts = buildAction("const n: number = 1;", undefined);
+    expect("error" in ts && ts.error.message).toBe(
+      "Unexpected token (line 1, column 8) (the sandbox runs JavaScript: remove TypeScript type annotations)",
+    );
+  });
+
+  it("treats a #! first line as a comment without shifting positions", () => {
+    const b = build("#!/usr/bin/env node\nconst a = 1;");
+    expect(b.names).toEqual(["a"]);
+    const r = buildAction("#!x\nconst = 2;", undefined);
+    expect("error" in r && r.error).toMatchObject({ line: 2, column: 7 });
+    // Only on the first line, like JavaScript itself.
+    expect("error" in buildAction("\n#!x", undefined)).toBe(true);
+  });
+
+  it("leaves names whose values could not be carried over unbound (undefined ones stay bound)", () => {
+    const b = build("1", { values: {}, declarations: {}, unserializable: { m: "Map is not JSON-serializable", u: "value is undefined" } });
+    expect(b.names).toEqual(["u"]);
   });
 
   it("parses as strict code, so strict-only errors get a position (with, octal, duplicate params)", () => {
