@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureDir } from "../persistence/fs-safe.ts";
 import { ingestDocuments } from "../store/index.ts";
 import type { IngestDocument } from "../ingest/types.ts";
 import {
@@ -29,7 +30,7 @@ export async function ensureDemoCorpus(home: string): Promise<string> {
   const hashFile = `${dbPath}.sha256`;
   if (existsSync(dbPath) && existsSync(hashFile) && readFileSync(hashFile, "utf8").trim() === hash)
     return dbPath;
-  mkdirSync(dirname(dbPath), { recursive: true });
+  ensureDir(dirname(dbPath), { what: "data directory" });
   const docs: IngestDocument[] = text
     .split("\n")
     .filter((l) => l.trim())

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { ingestDocuments } from "../ingest/ingest.ts";
+import { ensureDir } from "../persistence/fs-safe.ts";
 import type { IngestDocument } from "../ingest/types.ts";
 import { CorpusSource } from "../store/corpus-source.ts";
 import { createEmbedder } from "../store/embeddings.ts";
@@ -75,7 +76,7 @@ export async function openEvalSource(
         };
     return { source, info };
   }
-  mkdirSync(out, { recursive: true });
+  ensureDir(out, { code: ErrorCodes.CONFIG_INVALID, what: "output directory" });
   const path = join(out, DATASET_CORPUS_FILE);
   const hash = createHash("sha256")
     .update(JSON.stringify(docs.map((d) => [d.title, d.text])))

@@ -1,7 +1,7 @@
-import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { ensureDir } from "../persistence/fs-safe.ts";
 import type { AgentTranscript, QuestionResult, SystemName } from "./types.ts";
 
 /** File name of the results database inside an eval output directory. */
@@ -21,7 +21,7 @@ export class ResultsStore {
     const dir = resolve(outDir);
     this.path = join(dir, RESULTS_DB_FILE);
     try {
-      mkdirSync(dir, { recursive: true });
+      ensureDir(dir, { code: ErrorCodes.CONFIG_INVALID, what: "output directory" });
       this.db = new Database(this.path);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("busy_timeout = 5000");

@@ -1,7 +1,8 @@
-import { mkdirSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { ensureDir } from "./fs-safe.ts";
 
 /** File name of the SQLite database (checkpoints, call journal, thread registry) inside CODEHOP_HOME. */
 export const CHECKPOINT_DB_FILE = "checkpoints.db";
@@ -49,17 +50,7 @@ export function openCodehopDatabase(
         `No codehop data directory at ${dir} (nothing has run there yet). ${hint}`,
       );
     }
-    try {
-      mkdirSync(dir, { recursive: true });
-    } catch (err) {
-      throw new CodehopError(
-        ErrorCodes.DB_INVALID,
-        `Cannot create data directory ${dir}: ${(err as Error).message}. ${hint}`,
-        {
-          cause: err,
-        },
-      );
-    }
+    ensureDir(dir, { code: ErrorCodes.DB_INVALID, what: "data directory", hint });
   }
   let fileExists = true;
   try {

@@ -1,7 +1,7 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { ensureDir } from "../persistence/fs-safe.ts";
 
 /**
  * A small SQLite key-value cache for the online source: page lookups and search results, stored
@@ -19,7 +19,7 @@ export class PageCache {
     private readonly ttlMs = 30 * 24 * 3600 * 1000,
   ) {
     try {
-      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+      if (path !== ":memory:") ensureDir(dirname(path), { what: "cache directory" });
       this.db = new Database(path);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
