@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointTuple } from "@langchain/langgraph";
@@ -82,9 +83,8 @@ interface Session {
   close(): Promise<void>;
 }
 
-async function openSession(options: RunOptions, needModel: boolean): Promise<Session> {
+async function openSession(options: RunOptions): Promise<Session> {
   const config = loadAppConfig(options.config);
-  if (needModel && !options.model) await requireModel(config);
   const persistence = options.persistence ?? openPersistence(config.home);
   const session: Session = {
     config,
@@ -129,6 +129,7 @@ async function execute(
   threadId: string,
   input: { question: string } | null,
   checkpointId?: string,
+  announced = false,
 ): Promise<AskResult> {
   const started = Date.now();
   const { persistence, config } = session;
@@ -163,7 +164,7 @@ async function execute(
   }
   // Start the sandbox's warm child now, so its spawn overlaps the first model call.
   void getDefaultSandbox().catch(() => {});
-  options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
+  if (!announced) options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
   try {
     const stream = await graph.stream(input, {
       ...runConfig,
@@ -191,7 +192,7 @@ async function execute(
     );
   }
   const result = await readResult(persistence, threadId, started);
-  persistence.threads.finish(threadId, result.answer);
+  persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
 }
 
@@ -199,7 +200,7 @@ async function execute(
 export async function readResult(
   persistence: Persistence,
   threadId: string,
-  started = Date.now(),
+  started?: number,
 ): Promise<AskResult> {
   const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
@@ -218,27 +219,79 @@ export async function readResult(
     steps: typeof values.stepCount === "number" ? values.stepCount : 0,
     checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
     checkpoint_db: persistence.dbPath,
-    duration_ms: Date.now() - started,
+    // A stored result reports how long the run that finished it took.
+    duration_ms:
+      started !== undefined
+        ? Date.now() - started
+        : (persistence.threads.get(threadId)?.durationMs ?? 0),
   };
 }
 
 /** Options of {@link ask}. */
 export interface AskOptions extends RunOptions {
-  /** Thread id to use (default: a new UUID). A thread holds one question: an id with checkpoints is rejected. */
+  /**
+   * Thread id to use (default: a new UUID). A thread holds one question: asking the same question
+   * again on a finished thread returns its stored result; any other reuse of a thread with
+   * checkpoints is rejected.
+   */
   threadId?: string;
+}
+
+/** What a thread records to be resumed the same way: its knowledge source and model names. */
+function runRecord(config: AppConfig, options: RunOptions): Record<string, unknown> {
+  const record: Record<string, unknown> = options.source
+    ? options.source.kind === "corpus" && config.corpus
+      ? { source: "corpus", corpus: resolve(config.corpus) }
+      : { source: options.source.kind }
+    : config.corpus
+      ? { source: "corpus", corpus: resolve(config.corpus) }
+      : { source: "wikipedia" };
+  const model = typeof options.model === "string" ? options.model : config.model;
+  if (model) record.model = model;
+  if (typeof options.model !== "object" && Object.keys(config.models).length)
+    record.models = { ...config.models };
+  return record;
+}
+
+/**
+ * A resumed thread uses the model it was started with when none is configured now (before asking
+ * the endpoint which models it serves).
+ */
+function applyStoredModel(config: AppConfig, stored: Record<string, unknown>): void {
+  if (!config.model && typeof stored.model === "string" && stored.model)
+    config.model = stored.model;
+  if (!Object.keys(config.models).length && stored.models && typeof stored.models === "object")
+    config.models = { ...(stored.models as Record<string, string>) };
 }
 
 /**
  * Answers a question with the three-agent system (manager → wikipedia_search → page_search),
- * checkpointing every step to `<CODEHOP_HOME>/checkpoints.db`.
+ * checkpointing every step to `<CODEHOP_HOME>/checkpoints.db`. The thread (question, knowledge
+ * source, model names) is recorded before anything slow happens, so a run killed at any point can
+ * be continued with {@link resume}.
  */
 export async function ask(question: string, options: AskOptions = {}): Promise<AskResult> {
   if (!question.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The question is empty.");
-  const session = await openSession(options, true);
+  const config = loadAppConfig(options.config);
+  // Nothing to ask the endpoint about: fail before touching the data directory.
+  if (!options.model && !config.baseURL) assertModelConfigured(config);
+  const session = await openSession(options);
   try {
+    const { persistence } = session;
     const threadId = options.threadId ?? randomUUID();
-    const existing = session.persistence.threads.get(threadId);
+    const existing = persistence.threads.get(threadId);
     if (existing && existing.checkpoints > 0) {
+      // Asking the same question again on a finished thread is idempotent: the stored result.
+      if (existing.question?.trim() === question.trim()) {
+        const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
+        const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+        if (snapshot.next.length === 0) {
+          options.onStart?.({ threadId, dbPath: persistence.dbPath });
+          const result = await readResult(persistence, threadId);
+          if (existing.status !== "done") persistence.threads.finish(threadId, result.answer);
+          return result;
+        }
+      }
       // One question per thread: a second question would inherit the first one's steps and limits.
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
@@ -246,15 +299,20 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
           `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
       );
     }
-    await withSource(session, options);
-    session.persistence.threads.start(threadId, {
+    persistence.threads.start(threadId, {
       question,
-      options:
-        session.source?.kind === "corpus"
-          ? { source: "corpus", corpus: session.config.corpus }
-          : { source: session.source?.kind ?? "wikipedia" },
+      options: runRecord(session.config, options),
+      replaceQuestion: true,
     });
-    return await execute(session, options, threadId, { question });
+    options.onStart?.({ threadId, dbPath: persistence.dbPath });
+    try {
+      if (!options.model) await requireModel(session.config);
+      await withSource(session, options);
+    } catch (err) {
+      persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    return await execute(session, options, threadId, { question }, undefined, true);
   } finally {
     await session.close();
   }
@@ -284,7 +342,7 @@ function requireThread(persistence: Persistence, threadId: string, toRun = false
  * A thread that already finished returns its stored result without calling the model.
  */
 export async function resume(threadId: string, options: RunOptions = {}): Promise<AskResult> {
-  const session = await openSession(options, false);
+  const session = await openSession(options);
   try {
     const record = requireThread(session.persistence, threadId, true);
     if (record.checkpoints === 0) {
@@ -294,6 +352,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
           ErrorCodes.THREAD_NOT_FOUND,
           `Thread "${threadId}" has no checkpoints.`,
         );
+      applyStoredModel(session.config, record.options);
       if (!options.model) await requireModel(session.config);
       await withSource(session, options, record.options);
       session.persistence.threads.start(threadId);
@@ -307,6 +366,7 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
       if (record.status !== "done") session.persistence.threads.finish(threadId, result.answer);
       return result;
     }
+    applyStoredModel(session.config, record.options);
     if (!options.model) await requireModel(session.config);
     await withSource(session, options, record.options);
     session.persistence.threads.start(threadId);
@@ -337,7 +397,7 @@ export async function replay(
   checkpointId: string,
   options: ReplayOptions = {},
 ): Promise<AskResult> {
-  const session = await openSession(options, false);
+  const session = await openSession(options);
   try {
     const record = requireThread(session.persistence, threadId, true);
     const tuple = await session.persistence.checkpointer.getTuple({
@@ -349,6 +409,7 @@ export async function replay(
         `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
       );
     }
+    applyStoredModel(session.config, record.options);
     if (!options.model) await requireModel(session.config);
     await withSource(session, options, record.options);
     let from = checkpointId;

@@ -25,6 +25,8 @@ export interface ThreadRecord {
   checkpoints: number;
   /** Process that last started a run on the thread (null for graph-API threads). */
   pid: number | null;
+  /** How long the run that finished the thread took (null until it finishes). */
+  durationMs: number | null;
 }
 
 /**
@@ -48,7 +50,8 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
   updated_at TEXT NOT NULL,
   pid INTEGER,
   host TEXT,
-  pid_start TEXT
+  pid_start TEXT,
+  duration_ms INTEGER
 );`);
     // Registries created before pid/host were recorded.
     const columns = new Set(
@@ -59,15 +62,21 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     if (!columns.has("pid")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid INTEGER");
     if (!columns.has("host")) db.exec("ALTER TABLE codehop_threads ADD COLUMN host TEXT");
     if (!columns.has("pid_start")) db.exec("ALTER TABLE codehop_threads ADD COLUMN pid_start TEXT");
+    if (!columns.has("duration_ms"))
+      db.exec("ALTER TABLE codehop_threads ADD COLUMN duration_ms INTEGER");
   }
 
-  /** Records that a run started on `threadId` (keeps the original question and created time on re-runs). */
+  /**
+   * Records that a run started on `threadId` (keeps the original question and created time on
+   * re-runs, unless `replaceQuestion`: a new question on a thread that never checkpointed).
+   */
   start(
     threadId: string,
     init: {
       question?: string;
       options?: Record<string, unknown>;
       forkedFrom?: { threadId: string; checkpointId: string };
+      replaceQuestion?: boolean;
     } = {},
   ): void {
     const now = new Date().toISOString();
@@ -77,7 +86,8 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
          VALUES (@id, @question, 'running', @options, @fromThread, @fromCheckpoint, @now, @now, @pid, @host, @pidStart)
          ON CONFLICT(thread_id) DO UPDATE SET
            status = 'running', error = NULL, updated_at = @now, pid = @pid, host = @host, pid_start = @pidStart,
-           question = COALESCE(codehop_threads.question, excluded.question),
+           question = CASE WHEN @replaceQuestion AND excluded.question IS NOT NULL THEN excluded.question
+                           ELSE COALESCE(codehop_threads.question, excluded.question) END,
            options_json = CASE WHEN @hasOptions THEN excluded.options_json ELSE codehop_threads.options_json END`,
       )
       .run({
@@ -85,6 +95,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         question: init.question ?? null,
         options: JSON.stringify(init.options ?? {}),
         hasOptions: init.options ? 1 : 0,
+        replaceQuestion: init.replaceQuestion ? 1 : 0,
         fromThread: init.forkedFrom?.threadId ?? null,
         fromCheckpoint: init.forkedFrom?.checkpointId ?? null,
         now,
@@ -94,13 +105,14 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       });
   }
 
-  /** Marks a run finished with its answer. */
-  finish(threadId: string, answer: string): void {
+  /** Marks a run finished with its answer (and how long the finishing run took, when known). */
+  finish(threadId: string, answer: string, durationMs?: number): void {
     this.db
       .prepare(
-        `UPDATE codehop_threads SET status = 'done', answer = ?, error = NULL, updated_at = ? WHERE thread_id = ?`,
+        `UPDATE codehop_threads SET status = 'done', answer = ?, error = NULL, updated_at = ?,
+           duration_ms = COALESCE(?, duration_ms) WHERE thread_id = ?`,
       )
-      .run(answer, new Date().toISOString(), threadId);
+      .run(answer, new Date().toISOString(), durationMs ?? null, threadId);
   }
 
   /** Marks a run failed (it stays resumable from its last checkpoint). */
@@ -151,6 +163,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       updatedAt: r.updated_at,
       checkpoints: counts.get(r.thread_id) ?? 0,
       pid: r.host === hostname() ? (r.pid ?? null) : null,
+      durationMs: r.duration_ms ?? null,
     }));
     const known = new Set(out.map((t) => t.threadId));
     for (const [threadId, n] of counts) {
@@ -167,6 +180,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         updatedAt: null,
         checkpoints: n,
         pid: null,
+        durationMs: null,
       });
     }
     return out.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));

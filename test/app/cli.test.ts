@@ -57,6 +57,31 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
     expect(checkpoints.length).toBeGreaterThan(5);
   });
 
+  it("ask of the same question on a finished thread prints the stored result; another question is refused", async () => {
+    const env = cliEnv({
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: "k",
+      CODEHOP_MODEL: "scripted",
+      CODEHOP_HOME: home,
+      CODEHOP_CORPUS: corpus,
+    });
+    const args = ["ask", DEMO_QUESTIONS.towers, "--thread", "same-q", "--json"];
+    const first = await runCli(args, env);
+    expect(first.code).toBe(0);
+    const requests = server.requests.length;
+    const again = await runCli(args, env);
+    expect(again.stderr).not.toContain("already holds");
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual(JSON.parse(first.stdout));
+    // Served from the checkpoints: no model call.
+    expect(server.requests.length).toBe(requests);
+
+    const other = await runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "same-q"], env);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('Thread "same-q" already holds a run');
+    expect(other.stderr).toContain("[CODEHOP_CONFIG_INVALID]");
+  });
+
   it("ask works with only OPENAI_BASE_URL: the model is the first one the endpoint lists", async () => {
     const env = cliEnv({
       OPENAI_BASE_URL: server.baseURL,
