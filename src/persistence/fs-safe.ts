@@ -39,7 +39,8 @@ export function ensureDir(path: string, options: EnsureDirOptions = {}): string 
     } catch (err) {
       const errno = (err as NodeJS.ErrnoException).code;
       // ENOTDIR: an ancestor is a file; walking up reports which one.
-      if (errno !== "ENOENT" && errno !== "ENOTDIR") fail(`cannot inspect ${cursor} (${errno ?? String(err)})`, err);
+      if (errno !== "ENOENT" && errno !== "ENOTDIR")
+        fail(`cannot inspect ${cursor} (${errno ?? String(err)})`, err);
     }
     if (stat) {
       if (!stat.isDirectory()) fail(`${cursor} is not a directory`);

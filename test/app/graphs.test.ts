@@ -51,22 +51,6 @@ describe("graphs exported for langgraph.json", () => {
     const mermaid = drawing.drawMermaid();
     expect(mermaid).toContain("observe");
   });
-
-  it("is importable as the package entry", async () => {
-    const api = await import("codehop");
-    for (const name of [
-      "createManagerGraph",
-      "ask",
-      "resume",
-      "replay",
-      "history",
-      "createCodeAgent",
-      "openKnowledgeSource",
-      "openPersistence",
-    ]) {
-      expect(typeof (api as Record<string, unknown>)[name]).toBe("function");
-    }
-  });
 });
 
 describe("docs/app.md and README.md", () => {
