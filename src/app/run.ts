@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointTuple } from "@langchain/langgraph";
@@ -20,6 +19,7 @@ import {
 import { displayTask, RunProgress, type StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { openSourceFor } from "./source.ts";
+import { runRecord } from "./thread-record.ts";
 
 /** Options shared by {@link ask}, {@link resume} and {@link replay}. */
 export interface RunOptions {
@@ -235,22 +235,6 @@ export interface AskOptions extends RunOptions {
    * checkpoints is rejected.
    */
   threadId?: string;
-}
-
-/** What a thread records to be resumed the same way: its knowledge source and model names. */
-function runRecord(config: AppConfig, options: RunOptions): Record<string, unknown> {
-  const record: Record<string, unknown> = options.source
-    ? options.source.kind === "corpus" && config.corpus
-      ? { source: "corpus", corpus: resolve(config.corpus) }
-      : { source: options.source.kind }
-    : config.corpus
-      ? { source: "corpus", corpus: resolve(config.corpus) }
-      : { source: "wikipedia" };
-  const model = typeof options.model === "string" ? options.model : config.model;
-  if (model) record.model = model;
-  if (typeof options.model !== "object" && Object.keys(config.models).length)
-    record.models = { ...config.models };
-  return record;
 }
 
 /**

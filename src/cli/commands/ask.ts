@@ -31,6 +31,9 @@ export default function askCommand(): Command {
     )
     .action(async (words: string[], flags: RunFlags & { thread?: string }) => {
       const threadId = flags.thread ?? randomUUID();
+      // Recorded before the agents are even loaded, so a kill from here on can be resumed.
+      const { recordQuestionEarly } = await import("../../app/thread-record.ts");
+      recordQuestionEarly(words.join(" "), threadId, configFromFlags(flags));
       const { ask } = await import("../../app/run.ts");
       const term = terminalRun(flags, "codehop ask");
       try {
