@@ -16,7 +16,10 @@ const REPLACEMENTS = 10;
 const SNIPPETS: { name: string; code: string }[] = [
   { name: "(a) trivial action", code: "const x = 1 + 1;" },
   { name: "(b) 10 sequential tool calls", code: "for (let i = 0; i < 10; i++) await echo(i);" },
-  { name: "(c) 10 concurrent tool calls", code: "await Promise.all(Array.from({ length: 10 }, (_, i) => echo(i)));" },
+  {
+    name: "(c) 10 concurrent tool calls",
+    code: "await Promise.all(Array.from({ length: 10 }, (_, i) => echo(i)));",
+  },
 ];
 
 const echo: HostToolFn = async (args) => args[0];
@@ -36,8 +39,13 @@ async function timeIt(fn: () => Promise<unknown>): Promise<number[]> {
 function vmRunner(freshContext: boolean): (code: string) => Promise<unknown> {
   const shared = vm.createContext({ echo: (x: unknown) => Promise.resolve(x) });
   return (code: string) => {
-    const context = freshContext ? vm.createContext({ echo: (x: unknown) => Promise.resolve(x) }) : shared;
-    const fn = vm.runInContext(`(async function () {\n${code}\n})`, context) as () => Promise<unknown>;
+    const context = freshContext
+      ? vm.createContext({ echo: (x: unknown) => Promise.resolve(x) })
+      : shared;
+    const fn = vm.runInContext(
+      `(async function () {\n${code}\n})`,
+      context,
+    ) as () => Promise<unknown>;
     return fn();
   };
 }
@@ -77,15 +85,23 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     // for the replacement process), and the bare spawn -> ready time of one child.
     const afterKill: number[] = [];
     for (let i = 0; i < REPLACEMENTS; i++) {
-      const r = await sandbox.run({ code: "while (true) {}", tools: {}, limits: { timeoutMs: 100 } });
-      if (r.error?.name !== "TimeoutError") throw new Error(`expected a timeout, got ${JSON.stringify(r.error)}`);
+      const r = await sandbox.run({
+        code: "while (true) {}",
+        tools: {},
+        limits: { timeoutMs: 100 },
+      });
+      if (r.error?.name !== "TimeoutError")
+        throw new Error(`expected a timeout, got ${JSON.stringify(r.error)}`);
       const t0 = performance.now();
       await sandbox.run({ code: "const x = 1;", tools: {} });
       afterKill.push(performance.now() - t0);
     }
     const spawnReady: number[] = [];
     for (let i = 0; i < REPLACEMENTS; i++) {
-      const child = new SandboxChild({ heapMb: DEFAULT_LIMITS.maxHeapMb, addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB });
+      const child = new SandboxChild({
+        heapMb: DEFAULT_LIMITS.maxHeapMb,
+        addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB,
+      });
       child.setRef(true);
       await child.ready;
       spawnReady.push(child.readyAt! - child.spawnedAt);
@@ -102,7 +118,15 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           "(SES Compartment per action in a locked-down child process, JSON over pipes). node:vm runs the same " +
           "async-wrapped snippet in-process with no isolation, either in a fresh context per action (the closest " +
           "analogue: fresh global per action) or in one reused context.",
-        columns: ["snippet", "SES p50", "SES p95", "vm fresh ctx p50", "vm fresh ctx p95", "vm reused ctx p50", "vm reused ctx p95"],
+        columns: [
+          "snippet",
+          "SES p50",
+          "SES p95",
+          "vm fresh ctx p50",
+          "vm fresh ctx p95",
+          "vm reused ctx p50",
+          "vm reused ctx p95",
+        ],
         rows,
         verdicts: [
           `warm trivial p50 <= 3x node:vm (fresh context): ${trivialRatio <= 3 ? "MET" : "NOT MET"} (${fmt(trivialRatio)}x)`,
@@ -116,10 +140,22 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child.",
         columns: ["measure", "p50", "p95", "max"],
         rows: [
-          ["next action after a kill", fmt(replacementP50), fmt(percentile(afterKill, 95)), fmt(Math.max(...afterKill))],
-          ["child spawn -> ready", fmt(percentile(spawnReady, 50)), fmt(percentile(spawnReady, 95)), fmt(Math.max(...spawnReady))],
+          [
+            "next action after a kill",
+            fmt(replacementP50),
+            fmt(percentile(afterKill, 95)),
+            fmt(Math.max(...afterKill)),
+          ],
+          [
+            "child spawn -> ready",
+            fmt(percentile(spawnReady, 50)),
+            fmt(percentile(spawnReady, 95)),
+            fmt(Math.max(...spawnReady)),
+          ],
         ],
-        verdicts: [`replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`],
+        verdicts: [
+          `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,
+        ],
       },
     ];
   } finally {

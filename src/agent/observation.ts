@@ -44,7 +44,10 @@ export function formatObservation(
         : ` (line ${err.line})`
       : "";
     // Syntax errors carry the same position in their message: say it once.
-    const message = err && where && err.message.endsWith(where) ? err.message.slice(0, -where.length) : err?.message;
+    const message =
+      err && where && err.message.endsWith(where)
+        ? err.message.slice(0, -where.length)
+        : err?.message;
     let msg = `Error${where}: ${err ? `${err.name}: ${message}` : "the action failed"}`;
     // A bare name that is undefined or not callable is usually a made-up tool (the sandbox reports
     // either, depending on how the guest scope resolves it); "obj.f is not a function" is not.
@@ -65,7 +68,9 @@ export function formatObservation(
   }
   const lost = Object.entries(outcome.notCarriedOver ?? {});
   if (lost.length > 0 && !outcome.isFinalAnswer) {
-    parts.push(`Note: not carried over to the next step: ${lost.map(([name, note]) => `${name} (${note})`).join(", ")}`);
+    parts.push(
+      `Note: not carried over to the next step: ${lost.map(([name, note]) => `${name} (${note})`).join(", ")}`,
+    );
   }
   return { text: truncateMiddle(parts.join("\n"), maxChars), isError: Boolean(err) || !outcome.ok };
 }

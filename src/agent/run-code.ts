@@ -89,7 +89,12 @@ export async function runCodeWithTools(
     (tool: CodeTool<any>): HostToolFn =>
     async (rawArgs, { callIndex, signal }) => {
       const started = performance.now();
-      const record = (args: unknown, ok: boolean, error: string | undefined, fromJournal: boolean) =>
+      const record = (
+        args: unknown,
+        ok: boolean,
+        error: string | undefined,
+        fromJournal: boolean,
+      ) =>
         toolCalls.push({
           callIndex,
           tool: tool.name,

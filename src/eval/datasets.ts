@@ -270,7 +270,8 @@ const plain: Mapper = (rec, position) => {
   const base = baseFields(rec, position, ["id", "_id"]);
   if (typeof base === "string") return base;
   // `answers: [...]`, or `answer` given as a list (first = canonical, rest = aliases).
-  const listOf = (v: unknown) => (Array.isArray(v) ? v.map(str).filter((a): a is string => !!a) : []);
+  const listOf = (v: unknown) =>
+    Array.isArray(v) ? v.map(str).filter((a): a is string => !!a) : [];
   const list = [...listOf(rec.answers), ...listOf(rec.answer)];
   const answer = str(rec.answer) ?? list[0];
   if (!answer) return "missing or empty `answer`";

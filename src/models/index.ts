@@ -62,7 +62,8 @@ const cache = new Map<string, ChatOpenAI>();
 /** HTTP statuses that retrying cannot fix (bad request, auth, not found ...): fail at once. */
 const STATUS_NO_RETRY = new Set([400, 401, 402, 403, 404, 405, 406, 407, 409, 413, 422]);
 /** A 429 whose message says the account is out of quota will not recover by waiting. */
-const QUOTA_EXHAUSTED = /insufficient[_ -]?quota|exceeded (?:your|the current).+quota|quota (?:has been )?exhausted|billing|credit balance|out of credits/i;
+const QUOTA_EXHAUSTED =
+  /insufficient[_ -]?quota|exceeded (?:your|the current).+quota|quota (?:has been )?exhausted|billing|credit balance|out of credits/i;
 
 function httpStatus(error: any): number | undefined {
   const s = error?.status ?? error?.response?.status ?? error?.statusCode;
@@ -78,7 +79,8 @@ function httpStatus(error: any): number | undefined {
  */
 export function modelFailedAttemptHandler(error: unknown): void {
   const e = error as any;
-  if (e?.name === "AbortError" || /^(Cancel|AbortError)/.test(String(e?.message ?? ""))) throw error;
+  if (e?.name === "AbortError" || /^(Cancel|AbortError)/.test(String(e?.message ?? "")))
+    throw error;
   const status = httpStatus(e);
   if (status !== undefined && STATUS_NO_RETRY.has(status)) throw error;
   if (e?.code === "insufficient_quota" || e?.error?.code === "insufficient_quota") throw error;

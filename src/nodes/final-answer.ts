@@ -31,7 +31,9 @@ export function cleanFinalAnswer(text: string): string {
 
 /** Fallback when the reply's code ran without an answer: a literal `final_answer("...")` argument. */
 function literalFinalAnswer(code: string): string | null {
-  const call = /final_answer\(\s*(?:(["'])([\s\S]*?)\1|`([^`$]*)`|(-?\d+(?:\.\d+)?))\s*\)/.exec(code);
+  const call = /final_answer\(\s*(?:(["'])([\s\S]*?)\1|`([^`$]*)`|(-?\d+(?:\.\d+)?))\s*\)/.exec(
+    code,
+  );
   return call ? (call[2] ?? call[3] ?? call[4]).trim() : null;
 }
 

@@ -44,7 +44,9 @@ export function makePlanNode(rt: AgentRuntime) {
     // prompt (as reasoning models' chat templates do): they are long and never run.
     const visible = stripThinkBlocks(text).trim();
     const shown =
-      parsed.code !== null && !visible.includes("<end_action>") ? `${visible}<end_action>` : visible;
+      parsed.code !== null && !visible.includes("<end_action>")
+        ? `${visible}<end_action>`
+        : visible;
     const update: AgentUpdate = {
       pending: {
         step,

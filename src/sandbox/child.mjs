@@ -16,8 +16,6 @@ import { Worker } from "node:worker_threads";
 
 const sesPath = process.argv[2];
 
-
-
 createRequire(import.meta.url)(sesPath);
 
 // Captured before lockdown / before any guest code.
@@ -66,7 +64,10 @@ lockdown({
 const getStackString = globalThis.getStackString;
 const InitialMath = globalThis.Math; // with a working random()
 const InitialDate = globalThis.Date; // with a working now() / new Date()
-const floatArrays = { Float32Array: globalThis.Float32Array, Float64Array: globalThis.Float64Array };
+const floatArrays = {
+  Float32Array: globalThis.Float32Array,
+  Float64Array: globalThis.Float64Array,
+};
 const IntlCap = hadIntl ? harden(hadIntl) : undefined;
 
 // ---------------------------------------------------------------------------------------------
@@ -147,7 +148,8 @@ function describeKind(v) {
     p = getPrototypeOf(p);
   }
   const ctor = proto ? getOwnPropertyDescriptor(proto, "constructor") : undefined;
-  const name = ctor && "value" in ctor && typeof ctor.value === "function" ? safeFunctionName(ctor.value) : "";
+  const name =
+    ctor && "value" in ctor && typeof ctor.value === "function" ? safeFunctionName(ctor.value) : "";
   return name ? `an instance of ${name}` : "a non-plain object";
 }
 
@@ -170,17 +172,20 @@ function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
   const parts = [];
   const push = (s) => {
     size += s.length;
-    if (size > maxBytes) throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
+    if (size > maxBytes)
+      throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
     parts.push(s);
   };
   const visit = (v, depth, path) => {
     switch (typeof v) {
       case "string":
-        if (v.length > maxBytes) throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
+        if (v.length > maxBytes)
+          throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
         push(jsonStringify(v));
         return;
       case "number":
-        if (v !== v || v === Infinity || v === -Infinity) throw new CopyError(`${path} is ${v}, which is not JSON-serializable`);
+        if (v !== v || v === Infinity || v === -Infinity)
+          throw new CopyError(`${path} is ${v}, which is not JSON-serializable`);
         push(jsonStringify(v));
         return;
       case "boolean":
@@ -200,9 +205,11 @@ function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
       push("null");
       return;
     }
-    if (depth >= maxDepth) throw new CopyError(`${what} is nested too deeply (more than ${maxDepth} levels)`);
+    if (depth >= maxDepth)
+      throw new CopyError(`${what} is nested too deeply (more than ${maxDepth} levels)`);
     if (isProxy(v)) throw new CopyError(`${path} is a Proxy, which cannot leave the sandbox`);
-    for (let i = 0; i < seen.length; i++) if (seen[i] === v) throw new CopyError(`${path} is a circular reference`);
+    for (let i = 0; i < seen.length; i++)
+      if (seen[i] === v) throw new CopyError(`${path} is a circular reference`);
     const proto = getPrototypeOf(v);
     if (nestedDates && depth > 0 && proto === Date.prototype) {
       const t = apply(dateGetTime, v, []);
@@ -216,8 +223,10 @@ function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
       for (let i = 0; i < len; i++) {
         if (i > 0) push(",");
         const d = getOwnPropertyDescriptor(v, i);
-        if (d === undefined) push("null"); // hole (size cap stops huge sparse arrays early)
-        else if (!("value" in d)) throw new CopyError(`${path}[${i}] is a getter, which is not copied`);
+        if (d === undefined)
+          push("null"); // hole (size cap stops huge sparse arrays early)
+        else if (!("value" in d))
+          throw new CopyError(`${path}[${i}] is a getter, which is not copied`);
         else visit(d.value, depth + 1, `${path}[${i}]`);
       }
       push("]");
@@ -259,10 +268,22 @@ const MAX_FORMAT_DEPTH = 4;
 // Frozen intrinsic prototypes: with overrideTaming their data properties (name, constructor, ...)
 // became SES accessors that just return the original value, so their getters are safe to call.
 const trustedProtos = new Set([
-  Object.prototype, Function.prototype, Array.prototype, Error.prototype, TypeError.prototype,
-  RangeError.prototype, ReferenceError.prototype, SyntaxError.prototype, EvalError.prototype,
-  URIError.prototype, AggregateError.prototype, Promise.prototype, Map.prototype, Set.prototype,
-  Date.prototype, RegExp.prototype,
+  Object.prototype,
+  Function.prototype,
+  Array.prototype,
+  Error.prototype,
+  TypeError.prototype,
+  RangeError.prototype,
+  ReferenceError.prototype,
+  SyntaxError.prototype,
+  EvalError.prototype,
+  URIError.prototype,
+  AggregateError.prototype,
+  Promise.prototype,
+  Map.prototype,
+  Set.prototype,
+  Date.prototype,
+  RegExp.prototype,
 ]);
 
 function dataProp(obj, key) {
@@ -402,13 +423,19 @@ function formatValue(value, budget) {
           shown++;
         }
         const rest = len - shown;
-        if (rest > 0 && shown + rest !== shown) emit(`${shown ? ", " : " "}... ${len} items in total`);
+        if (rest > 0 && shown + rest !== shown)
+          emit(`${shown ? ", " : " "}... ${len} items in total`);
         emit(len > 0 ? " ]" : "]");
         return;
       }
       const keys = ownKeys(v);
       const ctor = proto && proto !== objectProto ? dataProp(proto, "constructor") : undefined;
-      const prefix = proto === null ? "[Object: null prototype] " : typeof ctor === "function" && proto !== objectProto ? `${safeFunctionName(ctor) || "Object"} ` : "";
+      const prefix =
+        proto === null
+          ? "[Object: null prototype] "
+          : typeof ctor === "function" && proto !== objectProto
+            ? `${safeFunctionName(ctor) || "Object"} `
+            : "";
       emit(`${prefix}{`);
       let shown = 0;
       for (let i = 0; i < keys.length && size < budget; i++) {
@@ -474,7 +501,12 @@ function formatSpecifiers(args, budget) {
         if (!primitive || typeof v === "symbol") out += "NaN";
         else if (typeof v === "bigint") out += `${v}n`;
         else {
-          const n = spec === "f" ? parseFloat(String(v)) : spec === "i" ? parseInt(String(v), 10) : Number(v);
+          const n =
+            spec === "f"
+              ? parseFloat(String(v))
+              : spec === "i"
+                ? parseInt(String(v), 10)
+                : Number(v);
           out += String(n);
         }
         break;
@@ -528,7 +560,8 @@ function describeError(err, act) {
         const stack = getStackString(err);
         const re = /<anonymous>:(\d+):(\d+)/g;
         let mm;
-        while ((mm = re.exec(stack)) && frames.length < 20) frames.push([Number(mm[1]), Number(mm[2])]);
+        while ((mm = re.exec(stack)) && frames.length < 20)
+          frames.push([Number(mm[1]), Number(mm[2])]);
       } catch {}
     } else {
       message = `Uncaught ${formatValue(err, 500)}`;
@@ -541,7 +574,8 @@ function describeError(err, act) {
     const m = /^(\S+) is not defined$/.exec(message);
     if (m) {
       if (HINTS[m[1]]) message += ` (${HINTS[m[1]]})`;
-      else if (act && act.unserializable[m[1]]) message += ` (its value could not be carried over: ${act.unserializable[m[1]]})`;
+      else if (act && act.unserializable[m[1]])
+        message += ` (its value could not be carried over: ${act.unserializable[m[1]]})`;
     }
   }
   return { name, message, frames };
@@ -550,7 +584,12 @@ function describeError(err, act) {
 /** Adds the sandbox hint to a fresh ReferenceError (it is thrown into the guest as is). */
 function describeReference(err, act) {
   const { message } = describeError(err, act);
-  Object.defineProperty(err, "message", { value: message, writable: true, configurable: true, enumerable: false });
+  Object.defineProperty(err, "message", {
+    value: message,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
   return err;
 }
 
@@ -608,7 +647,10 @@ function startAction(msg) {
     try {
       json = toJson(args[0], limits.maxValueBytes, limits.maxValueDepth, "final_answer value");
     } catch (err) {
-      throw guestError("TypeError", err instanceof CopyError ? err.message : "final_answer value could not be copied");
+      throw guestError(
+        "TypeError",
+        err instanceof CopyError ? err.message : "final_answer value could not be copied",
+      );
     }
     finish(act, { final: json });
     // The action is over: code after `await final_answer(x)` never runs.
@@ -639,7 +681,11 @@ function startAction(msg) {
 
   let run;
   try {
-    const compartment = new Compartment({ __options__: true, globals: harden(globals), name: "codehop-action" });
+    const compartment = new Compartment({
+      __options__: true,
+      globals: harden(globals),
+      name: "codehop-action",
+    });
     harden(compartment.globalThis);
     makeError = compartment.evaluate(
       "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
@@ -707,10 +753,17 @@ function appendLog(act, text) {
 
 function makeTool(act, tool, guestError) {
   const fn = (...args) => {
-    if (act.ended) return Promise.reject(guestError("Error", `${tool}() was called after the action ended`, "ToolError"));
+    if (act.ended)
+      return Promise.reject(
+        guestError("Error", `${tool}() was called after the action ended`, "ToolError"),
+      );
     if (act.calls >= act.limits.maxToolCalls) {
       // One error object per action: a flood of refused calls must stay cheap.
-      act.limitError ??= guestError("Error", `Tool call limit reached: at most ${act.limits.maxToolCalls} tool calls per action`, "ToolError");
+      act.limitError ??= guestError(
+        "Error",
+        `Tool call limit reached: at most ${act.limits.maxToolCalls} tool calls per action`,
+        "ToolError",
+      );
       return Promise.reject(act.limitError);
     }
     // Trailing undefined arguments are just omitted optional parameters.
@@ -721,18 +774,32 @@ function makeTool(act, tool, guestError) {
       const parts = [];
       let budget = act.limits.maxValueBytes;
       for (let i = 0; i < n; i++) {
-        const part = toJson(args[i], budget, act.limits.maxValueDepth, `argument ${i + 1} of ${tool}()`);
+        const part = toJson(
+          args[i],
+          budget,
+          act.limits.maxValueDepth,
+          `argument ${i + 1} of ${tool}()`,
+        );
         budget -= part.length + 1;
         parts.push(part);
       }
       argsJson = `[${parts.join(",")}]`;
     } catch (err) {
-      return Promise.reject(guestError("TypeError", err instanceof CopyError ? err.message : `arguments of ${tool}() could not be copied`));
+      return Promise.reject(
+        guestError(
+          "TypeError",
+          err instanceof CopyError ? err.message : `arguments of ${tool}() could not be copied`,
+        ),
+      );
     }
     // Bounds what one action can make the host hold in queued tool arguments.
     if (act.argBytes + argsJson.length > act.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
       return Promise.reject(
-        guestError("Error", `Tool arguments of this action exceed ${act.limits.maxValueBytes * TOTAL_ARGS_FACTOR} bytes in total`, "ToolError"),
+        guestError(
+          "Error",
+          `Tool arguments of this action exceed ${act.limits.maxValueBytes * TOTAL_ARGS_FACTOR} bytes in total`,
+          "ToolError",
+        ),
       );
     }
     act.argBytes += argsJson.length;
@@ -757,7 +824,12 @@ function makeTool(act, tool, guestError) {
  */
 function opaqueFunction(fn, name) {
   const bound = apply(functionBind, fn, [undefined]);
-  Object.defineProperty(bound, "name", { value: name, writable: false, enumerable: false, configurable: false });
+  Object.defineProperty(bound, "name", {
+    value: name,
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
   return harden(bound);
 }
 
@@ -772,7 +844,12 @@ function deliverResult(msg) {
     // A fresh copy, private to the guest (JSON.parse yields only shared, frozen intrinsics as prototypes).
     p.resolve(msg.json === undefined ? undefined : jsonParse(msg.json));
   } else {
-    Object.defineProperty(p.site, "message", { value: String(msg.message), writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(p.site, "message", {
+      value: String(msg.message),
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
     p.reject(p.site);
   }
   checkStall(act);
@@ -786,7 +863,8 @@ function checkStall(act) {
       finish(act, {
         error: {
           name: "Error",
-          message: "The code is waiting for a promise that can never settle (no tool call is pending and there are no timers)",
+          message:
+            "The code is waiting for a promise that can never settle (no tool call is pending and there are no timers)",
           frames: [],
         },
       });
@@ -812,7 +890,10 @@ const SNAPSHOT_BUDGET_FACTOR = 4;
 function variableNote(name, message) {
   const prefix = `${name} is `;
   if (!message.startsWith(prefix)) return message;
-  const m = /^(?:an? )?(.+?)(?: (\(.*\)))?, which (is not JSON-serializable|cannot leave the sandbox)(.*)$/s.exec(message.slice(prefix.length));
+  const m =
+    /^(?:an? )?(.+?)(?: (\(.*\)))?, which (is not JSON-serializable|cannot leave the sandbox)(.*)$/s.exec(
+      message.slice(prefix.length),
+    );
   if (!m) return message;
   return `${m[1]} ${m[3]}${m[2] ? ` ${m[2]}` : ""}${m[4]}`;
 }
@@ -840,7 +921,11 @@ function captureBindings(act) {
         budget -= json.length;
         out[name] = { kind: "value", json };
       } catch (err) {
-        out[name] = { kind: "unserializable", reason: err instanceof CopyError ? variableNote(name, err.message) : "could not be copied" };
+        out[name] = {
+          kind: "unserializable",
+          reason:
+            err instanceof CopyError ? variableNote(name, err.message) : "could not be copied",
+        };
       }
     }
   }
@@ -852,7 +937,12 @@ function finish(act, outcome, reusable = true) {
   act.ended = true;
   const bindings = captureBindings(act);
   for (const p of act.pending.values()) {
-    Object.defineProperty(p.site, "message", { value: "The action ended before this tool call returned", writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(p.site, "message", {
+      value: "The action ended before this tool call returned",
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
     p.reject(p.site);
   }
   act.pending.clear();
@@ -888,7 +978,12 @@ function startWatchdog() {
       env: {},
       // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
       // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
-      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 4, stackSizeMb: 1 },
+      resourceLimits: {
+        maxOldGenerationSizeMb: 8,
+        maxYoungGenerationSizeMb: 1,
+        codeRangeSizeMb: 4,
+        stackSizeMb: 1,
+      },
     },
   );
   watchdog.unref();
@@ -899,14 +994,18 @@ function startWatchdog() {
 try {
   const c = new Compartment({ __options__: true, globals: {} });
   harden(c.globalThis);
-  const f = c.evaluate("(function () { return { run: async function () { await null; null.x; } }; })");
-  f().run().catch((err) => {
-    getStackString(err);
-    formatValue({ a: [1, "x"] }, 100);
-    toJson({ a: [1, "x"] }, 1000, 10, "warmup");
-    send({ t: "ready" });
-    startWatchdog();
-  });
+  const f = c.evaluate(
+    "(function () { return { run: async function () { await null; null.x; } }; })",
+  );
+  f()
+    .run()
+    .catch((err) => {
+      getStackString(err);
+      formatValue({ a: [1, "x"] }, 100);
+      toJson({ a: [1, "x"] }, 1000, 10, "warmup");
+      send({ t: "ready" });
+      startWatchdog();
+    });
 } catch {
   send({ t: "ready" });
   startWatchdog();

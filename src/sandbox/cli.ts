@@ -22,7 +22,12 @@ export function toJsonLine(r: ActionResult): string {
     finalAnswer: r.finalAnswer === undefined ? null : r.finalAnswer,
     isFinalAnswer: r.isFinalAnswer,
     error: r.error
-      ? { name: r.error.name, message: r.error.message, line: r.error.line ?? null, column: r.error.column ?? null }
+      ? {
+          name: r.error.name,
+          message: r.error.message,
+          line: r.error.line ?? null,
+          column: r.error.column ?? null,
+        }
       : null,
     variables: r.variables,
     durationMs: Math.round(r.durationMs * 10) / 10,
@@ -34,7 +39,8 @@ export function toJsonLine(r: ActionResult): string {
 /** `snapshot.unserializable` without the names that merely hold `undefined` (those are carried over). */
 function notCarried(snapshot: VariablesSnapshot | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, note] of Object.entries(snapshot?.unserializable ?? {})) if (note !== UNDEFINED_NOTE) out[name] = note;
+  for (const [name, note] of Object.entries(snapshot?.unserializable ?? {}))
+    if (note !== UNDEFINED_NOTE) out[name] = note;
   return out;
 }
 

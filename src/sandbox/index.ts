@@ -16,9 +16,22 @@ import {
   resolveLimits,
   type SandboxCapabilities,
 } from "./limits.ts";
-import { ChildPool, DEFAULT_MAX_IDLE, HAS_OS_MEMORY_LIMIT, type ChildMessage, type ChildSpec, type SandboxChild } from "./pool.ts";
+import {
+  ChildPool,
+  DEFAULT_MAX_IDLE,
+  HAS_OS_MEMORY_LIMIT,
+  type ChildMessage,
+  type ChildSpec,
+  type SandboxChild,
+} from "./pool.ts";
 import { sanitizeErrorMessage } from "./sanitize.ts";
-import { buildAction, COMPARTMENT_GLOBALS, isBindableName, UNDEFINED_NOTE, type BuiltAction } from "./transform.ts";
+import {
+  buildAction,
+  COMPARTMENT_GLOBALS,
+  isBindableName,
+  UNDEFINED_NOTE,
+  type BuiltAction,
+} from "./transform.ts";
 import type {
   ActionResult,
   CodeSandbox,
@@ -70,15 +83,38 @@ export interface SandboxOptions {
  */
 export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
   ...COMPARTMENT_GLOBALS,
-  "console", "print", "final_answer", "Intl", "Float32Array", "Float64Array", "TextEncoder", "TextDecoder",
-  "escape", "unescape", "Function", "eval", "Compartment", "harden", "lockdown",
+  "console",
+  "print",
+  "final_answer",
+  "Intl",
+  "Float32Array",
+  "Float64Array",
+  "TextEncoder",
+  "TextDecoder",
+  "escape",
+  "unescape",
+  "Function",
+  "eval",
+  "Compartment",
+  "harden",
+  "lockdown",
 ]);
 
 /** Globals every action has, whatever the capabilities (Math and Date exist, tamed, even when off). */
 const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
   ...COMPARTMENT_GLOBALS,
-  "console", "print", "final_answer", "TextEncoder", "TextDecoder", "escape", "unescape", "Function", "eval",
-  "Compartment", "harden", "lockdown",
+  "console",
+  "print",
+  "final_answer",
+  "TextEncoder",
+  "TextDecoder",
+  "escape",
+  "unescape",
+  "Function",
+  "eval",
+  "Compartment",
+  "harden",
+  "lockdown",
 ]);
 
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */
@@ -86,7 +122,11 @@ export const TOTAL_ARGS_FACTOR = 8;
 
 export { UNDEFINED_NOTE };
 
-const ABORTED: GuestError = { name: "AbortError", message: "The action was cancelled by the host", line: null };
+const ABORTED: GuestError = {
+  name: "AbortError",
+  message: "The action was cancelled by the host",
+  line: null,
+};
 
 /** An empty snapshot (the first action of a run). */
 export function emptySnapshot(): VariablesSnapshot {
@@ -100,25 +140,42 @@ let nextActionId = 1;
  * children never keep the host process alive, so forgetting it only leaks the processes until the
  * host exits.
  */
-export function createSandbox(options: SandboxOptions = {}): CodeSandbox & { readonly processCount: number } {
+export function createSandbox(
+  options: SandboxOptions = {},
+): CodeSandbox & { readonly processCount: number } {
   const baseLimits = resolveLimits(DEFAULT_LIMITS, options.limits);
   const capabilities = resolveCapabilities(options.capabilities);
   const poolSize = options.poolSize ?? 1;
   if (!Number.isInteger(poolSize) || poolSize < 0 || poolSize > 64) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `poolSize must be an integer between 0 and 64, got ${String(poolSize)}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `poolSize must be an integer between 0 and 64, got ${String(poolSize)}`,
+    );
   }
-  const addressSpaceMb = options.maxAddressSpaceMb === undefined ? DEFAULT_MAX_ADDRESS_SPACE_MB : options.maxAddressSpaceMb;
+  const addressSpaceMb =
+    options.maxAddressSpaceMb === undefined
+      ? DEFAULT_MAX_ADDRESS_SPACE_MB
+      : options.maxAddressSpaceMb;
   if (addressSpaceMb !== null && (!Number.isInteger(addressSpaceMb) || addressSpaceMb < 512)) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `maxAddressSpaceMb must be an integer >= 512 or null, got ${String(addressSpaceMb)}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `maxAddressSpaceMb must be an integer >= 512 or null, got ${String(addressSpaceMb)}`,
+    );
   }
   const specFor = (limits: SandboxLimits): ChildSpec => ({
     heapMb: limits.maxHeapMb,
     // The address-space limit must leave room for the heap itself.
-    addressSpaceMb: addressSpaceMb === null || !HAS_OS_MEMORY_LIMIT ? null : Math.max(addressSpaceMb, limits.maxHeapMb + 1024),
+    addressSpaceMb:
+      addressSpaceMb === null || !HAS_OS_MEMORY_LIMIT
+        ? null
+        : Math.max(addressSpaceMb, limits.maxHeapMb + 1024),
   });
   const maxIdle = options.maxIdle ?? Math.max(poolSize, DEFAULT_MAX_IDLE);
   if (!Number.isInteger(maxIdle) || maxIdle < poolSize || maxIdle > 256) {
-    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `maxIdle must be an integer between poolSize and 256, got ${String(maxIdle)}`);
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `maxIdle must be an integer between poolSize and 256, got ${String(maxIdle)}`,
+    );
   }
   const pool = new ChildPool(specFor(baseLimits), poolSize, maxIdle);
   let closed = false;
@@ -128,14 +185,19 @@ export function createSandbox(options: SandboxOptions = {}): CodeSandbox & { rea
       return pool.size;
     },
     async run(request: RunActionRequest): Promise<ActionResult> {
-      if (closed) throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
+      if (closed)
+        throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
       const limits = resolveLimits(baseLimits, request.limits);
       const tools = request.tools ?? {};
       for (const [name, fn] of Object.entries(tools)) {
         if (!isBindableName(name) || RESERVED_GLOBALS.has(name)) {
-          throw new CodehopError(ErrorCodes.CONFIG_INVALID, `"${name}" cannot be used as a tool name in the sandbox`);
+          throw new CodehopError(
+            ErrorCodes.CONFIG_INVALID,
+            `"${name}" cannot be used as a tool name in the sandbox`,
+          );
         }
-        if (typeof fn !== "function") throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Tool "${name}" is not a function`);
+        if (typeof fn !== "function")
+          throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Tool "${name}" is not a function`);
       }
       return runAction(pool, specFor(limits), request, limits, capabilities);
     },
@@ -146,7 +208,12 @@ export function createSandbox(options: SandboxOptions = {}): CodeSandbox & { rea
   };
 }
 
-function failed(started: number, previous: VariablesSnapshot, error: GuestError, logs = ""): ActionResult {
+function failed(
+  started: number,
+  previous: VariablesSnapshot,
+  error: GuestError,
+  logs = "",
+): ActionResult {
   return {
     ok: false,
     logs,
@@ -164,8 +231,13 @@ function failed(started: number, previous: VariablesSnapshot, error: GuestError,
 
 function safeSnapshot(s: VariablesSnapshot | undefined): VariablesSnapshot {
   if (!s || typeof s !== "object") return emptySnapshot();
-  const obj = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, never>) : {});
-  return { values: obj(s.values), declarations: obj(s.declarations), unserializable: obj(s.unserializable) };
+  const obj = (v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, never>) : {};
+  return {
+    values: obj(s.values),
+    declarations: obj(s.declarations),
+    unserializable: obj(s.unserializable),
+  };
 }
 
 async function runAction(
@@ -179,10 +251,18 @@ async function runAction(
   const previous = safeSnapshot(request.snapshot);
   const code = request.code;
   if (typeof code !== "string") {
-    return failed(started, previous, { name: "TypeError", message: "The action's code must be a string", line: null });
+    return failed(started, previous, {
+      name: "TypeError",
+      message: "The action's code must be a string",
+      line: null,
+    });
   }
   if (code.length > MAX_CODE_CHARS) {
-    return failed(started, previous, { name: "RangeError", message: `The code is too long (${code.length} characters; the limit is ${MAX_CODE_CHARS})`, line: null });
+    return failed(started, previous, {
+      name: "RangeError",
+      message: `The code is too long (${code.length} characters; the limit is ${MAX_CODE_CHARS})`,
+      line: null,
+    });
   }
   const tools = request.tools ?? {};
   const toolNames = Object.keys(tools);
@@ -202,7 +282,18 @@ async function runAction(
   }
   const id = nextActionId++;
   return new Promise<ActionResult>((resolve) => {
-    const session = new ActionSession(pool, id, child, built, tools, limits, previous, shadowable, started, resolve);
+    const session = new ActionSession(
+      pool,
+      id,
+      child,
+      built,
+      tools,
+      limits,
+      previous,
+      shadowable,
+      started,
+      resolve,
+    );
     const onAbort = () => session.cancel();
     signal?.addEventListener("abort", onAbort, { once: true });
     session.onFinish = () => signal?.removeEventListener("abort", onAbort);
@@ -266,9 +357,13 @@ class ActionSession {
     if (this.ended) return;
     this.child.onMessage = (msg) => this.onMessage(msg);
     this.child.onExit = (exit) => this.onExit(exit);
-    this.timer = setTimeout(() => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")), this.limits.timeoutMs);
+    this.timer = setTimeout(
+      () => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")),
+      this.limits.timeoutMs,
+    );
     const unserializable: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.previous.unserializable)) if (typeof v === "string") unserializable[k] = v;
+    for (const [k, v] of Object.entries(this.previous.unserializable))
+      if (typeof v === "string") unserializable[k] = v;
     this.child.send({
       t: "run",
       id: this.id,
@@ -294,7 +389,11 @@ class ActionSession {
     if (msg.id !== this.id) return; // stale message from an earlier action of a reused child
     switch (msg.t) {
       case "log":
-        if (!this.ended && typeof msg.text === "string" && this.head.length < this.limits.maxOutputChars) {
+        if (
+          !this.ended &&
+          typeof msg.text === "string" &&
+          this.head.length < this.limits.maxOutputChars
+        ) {
           this.head += msg.text.slice(0, this.limits.maxOutputChars - this.head.length);
         }
         return;
@@ -316,16 +415,30 @@ class ActionSession {
     if (this.ended) return;
     const callIndex = msg.callIndex;
     const tool = msg.tool;
-    if (typeof callIndex !== "number" || typeof tool !== "string" || typeof msg.argsJson !== "string") return this.protocolError();
+    if (
+      typeof callIndex !== "number" ||
+      typeof tool !== "string" ||
+      typeof msg.argsJson !== "string"
+    )
+      return this.protocolError();
     if (callIndex !== this.calls) return this.protocolError(); // indexes are assigned in order by the child
     this.calls++;
     this.argBytes += msg.argsJson.length;
     // The child enforces these caps itself; a child that exceeds them is broken or compromised.
-    if (this.calls > this.limits.maxToolCalls || this.argBytes > this.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
+    if (
+      this.calls > this.limits.maxToolCalls ||
+      this.argBytes > this.limits.maxValueBytes * TOTAL_ARGS_FACTOR
+    ) {
       return this.protocolError();
     }
     if (!Object.hasOwn(this.tools, tool)) {
-      this.child.send({ t: "result", id: this.id, callIndex, ok: false, message: `Tool call refused: ${tool}` });
+      this.child.send({
+        t: "result",
+        id: this.id,
+        callIndex,
+        ok: false,
+        message: `Tool call refused: ${tool}`,
+      });
       return;
     }
     let args: unknown;
@@ -341,7 +454,11 @@ class ActionSession {
 
   /** Starts queued calls in call order while under the concurrency limit. */
   private pump(): void {
-    while (!this.ended && this.running < this.limits.maxConcurrentToolCalls && this.queue.length > 0) {
+    while (
+      !this.ended &&
+      this.running < this.limits.maxConcurrentToolCalls &&
+      this.queue.length > 0
+    ) {
       const call = this.queue.shift()!;
       this.running++;
       void this.invoke(call).finally(() => {
@@ -363,7 +480,10 @@ class ActionSession {
     this.child.send({ t: "result", id: this.id, callIndex, ...reply });
   }
 
-  private encodeResult(tool: string, value: unknown): { ok: true; json?: string } | { ok: false; message: string } {
+  private encodeResult(
+    tool: string,
+    value: unknown,
+  ): { ok: true; json?: string } | { ok: false; message: string } {
     if (value === undefined) return { ok: true };
     let json: string | undefined;
     try {
@@ -373,7 +493,10 @@ class ActionSession {
     }
     if (json === undefined) return { ok: true };
     if (json.length > this.limits.maxValueBytes) {
-      return { ok: false, message: `${tool}() returned too much data (${json.length} bytes; the limit is ${this.limits.maxValueBytes})` };
+      return {
+        ok: false,
+        message: `${tool}() returned too much data (${json.length} bytes; the limit is ${this.limits.maxValueBytes})`,
+      };
     }
     return { ok: true, json };
   }
@@ -405,7 +528,10 @@ class ActionSession {
     }
     const dropped = typeof msg.dropped === "number" ? msg.dropped : 0;
     const tail = typeof msg.tail === "string" ? msg.tail.slice(-this.limits.maxOutputChars) : "";
-    const logs = dropped > 0 ? `${this.head}\n... [${dropped} characters of output truncated] ...\n${tail}` : this.head + tail;
+    const logs =
+      dropped > 0
+        ? `${this.head}\n... [${dropped} characters of output truncated] ...\n${tail}`
+        : this.head + tail;
     const { snapshot, notCarriedOver } = this.buildSnapshot(msg.bindings);
     this.finish({
       ok: error === null,
@@ -422,7 +548,11 @@ class ActionSession {
     });
     // The child must report `idle` soon (guest code still spinning after final_answer doesn't).
     this.pool.markFinishing(this.child);
-    setTimeout(() => this.afterPendingIo(() => !this.released && this.child.kill("busy after the action ended")), IDLE_GRACE_MS).unref();
+    setTimeout(
+      () =>
+        this.afterPendingIo(() => !this.released && this.child.kill("busy after the action ended")),
+      IDLE_GRACE_MS,
+    ).unref();
   }
 
   private toGuestError(raw: unknown): GuestError | null {
@@ -452,18 +582,30 @@ class ActionSession {
    * The snapshot after this action, and the names this action left with a value that cannot be
    * carried over (not those noted by an earlier action and merely kept), with their notes.
    */
-  private buildSnapshot(raw: unknown): { snapshot: VariablesSnapshot; notCarriedOver: Record<string, string> } {
+  private buildSnapshot(raw: unknown): {
+    snapshot: VariablesSnapshot;
+    notCarriedOver: Record<string, string>;
+  } {
     const notCarriedOver: Record<string, string> = { ...this.built.dropped };
     const snapshot: VariablesSnapshot = { values: {}, declarations: {}, unserializable: {} };
     // Notes of names that stayed unbound in this action (not declared again) are kept, so using
     // such a name later still explains itself.
     const bound = new Set(this.built.names);
     for (const [name, note] of Object.entries(this.previous.unserializable)) {
-      if (typeof note === "string" && note !== UNDEFINED_NOTE && !bound.has(name) && isBindableName(name) && !this.shadowable.has(name)) {
+      if (
+        typeof note === "string" &&
+        note !== UNDEFINED_NOTE &&
+        !bound.has(name) &&
+        isBindableName(name) &&
+        !this.shadowable.has(name)
+      ) {
         snapshot.unserializable[name] = note;
       }
     }
-    const bindings = raw && typeof raw === "object" ? (raw as Record<string, { kind?: string; json?: string; reason?: string }>) : {};
+    const bindings =
+      raw && typeof raw === "object"
+        ? (raw as Record<string, { kind?: string; json?: string; reason?: string }>)
+        : {};
     for (const name of this.built.names) {
       const b = bindings[name];
       if (!b) continue;
@@ -482,7 +624,8 @@ class ActionSession {
       } else if (b.kind === "undefined") {
         snapshot.unserializable[name] = UNDEFINED_NOTE;
       } else {
-        notCarriedOver[name] = typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
+        notCarriedOver[name] =
+          typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
       }
     }
     Object.assign(snapshot.unserializable, notCarriedOver);
@@ -504,7 +647,9 @@ class ActionSession {
         line: null,
       };
     } else if (
-      /heap out of memory|Allocation failed|out of memory|invalid size error|invalid array length/i.test(this.child.stderrTail) ||
+      /heap out of memory|Allocation failed|out of memory|invalid size error|invalid array length/i.test(
+        this.child.stderrTail,
+      ) ||
       exit.signal === "SIGABRT" ||
       exit.signal === "SIGSEGV" ||
       exit.signal === "SIGTRAP" ||
@@ -518,7 +663,11 @@ class ActionSession {
         line: null,
       };
     } else if (reason === "protocol") {
-      error = { name: "SandboxError", message: "The sandbox process broke its protocol and was stopped", line: null };
+      error = {
+        name: "SandboxError",
+        message: "The sandbox process broke its protocol and was stopped",
+        line: null,
+      };
     } else {
       error = {
         name: "SandboxError",
@@ -526,7 +675,10 @@ class ActionSession {
         line: null,
       };
     }
-    const logs = this.head.length > 0 ? `${this.head}\n... [output after this point was lost: the action was stopped]` : "";
+    const logs =
+      this.head.length > 0
+        ? `${this.head}\n... [output after this point was lost: the action was stopped]`
+        : "";
     this.finish({ ...failed(this.started, this.previous, error, logs), toolCalls: this.calls });
   }
 

@@ -80,7 +80,10 @@ const LIMIT_BOUNDS: Record<keyof SandboxLimits, [number, number]> = {
 };
 
 /** Merges overrides into `base`, rejecting unknown keys and out-of-range values (CONFIG_INVALID). */
-export function resolveLimits(base: SandboxLimits, overrides?: Partial<SandboxLimits>): SandboxLimits {
+export function resolveLimits(
+  base: SandboxLimits,
+  overrides?: Partial<SandboxLimits>,
+): SandboxLimits {
   const out: SandboxLimits = { ...base };
   for (const [key, value] of Object.entries(overrides ?? {})) {
     if (value === undefined) continue;
@@ -105,7 +108,10 @@ export function resolveCapabilities(overrides?: Partial<SandboxCapabilities>): S
   for (const [key, value] of Object.entries(overrides ?? {})) {
     if (value === undefined) continue;
     if (!(key in DEFAULT_CAPABILITIES) || typeof value !== "boolean") {
-      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Unknown or non-boolean sandbox capability "${key}"`);
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Unknown or non-boolean sandbox capability "${key}"`,
+      );
     }
     out[key as keyof SandboxCapabilities] = value;
   }

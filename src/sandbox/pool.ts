@@ -27,7 +27,9 @@ export type ChildMessage = { t: string; [key: string]: unknown };
 const CHILD_ENTRY = realpathSync(fileURLToPath(new URL("./child.mjs", import.meta.url)));
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
-const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission") ? "--permission" : "--experimental-permission";
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
+  ? "--permission"
+  : "--experimental-permission";
 const CAN_DISABLE_WARNINGS = process.allowedNodeEnvironmentFlags.has("--disable-warning");
 /** Largest single protocol line accepted from a child (guards host memory against a broken child). */
 const MAX_LINE_CHARS = 64 * 1024 * 1024;
@@ -89,13 +91,22 @@ export class SandboxChild {
       `--allow-fs-read=${SES_PATH}`,
       "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
-      ...(CAN_DISABLE_WARNINGS ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"] : []),
+      ...(CAN_DISABLE_WARNINGS
+        ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
+        : []),
       CHILD_ENTRY,
       SES_PATH,
     ];
     const [cmd, args] =
       spec.addressSpaceMb !== null && PRLIMIT
-        ? [PRLIMIT, [`--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`, process.execPath, ...nodeArgs]]
+        ? [
+            PRLIMIT,
+            [
+              `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
+              process.execPath,
+              ...nodeArgs,
+            ],
+          ]
         : [process.execPath, nodeArgs];
     this.proc = spawn(cmd, args, {
       // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
@@ -178,7 +189,10 @@ export class SandboxChild {
 
   /** Keeps the host alive while an action runs; lets it exit while idle. */
   setRef(on: boolean): void {
-    const items = [this.proc, this.stdin, this.out, this.proc.stderr] as unknown as { ref?(): void; unref?(): void }[];
+    const items = [this.proc, this.stdin, this.out, this.proc.stderr] as unknown as {
+      ref?(): void;
+      unref?(): void;
+    }[];
     for (const item of items) {
       if (on) item?.ref?.();
       else item?.unref?.();
@@ -215,7 +229,10 @@ export class ChildPool {
   private addressSpaceFactor = 1;
   private readonly all = new Set<SandboxChild>();
   /** Children whose action reported `done` but not yet `idle`, with the acquirer waiting for each. */
-  private readonly finishing = new Map<SandboxChild, ((child: SandboxChild | null) => void) | null>();
+  private readonly finishing = new Map<
+    SandboxChild,
+    ((child: SandboxChild | null) => void) | null
+  >();
   private closed = false;
 
   /**
@@ -281,12 +298,17 @@ export class ChildPool {
    * idle child still starting; a new child.
    */
   async acquire(spec: ChildSpec): Promise<SandboxChild> {
-    if (this.closed) throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
-    let index = this.idle.findIndex((c) => !c.dead && c.readyAt !== null && this.sameSpec(c.spec, spec));
+    if (this.closed)
+      throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
+    let index = this.idle.findIndex(
+      (c) => !c.dead && c.readyAt !== null && this.sameSpec(c.spec, spec),
+    );
     if (index < 0) {
       for (const [c, waiter] of this.finishing) {
         if (waiter === null && this.sameSpec(c.spec, spec)) {
-          const handed = await new Promise<SandboxChild | null>((resolve) => this.finishing.set(c, resolve));
+          const handed = await new Promise<SandboxChild | null>((resolve) =>
+            this.finishing.set(c, resolve),
+          );
           if (handed && !handed.dead && !this.closed) {
             handed.setRef(true);
             return handed;
@@ -321,7 +343,8 @@ export class ChildPool {
     child.setRef(false);
     if (child.dead) return;
     const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
-    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.maxIdle) this.idle.push(child);
+    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.maxIdle)
+      this.idle.push(child);
     else child.kill("retired");
   }
 

@@ -30,6 +30,7 @@ export function sanitizeErrorMessage(err: unknown): string {
     .replace(FILE_URL, "<path>")
     .replace(POSIX_PATH, "$1<path>")
     .replace(WINDOWS_PATH, "<path>");
-  if (message.length > MAX_TOOL_ERROR_CHARS) message = `${message.slice(0, MAX_TOOL_ERROR_CHARS)}... [truncated]`;
+  if (message.length > MAX_TOOL_ERROR_CHARS)
+    message = `${message.slice(0, MAX_TOOL_ERROR_CHARS)}... [truncated]`;
   return message;
 }

@@ -14,7 +14,6 @@ import * as acorn from "acorn";
 import { generate } from "astring";
 import type { GuestError, VariablesSnapshot } from "./types.ts";
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- ESTree nodes are handled structurally. */
 type AnyNode = any;
 
 /** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
@@ -57,8 +56,24 @@ const PARSE_OPTIONS: acorn.Options = {
 
 /** Reserved words that can never be binding names in strict code. */
 const STRICT_RESERVED = new Set([
-  "arguments", "eval", "implements", "interface", "let", "package", "private", "protected",
-  "public", "static", "yield", "await", "enum", "this", "super", "null", "true", "false",
+  "arguments",
+  "eval",
+  "implements",
+  "interface",
+  "let",
+  "package",
+  "private",
+  "protected",
+  "public",
+  "static",
+  "yield",
+  "await",
+  "enum",
+  "this",
+  "super",
+  "null",
+  "true",
+  "false",
 ]);
 
 const bindableCache = new Map<string, boolean>();
@@ -92,7 +107,11 @@ function isFunctionBoundary(node: AnyNode): boolean {
 }
 
 /** Visits every node (pre-order). `enter` returning false skips the node's children. */
-function walk(node: AnyNode, enter: (n: AnyNode, parent: AnyNode) => boolean | void, parent: AnyNode = null): void {
+function walk(
+  node: AnyNode,
+  enter: (n: AnyNode, parent: AnyNode) => boolean | void,
+  parent: AnyNode = null,
+): void {
   // Iterative to survive deeply nested (hostile) code without a host stack overflow.
   const stack: [AnyNode, AnyNode][] = [[node, parent]];
   while (stack.length > 0) {
@@ -102,7 +121,8 @@ function walk(node: AnyNode, enter: (n: AnyNode, parent: AnyNode) => boolean | v
       if (key === "loc") continue;
       const v = n[key];
       if (Array.isArray(v)) {
-        for (let i = v.length - 1; i >= 0; i--) if (v[i] && typeof v[i].type === "string") stack.push([v[i], n]);
+        for (let i = v.length - 1; i >= 0; i--)
+          if (v[i] && typeof v[i].type === "string") stack.push([v[i], n]);
       } else if (v && typeof v === "object" && typeof v.type === "string") stack.push([v, n]);
     }
   }
@@ -114,7 +134,8 @@ function patternNames(pattern: AnyNode, out: string[]): void {
       out.push(pattern.name);
       break;
     case "ObjectPattern":
-      for (const p of pattern.properties) patternNames(p.type === "RestElement" ? p.argument : p.value, out);
+      for (const p of pattern.properties)
+        patternNames(p.type === "RestElement" ? p.argument : p.value, out);
       break;
     case "ArrayPattern":
       for (const el of pattern.elements) if (el) patternNames(el, out);
@@ -137,7 +158,11 @@ const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
   right,
   loc,
 });
-const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({ type: "ExpressionStatement", expression, loc });
+const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({
+  type: "ExpressionStatement",
+  expression,
+  loc,
+});
 
 function boxTopLevelReturns(root: AnyNode): void {
   walk(root, (n) => {
@@ -156,13 +181,17 @@ function isOutputCall(expr: AnyNode): boolean {
   if (e.type !== "CallExpression") return false;
   const c = e.callee;
   if (c.type === "Identifier") return c.name === "print" || c.name === "final_answer";
-  return c.type === "MemberExpression" && c.object.type === "Identifier" && c.object.name === "console";
+  return (
+    c.type === "MemberExpression" && c.object.type === "Identifier" && c.object.name === "console"
+  );
 }
 
 function isFunctionLike(node: AnyNode): boolean {
   return (
     node != null &&
-    (node.type === "ArrowFunctionExpression" || node.type === "FunctionExpression" || node.type === "ClassExpression")
+    (node.type === "ArrowFunctionExpression" ||
+      node.type === "FunctionExpression" ||
+      node.type === "ClassExpression")
   );
 }
 
@@ -177,9 +206,19 @@ function toGuestSyntaxError(err: unknown): GuestError {
     };
   }
   if (err instanceof RangeError) {
-    return { name: "SyntaxError", message: "The code is nested too deeply to parse", line: null, column: null };
+    return {
+      name: "SyntaxError",
+      message: "The code is nested too deeply to parse",
+      line: null,
+      column: null,
+    };
   }
-  return { name: "SyntaxError", message: String((err as Error)?.message ?? err), line: null, column: null };
+  return {
+    name: "SyntaxError",
+    message: String((err as Error)?.message ?? err),
+    line: null,
+    column: null,
+  };
 }
 
 /**
@@ -263,9 +302,11 @@ function buildActionUnguarded(
     program = acorn.parse(source, PARSE_OPTIONS);
   } catch (err) {
     const e = toGuestSyntaxError(err);
-    if (e.line === 1 && typeof e.column === "number") e.column = Math.max(1, e.column - STRICT_PREFIX.length);
+    if (e.line === 1 && typeof e.column === "number")
+      e.column = Math.max(1, e.column - STRICT_PREFIX.length);
     if (/'import' and 'export' may appear only/.test(e.message)) {
-      e.message = "import/export statements are not available in the sandbox (no modules; use the provided tools)";
+      e.message =
+        "import/export statements are not available in the sandbox (no modules; use the provided tools)";
       addPosition(e);
     } else if (TYPESCRIPT_HINT.test(code)) {
       addPosition(e);
@@ -290,8 +331,10 @@ function buildActionUnguarded(
       };
       return false;
     }
-    if (n.type === "Literal" && typeof n.value === "string") n.raw = neutralizeLiteralText(JSON.stringify(n.value));
-    if (n.type === "TemplateElement") n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
+    if (n.type === "Literal" && typeof n.value === "string")
+      n.raw = neutralizeLiteralText(JSON.stringify(n.value));
+    if (n.type === "TemplateElement")
+      n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
     return undefined;
   });
   if (failure) return { error: failure };
@@ -300,7 +343,8 @@ function buildActionUnguarded(
   // in an earlier action (those names come back as bindings of this wrapper).
   if (previous) {
     for (const part of [previous.values, previous.declarations, previous.unserializable]) {
-      if (part && typeof part === "object") for (const k of Object.keys(part)) usedIdentifiers.add(k);
+      if (part && typeof part === "object")
+        for (const k of Object.keys(part)) usedIdentifiers.add(k);
     }
   }
   const fresh = (base: string): string => {
@@ -330,11 +374,22 @@ function buildActionUnguarded(
   if (previous) {
     for (const [name, value] of Object.entries(previous.values ?? {})) {
       if (!isBindableName(name)) dropped[name] = "not a valid variable name";
-      else if (shadowable.has(name)) dropped[name] = "shadows a built-in or tool name; not carried over";
+      else if (shadowable.has(name))
+        dropped[name] = "shadows a built-in or tool name; not carried over";
       else {
         addName(name);
         restoreValues[name] = value;
-        restoreStatements.push(exprStmt(assign(id(name), { type: "MemberExpression", object: id(RESTORE), property: str(name), computed: true, optional: false })));
+        restoreStatements.push(
+          exprStmt(
+            assign(id(name), {
+              type: "MemberExpression",
+              object: id(RESTORE),
+              property: str(name),
+              computed: true,
+              optional: false,
+            }),
+          ),
+        );
       }
     }
     for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
@@ -370,7 +425,9 @@ function buildActionUnguarded(
     if (stmt.type === "FunctionDeclaration") {
       addName(stmt.id.name);
       declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
-      hoisted.push(declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc));
+      hoisted.push(
+        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc),
+      );
       continue;
     }
     if (stmt.type === "ClassDeclaration") {
@@ -380,10 +437,18 @@ function buildActionUnguarded(
       continue;
     }
     if (stmt.type === "VariableDeclaration") {
-      body.push(rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? { type: "EmptyStatement" });
+      body.push(
+        rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? {
+          type: "EmptyStatement",
+        },
+      );
       continue;
     }
-    if (stmt === program.body[program.body.length - 1] && stmt.type === "ExpressionStatement" && !isOutputCall(stmt.expression)) {
+    if (
+      stmt === program.body[program.body.length - 1] &&
+      stmt.type === "ExpressionStatement" &&
+      !isOutputCall(stmt.expression)
+    ) {
       // REPL echo: the last expression's value becomes run()'s result (same evaluation, same order).
       body.push({ type: "ReturnStatement", argument: stmt.expression, loc: stmt.loc });
       continue;
@@ -428,16 +493,39 @@ function buildActionUnguarded(
           type: "BlockStatement",
           body: [
             ...(names.length > 0
-              ? [{ type: "VariableDeclaration", kind: "let", declarations: names.map((n) => ({ type: "VariableDeclarator", id: id(n), init: null })) }]
+              ? [
+                  {
+                    type: "VariableDeclaration",
+                    kind: "let",
+                    declarations: names.map((n) => ({
+                      type: "VariableDeclarator",
+                      id: id(n),
+                      init: null,
+                    })),
+                  },
+                ]
               : []),
             {
               type: "ReturnStatement",
               argument: {
                 type: "ObjectExpression",
                 properties: [
-                  prop("read", { type: "ArrowFunctionExpression", params: [], expression: true, async: false, body: { type: "ArrayExpression", elements: names.map(id) } }),
+                  prop("read", {
+                    type: "ArrowFunctionExpression",
+                    params: [],
+                    expression: true,
+                    async: false,
+                    body: { type: "ArrayExpression", elements: names.map(id) },
+                  }),
                   // A real function (not an arrow) so guest `arguments` / `this` refer to nothing of ours.
-                  prop("run", { type: "FunctionExpression", id: null, params: [], async: true, generator: false, body: { type: "BlockStatement", body: runBody } }),
+                  prop("run", {
+                    type: "FunctionExpression",
+                    id: null,
+                    params: [],
+                    async: true,
+                    generator: false,
+                    body: { type: "BlockStatement", body: runBody },
+                  }),
                 ],
               },
             },
@@ -453,8 +541,16 @@ function buildActionUnguarded(
   try {
     generated = generate(wrapper, {
       sourceMap: {
-        addMapping(m: { generated: { line: number; column: number }; original: { line: number } | null }) {
-          if (m.original) mappings.push({ line: m.generated.line, column: m.generated.column, original: m.original.line });
+        addMapping(m: {
+          generated: { line: number; column: number };
+          original: { line: number } | null;
+        }) {
+          if (m.original)
+            mappings.push({
+              line: m.generated.line,
+              column: m.generated.column,
+              original: m.original.line,
+            });
         },
       } as any,
     });
@@ -482,11 +578,26 @@ function buildActionUnguarded(
 }
 
 function prop(key: string, value: AnyNode): AnyNode {
-  return { type: "Property", key: id(key), value, kind: "init", method: false, shorthand: false, computed: false };
+  return {
+    type: "Property",
+    key: id(key),
+    value,
+    kind: "init",
+    method: false,
+    shorthand: false,
+    computed: false,
+  };
 }
 
 function declStatement(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
-  return exprStmt(assign(id(name), { type: "CallExpression", callee: id(DECL), arguments: [str(name), fn], optional: false }, loc), loc);
+  return exprStmt(
+    assign(
+      id(name),
+      { type: "CallExpression", callee: id(DECL), arguments: [str(name), fn], optional: false },
+      loc,
+    ),
+    loc,
+  );
 }
 
 /**
@@ -509,18 +620,33 @@ function rewriteDeclaration(
     ns.forEach(addName);
     if (d.init == null) {
       // `let x;` (re)declares x as undefined; `var x;` keeps the current value, like JS.
-      if (decl.kind !== "var") for (const n of ns) assignments.push(assign(id(n), id("undefined"), d.loc));
+      if (decl.kind !== "var")
+        for (const n of ns) assignments.push(assign(id(n), id("undefined"), d.loc));
       continue;
     }
     if (topLevel && d.id.type === "Identifier" && isFunctionLike(d.init)) {
       declarationSources[d.id.name] = code.slice(d.init.start, d.init.end);
-      assignments.push(assign(id(d.id.name), { type: "CallExpression", callee: id(DECL), arguments: [str(d.id.name), d.init], optional: false }, d.loc));
+      assignments.push(
+        assign(
+          id(d.id.name),
+          {
+            type: "CallExpression",
+            callee: id(DECL),
+            arguments: [str(d.id.name), d.init],
+            optional: false,
+          },
+          d.loc,
+        ),
+      );
       continue;
     }
     assignments.push(assign(d.id, d.init, d.loc));
   }
   if (assignments.length === 0) return null;
-  const expression = assignments.length === 1 ? assignments[0] : { type: "SequenceExpression", expressions: assignments };
+  const expression =
+    assignments.length === 1
+      ? assignments[0]
+      : { type: "SequenceExpression", expressions: assignments };
   return exprStmt(expression, decl.loc);
 }
 
@@ -539,7 +665,8 @@ function rewriteNestedVars(
       const v = n[key];
       const fix = (child: AnyNode): AnyNode => {
         if (!child || child.type !== "VariableDeclaration" || child.kind !== "var") return child;
-        const isLoopHead = (n.type === "ForInStatement" || n.type === "ForOfStatement") && key === "left";
+        const isLoopHead =
+          (n.type === "ForInStatement" || n.type === "ForOfStatement") && key === "left";
         if (isLoopHead) {
           const ns: string[] = [];
           patternNames(child.declarations[0].id, ns);
@@ -567,20 +694,62 @@ function rewriteNestedVars(
  * so a model calling a tool that doesn't exist would otherwise get "x is not a function".)
  */
 export const COMPARTMENT_GLOBALS: ReadonlySet<string> = new Set([
-  "Infinity", "NaN", "undefined", "isFinite", "isNaN", "parseFloat", "parseInt", "decodeURI",
-  "decodeURIComponent", "encodeURI", "encodeURIComponent", "Array", "ArrayBuffer", "BigInt",
-  "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "EvalError", "Int8Array", "Int16Array",
-  "Int32Array", "Map", "Number", "Object", "Promise", "Proxy", "RangeError", "ReferenceError", "Set",
-  "String", "SyntaxError", "TypeError", "Uint8Array", "Uint8ClampedArray", "Uint16Array", "Uint32Array",
-  "URIError", "WeakMap", "WeakSet", "AggregateError", "JSON", "Reflect", "Date", "Error", "RegExp",
-  "Symbol", "Math", "globalThis", "arguments",
+  "Infinity",
+  "NaN",
+  "undefined",
+  "isFinite",
+  "isNaN",
+  "parseFloat",
+  "parseInt",
+  "decodeURI",
+  "decodeURIComponent",
+  "encodeURI",
+  "encodeURIComponent",
+  "Array",
+  "ArrayBuffer",
+  "BigInt",
+  "BigInt64Array",
+  "BigUint64Array",
+  "Boolean",
+  "DataView",
+  "EvalError",
+  "Int8Array",
+  "Int16Array",
+  "Int32Array",
+  "Map",
+  "Number",
+  "Object",
+  "Promise",
+  "Proxy",
+  "RangeError",
+  "ReferenceError",
+  "Set",
+  "String",
+  "SyntaxError",
+  "TypeError",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "Uint16Array",
+  "Uint32Array",
+  "URIError",
+  "WeakMap",
+  "WeakSet",
+  "AggregateError",
+  "JSON",
+  "Reflect",
+  "Date",
+  "Error",
+  "RegExp",
+  "Symbol",
+  "Math",
+  "globalThis",
+  "arguments",
 ]);
 
 function collectDeclaredNames(root: AnyNode, out: Set<string>): void {
   walk(root, (n) => {
     switch (n.type) {
-      case "VariableDeclarator":
-      {
+      case "VariableDeclarator": {
         const ns: string[] = [];
         patternNames(n.id, ns);
         ns.forEach((x) => out.add(x));
@@ -663,7 +832,10 @@ function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): 
         // evaluates in the compartment's global scope, which is what a sandboxed eval can offer.
         // (Strict code cannot declare its own `eval`, so this name is always the global one.)
         if (node.callee.type === "Identifier" && node.callee.name === "eval") {
-          node.callee = { type: "SequenceExpression", expressions: [{ type: "Literal", value: 0, raw: "0" }, node.callee] };
+          node.callee = {
+            type: "SequenceExpression",
+            expressions: [{ type: "Literal", value: 0, raw: "0" }, node.callee],
+          };
         } else node.callee = visit(node.callee);
         node.arguments = node.arguments.map((a: AnyNode) => visit(a));
         return node;
@@ -710,7 +882,8 @@ function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): 
       if (key === "loc") continue;
       const v = node[key];
       if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) if (v[i] && typeof v[i].type === "string") v[i] = visit(v[i]);
+        for (let i = 0; i < v.length; i++)
+          if (v[i] && typeof v[i].type === "string") v[i] = visit(v[i]);
       } else if (v && typeof v === "object" && typeof v.type === "string") node[key] = visit(v);
     }
     return node;

@@ -4,7 +4,8 @@
  */
 
 /** JSON value as stored in the variables snapshot. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /**
  * State carried from one action to the next and checkpointed in graph state, so a resumed run on a

@@ -195,7 +195,9 @@ export class ScriptedOpenAIServer {
         scripted = await this.responder(request, { index, server: this });
       } catch (err) {
         log.outcome = "error";
-        return reply.code(500).send({ error: { message: `scripted responder failed: ${String(err)}` } });
+        return reply
+          .code(500)
+          .send({ error: { message: `scripted responder failed: ${String(err)}` } });
       }
       const meta = (scripted as any)?.[RULE_META] as { rule?: string; step?: number } | undefined;
       if (meta) Object.assign(log, meta);
@@ -205,7 +207,10 @@ export class ScriptedOpenAIServer {
         return reply
           .code(scripted.status)
           .header("content-type", "application/json")
-          .send(scripted.body ?? JSON.stringify({ error: { message: `scripted HTTP ${scripted.status}` } }));
+          .send(
+            scripted.body ??
+              JSON.stringify({ error: { message: `scripted HTTP ${scripted.status}` } }),
+          );
       }
       if (typeof scripted === "object" && "garbage" in scripted) {
         log.outcome = "garbage";
@@ -218,7 +223,8 @@ export class ScriptedOpenAIServer {
 
       const prompt = promptText(request.messages);
       let cached = 0;
-      for (const prev of this.recentPrompts) cached = Math.max(cached, commonPrefixLength(prev, prompt));
+      for (const prev of this.recentPrompts)
+        cached = Math.max(cached, commonPrefixLength(prev, prompt));
       this.recentPrompts.push(prompt);
       if (this.recentPrompts.length > 64) this.recentPrompts.shift();
       const override = typeof scripted === "object" ? scripted.usage : undefined;
@@ -240,7 +246,12 @@ export class ScriptedOpenAIServer {
           created,
           model: request.model,
           choices: [
-            { index: 0, message: { role: "assistant", content }, finish_reason: finish, logprobs: null },
+            {
+              index: 0,
+              message: { role: "assistant", content },
+              finish_reason: finish,
+              logprobs: null,
+            },
           ],
           usage,
         };
@@ -264,7 +275,14 @@ export class ScriptedOpenAIServer {
       for (const piece of pieces) send(chunk({ content: piece }, null));
       send(chunk({}, finish));
       if (body.stream_options?.include_usage) {
-        send({ id, object: "chat.completion.chunk", created, model: request.model, choices: [], usage });
+        send({
+          id,
+          object: "chat.completion.chunk",
+          created,
+          model: request.model,
+          choices: [],
+          usage,
+        });
       }
       reply.raw.write("data: [DONE]\n\n");
       reply.raw.end();
@@ -327,10 +345,7 @@ export function observationCount(req: ChatRequest): number {
  * Rules are tried in order; the first match answers. Unmatched requests get `fallback` or an HTTP
  * 500 naming the task, so a test fails loudly instead of hanging.
  */
-export function trajectoryResponder(
-  rules: TrajectoryRule[],
-  fallback?: Responder,
-): Responder {
+export function trajectoryResponder(rules: TrajectoryRule[], fallback?: Responder): Responder {
   return async (req, ctx) => {
     const system = req.messages.find((m) => m.role === "system")?.content ?? "";
     const task = req.messages.find((m) => m.role === "user")?.content ?? "";
@@ -345,6 +360,11 @@ export function trajectoryResponder(
       return tagged;
     }
     if (fallback) return fallback(req, ctx);
-    return { status: 500, body: JSON.stringify({ error: { message: `no scripted rule for task: ${task.slice(0, 200)}` } }) };
+    return {
+      status: 500,
+      body: JSON.stringify({
+        error: { message: `no scripted rule for task: ${task.slice(0, 200)}` },
+      }),
+    };
   };
 }

@@ -23,7 +23,10 @@ export interface ToolCallContext {
 /** What a tool can report to the agent that called it (see {@link ToolCallContext.report}). */
 export interface ToolReport {
   /** Token usage per agent name ({ calls, inputTokens, outputTokens, cachedInputTokens }). */
-  usage?: Record<string, { calls: number; inputTokens: number; outputTokens: number; cachedInputTokens: number }>;
+  usage?: Record<
+    string,
+    { calls: number; inputTokens: number; outputTokens: number; cachedInputTokens: number }
+  >;
   /** Metadata of what the tool used, e.g. `{ title: "Rome", url: "..." }` (JSON values only). */
   sources?: Record<string, any>[];
 }

@@ -24,8 +24,12 @@ it("tells the model which new variables cannot be carried over, and why, when it
   });
   const out = await agent.invoke({ task: "maps" });
   const obs = out.steps.map((s) => s.observation);
-  expect(obs[0]).toContain("Note: not carried over to the next step: m (Map is not JSON-serializable)");
+  expect(obs[0]).toContain(
+    "Note: not carried over to the next step: m (Map is not JSON-serializable)",
+  );
   expect(obs[1]).toContain("1970-01-01T00:00:00.000Z");
   expect(obs[1]).not.toContain("Note:"); // said once, when the action created it
-  expect(obs[2]).toContain("ReferenceError: m is not defined (its value could not be carried over: Map is not JSON-serializable)");
+  expect(obs[2]).toContain(
+    "ReferenceError: m is not defined (its value could not be carried over: Map is not JSON-serializable)",
+  );
 });

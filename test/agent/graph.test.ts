@@ -176,9 +176,21 @@ describe("a single agent on the real sandbox", () => {
     };
 
     it.each([
-      ["a template literal over a saved variable", "```js\nfinal_answer(`${y} years`)\n```", "41 years"],
-      ["a saved variable", "Thought: done\nCode:\n```js\nfinal_answer(answer)\n```<end_action>", "Oslo"],
-      ["printed output when final_answer is not called", 'Thought: look.\nCode:\n```js\nconsole.log("same")\n```<end_action>', "same"],
+      [
+        "a template literal over a saved variable",
+        "```js\nfinal_answer(`${y} years`)\n```",
+        "41 years",
+      ],
+      [
+        "a saved variable",
+        "Thought: done\nCode:\n```js\nfinal_answer(answer)\n```<end_action>",
+        "Oslo",
+      ],
+      [
+        "printed output when final_answer is not called",
+        'Thought: look.\nCode:\n```js\nconsole.log("same")\n```<end_action>',
+        "same",
+      ],
       ["a computed number", "```js\nfinal_answer(y + 1)\n```", 42],
       ["plain text in an unlabeled fence", "```\nRome\n```", "Rome"],
       ["text after Final answer: (no code)", "Thought: I checked.\nFinal answer: Oslo", "Oslo"],

@@ -93,7 +93,13 @@ describe("historyToMessages", () => {
     const h = fold("condensed", [act(1), obs(1), act(2), obs(2), plan(3)]);
     const atPlan = historyToMessages("SYS", "Task", h);
     expect(atPlan.map((m) => m.getType())).toEqual([
-      "system", "human", "human", "ai", "human", "ai", "human",
+      "system",
+      "human",
+      "human",
+      "ai",
+      "human",
+      "ai",
+      "human",
     ]);
     expect(atPlan.at(-1)!.content).toBe(PLAN_FOLLOW_UP);
     // The next prompt keeps everything up to the dropped action, then plan, follow-up, action.

@@ -186,7 +186,8 @@ describe("callModel against a failing endpoint", () => {
 });
 
 describe("modelFailedAttemptHandler (retry policy of model calls)", () => {
-  const httpError = (status: number, message = "x") => Object.assign(new Error(message), { status });
+  const httpError = (status: number, message = "x") =>
+    Object.assign(new Error(message), { status });
 
   it("retries rate limits without a hint, server errors and network failures", () => {
     expect(() => modelFailedAttemptHandler(httpError(429, "server busy"))).not.toThrow();
@@ -198,7 +199,11 @@ describe("modelFailedAttemptHandler (retry policy of model calls)", () => {
   it("gives up at once on client errors, exhausted quota and aborts", () => {
     expect(() => modelFailedAttemptHandler(httpError(401))).toThrow();
     expect(() => modelFailedAttemptHandler(httpError(404))).toThrow();
-    expect(() => modelFailedAttemptHandler(httpError(429, "You exceeded your current quota, check billing"))).toThrow();
-    expect(() => modelFailedAttemptHandler(Object.assign(new Error("aborted"), { name: "AbortError" }))).toThrow();
+    expect(() =>
+      modelFailedAttemptHandler(httpError(429, "You exceeded your current quota, check billing")),
+    ).toThrow();
+    expect(() =>
+      modelFailedAttemptHandler(Object.assign(new Error("aborted"), { name: "AbortError" })),
+    ).toThrow();
   });
 });

@@ -79,7 +79,12 @@ describe("formatObservation", () => {
     const o = formatObservation(
       outcome({
         ok: false,
-        error: { name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 },
+        error: {
+          name: "SyntaxError",
+          message: "Unexpected token (line 2, column 4)",
+          line: 2,
+          column: 4,
+        },
       }),
       [],
       1000,
@@ -91,7 +96,10 @@ describe("formatObservation", () => {
     const o = formatObservation(
       outcome({
         logs: "ok",
-        notCarriedOver: { m: "Map is not JSON-serializable", b: "instance of Box is not JSON-serializable" },
+        notCarriedOver: {
+          m: "Map is not JSON-serializable",
+          b: "instance of Box is not JSON-serializable",
+        },
       }),
       [],
       1000,
@@ -100,7 +108,9 @@ describe("formatObservation", () => {
       text: "Execution logs:\nok\nNote: not carried over to the next step: m (Map is not JSON-serializable), b (instance of Box is not JSON-serializable)",
       isError: false,
     });
-    expect(formatObservation(outcome({ logs: "ok", notCarriedOver: {} }), [], 1000).text).toBe("Execution logs:\nok");
+    expect(formatObservation(outcome({ logs: "ok", notCarriedOver: {} }), [], 1000).text).toBe(
+      "Execution logs:\nok",
+    );
   });
 
   it("passes format errors through as they are", () => {

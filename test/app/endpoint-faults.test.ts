@@ -93,7 +93,11 @@ describe("model endpoint faults", () => {
       n++;
       return n === 1 ? { status: 429, body: '{"error":{"message":"server busy"}}' } : undefined;
     };
-    const result = await ask(DEMO_QUESTIONS.towers, { threadId: "bare-429", config: config(), persistence });
+    const result = await ask(DEMO_QUESTIONS.towers, {
+      threadId: "bare-429",
+      config: config(),
+      persistence,
+    });
     expect(result.answer).toBe(DEMO_ANSWERS.towers);
     expect(outcomes(start).slice(0, 2)).toEqual(["error", "reply"]);
   });

@@ -54,12 +54,15 @@ describe("graphs exported for langgraph.json", () => {
 });
 
 describe("docs/app.md and README.md", () => {
-  it.each(["docs/app.md", "README.md"])("%s shows the diagram LangGraph draws from the real manager graph", async (file) => {
-    const { graphMermaid } = await import("../../src/cli/commands/graph.ts");
-    const doc = readFileSync(join(root, file), "utf8");
-    const blocks = [...doc.matchAll(/```mermaid\n([\s\S]*?)\n```/g)].map((m) => m[1]);
-    expect(blocks).toContain((await graphMermaid("manager")).trimEnd());
-  });
+  it.each(["docs/app.md", "README.md"])(
+    "%s shows the diagram LangGraph draws from the real manager graph",
+    async (file) => {
+      const { graphMermaid } = await import("../../src/cli/commands/graph.ts");
+      const doc = readFileSync(join(root, file), "utf8");
+      const blocks = [...doc.matchAll(/```mermaid\n([\s\S]*?)\n```/g)].map((m) => m[1]);
+      expect(blocks).toContain((await graphMermaid("manager")).trimEnd());
+    },
+  );
 });
 
 describe("reference agents' prompts", () => {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineTool, parseToolArgs, renderToolDoc, ToolArgumentError } from "../../src/tools/define-tool.ts";
+import {
+  defineTool,
+  parseToolArgs,
+  renderToolDoc,
+  ToolArgumentError,
+} from "../../src/tools/define-tool.ts";
 
 const searchInfo = defineTool({
   name: "search_info",
@@ -16,16 +21,24 @@ const searchInfo = defineTool({
 
 describe("tool arguments", () => {
   it("maps positional arguments in schema order", () => {
-    expect(parseToolArgs(searchInfo, ["height", "Eiffel Tower"])).toEqual({ query: "height", page: "Eiffel Tower" });
+    expect(parseToolArgs(searchInfo, ["height", "Eiffel Tower"])).toEqual({
+      query: "height",
+      page: "Eiffel Tower",
+    });
   });
 
   it("accepts a single object with parameter names", () => {
-    expect(parseToolArgs(searchInfo, [{ page: "P", query: "q" }])).toEqual({ query: "q", page: "P" });
+    expect(parseToolArgs(searchInfo, [{ page: "P", query: "q" }])).toEqual({
+      query: "q",
+      page: "P",
+    });
   });
 
   it("rejects missing and mistyped arguments with the signature in the message", () => {
     expect(() => parseToolArgs(searchInfo, ["only query"])).toThrow(ToolArgumentError);
-    expect(() => parseToolArgs(searchInfo, [1, "P"])).toThrow(/query.*Usage: async function search_info\(query: string, page: string, k\?: number\)/);
+    expect(() => parseToolArgs(searchInfo, [1, "P"])).toThrow(
+      /query.*Usage: async function search_info\(query: string, page: string, k\?: number\)/,
+    );
     expect(() => parseToolArgs(searchInfo, ["a", "b", 1, "extra"])).toThrow(/takes 3 argument/);
   });
 

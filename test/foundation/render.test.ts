@@ -19,7 +19,9 @@ describe("renderTemplate (strict)", () => {
   });
 
   it("throws when a value is given for a placeholder the template does not have", () => {
-    expect(() => renderTemplate("Hello {{name}}", { name: "x", typo: "y" })).toThrow(/unknown placeholder.*typo/);
+    expect(() => renderTemplate("Hello {{name}}", { name: "x", typo: "y" })).toThrow(
+      /unknown placeholder.*typo/,
+    );
   });
 
   it("does not re-expand placeholders inside substituted values", () => {

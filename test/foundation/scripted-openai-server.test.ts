@@ -17,7 +17,10 @@ beforeAll(async () => {
       {
         name: "greeter",
         task: "say hello",
-        steps: ["Thought: greet\nCode:\n```js\nfinal_answer('hi')\n```<end_action>\nObservation: leaked", "second"],
+        steps: [
+          "Thought: greet\nCode:\n```js\nfinal_answer('hi')\n```<end_action>\nObservation: leaked",
+          "second",
+        ],
       },
     ]),
   });
@@ -40,27 +43,31 @@ async function call(streaming: boolean, messages: any[], options: any = {}) {
   const m = model();
   if (!streaming) return m.invoke(messages, options);
   let acc: any;
-  for await (const chunk of await m.stream(messages, options)) acc = acc ? acc.concat(chunk) : chunk;
+  for await (const chunk of await m.stream(messages, options))
+    acc = acc ? acc.concat(chunk) : chunk;
   return acc;
 }
 
-describe.each([false, true])("ChatOpenAI against the scripted server (streaming=%s)", (streaming) => {
-  it("sends stop sequences and gets the reply cut before them", async () => {
-    const before = server.requests.length;
-    const res = await call(
-      streaming,
-      [new SystemMessage("You are a code agent."), new HumanMessage("Task: say hello")],
-      { stop: ["<end_action>", "Observation:"] },
-    );
-    expect(res.content).toBe("Thought: greet\nCode:\n```js\nfinal_answer('hi')\n```");
-    const logged = server.requests[before];
-    expect(logged.request.stop).toEqual(["<end_action>", "Observation:"]);
-    expect(logged.request.stream).toBe(streaming);
-    expect(logged.rule).toBe("greeter");
-    expect(res.usage_metadata?.input_tokens).toBeGreaterThan(0);
-    expect(res.usage_metadata?.output_tokens).toBeGreaterThan(0);
-  });
-});
+describe.each([false, true])(
+  "ChatOpenAI against the scripted server (streaming=%s)",
+  (streaming) => {
+    it("sends stop sequences and gets the reply cut before them", async () => {
+      const before = server.requests.length;
+      const res = await call(
+        streaming,
+        [new SystemMessage("You are a code agent."), new HumanMessage("Task: say hello")],
+        { stop: ["<end_action>", "Observation:"] },
+      );
+      expect(res.content).toBe("Thought: greet\nCode:\n```js\nfinal_answer('hi')\n```");
+      const logged = server.requests[before];
+      expect(logged.request.stop).toEqual(["<end_action>", "Observation:"]);
+      expect(logged.request.stream).toBe(streaming);
+      expect(logged.rule).toBe("greeter");
+      expect(res.usage_metadata?.input_tokens).toBeGreaterThan(0);
+      expect(res.usage_metadata?.output_tokens).toBeGreaterThan(0);
+    });
+  },
+);
 
 it("picks the step from the number of observations and reports the shared prefix as cached", async () => {
   const res = await call(false, [
@@ -73,5 +80,7 @@ it("picks the step from the number of observations and reports the shared prefix
 });
 
 it("answers unknown tasks with HTTP 500 naming the task", async () => {
-  await expect(call(false, [new HumanMessage("unscripted question")])).rejects.toThrow(/no scripted rule/);
+  await expect(call(false, [new HumanMessage("unscripted question")])).rejects.toThrow(
+    /no scripted rule/,
+  );
 });

@@ -45,8 +45,12 @@ describe("capabilities off", () => {
   });
 
   it("rejects tool names that would shadow built-ins", async () => {
-    await expect(sandbox.run({ code: "1", tools: { print: async () => 1 } })).rejects.toThrow(/cannot be used as a tool name/);
-    await expect(sandbox.run({ code: "1", tools: { "not a name": async () => 1 } })).rejects.toThrow(/cannot be used/);
+    await expect(sandbox.run({ code: "1", tools: { print: async () => 1 } })).rejects.toThrow(
+      /cannot be used as a tool name/,
+    );
+    await expect(
+      sandbox.run({ code: "1", tools: { "not a name": async () => 1 } }),
+    ).rejects.toThrow(/cannot be used/);
   });
 });
 

@@ -19,7 +19,11 @@ function file(name: string, code: string): string {
 
 async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [join(root, "bin/sandbox.mjs"), ...args], { cwd: root, timeout: 60_000 });
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      [join(root, "bin/sandbox.mjs"), ...args],
+      { cwd: root, timeout: 60_000 },
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -29,28 +33,63 @@ async function runCli(args: string[]): Promise<{ code: number; stdout: string; s
 
 describe("npm run sandbox", () => {
   it("runs each file as one action of one run and prints one JSON line per file", async () => {
-    const a = file("a.js", 'const q = "paris";\nconst hit = await search(q);\nprint(hit.includes(q));');
+    const a = file(
+      "a.js",
+      'const q = "paris";\nconst hit = await search(q);\nprint(hit.includes(q));',
+    );
     const b = file("b.js", "const n = 2;\nfunction twice(x) { return x * n }\nnull.boom;");
     const c = file("c.js", "final_answer({ q, n: twice(21) })");
     const { code, stdout } = await runCli([a, b, c]);
     expect(code).toBe(0);
-    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const line of lines) {
       // The original keys in their order; `unserializable` was added after them.
-      expect(Object.keys(line)).toEqual(["ok", "logs", "finalAnswer", "isFinalAnswer", "error", "variables", "durationMs", "unserializable"]);
+      expect(Object.keys(line)).toEqual([
+        "ok",
+        "logs",
+        "finalAnswer",
+        "isFinalAnswer",
+        "error",
+        "variables",
+        "durationMs",
+        "unserializable",
+      ]);
     }
-    expect(lines[0]).toMatchObject({ ok: true, logs: "true\n", finalAnswer: null, isFinalAnswer: false, error: null });
+    expect(lines[0]).toMatchObject({
+      ok: true,
+      logs: "true\n",
+      finalAnswer: null,
+      isFinalAnswer: false,
+      error: null,
+    });
     expect(lines[0].variables.q).toBe("paris");
-    expect(lines[1]).toMatchObject({ ok: false, error: { name: "TypeError", line: 3 }, variables: { q: "paris", n: 2 } });
-    expect(lines[2]).toMatchObject({ ok: true, finalAnswer: { q: "paris", n: 42 }, isFinalAnswer: true });
+    expect(lines[1]).toMatchObject({
+      ok: false,
+      error: { name: "TypeError", line: 3 },
+      variables: { q: "paris", n: 2 },
+    });
+    expect(lines[2]).toMatchObject({
+      ok: true,
+      finalAnswer: { q: "paris", n: 42 },
+      isFinalAnswer: true,
+    });
   });
 
   it("lists values that could not be carried over by name, and the next file gets a clear error", async () => {
-    const a = file("m.js", "const m = new Map([[1, 2]]);\nconst obj = { a: 1, d: new Date(0) };\nlet u;");
+    const a = file(
+      "m.js",
+      "const m = new Map([[1, 2]]);\nconst obj = { a: 1, d: new Date(0) };\nlet u;",
+    );
     const b = file("m2.js", "m.get(1)");
     const c = file("m3.js", "let x = 1;\nx +* 2");
-    const lines = (await runCli([a, b, c])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await runCli([a, b, c])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({
       ok: true,
       variables: { obj: { a: 1, d: "1970-01-01T00:00:00.000Z" } },
@@ -58,11 +97,17 @@ describe("npm run sandbox", () => {
     });
     expect(lines[1].error).toEqual({
       name: "ReferenceError",
-      message: "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
+      message:
+        "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
       line: 1,
       column: null,
     });
-    expect(lines[2].error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 });
+    expect(lines[2].error).toEqual({
+      name: "SyntaxError",
+      message: "Unexpected token (line 2, column 4)",
+      line: 2,
+      column: 4,
+    });
   });
 
   it("exits 0 whatever the guest did, and the host survives escape attempts", async () => {
@@ -74,7 +119,10 @@ describe("npm run sandbox", () => {
     ];
     const { code, stdout, stderr } = await runCli(files);
     expect(code, `stderr: ${stderr}\nstdout: ${stdout}`).toBe(0);
-    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => [l.ok, l.error?.name])).toEqual([
       [false, "ReferenceError"],
       [false, "TypeError"],
@@ -101,7 +149,10 @@ describe("host process lifetime", () => {
         "console.log(JSON.stringify(r.finalAnswer));\n",
     );
     const t0 = performance.now();
-    const { stdout } = await exec(process.execPath, ["--import", "tsx", script], { cwd: root, timeout: 20_000 });
+    const { stdout } = await exec(process.execPath, ["--import", "tsx", script], {
+      cwd: root,
+      timeout: 20_000,
+    });
     expect(stdout.trim()).toBe("1");
     expect(performance.now() - t0).toBeLessThan(15_000);
   });

@@ -9,7 +9,13 @@ import { createSandbox, type HostToolFn } from "../../src/sandbox/index.ts";
 const TIMEOUT = 1_500;
 const sandbox = createSandbox({
   poolSize: 1,
-  limits: { timeoutMs: TIMEOUT, maxHeapMb: 96, maxOutputChars: 2_000, maxToolCalls: 50, maxConcurrentToolCalls: 3 },
+  limits: {
+    timeoutMs: TIMEOUT,
+    maxHeapMb: 96,
+    maxOutputChars: 2_000,
+    maxToolCalls: 50,
+    maxConcurrentToolCalls: 3,
+  },
 });
 afterAll(() => sandbox.close());
 
@@ -65,7 +71,9 @@ describe("denial of service", () => {
   });
 
   it("an ArrayBuffer bomb is stopped by the OS memory limit (or the deadline)", async () => {
-    const r = await attack("const bufs = [];\nfor (;;) bufs.push(new Uint8Array(64 * 1024 * 1024).fill(1));");
+    const r = await attack(
+      "const bufs = [];\nfor (;;) bufs.push(new Uint8Array(64 * 1024 * 1024).fill(1));",
+    );
     expect(r.ok).toBe(false);
     expect(["RangeError", "MemoryError", "TimeoutError"]).toContain(r.error?.name);
   });
@@ -83,7 +91,9 @@ describe("denial of service", () => {
   });
 
   it("deep recursion is a catchable RangeError", async () => {
-    const r = await attack("function f(n) { return f(n + 1) }\ntry { f(0) } catch (e) { final_answer(e.name) }");
+    const r = await attack(
+      "function f(n) { return f(n + 1) }\ntry { f(0) } catch (e) { final_answer(e.name) }",
+    );
     expect(r.finalAnswer).toBe("RangeError");
   });
 
@@ -108,7 +118,10 @@ describe("denial of service", () => {
     const r = await attack(
       "const ps = [];\nfor (let i = 0; i < 100000; i++) ps.push(ping(i).catch((e) => e.message));\nconst out = await Promise.all(ps);\nfinal_answer([out.filter((x) => x === 'pong').length, out[out.length - 1]]);",
     );
-    expect(r.finalAnswer).toEqual([50, "Tool call limit reached: at most 50 tool calls per action"]);
+    expect(r.finalAnswer).toEqual([
+      50,
+      "Tool call limit reached: at most 50 tool calls per action",
+    ]);
     expect(r.toolCalls).toBe(50);
     expect(hostCalls).toBe(50);
     expect(maxInFlight).toBeLessThanOrEqual(3);
@@ -132,7 +145,9 @@ describe("denial of service", () => {
   });
 
   it("a background microtask loop left behind after the action ends does not hold the process", async () => {
-    const r = await attack("(async () => { for (;;) { try { await ping() } catch {} } })();\nconst done = 1;");
+    const r = await attack(
+      "(async () => { for (;;) { try { await ping() } catch {} } })();\nconst done = 1;",
+    );
     expect(r.ok).toBe(true);
     expect(r.variables).toEqual({ done: 1 });
   });

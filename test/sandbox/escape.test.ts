@@ -68,7 +68,12 @@ describe("lockdown: the guest cannot reach the host", () => {
       "function () { [native code] }",
       "function () { [native code] }",
       "record",
-      ...["print", "log", "final_answer"].flatMap((name) => [expect.stringMatching(/read only/), "function () { [native code] }", "function () { [native code] }", name]),
+      ...["print", "log", "final_answer"].flatMap((name) => [
+        expect.stringMatching(/read only/),
+        "function () { [native code] }",
+        "function () { [native code] }",
+        name,
+      ]),
     ]);
     expect(out.join("\n")).not.toMatch(/act\.|guestError|=>/);
   });
@@ -256,15 +261,22 @@ describe("hostile values at the boundary", () => {
       seen.push(args[0]);
       return null;
     };
-    await sandbox.run({ code: 'await keep(JSON.parse(\'{"__proto__": {"polluted": true}}\'))', tools: { keep } });
+    await sandbox.run({
+      code: 'await keep(JSON.parse(\'{"__proto__": {"polluted": true}}\'))',
+      tools: { keep },
+    });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(seen[0])).toBe(Object.prototype);
   });
 
   it("errors with getter messages, proxy errors and huge messages are reported without running guest code", async () => {
-    const r1 = await probe(`const e = new Error("x"); Object.defineProperty(e, "message", { get() { while (true) {} } }); throw e;`);
+    const r1 = await probe(
+      `const e = new Error("x"); Object.defineProperty(e, "message", { get() { while (true) {} } }); throw e;`,
+    );
     expect(r1.error).toMatchObject({ name: "Error", message: "" });
-    const r2 = await probe(`throw new Proxy(new Error("p"), { get() { while (true) {} }, getPrototypeOf() { while (true) {} } })`);
+    const r2 = await probe(
+      `throw new Proxy(new Error("p"), { get() { while (true) {} }, getPrototypeOf() { while (true) {} } })`,
+    );
     expect(r2.error?.message).toBe("Uncaught [Proxy]");
     const r3 = await probe(`throw new Error("y".repeat(1e6))`);
     expect(r3.error!.message.length).toBeLessThan(2100);
@@ -272,7 +284,9 @@ describe("hostile values at the boundary", () => {
 
   it("tool errors carry the host message without stack frames or paths", async () => {
     const leaky: HostToolFn = async () => {
-      const err = new Error(`ENOENT: no such file or directory, open '${process.cwd()}/secret.json'`);
+      const err = new Error(
+        `ENOENT: no such file or directory, open '${process.cwd()}/secret.json'`,
+      );
       throw err;
     };
     const r = await sandbox.run({ code: "await leaky()", tools: { leaky } });

@@ -72,7 +72,11 @@ describe("reuse", () => {
     const spec = { heapMb: 128, addressSpaceMb: null };
     const pool = new ChildPool(spec, 1, 2);
     try {
-      const children = await Promise.all([pool.acquire(spec), pool.acquire(spec), pool.acquire(spec)]);
+      const children = await Promise.all([
+        pool.acquire(spec),
+        pool.acquire(spec),
+        pool.acquire(spec),
+      ]);
       expect(new Set(children).size).toBe(3); // never shared while busy
       await Promise.all(children.map((c) => c.ready));
       for (const c of children) pool.release(c);
@@ -122,7 +126,8 @@ describe("orphans", () => {
       { cwd: root, stdio: "ignore" },
     );
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    const cpuTicks = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[11]);
+    const cpuTicks = (pid: number) =>
+      Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[11]);
     let childPid = 0;
     try {
       // Wait for the child to exist and to be spinning (its CPU time grows).

@@ -31,7 +31,10 @@ describe("code actions", () => {
   });
 
   it("final_answer ends the action and records a JSON copy of the value", async () => {
-    const r = await sandbox.run({ code: 'final_answer({ answer: 42, why: ["x"] });\nprint("not reached");', tools });
+    const r = await sandbox.run({
+      code: 'final_answer({ answer: 42, why: ["x"] });\nprint("not reached");',
+      tools,
+    });
     expect(r.ok).toBe(true);
     expect(r.isFinalAnswer).toBe(true);
     expect(r.finalAnswer).toEqual({ answer: 42, why: ["x"] });
@@ -81,18 +84,31 @@ describe("code actions", () => {
 
   it("reports runtime errors with name, message and guest line", async () => {
     const r = await sandbox.run({ code: "let a = 1;\nlet b = 2;\nnull.foo;", tools });
-    expect(r.error).toEqual({ name: "TypeError", message: "Cannot read properties of null (reading 'foo')", line: 3 });
+    expect(r.error).toEqual({
+      name: "TypeError",
+      message: "Cannot read properties of null (reading 'foo')",
+      line: 3,
+    });
   });
 
   it("reports syntax errors with line and column, also in the message", async () => {
     const r = await sandbox.run({ code: "let x = 1;\nx +* 2", tools });
     expect(r.ok).toBe(false);
-    expect(r.error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 4)", line: 2, column: 4 });
+    expect(r.error).toEqual({
+      name: "SyntaxError",
+      message: "Unexpected token (line 2, column 4)",
+      line: 2,
+      column: 4,
+    });
   });
 
   it("accepts a #! first line and keeps line numbers", async () => {
     const r = await sandbox.run({ code: "#!/usr/bin/env node\nconst y = 2;\nnull.x", tools });
-    expect(r.error).toEqual({ name: "TypeError", message: "Cannot read properties of null (reading 'x')", line: 3 });
+    expect(r.error).toEqual({
+      name: "TypeError",
+      message: "Cannot read properties of null (reading 'x')",
+      line: 3,
+    });
     expect(r.variables).toEqual({ y: 2 });
     const bad = await sandbox.run({ code: "#!node\nlet x = = 1", tools });
     expect(bad.error).toMatchObject({ line: 2, column: 9 });
@@ -141,7 +157,11 @@ describe("persistent variables", () => {
     expect(r2.snapshot.values).toEqual({ x: 3, list: [1, 2, 3] });
     expect(r2.snapshot.unserializable.b).toMatch(/instance of Box/);
 
-    const r3 = await sandbox.run({ code: "const x = 'again';\nvar double = 7;", tools, snapshot: r2.snapshot });
+    const r3 = await sandbox.run({
+      code: "const x = 'again';\nvar double = 7;",
+      tools,
+      snapshot: r2.snapshot,
+    });
     expect(r3.error).toBeNull();
     expect(r3.snapshot.values.x).toBe("again");
     expect(r3.snapshot.values.double).toBe(7);
@@ -149,16 +169,26 @@ describe("persistent variables", () => {
   });
 
   it("variables named like the wrapper's internals survive the next action", async () => {
-    const r1 = await sandbox.run({ code: "const $restore = 1;\nconst $decl = 2;\nconst $ref = 3;", tools });
+    const r1 = await sandbox.run({
+      code: "const $restore = 1;\nconst $decl = 2;\nconst $ref = 3;",
+      tools,
+    });
     // An action that doesn't mention them must still be able to declare them as bindings.
     const r2 = await sandbox.run({ code: "const other = 0;", tools, snapshot: r1.snapshot });
     expect(r2.error).toBeNull();
-    const r3 = await sandbox.run({ code: "final_answer($restore + $decl + $ref)", tools, snapshot: r2.snapshot });
+    const r3 = await sandbox.run({
+      code: "final_answer($restore + $decl + $ref)",
+      tools,
+      snapshot: r2.snapshot,
+    });
     expect(r3.finalAnswer).toBe(6);
   });
 
   it("restores from a JSON round-tripped snapshot in a fresh sandbox process", async () => {
-    const r1 = await sandbox.run({ code: "const city = 'Paris';\nfunction greet(p) { return 'hi ' + p }", tools });
+    const r1 = await sandbox.run({
+      code: "const city = 'Paris';\nfunction greet(p) { return 'hi ' + p }",
+      tools,
+    });
     const stored = JSON.parse(JSON.stringify(r1.snapshot));
     const fresh = createSandbox({ poolSize: 0 });
     try {
@@ -170,7 +200,10 @@ describe("persistent variables", () => {
   });
 
   it("lists unserializable values by name with a reason instead of dropping them", async () => {
-    const r = await sandbox.run({ code: "const m = new Map();\nconst d = new Date(0);\nconst n = NaN;\nlet u;", tools });
+    const r = await sandbox.run({
+      code: "const m = new Map();\nconst d = new Date(0);\nconst n = NaN;\nlet u;",
+      tools,
+    });
     expect(r.snapshot.unserializable).toEqual({
       m: expect.stringMatching(/Map/),
       d: expect.stringMatching(/Date/),
@@ -184,12 +217,18 @@ describe("persistent variables", () => {
       code: "const obj = { a: 1, d: new Date(0), list: [new Date(86400000), new Date(NaN)] };\nconst m = new Map([[1, 2]]);\nconst p = search('x');",
       tools,
     });
-    expect(r1.snapshot.values).toEqual({ obj: { a: 1, d: "1970-01-01T00:00:00.000Z", list: ["1970-01-02T00:00:00.000Z", null] } });
+    expect(r1.snapshot.values).toEqual({
+      obj: { a: 1, d: "1970-01-01T00:00:00.000Z", list: ["1970-01-02T00:00:00.000Z", null] },
+    });
     expect(r1.notCarriedOver).toEqual({
       m: "Map is not JSON-serializable",
       p: "Promise is not JSON-serializable (did you forget await?)",
     });
-    const r2 = await sandbox.run({ code: "final_answer(obj.d.slice(0, 4))", tools, snapshot: r1.snapshot });
+    const r2 = await sandbox.run({
+      code: "final_answer(obj.d.slice(0, 4))",
+      tools,
+      snapshot: r1.snapshot,
+    });
     expect(r2.finalAnswer).toBe("1970");
   });
 
@@ -217,15 +256,25 @@ describe("REPL semantics", () => {
   });
 
   it("variables that shadow built-ins or tools live for one action only, with a note", async () => {
-    const r1 = await sandbox.run({ code: 'const Date = "today";\nconst search = 1;\nconst ok = Date + search;', tools });
+    const r1 = await sandbox.run({
+      code: 'const Date = "today";\nconst search = 1;\nconst ok = Date + search;',
+      tools,
+    });
     expect(r1.snapshot.values).toEqual({ ok: "today1" });
     expect(r1.snapshot.unserializable.Date).toMatch(/shadows a built-in/);
-    const r2 = await sandbox.run({ code: "final_answer([typeof Date.now(), await search('x'), ok])", tools, snapshot: r1.snapshot });
+    const r2 = await sandbox.run({
+      code: "final_answer([typeof Date.now(), await search('x'), ok])",
+      tools,
+      snapshot: r1.snapshot,
+    });
     expect(r2.finalAnswer).toEqual(["number", "result for x", "today1"]);
   });
 
   it("echoes the last expression's value like a REPL (but not print/console/final_answer calls)", async () => {
-    const r1 = await sandbox.run({ code: "const a = [1, 2];\nawait search('x');\na.map((n) => n * 2)", tools });
+    const r1 = await sandbox.run({
+      code: "const a = [1, 2];\nawait search('x');\na.map((n) => n * 2)",
+      tools,
+    });
     expect(r1.lastValue).toBe("[ 2, 4 ]");
     const r2 = await sandbox.run({ code: "const z = 1;\nprint('hi')", tools });
     expect(r2.lastValue).toBeNull();
@@ -249,15 +298,29 @@ describe("REPL semantics", () => {
   });
 
   it("eval works as an indirect eval in the compartment; SES source rejections point at the guest line", async () => {
-    const r1 = await sandbox.run({ code: 'final_answer([eval("1 + 1"), eval("typeof process")])', tools });
+    const r1 = await sandbox.run({
+      code: 'final_answer([eval("1 + 1"), eval("typeof process")])',
+      tools,
+    });
     expect(r1.finalAnswer).toEqual([2, "undefined"]);
     const r2 = await sandbox.run({ code: "const x = 1;\nconst re = /<!--/;", tools });
-    expect(r2.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/HTML comment rejected on line 2/) });
+    expect(r2.error).toMatchObject({
+      name: "SyntaxError",
+      line: 2,
+      message: expect.stringMatching(/HTML comment rejected on line 2/),
+    });
   });
 
   it("unknown names throw a real ReferenceError (SES alone would read them as undefined)", async () => {
-    const r = await sandbox.run({ code: "const ok = typeof nothingHere;\nwiki_lookup('x')", tools });
-    expect(r.error).toEqual({ name: "ReferenceError", message: "wiki_lookup is not defined", line: 2 });
+    const r = await sandbox.run({
+      code: "const ok = typeof nothingHere;\nwiki_lookup('x')",
+      tools,
+    });
+    expect(r.error).toEqual({
+      name: "ReferenceError",
+      message: "wiki_lookup is not defined",
+      line: 2,
+    });
     expect(r.snapshot.values).toEqual({ ok: "undefined" });
   });
 
@@ -266,21 +329,37 @@ describe("REPL semantics", () => {
     expect(r1.notCarriedOver).toEqual({ m: "Map is not JSON-serializable" });
     const r2 = await sandbox.run({ code: "const other = 1;", tools, snapshot: r1.snapshot });
     // Kept in the snapshot, but not news of this action.
-    expect([r2.snapshot.unserializable.m, r2.notCarriedOver]).toEqual(["Map is not JSON-serializable", {}]);
+    expect([r2.snapshot.unserializable.m, r2.notCarriedOver]).toEqual([
+      "Map is not JSON-serializable",
+      {},
+    ]);
     const r3 = await sandbox.run({ code: "m.get(1)", tools, snapshot: r2.snapshot });
     expect(r3.error).toEqual({
       name: "ReferenceError",
-      message: "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
+      message:
+        "m is not defined (its value could not be carried over: Map is not JSON-serializable)",
       line: 1,
     });
     // Declaring it again works and clears the note.
-    const r4 = await sandbox.run({ code: "const m = { 1: 2 };\nfinal_answer(m[1])", tools, snapshot: r3.snapshot });
-    expect([r4.finalAnswer, r4.snapshot.values.m, r4.snapshot.unserializable.m]).toEqual([2, { 1: 2 }, undefined]);
+    const r4 = await sandbox.run({
+      code: "const m = { 1: 2 };\nfinal_answer(m[1])",
+      tools,
+      snapshot: r3.snapshot,
+    });
+    expect([r4.finalAnswer, r4.snapshot.values.m, r4.snapshot.unserializable.m]).toEqual([
+      2,
+      { 1: 2 },
+      undefined,
+    ]);
   });
 
   it("a variable holding undefined is still carried over (as undefined) and can be assigned", async () => {
     const r1 = await sandbox.run({ code: "let later;", tools });
-    const r2 = await sandbox.run({ code: "later = 5;\nfinal_answer(later)", tools, snapshot: r1.snapshot });
+    const r2 = await sandbox.run({
+      code: "later = 5;\nfinal_answer(later)",
+      tools,
+      snapshot: r1.snapshot,
+    });
     expect(r2.finalAnswer).toBe(5);
   });
 });
@@ -289,25 +368,37 @@ describe("concurrency", () => {
   it("nested agents: a tool that runs further actions in the same sandbox does not deadlock", async () => {
     // Parent action -> tool -> two concurrent child actions -> each calls a grandchild action.
     const leaf: HostToolFn = async (args) => `leaf(${String(args[0])})`;
-    const runAgent = (depth: number): HostToolFn => async (args) => {
-      const r = await sandbox.run({
-        code: depth > 0 ? `final_answer(await sub(${JSON.stringify(String(args[0]))} + "/${depth}"))` : "final_answer(await leaf('x'))",
-        tools: depth > 0 ? { sub: runAgent(depth - 1) } : { leaf },
-      });
-      if (!r.ok) throw new Error(r.error?.message ?? "failed");
-      return r.finalAnswer;
-    };
+    const runAgent =
+      (depth: number): HostToolFn =>
+      async (args) => {
+        const r = await sandbox.run({
+          code:
+            depth > 0
+              ? `final_answer(await sub(${JSON.stringify(String(args[0]))} + "/${depth}"))`
+              : "final_answer(await leaf('x'))",
+          tools: depth > 0 ? { sub: runAgent(depth - 1) } : { leaf },
+        });
+        if (!r.ok) throw new Error(r.error?.message ?? "failed");
+        return r.finalAnswer;
+      };
     const sub = runAgent(2);
-    const r = await sandbox.run({ code: "final_answer(await Promise.all([sub('a'), sub('b')]))", tools: { sub } });
+    const r = await sandbox.run({
+      code: "final_answer(await Promise.all([sub('a'), sub('b')]))",
+      tools: { sub },
+    });
     expect(r.error).toBeNull();
     expect(r.finalAnswer).toEqual(["leaf(x)", "leaf(x)"]);
   });
 
   it("many concurrent actions each get their own process and all complete", async () => {
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => sandbox.run({ code: `const r = await search("q${i}");\nfinal_answer(r)`, tools })),
+      Array.from({ length: 6 }, (_, i) =>
+        sandbox.run({ code: `const r = await search("q${i}");\nfinal_answer(r)`, tools }),
+      ),
     );
-    expect(results.map((r) => r.finalAnswer)).toEqual(Array.from({ length: 6 }, (_, i) => `result for q${i}`));
+    expect(results.map((r) => r.finalAnswer)).toEqual(
+      Array.from({ length: 6 }, (_, i) => `result for q${i}`),
+    );
   });
 });
 
@@ -321,9 +412,17 @@ describe("cancellation", () => {
       return new Promise(() => {});
     };
     const t0 = performance.now();
-    const r = await sandbox.run({ code: "const before = 1;\nawait hang();", tools: { hang }, signal: controller.signal });
+    const r = await sandbox.run({
+      code: "const before = 1;\nawait hang();",
+      tools: { hang },
+      signal: controller.signal,
+    });
     expect(performance.now() - t0).toBeLessThan(3_000);
-    expect(r.error).toEqual({ name: "AbortError", message: "The action was cancelled by the host", line: null });
+    expect(r.error).toEqual({
+      name: "AbortError",
+      message: "The action was cancelled by the host",
+      line: null,
+    });
     expect(toolSignal?.aborted).toBe(true);
     const next = await sandbox.run({ code: "final_answer('still works')", tools });
     expect(next.finalAnswer).toBe("still works");

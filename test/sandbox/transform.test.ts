@@ -30,7 +30,12 @@ describe("buildAction", () => {
 
   it("reports syntax errors with line and 1-based column, in the fields and the message", () => {
     const r = buildAction("const a = 1;\nconst = 2;", undefined);
-    expect("error" in r && r.error).toEqual({ name: "SyntaxError", message: "Unexpected token (line 2, column 7)", line: 2, column: 7 });
+    expect("error" in r && r.error).toEqual({
+      name: "SyntaxError",
+      message: "Unexpected token (line 2, column 7)",
+      line: 2,
+      column: 7,
+    });
     const ts = buildAction("const n: number = 1;", undefined);
     expect("error" in ts && ts.error.message).toBe(
       "Unexpected token (line 1, column 8) (the sandbox runs JavaScript: remove TypeScript type annotations)",
@@ -47,12 +52,20 @@ describe("buildAction", () => {
   });
 
   it("leaves names whose values could not be carried over unbound (undefined ones stay bound)", () => {
-    const b = build("1", { values: {}, declarations: {}, unserializable: { m: "Map is not JSON-serializable", u: "value is undefined" } });
+    const b = build("1", {
+      values: {},
+      declarations: {},
+      unserializable: { m: "Map is not JSON-serializable", u: "value is undefined" },
+    });
     expect(b.names).toEqual(["u"]);
   });
 
   it("parses as strict code, so strict-only errors get a position (with, octal, duplicate params)", () => {
-    for (const [code, line] of [["const a = 1;\nwith (a) {}", 2], ["var x = 010;", 1], ["function f(a, a) {}", 1]] as const) {
+    for (const [code, line] of [
+      ["const a = 1;\nwith (a) {}", 2],
+      ["var x = 010;", 1],
+      ["function f(a, a) {}", 1],
+    ] as const) {
       const r = buildAction(code, undefined);
       expect("error" in r && r.error, code).toMatchObject({ name: "SyntaxError", line });
     }
@@ -62,14 +75,20 @@ describe("buildAction", () => {
 
   it("hints at TypeScript when a syntax error comes from type annotations", () => {
     const r = buildAction("const n: number = 1;", undefined);
-    expect("error" in r && r.error.message).toMatch(/runs JavaScript: remove TypeScript type annotations/);
+    expect("error" in r && r.error.message).toMatch(
+      /runs JavaScript: remove TypeScript type annotations/,
+    );
     const plain = buildAction("const = 1;", undefined);
     expect("error" in plain && plain.error.message).not.toMatch(/TypeScript/);
   });
 
   it("rejects import() with a clear message and its position", () => {
     const r = buildAction("const x = 1;\nawait import('fs')", undefined);
-    expect("error" in r && r.error).toMatchObject({ name: "SyntaxError", line: 2, message: expect.stringMatching(/import\(\) is not available/) });
+    expect("error" in r && r.error).toMatchObject({
+      name: "SyntaxError",
+      line: 2,
+      message: expect.stringMatching(/import\(\) is not available/),
+    });
   });
 
   it("turns absurdly nested code into a SyntaxError instead of crashing the host", () => {
@@ -89,12 +108,22 @@ describe("buildAction", () => {
       unserializable: {},
     });
     expect(b.names.sort()).toEqual(["f", "ok"]);
-    expect(Object.keys(b.dropped).sort()).toEqual(["a;process", "bad name", "evil", "g", "trailing"]);
+    expect(Object.keys(b.dropped).sort()).toEqual([
+      "a;process",
+      "bad name",
+      "evil",
+      "g",
+      "trailing",
+    ]);
     expect(b.dropped.evil).toMatch(/not a function or class/);
   });
 
   it("never restores tool or built-in names from a snapshot", () => {
-    const built = buildAction("1", { values: { search: 1 }, declarations: { print: "() => 1" }, unserializable: {} }, new Set(["search", "print"]));
+    const built = buildAction(
+      "1",
+      { values: { search: 1 }, declarations: { print: "() => 1" }, unserializable: {} },
+      new Set(["search", "print"]),
+    );
     expect("names" in built && built.names).toEqual([]);
     expect("dropped" in built && Object.keys(built.dropped).sort()).toEqual(["print", "search"]);
   });
@@ -110,6 +139,7 @@ describe("isBindableName", () => {
   it("accepts identifiers and rejects keywords, reserved words and junk", () => {
     expect(isBindableName("foo_1")).toBe(true);
     expect(isBindableName("$x")).toBe(true);
-    for (const bad of ["", "1a", "a b", "let", "eval", "arguments", "class", "a.b", "x;y"]) expect(isBindableName(bad), bad).toBe(false);
+    for (const bad of ["", "1a", "a b", "let", "eval", "arguments", "class", "a.b", "x;y"])
+      expect(isBindableName(bad), bad).toBe(false);
   });
 });

@@ -34,7 +34,8 @@ function freePort(): Promise<number> {
 async function waitReady(url: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    if (api?.exitCode != null) throw new Error(`langgraph dev exited (${api.exitCode}):\n${apiLog.slice(-3000)}`);
+    if (api?.exitCode != null)
+      throw new Error(`langgraph dev exited (${api.exitCode}):\n${apiLog.slice(-3000)}`);
     try {
       const res = await fetch(`${url}/ok`);
       if (res.ok) return;
@@ -53,7 +54,16 @@ beforeAll(async () => {
   const port = await freePort();
   api = spawn(
     process.execPath,
-    [join(ROOT, "node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs"), "dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"],
+    [
+      join(ROOT, "node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs"),
+      "dev",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--no-browser",
+      "--no-reload",
+    ],
     {
       cwd: ROOT,
       detached: true,
@@ -92,7 +102,9 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
   it("lists every graph of langgraph.json as an assistant", async () => {
     const assistants = await client.assistants.search({ limit: 50 });
     const graphIds = assistants.map((a) => a.graph_id).sort();
-    expect(graphIds).toEqual(expect.arrayContaining(["code_agent", "manager", "page_search", "wikipedia_search"]));
+    expect(graphIds).toEqual(
+      expect.arrayContaining(["code_agent", "manager", "page_search", "wikipedia_search"]),
+    );
   });
 
   it("draws the manager with the nested agents and their plan/act/observe nodes (xray)", async () => {
