@@ -4,6 +4,7 @@ import {
 } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
+import { messageText } from "../models/index.ts";
 
 /** A reply of {@link ScriptedChatModel}: text, or a (possibly async) function of the messages; a function may throw to simulate an endpoint failure. */
 export type ScriptedChatReply = string | ((messages: BaseMessage[]) => string | Promise<string>);
@@ -14,12 +15,7 @@ export interface ScriptedChatCall {
   stop?: string[];
 }
 
-function text(message: BaseMessage): string {
-  const c = message.content;
-  return typeof c === "string"
-    ? c
-    : c.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
-}
+const text = (message: BaseMessage): string => messageText(message);
 
 /**
  * In-process chat model for node tests and overhead benchmarks: replays replies in order (the last

@@ -37,11 +37,6 @@ export function mergeUsage(left: UsageByAgent, right: UsageByAgent | undefined):
   return out;
 }
 
-/** Total over all agents. */
-export function totalUsage(usage: UsageByAgent): UsageTotals {
-  return Object.values(usage).reduce((acc, u) => addUsage(acc, u), emptyUsage());
-}
-
 /** Usage of one model call, read from the AIMessage's `usage_metadata` (zeros if the server sent none). */
 export function usageFromMessage(message: Pick<AIMessage, "usage_metadata">): UsageTotals {
   const m = message.usage_metadata;

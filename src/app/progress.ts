@@ -1,3 +1,4 @@
+import { answerText } from "./result.ts";
 /**
  * A live view of a run: turns `graph.stream(..., { subgraphs: true, streamMode: ["updates",
  * "tasks"] })` events into a tree of agents and their steps (thought, code, observation), with the
@@ -76,15 +77,8 @@ function asArray<T>(v: T | T[] | undefined | null): T[] {
   return Array.isArray(v) ? v : [v];
 }
 
-function str(v: unknown): string {
-  if (typeof v === "string") return v;
-  if (v === undefined || v === null) return "";
-  try {
-    return JSON.stringify(v);
-  } catch {
-    return String(v);
-  }
-}
+/** Any value as display text (same rule as a run's answer). */
+const str = answerText;
 
 /** Tree of a run built from stream events. */
 export class RunProgress {

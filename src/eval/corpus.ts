@@ -10,6 +10,7 @@ import { CorpusSource } from "../store/corpus-source.ts";
 import { createEmbedder } from "../store/embeddings.ts";
 import { knowledgeSourceOptionsFromEnv, openKnowledgeSource } from "../store/open.ts";
 import type { KnowledgeSource } from "../store/types.ts";
+import { DEFAULT_WIKIPEDIA_API } from "../store/wikipedia-source.ts";
 import type { EvalExample, LoadedDataset } from "./types.ts";
 
 /** File name of the per-dataset corpus inside an eval output directory. */
@@ -72,7 +73,7 @@ export async function openEvalSource(
       ? { kind: "configured-corpus", path: sourceOptions.corpus }
       : {
           kind: "wikipedia",
-          path: sourceOptions.wikipediaApi ?? "https://en.wikipedia.org/w/api.php",
+          path: sourceOptions.wikipediaApi ?? DEFAULT_WIKIPEDIA_API,
         };
     return { source, info };
   }

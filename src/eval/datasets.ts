@@ -1,5 +1,4 @@
 import { readFileSync, statSync } from "node:fs";
-import { extname } from "node:path";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   DATASET_FORMATS,
@@ -156,8 +155,6 @@ export function detectFormat(path: string, records?: RawRecord[]): DatasetFormat
       return "hotpotqa";
     }
   }
-  const ext = extname(path).toLowerCase();
-  if (ext === ".jsonl" || ext === ".ndjson") return "jsonl";
   return "jsonl";
 }
 

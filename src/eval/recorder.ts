@@ -2,6 +2,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { AgentTranscript, AgentUsage, TranscriptMessage } from "./types.ts";
+import { contentText } from "../models/index.ts";
 
 interface ModelCall {
   order: number;
@@ -90,18 +91,12 @@ export class EvalRecorder extends BaseCallbackHandler {
     call.inputTokens = meta?.input_tokens ?? tokenUsage?.promptTokens ?? 0;
     call.outputTokens = meta?.output_tokens ?? tokenUsage?.completionTokens ?? 0;
     call.cachedTokens = meta?.input_token_details?.cache_read ?? 0;
-    call.reply =
-      typeof msg?.content === "string" ? msg.content : contentText(msg?.content ?? gen?.text ?? "");
+    call.reply = contentText(msg?.content ?? gen?.text ?? "");
   }
 
   override async handleLLMError(_err: unknown, runId: string): Promise<void> {
     const call = this.calls.get(runId);
     if (call) call.failed = true;
-  }
-
-  /** Model calls recorded (finished or failed). */
-  get callCount(): number {
-    return this.calls.size;
   }
 
   /** Usage per agent. */
@@ -176,13 +171,6 @@ function chain(calls: ModelCall[]): TranscriptMessage[] {
     messages.push(...observation);
   });
   return messages;
-}
-
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content))
-    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
-  return String(content ?? "");
 }
 
 function toTranscriptMessage(m: BaseMessage): TranscriptMessage {

@@ -8,7 +8,7 @@ import {
   openCorpusDb,
   setMeta,
 } from "../store/corpus-db.ts";
-import type { Embedder } from "../store/embeddings.ts";
+import { type Embedder, passageEmbeddingText } from "../store/embeddings.ts";
 import { titleKey } from "../store/text.ts";
 import type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
 
@@ -231,7 +231,7 @@ async function embedBatch(
   const todo = batch.filter((p) => writer.needsVectors(p));
   // Embed "heading: text" so a passage's section contributes to its meaning, as in BM25 weighting.
   const texts = todo.flatMap((p) =>
-    p.chunks.map((c) => `${p.doc.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`),
+    p.chunks.map((c) => passageEmbeddingText(p.doc.title, c.section, c.text)),
   );
   if (texts.length === 0) return;
   const vectors = await embedder.embed(texts);

@@ -104,7 +104,7 @@ export function resolveModel(
     conf.models?.[agentName],
     conf.model,
     options.model,
-    env.agentModels[agentName.toLowerCase().replace(/[^a-z0-9]+/g, "_")],
+    env.agentModels[agentEnvKey(agentName).toLowerCase()],
     env.model,
   ];
   const chosen = candidates.find((c) => isChatModel(c) || (typeof c === "string" && c.trim()));
@@ -244,9 +244,15 @@ export async function callModel(
   }
 }
 
+/** Text of message content: a string, or content parts (text parts joined). */
+export function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content))
+    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  return String(content ?? "");
+}
+
 /** Text of a model reply (content parts joined). */
 export function messageText(message: Pick<AIMessage, "content">): string {
-  const c = message.content;
-  if (typeof c === "string") return c;
-  return c.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  return contentText(message.content);
 }

@@ -4,9 +4,6 @@ import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
-/** Journal keys' argument form; lives in src/agent/run-code.ts (shared with final_answer). */
-export { stableJson } from "../agent/run-code.ts";
-
 /**
  * act: runs the pending code in the sandbox with the agent's tools (runCodeWithTools,
  * src/agent/run-code.ts). Each tool call is validated against the tool's schema, served from the

@@ -6,8 +6,8 @@ import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
 import { parseAction, stripThinkBlocks } from "../agent/parser.ts";
 import { type CodeRun, runCodeWithTools } from "../agent/run-code.ts";
-import { mergeUsage, reportUsage, usageFromMessage } from "../agent/usage.ts";
-import { callModel, messageText } from "../models/index.ts";
+import { callAgentModel } from "../agent/model-call.ts";
+import { mergeUsage } from "../agent/usage.ts";
 
 /**
  * The answer in a final-answer reply that has no code: drops think blocks and a leading
@@ -58,14 +58,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
       state.history,
     );
     messages.push(new HumanMessage(prompts.request));
-    const reply = await callModel(rt.model(config), messages, {
-      agentName: rt.name,
-      stream: rt.settings.streamModel,
-      signal: config.signal,
-    });
-    const text = messageText(reply);
-    const usage = usageFromMessage(reply);
-    reportUsage(config, { [rt.name]: usage });
+    const { text, usage } = await callAgentModel(rt, config, messages);
     const parsed = parseAction(text);
     // Journal key step of the reply's code: the action slot after the last one (never used by act).
     const step = state.stepCount + 1;

@@ -5,8 +5,7 @@ import { renderSystemPrompt, renderTaskMessage } from "../agent/prompts.ts";
 import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { reportUsage, usageFromMessage } from "../agent/usage.ts";
-import { callModel, messageText } from "../models/index.ts";
+import { callAgentModel } from "../agent/model-call.ts";
 
 /**
  * plan: builds the prompt (system, task, history under the agent's policy), calls the model with
@@ -28,16 +27,8 @@ export function makePlanNode(rt: AgentRuntime) {
       renderTaskMessage(rt.prompts, state.task, rt.name),
       state.history,
     );
-    const reply = await callModel(rt.model(config), messages, {
-      agentName: rt.name,
-      stop: rt.settings.stopSequences,
-      stream: rt.settings.streamModel,
-      signal: config.signal,
-    });
-    const text = messageText(reply);
+    const { text, usage } = await callAgentModel(rt, config, messages, rt.settings.stopSequences);
     const parsed = parseAction(text);
-    const usage = usageFromMessage(reply);
-    reportUsage(config, { [rt.name]: usage });
     const step = state.stepCount + 1;
     // The model sees its own past action closed with <end_action>, as the format asks, so it keeps
     // closing its actions even though the server cut the marker off. Think blocks stay out of the

@@ -4,8 +4,7 @@ import { renderPlanningPrompt, renderTaskMessage } from "../agent/prompts.ts";
 import { newTaskOnFinishedThread } from "../agent/new-task.ts";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { reportUsage, usageFromMessage } from "../agent/usage.ts";
-import { callModel, messageText } from "../models/index.ts";
+import { callAgentModel } from "../agent/model-call.ts";
 
 /** Stop sequence closing a plan. */
 export const END_PLAN = "<end_plan>";
@@ -32,15 +31,9 @@ export function makePlanningNode(rt: AgentRuntime) {
       renderTaskMessage(rt.prompts, state.task, rt.name),
       observations,
     );
-    const reply = await callModel(rt.model(config), messages, {
-      agentName: rt.name,
-      stop: [END_PLAN],
-      stream: rt.settings.streamModel,
-      signal: config.signal,
-    });
-    const text = messageText(reply).replace(END_PLAN, "").trim();
-    const usage = usageFromMessage(reply);
-    reportUsage(config, { [rt.name]: usage });
+    const reply = await callAgentModel(rt, config, messages, [END_PLAN]);
+    const text = reply.text.replace(END_PLAN, "").trim();
+    const { usage } = reply;
     const step = state.stepCount + 1;
     const update: AgentUpdate = {
       currentPlan: text,

@@ -76,30 +76,6 @@ export interface SandboxOptions {
   maxAddressSpaceMb?: number | null;
 }
 
-/**
- * Names in the guest's global scope: the compartment's own globals and what the sandbox adds. Tools
- * may not use them, and guest variables with these names are not carried to the next action (a
- * `const Date = "today"` must not break `new Date()` three steps later).
- */
-export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
-  ...COMPARTMENT_GLOBALS,
-  "console",
-  "print",
-  "final_answer",
-  "Intl",
-  "Float32Array",
-  "Float64Array",
-  "TextEncoder",
-  "TextDecoder",
-  "escape",
-  "unescape",
-  "Function",
-  "eval",
-  "Compartment",
-  "harden",
-  "lockdown",
-]);
-
 /** Globals every action has, whatever the capabilities (Math and Date exist, tamed, even when off). */
 const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
   ...COMPARTMENT_GLOBALS,
@@ -115,6 +91,18 @@ const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
   "Compartment",
   "harden",
   "lockdown",
+]);
+
+/**
+ * Names in the guest's global scope: the compartment's own globals and what the sandbox adds. Tools
+ * may not use them, and guest variables with these names are not carried to the next action (a
+ * `const Date = "today"` must not break `new Date()` three steps later).
+ */
+export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
+  ...ALWAYS_AVAILABLE,
+  "Intl",
+  "Float32Array",
+  "Float64Array",
 ]);
 
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */

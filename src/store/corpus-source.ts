@@ -126,12 +126,14 @@ export class CorpusSource implements KnowledgeSource {
   async search(query: string, options: { limit?: number } = {}): Promise<PageSummary[]> {
     const limit = options.limit ?? 5;
     if (limit <= 0) return [];
-    const ranked = await this.rankPassages(query, FUSION_DEPTH * 2);
+    // The pruned FTS query costs document-frequency lookups on big corpora: build it once.
+    const match = this.prunedFtsQuery(query);
+    const ranked = await this.rankPassages(query, FUSION_DEPTH * 2, match);
     const byPassage = [...new Set(ranked.map((r) => r.docId))];
     // Passage BM25 saturates: a page that merely mentions "Eiffel Tower" next to "construction"
     // can outscore the Eiffel Tower page itself. Fusing with a ranking of titles alone says which
     // pages are *about* the query's words.
-    const byTitle = this.rankTitles(query);
+    const byTitle = this.rankTitles(match);
     const fused = [...reciprocalRankFusion([byPassage, byTitle]).entries()].sort(
       (a, b) => b[1] - a[1],
     );
@@ -381,9 +383,8 @@ export class CorpusSource implements KnowledgeSource {
     this.vocabReady = true;
   }
 
-  /** Documents whose titles match the query's words, best first (BM25 on the title column only). */
-  private rankTitles(query: string): number[] {
-    const match = this.prunedFtsQuery(query);
+  /** Documents whose titles match the (pruned FTS) query, best first (BM25 on the title column only). */
+  private rankTitles(match: string): number[] {
     if (!match) return [];
     const rows = this.db
       .prepare(
@@ -413,9 +414,9 @@ export class CorpusSource implements KnowledgeSource {
   private async rankPassages(
     query: string,
     depth: number,
+    match = this.prunedFtsQuery(query),
   ): Promise<{ id: number; docId: number; score: number }[]> {
     const lists: number[][] = [];
-    const match = this.prunedFtsQuery(query);
     if (match) {
       const rows = this.db
         .prepare(

@@ -2,6 +2,15 @@ import { OpenAIEmbeddings } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /** Settings for an OpenAI-compatible `/v1/embeddings` endpoint (vLLM, Ollama, TEI, OpenAI). */
+/**
+ * The text embedded for a passage: "title — section: text", so the page and its section contribute
+ * to the passage's meaning (as in BM25's field weighting). Corpus vectors and the online source's
+ * cached page vectors must use the same form to be comparable.
+ */
+export function passageEmbeddingText(title: string, section: string, text: string): string {
+  return `${title}${section ? ` — ${section}` : ""}: ${text}`;
+}
+
 export interface EmbeddingsOptions {
   /** Base URL including /v1, e.g. http://localhost:8080/v1. */
   baseUrl: string;

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import { queryTokens, summarize, titleKey } from "./text.ts";
+import { queryTokens, titleKey } from "./text.ts";
 
 /** A page served by {@link MediaWikiTestServer}. */
 export interface TestWikiPage {
@@ -170,9 +170,4 @@ function hash(s: string): number {
   let h = 0;
   for (const c of s) h = (h * 31 + c.charCodeAt(0)) | 0;
   return h;
-}
-
-/** Summary text as the test server would return it for `exintro` (for assertions). */
-export function testIntroSummary(page: TestWikiPage, chars = 1000): string {
-  return summarize(page.text.split(/\n##/)[0], chars);
 }

@@ -54,13 +54,6 @@ export class PageCache {
     this.putStmt.run(kind, key, JSON.stringify(value), Date.now());
   }
 
-  /** Number of entries of a kind. */
-  count(kind: string): number {
-    return (
-      this.db.prepare("SELECT count(*) AS n FROM cache WHERE kind = ?").get(kind) as { n: number }
-    ).n;
-  }
-
   close(): void {
     if (this.db.open) this.db.close();
   }

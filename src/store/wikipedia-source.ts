@@ -2,7 +2,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { Chunker, type ChunkOptions } from "./chunking.ts";
 import { PageCache } from "./page-cache.ts";
 import { type Candidate, InMemoryRanker } from "./rank.ts";
-import type { Embedder } from "./embeddings.ts";
+import { type Embedder, passageEmbeddingText } from "./embeddings.ts";
 import { reciprocalRankFusion, summarize, titleKey } from "./text.ts";
 import type { KnowledgeSource, PageLookup, PageSummary, Passage } from "./types.ts";
 
@@ -262,10 +262,9 @@ export class WikipediaSource implements KnowledgeSource {
     );
     const missing = out.flatMap((v, i) => (v ? [] : [i]));
     if (missing.length > 0) {
-      const texts = missing.map((i) => {
-        const c = candidates[i];
-        return `${c.title}${c.section ? ` — ${c.section}` : ""}: ${c.text}`;
-      });
+      const texts = missing.map((i) =>
+        passageEmbeddingText(candidates[i].title, candidates[i].section, candidates[i].text),
+      );
       const vectors = await this.embedder!.embed(texts);
       missing.forEach((i, j) => {
         out[i] = vectors[j];

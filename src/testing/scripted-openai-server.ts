@@ -237,7 +237,7 @@ export class ScriptedOpenAIServer {
       usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
       const id = `chatcmpl-scripted-${index}`;
       const created = Math.floor(Date.now() / 1000);
-      const finish = content.length < raw.length ? "stop" : "stop";
+      const finish = "stop";
 
       if (!request.stream) {
         return {

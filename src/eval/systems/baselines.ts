@@ -10,13 +10,7 @@ import {
   type SystemAnswer,
   type SystemContext,
 } from "./system.ts";
-
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content))
-    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
-  return String(content ?? "");
-}
+import { contentText } from "../../models/index.ts";
 
 /** Short content hash of a prompt, so reports show at a glance whether two runs used the same one. */
 export function promptHash(text: string): string {
