@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { CheckpointTuple } from "@langchain/langgraph";
+import type { CheckpointTuple, StateSnapshot } from "@langchain/langgraph";
 import { getDefaultSandbox } from "../agent/default-sandbox.ts";
 import type { UsageByAgent } from "../agent/usage.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../graphs/manager.ts";
-import { openPersistence, type Persistence } from "../persistence/index.ts";
+import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import {
   AGENT_NAMES,
@@ -76,19 +76,31 @@ export function runConfigurable(
   return configurable;
 }
 
+type ManagerGraph = ReturnType<typeof createManagerGraph>;
+
+/** What one call of {@link ask}, {@link resume} or {@link replay} opens, and closes at the end. */
 interface Session {
   config: AppConfig;
   persistence: Persistence;
   source?: KnowledgeSource;
+  /** The manager graph over this session's checkpointer (built on first use, then reused). */
+  readonly graph: ManagerGraph;
   close(): Promise<void>;
 }
 
-async function openSession(options: RunOptions): Promise<Session> {
-  const config = loadAppConfig(options.config);
+async function openSession(
+  options: RunOptions,
+  config: AppConfig = loadAppConfig(options.config),
+): Promise<Session> {
   const persistence = options.persistence ?? openPersistence(config.home);
+  let graph: ManagerGraph | undefined;
   const session: Session = {
     config,
     persistence,
+    get graph() {
+      graph ??= createManagerGraph({ checkpointer: persistence.checkpointer });
+      return graph;
+    },
     async close() {
       if (session.source && session.source !== options.source)
         await session.source.close().catch(() => {});
@@ -120,25 +132,40 @@ async function withSource(
 }
 
 /**
- * Streams the manager graph for `input` (a new question, or null to continue from the checkpoint
- * in `cfg`) and returns the shaped result read from the final checkpoint.
+ * Everything a run needs before its first model call: the model the thread was started with
+ * (`stored`, when none is configured now), else the endpoint's first, and the knowledge source.
+ */
+async function prepareRun(
+  session: Session,
+  options: RunOptions,
+  stored?: Record<string, unknown>,
+): Promise<void> {
+  if (stored) applyStoredModel(session.config, stored);
+  if (!options.model) await requireModel(session.config);
+  await withSource(session, options, stored);
+}
+
+/**
+ * Streams the manager graph for `input` (a new question, or null to continue from the thread's
+ * latest checkpoint, or from `from.checkpointId`) and returns the shaped result read from the
+ * final checkpoint. Unless `from.started` (ask marks its thread running and announces it itself),
+ * the thread is marked running and announced here.
  */
 async function execute(
   session: Session,
   options: RunOptions,
   threadId: string,
   input: { question: string } | null,
-  checkpointId?: string,
-  announced = false,
+  from: { checkpointId?: string; started?: boolean } = {},
 ): Promise<AskResult> {
   const started = Date.now();
-  const { persistence, config } = session;
-  const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
-  const source = session.source!;
+  const { persistence, config, graph } = session;
+  const { checkpointId } = from;
+  if (!from.started) persistence.threads.start(threadId);
   const configurable = runConfigurable(config, {
     threadId,
     persistence,
-    source,
+    source: session.source!,
     model: options.model,
   });
   if (checkpointId) {
@@ -164,7 +191,7 @@ async function execute(
   }
   // Start the sandbox's warm child now, so its spawn overlaps the first model call.
   void getDefaultSandbox().catch(() => {});
-  if (!announced) options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
+  if (!from.started) options.onStart?.({ threadId, dbPath: persistence.dbPath, state });
   try {
     const stream = await graph.stream(input, {
       ...runConfig,
@@ -191,7 +218,8 @@ async function execute(
       { cause: err },
     );
   }
-  const result = await readResult(persistence, threadId, started);
+  const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+  const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
   persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
 }
@@ -204,6 +232,21 @@ export async function readResult(
 ): Promise<AskResult> {
   const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+  // A stored result reports how long the run that finished it took.
+  const durationMs =
+    started !== undefined
+      ? Date.now() - started
+      : (persistence.threads.get(threadId)?.durationMs ?? 0);
+  return shapeResult(persistence, threadId, snapshot, durationMs);
+}
+
+/** An {@link AskResult} from a thread's latest state snapshot. */
+function shapeResult(
+  persistence: Persistence,
+  threadId: string,
+  snapshot: StateSnapshot,
+  durationMs: number,
+): AskResult {
   const values = (snapshot.values ?? {}) as Record<string, unknown>;
   return {
     answer: answerText(values.answer),
@@ -219,12 +262,27 @@ export async function readResult(
     steps: typeof values.stepCount === "number" ? values.stepCount : 0,
     checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
     checkpoint_db: persistence.dbPath,
-    // A stored result reports how long the run that finished it took.
-    duration_ms:
-      started !== undefined
-        ? Date.now() - started
-        : (persistence.threads.get(threadId)?.durationMs ?? 0),
+    duration_ms: durationMs,
   };
+}
+
+/**
+ * The stored result of a thread whose run already finished (nothing runs next from its latest
+ * checkpoint), read from one state snapshot; undefined when the run is not finished.
+ */
+async function finishedResult(
+  session: Session,
+  options: RunOptions,
+  record: ThreadRecord,
+): Promise<AskResult | undefined> {
+  const { persistence } = session;
+  const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
+  if (snapshot.next.length > 0) return undefined;
+  options.onStart?.({ threadId: record.threadId, dbPath: persistence.dbPath });
+  // A stored result reports how long the run that finished it took.
+  const result = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
+  if (record.status !== "done") persistence.threads.finish(record.threadId, result.answer);
+  return result;
 }
 
 /** Options of {@link ask}. */
@@ -259,7 +317,7 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   const config = loadAppConfig(options.config);
   // Nothing to ask the endpoint about: fail before touching the data directory.
   if (!options.model && !config.baseURL) assertModelConfigured(config);
-  const session = await openSession(options);
+  const session = await openSession(options, config);
   try {
     const { persistence } = session;
     const threadId = options.threadId ?? randomUUID();
@@ -267,14 +325,8 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
     if (existing && existing.checkpoints > 0) {
       // Asking the same question again on a finished thread is idempotent: the stored result.
       if (existing.question?.trim() === question.trim()) {
-        const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
-        const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
-        if (snapshot.next.length === 0) {
-          options.onStart?.({ threadId, dbPath: persistence.dbPath });
-          const result = await readResult(persistence, threadId);
-          if (existing.status !== "done") persistence.threads.finish(threadId, result.answer);
-          return result;
-        }
+        const stored = await finishedResult(session, options, existing);
+        if (stored) return stored;
       }
       // One question per thread: a second question would inherit the first one's steps and limits.
       throw new CodehopError(
@@ -285,24 +337,23 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
     }
     persistence.threads.start(threadId, {
       question,
-      options: runRecord(session.config, options),
+      options: runRecord(config, options),
       replaceQuestion: true,
     });
     options.onStart?.({ threadId, dbPath: persistence.dbPath });
     try {
-      if (!options.model) await requireModel(session.config);
-      await withSource(session, options);
+      await prepareRun(session, options);
     } catch (err) {
       persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
       throw err;
     }
-    return await execute(session, options, threadId, { question }, undefined, true);
+    return await execute(session, options, threadId, { question }, { started: true });
   } finally {
     await session.close();
   }
 }
 
-function requireThread(persistence: Persistence, threadId: string, toRun = false) {
+function requireThread(persistence: Persistence, threadId: string, toRun = false): ThreadRecord {
   const record = persistence.threads.get(threadId);
   if (!record) {
     throw new CodehopError(
@@ -329,32 +380,24 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
   const session = await openSession(options);
   try {
     const record = requireThread(session.persistence, threadId, true);
-    if (record.checkpoints === 0) {
-      // The run died before its first checkpoint: start it again from the recorded question.
-      if (!record.question)
-        throw new CodehopError(
-          ErrorCodes.THREAD_NOT_FOUND,
-          `Thread "${threadId}" has no checkpoints.`,
-        );
-      applyStoredModel(session.config, record.options);
-      if (!options.model) await requireModel(session.config);
-      await withSource(session, options, record.options);
-      session.persistence.threads.start(threadId);
-      return await execute(session, options, threadId, { question: record.question });
+    // The run died before its first checkpoint: start it again from the recorded question.
+    const restart = record.checkpoints === 0;
+    if (restart && !record.question)
+      throw new CodehopError(
+        ErrorCodes.THREAD_NOT_FOUND,
+        `Thread "${threadId}" has no checkpoints.`,
+      );
+    if (!restart) {
+      const stored = await finishedResult(session, options, record);
+      if (stored) return stored;
     }
-    const graph = createManagerGraph({ checkpointer: session.persistence.checkpointer });
-    const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
-    if (snapshot.next.length === 0) {
-      const result = await readResult(session.persistence, threadId);
-      options.onStart?.({ threadId, dbPath: session.persistence.dbPath });
-      if (record.status !== "done") session.persistence.threads.finish(threadId, result.answer);
-      return result;
-    }
-    applyStoredModel(session.config, record.options);
-    if (!options.model) await requireModel(session.config);
-    await withSource(session, options, record.options);
-    session.persistence.threads.start(threadId);
-    return await execute(session, options, threadId, null);
+    await prepareRun(session, options, record.options);
+    return await execute(
+      session,
+      options,
+      threadId,
+      restart ? { question: record.question! } : null,
+    );
   } finally {
     await session.close();
   }
@@ -393,49 +436,55 @@ export async function replay(
         `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
       );
     }
-    applyStoredModel(session.config, record.options);
-    if (!options.model) await requireModel(session.config);
-    await withSource(session, options, record.options);
-    let from = checkpointId;
-    if (options.update) {
-      const graph = createManagerGraph({ checkpointer: session.persistence.checkpointer });
-      // LangGraph drops unknown keys silently: name them instead.
-      const known = Object.keys(
-        (graph as unknown as { channels: Record<string, unknown> }).channels,
-      ).filter((k) => !k.startsWith("__") && !k.includes(":"));
-      const unknown = Object.keys(options.update).filter((k) => !known.includes(k));
-      if (unknown.length) {
-        throw new CodehopError(
-          ErrorCodes.CONFIG_INVALID,
-          `Unknown state key(s) ${unknown.join(", ")}. The manager's state has: ${known.sort().join(", ")}.`,
-        );
-      }
-      let forked: RunnableConfig;
-      try {
-        forked = await graph.updateState(
-          { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
-          options.update,
-          options.asNode,
-        );
-      } catch (err) {
-        throw new CodehopError(
-          ErrorCodes.CONFIG_INVALID,
-          `Cannot edit the state at checkpoint ${checkpointId}: ${(err as Error).message}` +
-            (options.asNode
-              ? ` (nodes: ${Object.keys((graph as any).nodes)
-                  .filter((n) => !n.startsWith("__"))
-                  .join(", ")})`
-              : ""),
-          { cause: err },
-        );
-      }
-      from = forked.configurable?.checkpoint_id as string;
-    }
-    session.persistence.threads.start(threadId);
-    return await execute(session, options, threadId, null, from);
+    await prepareRun(session, options, record.options);
+    const from = options.update
+      ? await forkWithUpdate(session.graph, threadId, checkpointId, options.update, options.asNode)
+      : checkpointId;
+    return await execute(session, options, threadId, null, { checkpointId: from });
   } finally {
     await session.close();
   }
+}
+
+/** Writes `update` as a new checkpoint forked off `checkpointId`; returns the fork's id. */
+async function forkWithUpdate(
+  graph: ManagerGraph,
+  threadId: string,
+  checkpointId: string,
+  update: Record<string, unknown>,
+  asNode: string | undefined,
+): Promise<string> {
+  // LangGraph drops unknown keys silently: name them instead.
+  const known = Object.keys(
+    (graph as unknown as { channels: Record<string, unknown> }).channels,
+  ).filter((k) => !k.startsWith("__") && !k.includes(":"));
+  const unknown = Object.keys(update).filter((k) => !known.includes(k));
+  if (unknown.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Unknown state key(s) ${unknown.join(", ")}. The manager's state has: ${known.sort().join(", ")}.`,
+    );
+  }
+  let forked: RunnableConfig;
+  try {
+    forked = await graph.updateState(
+      { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
+      update,
+      asNode,
+    );
+  } catch (err) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot edit the state at checkpoint ${checkpointId}: ${(err as Error).message}` +
+        (asNode
+          ? ` (nodes: ${Object.keys((graph as any).nodes)
+              .filter((n) => !n.startsWith("__"))
+              .join(", ")})`
+          : ""),
+      { cause: err },
+    );
+  }
+  return forked.configurable?.checkpoint_id as string;
 }
 
 /** One checkpoint of a thread as listed by {@link history}. */
@@ -529,10 +578,7 @@ export async function history(
     allNamespaces?: boolean;
   } = {},
 ): Promise<CheckpointSummary[]> {
-  const config = loadAppConfig(options.config);
-  const persistence = options.persistence ?? openPersistence(config.home, { mustExist: true });
-  try {
-    requireThread(persistence, threadId);
+  return withThread(threadId, options, async (persistence) => {
     const graph = createManagerGraph({ checkpointer: persistence.checkpointer });
     const out: CheckpointSummary[] = [];
     for await (const snap of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
@@ -564,9 +610,7 @@ export async function history(
       );
     }
     return out;
-  } finally {
-    if (!options.persistence) persistence.close();
-  }
+  });
 }
 
 /**
@@ -579,10 +623,7 @@ export async function trace(
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunProgress> {
-  const config = loadAppConfig(options.config);
-  const persistence = options.persistence ?? openPersistence(config.home, { mustExist: true });
-  try {
-    requireThread(persistence, threadId);
+  return withThread(threadId, options, async (persistence) => {
     const tuples: CheckpointTuple[] = [];
     for await (const t of persistence.checkpointer.list({ configurable: { thread_id: threadId } }))
       tuples.push(t);
@@ -639,6 +680,23 @@ export async function trace(
       }
     }
     return progress;
+  });
+}
+
+/**
+ * Runs `read` on the persistence holding an existing thread (opened from the data directory, which
+ * must exist, and closed afterwards, unless the caller passed one in).
+ */
+async function withThread<T>(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence">,
+  read: (persistence: Persistence) => Promise<T>,
+): Promise<T> {
+  const persistence =
+    options.persistence ?? openPersistence(loadAppConfig(options.config).home, { mustExist: true });
+  try {
+    requireThread(persistence, threadId);
+    return await read(persistence);
   } finally {
     if (!options.persistence) persistence.close();
   }
