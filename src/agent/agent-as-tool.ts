@@ -38,6 +38,15 @@ export interface AgentToolOptions<Shape extends z.ZodRawShape> {
 
 /** LangGraph's per-task scratchpad key in `configurable` (holds the subgraph invocation counter). */
 const SCRATCHPAD_KEY = "__pregel_scratchpad";
+/**
+ * LangGraph's key in `configurable` for the abort signals of the running graph. A graph invoked
+ * inside a node inherits it and then listens on the *root* graph's signal instead of the `signal`
+ * it was given: every concurrent sub-agent added two abort listeners per step to that one signal
+ * (MaxListenersExceededWarning at ~6 concurrent sub-agents), and the child ignored its own signal,
+ * so a sub-agent kept running after the parent's action had timed out. Dropping it makes the child
+ * listen on the per-call signal below, which still follows the parent (its node signal).
+ */
+const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
 
 /**
  * Pins a nested agent's checkpoint namespace to the call's index in the action. LangGraph numbers
@@ -87,10 +96,11 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
       // Collects the child's usage as it is spent, for the case it fails instead of answering.
       let spent: UsageByAgent = {};
       const pinned = pinSubgraphNamespace(parent, ctx.callIndex);
+      const { [ABORT_SIGNALS_KEY]: _inherited, ...configurable } = pinned.configurable ?? {};
       const config: RunnableConfig = {
         ...pinned,
         configurable: {
-          ...pinned.configurable,
+          ...configurable,
           [USAGE_SINK_KEY]: (usage: UsageByAgent) => {
             spent = mergeUsage(spent, usage);
           },
