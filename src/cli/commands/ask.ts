@@ -1,12 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import {
-  configFromFlags,
-  printResult,
-  terminalRun,
-  withJsonErrors,
-  type RunFlags,
-} from "../../app/cli-support.ts";
+import { configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
 
 /** `codehop ask "<question>"`: answers a question with the three agents, checkpointing every step. */
 export default function askCommand(): Command {
@@ -31,19 +25,17 @@ export default function askCommand(): Command {
     )
     .action(async (words: string[], flags: RunFlags & { thread?: string }) => {
       const threadId = flags.thread ?? randomUUID();
+      const question = words.join(" ");
+      const config = configFromFlags(flags);
       // Recorded before the agents are even loaded, so a kill from here on can be resumed.
       const { recordQuestionEarly } = await import("../../app/thread-record.ts");
-      recordQuestionEarly(words.join(" "), threadId, configFromFlags(flags));
+      recordQuestionEarly(question, threadId, config);
       const { ask } = await import("../../app/run.ts");
-      const term = terminalRun(flags, "codehop ask");
-      try {
-        const result = await withJsonErrors(flags, threadId, () =>
-          ask(words.join(" "), { threadId, config: configFromFlags(flags), ...term.options }),
-        );
-        term.finish();
-        printResult(result, flags);
-      } finally {
-        term.finish();
-      }
+      await runInTerminal(
+        flags,
+        "codehop ask",
+        (options) => ask(question, { threadId, config, ...options }),
+        { threadId },
+      );
     });
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import { printResult, terminalRun, type RunFlags } from "../../app/cli-support.ts";
+import { runInTerminal, type RunFlags } from "../cli-support.ts";
 import { loadAppConfig } from "../../app/config.ts";
 import { DEMO_QUESTIONS } from "../../app/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
@@ -79,9 +79,8 @@ export default function demoCommand(): Command {
           for (const name of names) {
             const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
             if (!flags.json) process.stderr.write(`Question: ${question}\n`);
-            const term = terminalRun(flags, `codehop demo (${name})`);
-            try {
-              const result = await ask(question, {
+            await runInTerminal(flags, `codehop demo (${name})`, (options) =>
+              ask(question, {
                 threadId: randomUUID(),
                 // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
                 config: {
@@ -92,13 +91,9 @@ export default function demoCommand(): Command {
                   model: "scripted-demo",
                   models: {},
                 },
-                ...term.options,
-              });
-              term.finish();
-              printResult(result, flags);
-            } finally {
-              term.finish();
-            }
+                ...options,
+              }),
+            );
           }
           if (!flags.json) {
             process.stderr.write(

@@ -10,6 +10,7 @@ import {
   type DatasetFormat,
   type SystemName,
 } from "../../eval/types.ts";
+import { stopOnCtrlC } from "../interrupt.ts";
 
 function positiveInt(name: string) {
   return (value: string): number => {
@@ -94,20 +95,16 @@ export default function evalCommand(): Command {
         const env = readEnv();
         const out =
           opts.out ?? join(env.home, "eval", basename(opts.dataset, extname(opts.dataset)));
-        const controller = new AbortController();
-        const onSigint = () => {
-          if (controller.signal.aborted) {
+        const ctrlC = stopOnCtrlC({
+          onStop: () =>
+            process.stderr.write(
+              "\ncodehop eval: stopping — finishing the report (Ctrl-C again to quit now)\n",
+            ),
+          onQuit: () =>
             process.stderr.write(
               "\ncodehop eval: quitting now (the results already stored are kept)\n",
-            );
-            process.exit(130);
-          }
-          process.stderr.write(
-            "\ncodehop eval: stopping — finishing the report (Ctrl-C again to quit now)\n",
-          );
-          controller.abort();
-        };
-        process.on("SIGINT", onSigint);
+            ),
+        });
         try {
           const res = await runEval({
             dataset: opts.dataset,
@@ -120,7 +117,7 @@ export default function evalCommand(): Command {
             judge: opts.judge,
             k: opts.k,
             questionTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
-            signal: controller.signal,
+            signal: ctrlC.signal,
             progress: opts.progress ? undefined : false,
           });
           process.stdout.write(`${terminalTable(res.report)}\n\n`);
@@ -144,7 +141,7 @@ export default function evalCommand(): Command {
           }
           throw err;
         } finally {
-          process.off("SIGINT", onSigint);
+          ctrlC.dispose();
         }
       },
     );

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
+import { configFromFlags, type RunFlags } from "../cli-support.ts";
 
 function short(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;

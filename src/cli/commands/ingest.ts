@@ -6,6 +6,7 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
 import { type IngestFormat, openReader } from "../../ingest/readers.ts";
 import { createEmbedder } from "../../store/embeddings.ts";
+import { stopOnCtrlC } from "../interrupt.ts";
 
 function int(name: string, min = 0) {
   return (value: string) => {
@@ -120,13 +121,12 @@ export default function ingestCommand(): Command {
         : undefined;
       const total = reader.progress().total ?? 0;
       bar?.start(Math.max(total, 1), 0, { records: 0, rate: 0 });
-      const controller = new AbortController();
-      const onSigint = () => {
-        if (controller.signal.aborted) process.exit(130);
-        controller.abort();
-        process.stderr.write("\nStopping after the current batch (Ctrl-C again to quit now)...\n");
-      };
-      process.on("SIGINT", onSigint);
+      const ctrlC = stopOnCtrlC({
+        onStop: () =>
+          process.stderr.write(
+            "\nStopping after the current batch (Ctrl-C again to quit now)...\n",
+          ),
+      });
       let report: IngestReport;
       try {
         report = await ingestDocuments(dbPath, reader.items, {
@@ -136,7 +136,7 @@ export default function ingestCommand(): Command {
           embedder,
           sourceKey: reader.sourceKey,
           defaultSource: path,
-          signal: controller.signal,
+          signal: ctrlC.signal,
           onProgress: (p) => {
             const pos = reader.progress();
             if (pos.total && bar) bar.setTotal(pos.total);
@@ -147,7 +147,7 @@ export default function ingestCommand(): Command {
           },
         });
       } finally {
-        process.off("SIGINT", onSigint);
+        ctrlC.dispose();
         bar?.stop();
       }
       if (opts.json)

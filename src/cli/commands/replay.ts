@@ -1,11 +1,5 @@
 import { Command } from "commander";
-import {
-  configFromFlags,
-  printResult,
-  terminalRun,
-  withJsonErrors,
-  type RunFlags,
-} from "../../app/cli-support.ts";
+import { configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 function parseSet(pairs: string[]): Record<string, unknown> | undefined {
@@ -58,21 +52,18 @@ export default function replayCommand(): Command {
       ) => {
         const update = parseSet(flags.set ?? []);
         const { replay } = await import("../../app/run.ts");
-        const term = terminalRun(flags, "codehop replay");
-        try {
-          const result = await withJsonErrors(flags, threadId, () =>
+        await runInTerminal(
+          flags,
+          "codehop replay",
+          (options) =>
             replay(threadId, flags.checkpoint, {
               config: configFromFlags(flags),
               update,
               asNode: flags.asNode,
-              ...term.options,
+              ...options,
             }),
-          );
-          term.finish();
-          printResult(result, flags);
-        } finally {
-          term.finish();
-        }
+          { threadId },
+        );
       },
     );
 }

@@ -1,11 +1,5 @@
 import { Command } from "commander";
-import {
-  configFromFlags,
-  printResult,
-  terminalRun,
-  withJsonErrors,
-  type RunFlags,
-} from "../../app/cli-support.ts";
+import { configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
 
 /** `codehop resume <thread>`: continues a crashed / interrupted / failed run from its last checkpoint. */
 export default function resumeCommand(): Command {
@@ -21,15 +15,11 @@ export default function resumeCommand(): Command {
     .option("-q, --quiet", "no live tree")
     .action(async (threadId: string, flags: RunFlags) => {
       const { resume } = await import("../../app/run.ts");
-      const term = terminalRun(flags, "codehop resume");
-      try {
-        const result = await withJsonErrors(flags, threadId, () =>
-          resume(threadId, { config: configFromFlags(flags), ...term.options }),
-        );
-        term.finish();
-        printResult(result, flags);
-      } finally {
-        term.finish();
-      }
+      await runInTerminal(
+        flags,
+        "codehop resume",
+        (options) => resume(threadId, { config: configFromFlags(flags), ...options }),
+        { threadId },
+      );
     });
 }

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
+import { configFromFlags, type RunFlags } from "../cli-support.ts";
 
 /** `codehop show <thread>`: the whole run as a tree (manager steps with nested sub-agent runs). */
 export default function showCommand(): Command {

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { configFromFlags, type RunFlags } from "../../app/cli-support.ts";
+import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { loadAppConfig } from "../../app/config.ts";
 
 /** `codehop threads`: threads in the data directory, most recent first. */

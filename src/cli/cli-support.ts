@@ -1,8 +1,9 @@
 import { EventEmitter, setMaxListeners } from "node:events";
+import type { AskResult } from "../app/result.ts";
+import type { RunOptions } from "../app/run.ts";
+import { createLiveView, type LiveView } from "../app/tree-renderer.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { AskResult } from "./result.ts";
-import { createLiveView, type LiveView } from "./tree-renderer.ts";
-import type { RunOptions } from "./run.ts";
+import { stopOnCtrlC } from "./interrupt.ts";
 
 /** Flags shared by commands that run the agents. */
 export interface RunFlags {
@@ -26,6 +27,9 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
   return config;
 }
 
+/** What {@link terminalRun} hands to `ask`, `resume` or `replay` (src/app/run.ts). */
+export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal">;
+
 /**
  * Wires a run to the terminal: prints the thread id as soon as it is known (stderr), draws the
  * live tree (stderr, unless --json/--quiet), and turns Ctrl-C into a clean stop that leaves the
@@ -35,24 +39,21 @@ export function terminalRun(
   flags: RunFlags,
   header: string,
 ): {
-  options: Pick<RunOptions, "onEvent" | "onStart" | "signal">;
+  options: TerminalRunOptions;
   finish(): void;
 } {
-  const controller = new AbortController();
+  const ctrlC = stopOnCtrlC({
+    reason: new CodehopError(ErrorCodes.RUN_INTERRUPTED, "interrupted (Ctrl-C)"),
+  });
   // Every nested agent and model call listens to this one signal, and LangGraph's runner adds a
   // listener per tick to the signals it derives from it: deep runs legitimately pass Node's
   // default of 10, which would print a "possible memory leak" warning in the middle of the tree.
-  setMaxListeners(0, controller.signal);
+  setMaxListeners(0, ctrlC.signal);
   EventEmitter.defaultMaxListeners = Math.max(EventEmitter.defaultMaxListeners, 200);
   let view: LiveView | undefined;
-  const onSigint = () => {
-    if (controller.signal.aborted) process.exit(130);
-    controller.abort(new CodehopError(ErrorCodes.RUN_INTERRUPTED, "interrupted (Ctrl-C)"));
-  };
-  process.on("SIGINT", onSigint);
   return {
     options: {
-      signal: controller.signal,
+      signal: ctrlC.signal,
       onStart: ({ threadId, dbPath, state }) => {
         process.stderr.write(`${header} — thread ${threadId} (checkpoints: ${dbPath})\n`);
         if (!flags.json && !flags.quiet) {
@@ -66,9 +67,34 @@ export function terminalRun(
       // Idempotent: called on success before printing the result, and again from `finally`.
       view?.stop();
       view = undefined;
-      process.off("SIGINT", onSigint);
+      ctrlC.dispose();
     },
   };
+}
+
+/**
+ * Runs one agent command (ask, resume, replay, each demo question) in the terminal: `run` gets
+ * the {@link terminalRun} options, the result is printed with {@link printResult}, and the live
+ * tree and the Ctrl-C handler are gone afterwards, whatever happens. With `json`, a failure under
+ * --json also prints `{ error, thread_id }` on stdout ({@link withJsonErrors}).
+ */
+export async function runInTerminal(
+  flags: RunFlags,
+  header: string,
+  run: (options: TerminalRunOptions) => Promise<AskResult>,
+  json?: { threadId: string },
+): Promise<void> {
+  const term = terminalRun(flags, header);
+  try {
+    const result = await (json
+      ? withJsonErrors(flags, json.threadId, () => run(term.options))
+      : run(term.options));
+    // The final tree goes out before the result is printed under it.
+    term.finish();
+    printResult(result, flags);
+  } finally {
+    term.finish();
+  }
 }
 
 /** Prints a finished run: one JSON object with --json, else the answer and how to continue. */
