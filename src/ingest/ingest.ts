@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { Statement } from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { type ChunkOptions, type Chunk, Chunker } from "../store/chunking.ts";
 import {
@@ -242,6 +243,12 @@ async function embedBatch(
   }
 }
 
+interface VectorStatements {
+  has: Statement;
+  del: Statement;
+  ins: Statement;
+}
+
 /** Prepared statements for writing documents; all calls happen inside a transaction. */
 class CorpusWriter {
   private readonly findDoc;
@@ -255,6 +262,13 @@ class CorpusWriter {
   private readonly deleteTitle;
   private readonly insertTitle;
   private readonly upsertAlias;
+  /**
+   * Statements on `passages_vec`, prepared once per ingest: undefined until first needed, null
+   * while the corpus has no vector table (this writer creates it with the first vectors).
+   */
+  private vec: VectorStatements | null | undefined;
+  /** Vector size already checked against the corpus's vector table (see ensureVectorTable). */
+  private checkedDims?: number;
 
   constructor(
     private readonly db: CorpusDb,
@@ -289,10 +303,8 @@ class CorpusWriter {
     if (!existing || existing.hash !== p.hash) return true;
     const first = this.docPassages.get(existing.id) as number | undefined;
     if (first === undefined) return false;
-    return (
-      !hasVectorTable(this.db) ||
-      !this.db.prepare("SELECT 1 FROM passages_vec WHERE rowid = ?").get(BigInt(first))
-    );
+    const vec = this.vectors();
+    return !vec || !vec.has.get(BigInt(first));
   }
 
   /** Inserts, replaces or leaves a document; returns which. */
@@ -310,10 +322,10 @@ class CorpusWriter {
     let docId: number;
     if (existing) {
       docId = existing.id;
+      const vec = this.vectors();
       for (const pid of this.docPassages.all(docId) as number[]) {
         this.deleteFts.run(pid);
-        if (hasVectorTable(this.db))
-          this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?").run(BigInt(pid));
+        vec?.del.run(BigInt(pid));
         this.deletePassage.run(pid);
       }
       this.updateDoc.run(doc.title, doc.text, source, metadata, p.hash, now, docId);
@@ -351,11 +363,30 @@ class CorpusWriter {
     }
   }
 
+  /** The vector statements, or null while the corpus has no vector table. */
+  private vectors(): VectorStatements | null {
+    if (this.vec === undefined) {
+      this.vec = hasVectorTable(this.db)
+        ? {
+            has: this.db.prepare("SELECT 1 FROM passages_vec WHERE rowid = ?"),
+            del: this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?"),
+            ins: this.db.prepare("INSERT INTO passages_vec (rowid, embedding) VALUES (?, ?)"),
+          }
+        : null;
+    }
+    return this.vec;
+  }
+
   private writeVectors(ids: number[], vectors: number[][]): void {
     if (!this.embeddingModel || ids.length === 0) return;
-    ensureVectorTable(this.db, this.embeddingModel, vectors[0].length);
-    const del = this.db.prepare("DELETE FROM passages_vec WHERE rowid = ?");
-    const ins = this.db.prepare("INSERT INTO passages_vec (rowid, embedding) VALUES (?, ?)");
+    if (this.checkedDims !== vectors[0].length) {
+      // Creates the table on the first vectors, or checks the model and size of the existing one.
+      ensureVectorTable(this.db, this.embeddingModel, vectors[0].length);
+      this.checkedDims = vectors[0].length;
+      // A table created just now: prepare its statements on the next use.
+      if (this.vec === null) this.vec = undefined;
+    }
+    const { del, ins } = this.vectors()!;
     ids.forEach((id, i) => {
       if (vectors[i].length !== vectors[0].length) {
         throw new CodehopError(

@@ -108,6 +108,52 @@ describe("vectors (sqlite-vec) and hybrid ranking", () => {
     expect(report).toMatchObject({ unchanged: 1, vectors: 1 });
   });
 
+  it("a changed document's vectors are replaced, and no vector outlives its passage", async () => {
+    const db3 = join(tmp.dir, "changed.db");
+    const long = Array.from({ length: 12 }, (_, i) => `Sentence ${i} about lakes and rivers.`);
+    await ingestDocuments(db3, [{ title: "Water", text: long.join(" ") }], {
+      embedder,
+      chunkSize: 80,
+      chunkOverlap: 0,
+    });
+    const orphans = (s: CorpusSource) =>
+      (
+        s.db
+          .prepare(
+            "SELECT count(*) AS n FROM passages_vec WHERE rowid NOT IN (SELECT id FROM passages)",
+          )
+          .get() as { n: number }
+      ).n;
+    let s = CorpusSource.open(db3, { embedder });
+    const first = s.stats();
+    expect(first.passages).toBeGreaterThan(2);
+    expect(first.vectors).toBe(first.passages);
+    await s.close();
+
+    // Changed with the embedder: new vectors for the new passages only.
+    const changed = await ingestDocuments(
+      db3,
+      [{ title: "Water", text: long.slice(0, 3).join(" ") }],
+      { embedder, chunkSize: 80, chunkOverlap: 0 },
+    );
+    expect(changed).toMatchObject({ updated: 1 });
+    s = CorpusSource.open(db3, { embedder });
+    expect(s.stats().vectors).toBe(s.stats().passages);
+    expect(s.stats().passages).toBeLessThan(first.passages);
+    expect(orphans(s)).toBe(0);
+    await s.close();
+
+    // Changed without one: the old vectors go with their passages.
+    await ingestDocuments(db3, [{ title: "Water", text: "Only one short sentence now." }], {
+      chunkSize: 80,
+      chunkOverlap: 0,
+    });
+    s = CorpusSource.open(db3);
+    expect(s.stats()).toMatchObject({ passages: 1, vectors: 0 });
+    expect(orphans(s)).toBe(0);
+    await s.close();
+  });
+
   it("ranking: 'bm25' ignores the vectors; 'hybrid' without vectors is refused", async () => {
     const s = CorpusSource.open(db, { embedder, ranking: "bm25" });
     expect(s.mode).toBe("bm25");
