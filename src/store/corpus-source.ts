@@ -164,9 +164,14 @@ export class CorpusSource implements KnowledgeSource {
   }
 
   async getPage(title: string): Promise<PageLookup> {
+    return this.lookupPage(title).lookup;
+  }
+
+  /** {@link getPage} with the document id of a found page (resolved once for both). */
+  private lookupPage(title: string): { lookup: PageLookup; docId?: number } {
     const id = this.resolveDocId(title);
     if (id === undefined)
-      return { status: "missing", title, suggestions: this.suggestTitles(title) };
+      return { lookup: { status: "missing", title, suggestions: this.suggestTitles(title) } };
     const row = this.db
       .prepare("SELECT title, text, source, metadata FROM documents WHERE id = ?")
       .get(id) as {
@@ -178,11 +183,11 @@ export class CorpusSource implements KnowledgeSource {
     const metadata = safeJson(row.metadata);
     if (metadata.disambiguation === true) {
       const options = Array.isArray(metadata.options) ? metadata.options.map(String) : [];
-      return { status: "disambiguation", title: row.title, options };
+      return { lookup: { status: "disambiguation", title: row.title, options } };
     }
     const page: Page = { title: row.title, text: row.text, source: row.source || undefined };
     if (typeof metadata.url === "string") page.url = metadata.url;
-    return { status: "found", page };
+    return { lookup: { status: "found", page }, docId: id };
   }
 
   async retrievePassages(
@@ -191,9 +196,8 @@ export class CorpusSource implements KnowledgeSource {
     options: { k?: number } = {},
   ): Promise<{ lookup: PageLookup; passages: Passage[] }> {
     const k = options.k ?? 5;
-    const lookup = await this.getPage(title);
-    if (lookup.status !== "found") return { lookup, passages: [] };
-    const docId = this.resolveDocId(lookup.page.title)!;
+    const { lookup, docId } = this.lookupPage(title);
+    if (lookup.status !== "found" || docId === undefined) return { lookup, passages: [] };
     const rows = this.db
       .prepare(
         "SELECT p.id, p.doc_id, d.title, p.section, p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ? ORDER BY p.ord",
