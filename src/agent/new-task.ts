@@ -32,13 +32,15 @@ export function resettable<V, U>(reducer: (left: V, right: U) => V) {
  * A new task on a thread whose previous task finished: the first node of the run (plan or
  * planning) sees a stopped status. Returns the state as a fresh run sees it (empty history,
  * trajectory, counters, usage and sources; the sandbox variables are kept, so a follow-up task can
- * use what the previous one computed) and a function turning the node's update into one that
- * resets those channels. Returns null for a run that is starting or continuing normally.
+ * use what the previous one computed; the task epoch is one more, so the call journal keeps this
+ * task's calls apart from the previous one's) and a function turning the node's update into one
+ * that resets those channels. Returns null for a run that is starting or continuing normally.
  */
 export function newTaskOnFinishedThread(
   state: AgentState,
 ): { view: AgentState; wrap: (update: AgentUpdate) => AgentUpdate } | null {
   if (state.status === "running") return null;
+  const taskEpoch = (state.taskEpoch ?? 0) + 1;
   const view: AgentState = {
     ...state,
     history: [],
@@ -53,6 +55,7 @@ export function newTaskOnFinishedThread(
     repeat: { fingerprint: "", count: 0 },
     replan: false,
     currentPlan: null,
+    taskEpoch,
   };
   const list = <T>(v: T | T[] | undefined): T[] =>
     v === undefined ? [] : Array.isArray(v) ? v : [v];
@@ -70,6 +73,7 @@ export function newTaskOnFinishedThread(
       steps: resetTo(list(update.steps as any)),
       usage: resetTo((update.usage as any) ?? {}),
       sources: resetTo((update.sources as any) ?? []),
+      taskEpoch,
     }) as AgentUpdate;
   return { view, wrap };
 }

@@ -39,6 +39,22 @@ const FATAL_CODES: ReadonlySet<string> = new Set([
   ErrorCodes.DB_INVALID,
 ]);
 
+/**
+ * `configurable` key holding the task epochs of the agents above the one running code: set in the
+ * config its tools receive, so a sub-agent's calls are journaled under the whole path of epochs
+ * (`CallKey.taskEpochs`) — its own first task during the root's second task is not the one during
+ * the root's first.
+ */
+export const TASK_EPOCHS_KEY = "codehop_task_epochs";
+
+/** The epochs an enclosing agent's tool call passed down (none for a root agent). */
+function parentTaskEpochs(configurable: Record<string, unknown>): number[] {
+  const value = configurable[TASK_EPOCHS_KEY];
+  return Array.isArray(value) && value.every((n) => Number.isInteger(n) && n >= 0)
+    ? (value as number[])
+    : [];
+}
+
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -59,8 +75,9 @@ export interface CodeRun {
  * Runs model code in the agent's sandbox with the agent's tools and the saved variables — the act
  * node's code path, shared with the final-answer node. Each tool call is validated against the
  * tool's schema, served from the call journal (`configurable.journal`) when it was already made
- * (same thread, namespace, step, call index, tool and arguments — so a resumed run never repeats a
- * finished sub-agent call) and recorded otherwise. Tools report usage and sources through
+ * (same thread, namespace, task epochs, step, call index, tool and arguments — so a resumed run
+ * never repeats a finished sub-agent call, and a new task on a finished thread never gets the
+ * previous task's results) and recorded otherwise. Tools report usage and sources through
  * `ctx.report`; usage also goes straight to the run's usage sink, so it survives a failing action.
  * Throws the first framework error (FATAL_CODES, journal failure) raised inside a tool.
  */
@@ -68,13 +85,25 @@ export async function runCodeWithTools(
   rt: AgentRuntime,
   tools: readonly CodeTool<any>[],
   config: LangGraphRunnableConfig,
-  request: { code: string; step: number; variables: VariablesSnapshot | null | undefined },
+  request: {
+    code: string;
+    step: number;
+    variables: VariablesSnapshot | null | undefined;
+    /** The agent's `taskEpoch` state channel (default 0: the thread's first task). */
+    taskEpoch?: number;
+  },
 ): Promise<CodeRun> {
   const { step } = request;
   const configurable = (config.configurable ?? {}) as Record<string, unknown>;
   const journal = configurable.journal as CallJournal | undefined;
   const threadId = String(configurable.thread_id ?? "");
   const checkpointNs = String(configurable.checkpoint_ns ?? "");
+  const taskEpochs = [...parentTaskEpochs(configurable), request.taskEpoch ?? 0];
+  // Tools get the epochs in their config: a sub-agent invoked with it keys its calls under them.
+  const toolConfig: LangGraphRunnableConfig = {
+    ...config,
+    configurable: { ...configurable, [TASK_EPOCHS_KEY]: taskEpochs },
+  };
   const toolCalls: ToolCallRecord[] = [];
   let fatal: CodehopError | undefined;
   // Reports are applied in call order after the action, so concurrent calls give a stable order.
@@ -114,6 +143,7 @@ export async function runCodeWithTools(
       const key: CallKey = {
         threadId,
         checkpointNs,
+        taskEpochs,
         step,
         callIndex,
         tool: tool.name,
@@ -146,7 +176,7 @@ export async function runCodeWithTools(
         const value = await tool.invoke(args, {
           callIndex,
           signal,
-          config,
+          config: toolConfig,
           report: (r) => reports.push(r),
         });
         // Round-trip through JSON: what the guest gets must equal what a resumed run is served.

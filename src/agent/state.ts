@@ -151,6 +151,13 @@ export function createAgentState(policy: HistoryPolicy) {
     replan: last<boolean>(() => false),
     /** Latest plan text (also in history), for Studio. Last value. */
     currentPlan: last<string | null>(() => null),
+    /**
+     * Which task of the thread this is: 0 for the first, +1 for each new task on a finished thread
+     * (written by plan/planning through newTaskOnFinishedThread). Part of every call-journal key, so
+     * a new task's calls never meet the previous task's records (its step numbers restart at 1) and
+     * a replay of an old checkpoint is served that task's calls. Last value.
+     */
+    taskEpoch: last<number>(() => 0),
   });
 }
 

@@ -49,6 +49,7 @@ export function makeActNode(rt: AgentRuntime) {
       code: pending.code,
       step,
       variables: state.variables,
+      taskEpoch: state.taskEpoch,
     });
     const update: AgentUpdate = {
       outcome: {

@@ -73,6 +73,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
         code: parsed.code,
         step,
         variables: state.variables,
+        taskEpoch: state.taskEpoch,
       });
       const { result } = run;
       if (result.isFinalAnswer) answer = result.finalAnswer;

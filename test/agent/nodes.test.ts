@@ -57,6 +57,7 @@ function state(overrides: Partial<AgentState> = {}): AgentState {
     repeat: { fingerprint: "", count: 0 },
     replan: false,
     currentPlan: null,
+    taskEpoch: 0,
     ...overrides,
   };
 }
