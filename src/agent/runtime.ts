@@ -2,6 +2,8 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { resolveModel } from "../models/index.ts";
+import { RESERVED_GLOBALS } from "../sandbox/index.ts";
+import { isBindableName } from "../sandbox/transform.ts";
 import type { CodeSandbox } from "../sandbox/types.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { AgentSettings } from "./config.ts";
@@ -13,25 +15,25 @@ export type ToolsFactory = (ctx: {
   config: RunnableConfig;
 }) => CodeTool<any>[];
 
-/** Names guest code already owns; a tool may not shadow them. */
-const RESERVED = new Set([
-  "final_answer",
-  "console",
-  "print",
-  "globalThis",
-  "Promise",
-  "JSON",
-  "Math",
-]);
-
-/** Checks tool names are unique and not reserved (CODEHOP_CONFIG_INVALID otherwise). */
+/**
+ * Checks tool names are unique and usable in the sandbox (CODEHOP_CONFIG_INVALID otherwise): the
+ * sandbox's own rules — a strict-mode binding name that is not one of its globals
+ * (RESERVED_GLOBALS: final_answer, console, Date, Intl, eval ...) — so a bad name fails when the
+ * agent is built, not at its first action.
+ */
 export function validateTools(agentName: string, tools: readonly CodeTool<any>[]): void {
   const seen = new Set<string>();
   for (const t of tools) {
-    if (RESERVED.has(t.name)) {
+    if (RESERVED_GLOBALS.has(t.name)) {
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        `Agent "${agentName}": tool name "${t.name}" is reserved`,
+        `Agent "${agentName}": tool name "${t.name}" is reserved: guest code already has a global of that name`,
+      );
+    }
+    if (!isBindableName(t.name)) {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Agent "${agentName}": tool name "${t.name}" is reserved: it cannot be a variable name in strict-mode JavaScript`,
       );
     }
     if (seen.has(t.name)) {

@@ -1,10 +1,9 @@
-import { Annotation, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import { sourceFromConfig } from "../app/source.ts";
-import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { defineTool, type CodeTool } from "../tools/define-tool.ts";
-import { createCodeAgent, type CodeAgent } from "./code-agent.ts";
+import { createCodeAgent, type CodeAgent, type CodeAgentOptions } from "./code-agent.ts";
 import type { ReferenceAgentOptions } from "./page-search.ts";
 import { createWikipediaSearchAgent } from "./wikipedia-search.ts";
 
@@ -16,11 +15,13 @@ export const MANAGER_MAX_STEPS = 8;
  */
 export const MANAGER_RECURSION_LIMIT = MANAGER_MAX_STEPS * 4 + 12;
 
-/**
- * manager: breaks the question into sub-questions for `wikipedia_search_agent(query)` (parallel
- * ones with Promise.all), computes in code, and ends with final_answer.
- */
-export function createManagerAgent(options: ReferenceAgentOptions = {}): CodeAgent {
+/** Input of the manager graph (the app, Studio): the user's question. */
+export const ManagerInput = z.object({
+  question: z.string().describe("the question to answer"),
+});
+
+/** The manager's createCodeAgent options (the agent's input is `{ task }`). */
+function managerOptions(options: ReferenceAgentOptions): CodeAgentOptions & { input?: undefined } {
   const wiki = createWikipediaSearchAgent(options);
   const wikiTool = wiki.asTool({
     name: "wikipedia_search_agent",
@@ -31,7 +32,7 @@ export function createManagerAgent(options: ReferenceAgentOptions = {}): CodeAge
     }),
     toInput: ({ query }) => ({ task: query }),
   });
-  return createCodeAgent({
+  return {
     name: "manager",
     description:
       "answers multi-hop questions by delegating look-ups to a Wikipedia search agent and computing in code",
@@ -42,7 +43,16 @@ export function createManagerAgent(options: ReferenceAgentOptions = {}): CodeAge
     maxStepsPolicy: "final_answer_prompt",
     model: options.model,
     sandbox: options.sandbox,
-  });
+  };
+}
+
+/**
+ * manager: breaks the question into sub-questions for `wikipedia_search_agent(query)` (parallel
+ * ones with Promise.all), computes in code, and ends with final_answer. Input `{ task }`, like any
+ * code agent (the app's `{ question }` graph is {@link createManagerBuilder}).
+ */
+export function createManagerAgent(options: ReferenceAgentOptions = {}): CodeAgent {
+  return createCodeAgent(managerOptions(options));
 }
 
 /**
@@ -82,59 +92,6 @@ function withCitedSources(tool: CodeTool<any>, source: KnowledgeSource): CodeToo
   });
 }
 
-/**
- * Gives an agent's graph a `{ question }` input: a `start` node copies the question into `task`,
- * then the agent's own nodes (plan / act / observe ...) run in the SAME graph — so every manager
- * step is a root checkpoint, listed by getStateHistory and usable for replay and forks.
- */
-function withQuestionInput(agent: CodeAgent) {
-  // The agent's uncompiled graph: its channel definitions, nodes, edges and branches are reused
-  // as they are (same channel objects, so reducers match).
-  const source = agent.builder as any;
-  const channels = source._schemaDefinition as Record<string, any>;
-  const State = Annotation.Root({
-    ...channels,
-    /** The user's question (input). Last value. */
-    question: Annotation<string>,
-  } as any);
-  const Input = Annotation.Root({ question: Annotation<string> });
-  const graph = new StateGraph({ stateSchema: State, input: Input }) as any;
-  graph.addNode("start", (state: { question?: string }) => ({
-    task: String(state.question ?? ""),
-    context: {},
-  }));
-  // Only what createCodeAgent uses today is carried over; fail loudly if the agent graph grows
-  // features this copy would silently drop.
-  const unsupported = Object.entries(source.nodes as Record<string, any>).filter(
-    ([, spec]) => spec.errorHandlerNode || spec.isErrorHandler || spec.cachePolicy || spec.timeout,
-  );
-  if (unsupported.length || (source.waitingEdges as Set<unknown>)?.size) {
-    throw new CodehopError(
-      ErrorCodes.GRAPH_INVARIANT,
-      `withQuestionInput cannot copy node(s) ${unsupported.map(([n]) => n).join(", ") || "(waiting edges)"} of agent "${agent.name}": update src/graphs/manager.ts`,
-    );
-  }
-  for (const [name, spec] of Object.entries(source.nodes as Record<string, any>)) {
-    graph.addNode(name, spec.runnable, {
-      subgraphs: spec.subgraphs,
-      ends: spec.ends,
-      retryPolicy: spec.retryPolicy,
-      metadata: spec.metadata,
-      defer: spec.defer,
-    });
-  }
-  graph.addEdge(START, "start");
-  for (const [from, to] of source.edges as Set<[string, string]>)
-    graph.addEdge(from === START ? "start" : from, to);
-  for (const [from, branches] of Object.entries(
-    source.branches as Record<string, Record<string, unknown>>,
-  )) {
-    const key = from === START ? "start" : from;
-    graph.branches[key] = { ...(graph.branches[key] ?? {}), ...branches };
-  }
-  return graph as StateGraph<any, any, any, any, any, any>;
-}
-
 /** Options of {@link createManagerGraph}. */
 export interface ManagerGraphOptions extends ReferenceAgentOptions {
   /** Checkpointer (the app passes SqliteSaver; omit for langgraph.json). */
@@ -146,7 +103,12 @@ export interface ManagerGraphOptions extends ReferenceAgentOptions {
  * sources, usage per agent rolled up from the sub-agents, steps, variables ...) plus `question`.
  */
 export function createManagerBuilder(options: ReferenceAgentOptions = {}) {
-  return withQuestionInput(createManagerAgent(options));
+  return createCodeAgent({
+    ...managerOptions(options),
+    // A `start` node copies the question into the task in the manager's own graph, so every
+    // manager step is a root checkpoint (history, replay, forks).
+    input: { schema: ManagerInput, toTask: ({ question }) => ({ task: question }) },
+  }).builder;
 }
 
 /**
