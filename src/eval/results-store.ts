@@ -2,7 +2,7 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { ensureDir } from "../persistence/fs-safe.ts";
-import type { AgentTranscript, QuestionResult, SystemName } from "./types.ts";
+import type { AgentTranscript, JudgeVerdict, QuestionResult, SystemName } from "./types.ts";
 
 /** File name of the results database inside an eval output directory. */
 export const RESULTS_DB_FILE = "eval.db";
@@ -35,16 +35,27 @@ CREATE TABLE IF NOT EXISTS eval_results (
   result_json TEXT NOT NULL,
   finished_at TEXT NOT NULL,
   transcripts_json TEXT NOT NULL DEFAULT '[]',
+  judged INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (system, question_id)
 );`);
-      // Results databases from before transcripts had their own column.
-      const columns = this.db.prepare("PRAGMA table_info(eval_results)").all() as {
-        name: string;
-      }[];
-      if (!columns.some((c) => c.name === "transcripts_json")) {
+      // Results databases from before transcripts, then judge verdicts, had their own column.
+      const columns = new Set(
+        (this.db.prepare("PRAGMA table_info(eval_results)").all() as { name: string }[]).map(
+          (c) => c.name,
+        ),
+      );
+      if (!columns.has("transcripts_json")) {
         this.db.exec(
           "ALTER TABLE eval_results ADD COLUMN transcripts_json TEXT NOT NULL DEFAULT '[]'",
         );
+      }
+      if (!columns.has("judged")) {
+        this.db.transaction(() => {
+          this.db.exec("ALTER TABLE eval_results ADD COLUMN judged INTEGER NOT NULL DEFAULT 0");
+          this.db.exec(
+            "UPDATE eval_results SET judged = 1 WHERE json_extract(result_json, '$.judge') IS NOT NULL",
+          );
+        })();
       }
     } catch (err) {
       throw new CodehopError(
@@ -76,9 +87,10 @@ CREATE TABLE IF NOT EXISTS eval_results (
     const { transcripts, ...rest } = result;
     this.db
       .prepare(
-        `INSERT INTO eval_results (system, question_id, idx, ok, result_json, finished_at, transcripts_json) VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO eval_results (system, question_id, idx, ok, result_json, finished_at, transcripts_json, judged) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(system, question_id) DO UPDATE SET idx = excluded.idx, ok = excluded.ok,
-           result_json = excluded.result_json, finished_at = excluded.finished_at, transcripts_json = excluded.transcripts_json`,
+           result_json = excluded.result_json, finished_at = excluded.finished_at, transcripts_json = excluded.transcripts_json,
+           judged = excluded.judged`,
       )
       .run(
         result.system,
@@ -88,7 +100,25 @@ CREATE TABLE IF NOT EXISTS eval_results (
         JSON.stringify(rest),
         result.finishedAt,
         JSON.stringify(transcripts),
+        result.judge ? 1 : 0,
       );
+  }
+
+  /** Adds the judge's verdict to a stored result (its transcripts are left as they are). */
+  setJudge(system: SystemName, questionId: string, verdict: JudgeVerdict): void {
+    this.db
+      .prepare(
+        "UPDATE eval_results SET result_json = json_set(result_json, '$.judge', json(?)), judged = 1 WHERE system = ? AND question_id = ?",
+      )
+      .run(JSON.stringify(verdict), system, questionId);
+  }
+
+  /** One stored result without its transcripts (see {@link transcripts}). */
+  result(system: SystemName, questionId: string): Omit<QuestionResult, "transcripts"> | undefined {
+    const row = this.db
+      .prepare("SELECT result_json FROM eval_results WHERE system = ? AND question_id = ?")
+      .get(system, questionId) as { result_json: string } | undefined;
+    return row ? withoutTranscripts(row.result_json) : undefined;
   }
 
   /** The transcripts of one stored result (empty if none). */
@@ -121,10 +151,15 @@ CREATE TABLE IF NOT EXISTS eval_results (
     );
   }
 
-  /** Keys `${system}\u0000${questionId}` of questions that finished without error. */
-  finishedKeys(): Set<string> {
+  /**
+   * Keys `${system}\u0000${questionId}` of questions that finished without error; with `unjudged`,
+   * only those the LLM judge has not graded yet (read from a column: no result is parsed).
+   */
+  finishedKeys(options: { unjudged?: boolean } = {}): Set<string> {
     const rows = this.db
-      .prepare("SELECT system, question_id FROM eval_results WHERE ok = 1")
+      .prepare(
+        `SELECT system, question_id FROM eval_results WHERE ok = 1${options.unjudged ? " AND judged = 0" : ""}`,
+      )
       .all() as {
       system: string;
       question_id: string;
@@ -137,15 +172,18 @@ CREATE TABLE IF NOT EXISTS eval_results (
     const rows = this.db
       .prepare("SELECT result_json FROM eval_results ORDER BY idx, system")
       .all() as { result_json: string }[];
-    return rows.map((r) => {
-      const { transcripts: _t, ...rest } = JSON.parse(r.result_json) as QuestionResult;
-      return rest;
-    });
+    return rows.map((r) => withoutTranscripts(r.result_json));
   }
 
   close(): void {
     if (this.db.open) this.db.close();
   }
+}
+
+/** A stored result row (results stored before transcripts had their own column carry them inline). */
+function withoutTranscripts(resultJson: string): Omit<QuestionResult, "transcripts"> {
+  const { transcripts: _t, ...rest } = JSON.parse(resultJson) as QuestionResult;
+  return rest;
 }
 
 /** Key of a (system, question) pair. */

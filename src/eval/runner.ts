@@ -237,14 +237,15 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     if (factoryCtx.source) store.setMeta("source", factoryCtx.source);
 
     const finished = store.finishedKeys();
+    const ungraded = judge ? store.finishedKeys({ unjudged: true }) : new Set<string>();
     const tasks: { example: EvalExample; system: EvalSystem }[] = [];
     // With a judge, answers stored by an earlier run without one are graded (no new model call).
     const toGrade: { example: EvalExample; system: EvalSystem }[] = [];
     for (const example of dataset.examples) {
       for (const system of systems) {
-        if (!finished.has(resultKey(system.name, example.id))) tasks.push({ example, system });
-        else if (judge && !store.get(system.name, example.id)?.judge)
-          toGrade.push({ example, system });
+        const key = resultKey(system.name, example.id);
+        if (!finished.has(key)) tasks.push({ example, system });
+        else if (ungraded.has(key)) toGrade.push({ example, system });
       }
     }
     const expected = dataset.examples.length * systems.length;
@@ -309,16 +310,14 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
         toGrade,
         concurrency,
         async ({ example, system }) => {
-          const stored = store.get(system.name, example.id);
+          const stored = store.result(system.name, example.id);
           if (!stored || stored.judge || stored.error) return;
           try {
-            stored.judge = await judge.judge(
-              example.question,
-              example.answers,
-              stored.prediction,
-              signal,
+            store.setJudge(
+              system.name,
+              example.id,
+              await judge.judge(example.question, example.answers, stored.prediction, signal),
             );
-            store.put(stored);
           } catch (err) {
             // A judge failure leaves the stored answer as it was: the next run grades it again.
             if (!signal.aborted)

@@ -1,8 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseVerdict } from "../../src/eval/judge.ts";
+import { RESULTS_DB_FILE } from "../../src/eval/results-store.ts";
 import { runEval } from "../../src/eval/runner.ts";
 import {
   ScriptedOpenAIServer,
@@ -140,6 +142,47 @@ describe("judging an earlier run", () => {
     expect(judge.requests.length - judgeCalls).toBe(3);
     expect(res.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
     expect(res.report.results.every((r) => r.judge)).toBe(true);
+  });
+});
+
+describe("results databases from before the judged column", () => {
+  it("are read: graded answers are not graded again, ungraded ones are", async () => {
+    const out = join(tmp, "old-db");
+    const env = scriptedEnv(model.baseURL, {
+      CODEHOP_JUDGE_MODEL: "judge-model",
+      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
+    });
+    const lines: string[] = [];
+    const run = () =>
+      runEval({
+        dataset: join(FIX, "plain.jsonl"),
+        systems: ["direct"],
+        out,
+        env,
+        log: (l) => lines.push(l),
+      });
+    const first = await run();
+    // Back to the schema of earlier codehop versions, with one answer stored ungraded.
+    const db = new Database(join(out, RESULTS_DB_FILE));
+    db.exec("ALTER TABLE eval_results DROP COLUMN judged");
+    db.prepare(
+      "UPDATE eval_results SET result_json = json_remove(result_json, '$.judge') WHERE question_id = 'p2'",
+    ).run();
+    db.close();
+    const modelCalls = model.requests.length;
+    const judgeCalls = judge.requests.length;
+    lines.length = 0;
+    const again = await run();
+    // Which answers lack a verdict is known without reading them: only p2 is queued.
+    expect(lines).toContain("grading 1 stored answers with the judge");
+    expect(model.requests.length).toBe(modelCalls);
+    expect(judge.requests.length - judgeCalls).toBe(1);
+    expect(again.report.results.map((r) => r.judge)).toEqual(
+      first.report.results.map((r) => r.judge),
+    );
+    const third = await run();
+    expect(judge.requests.length - judgeCalls).toBe(1);
+    expect(third.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
   });
 });
 
