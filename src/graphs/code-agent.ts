@@ -49,9 +49,11 @@ import type { CodeTool } from "../tools/define-tool.ts";
  */
 export interface CodeAgentInputMapping<Schema extends z.ZodObject = z.ZodObject> {
   /**
-   * The graph's input, a zod object. Each key is also a state channel (last value: a new run on the
-   * thread overwrites it), so the input stays readable in `getState(...).values`. Keys may not be
-   * state keys of the agent (`task`, `context`, `answer` ...) nor node names (`start`, `plan` ...).
+   * The graph's input, a plain zod object (no object-level `.refine`: LangGraph cannot validate
+   * it). Each key is also a state channel, last value: every run on the thread writes every key
+   * (an omitted optional key as `undefined`), so the input stays readable in `getState(...).values`
+   * and `toTask` never sees a previous run's value. Keys may not be state keys of the agent
+   * (`task`, `context`, `answer` ...) nor node names (`start`, `plan` ...).
    */
   schema: Schema;
   /** The agent's task (and tool context, default `{}`) from the validated input; runs in `start`. */
@@ -164,6 +166,22 @@ function reservedInputKeys(State: AgentStateAnnotation): Set<string> {
   return new Set([...Object.keys(State.spec), INPUT_NODE, ...AGENT_NODES, START, END]);
 }
 
+/**
+ * The input schema LangGraph validates with: optional keys the caller omits come out as
+ * `undefined` instead of missing, so they are written too — otherwise a later run on the thread
+ * would read the previous run's value from the (last value) channel.
+ */
+function withOmittedKeysWritten(schema: z.ZodObject, shape: Record<string, any>): z.ZodObject {
+  const optional = Object.entries(shape).filter(([, field]) => {
+    const parsed = field.safeParse(undefined);
+    return parsed.success && parsed.data === undefined;
+  });
+  if (!optional.length) return schema;
+  return schema.extend(
+    Object.fromEntries(optional.map(([key, field]) => [key, field.default(undefined)])),
+  );
+}
+
 function buildMappedGraph(
   rt: AgentRuntime,
   subgraphs: readonly unknown[],
@@ -176,7 +194,13 @@ function buildMappedGraph(
   if (typeof mapping.toTask !== "function")
     throw fail("needs `toTask(input)` returning { task, context? }");
   const State = createAgentState(rt.settings.historyPolicy);
-  const keys = Object.keys(getInteropZodObjectShape(mapping.schema));
+  // LangGraph extends the input schema to validate it, which zod refuses for refined objects.
+  if ((mapping.schema as any)._zod?.def?.checks?.length)
+    throw fail(
+      "schema has object-level refinements (.refine / .superRefine): LangGraph cannot validate them; refine its fields instead",
+    );
+  const shape = getInteropZodObjectShape(mapping.schema) as Record<string, any>;
+  const keys = Object.keys(shape);
   if (!keys.length) throw fail("schema has no keys");
   const reserved = reservedInputKeys(State);
   const clash = keys.filter((k) => reserved.has(k));
@@ -186,7 +210,7 @@ function buildMappedGraph(
     );
   }
   // The input keys are state channels too, so the start node can read them and they stay in the
-  // thread's state; last value, no default (a key the input omits stays undefined).
+  // thread's state; last value, no default.
   const inputChannels = Object.fromEntries(keys.map((k) => [k, Annotation<unknown>]));
   const FullState = Annotation.Root({ ...State.spec, ...inputChannels });
   const start = (state: Record<string, unknown>): AgentUpdate => {
@@ -200,7 +224,10 @@ function buildMappedGraph(
     }
     return { task: mapped.task, context: mapped.context ?? {} };
   };
-  const graph = new StateGraph({ stateSchema: FullState, input: mapping.schema })
+  const graph = new StateGraph({
+    stateSchema: FullState,
+    input: withOmittedKeysWritten(mapping.schema, shape),
+  })
     .addNode(INPUT_NODE, start)
     .addEdge(START, INPUT_NODE);
   return addAgentNodes(graph, INPUT_NODE, rt, subgraphs);

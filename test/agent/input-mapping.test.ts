@@ -111,6 +111,29 @@ describe("createCodeAgent input option", () => {
     expect(model.calls).toHaveLength(2);
   });
 
+  it("a later run on the thread that omits an optional input key does not see the previous run's value", async () => {
+    const seen: unknown[] = [];
+    const agent = createCodeAgent({
+      name: "hints",
+      description: "d",
+      model: new ScriptedChatModel([action("final_answer(1)")]),
+      sandbox,
+      input: {
+        schema: z.object({ q: z.string(), hint: z.string().optional() }),
+        toTask: ({ q, hint }) => {
+          seen.push(hint);
+          return { task: hint ? `${q} (hint: ${hint})` : q };
+        },
+      },
+    });
+    const graph = agent.builder.compile({ checkpointer: new MemorySaver() });
+    const thread = { configurable: { thread_id: "hints" } };
+    await graph.invoke({ q: "a", hint: "h" }, thread);
+    const second = await graph.invoke({ q: "b" }, thread);
+    expect(seen).toEqual(["h", undefined]);
+    expect(second).toMatchObject({ q: "b", hint: undefined, task: "b" });
+  });
+
   it("rejects the raw { task } input: graph.invoke with LangGraph's validation error and no checkpoint, agent.invoke with INPUT_INVALID", async () => {
     const model = new ScriptedChatModel([action("final_answer(1)")]);
     const agent = questionAgent(model);
@@ -174,6 +197,13 @@ describe("createCodeAgent input option", () => {
     [{ schema: z.object({ start: z.string() }), toTask: () => ({ task: "" }) }, /"start" clash/],
     [{ schema: { question: "string" }, toTask: () => ({ task: "" }) }, /zod object/],
     [{ schema: z.object({}), toTask: () => ({ task: "" }) }, /no keys/],
+    [
+      {
+        schema: z.object({ q: z.string() }).refine((i) => i.q !== "x"),
+        toTask: () => ({ task: "" }),
+      },
+      /object-level refinements/,
+    ],
     [{ schema: z.object({ q: z.string() }) }, /toTask/],
   ])("rejects a bad input mapping with CONFIG_INVALID (%#)", (input, message) => {
     const build = () => createCodeAgent({ name: "a", description: "d", input: input as any });
