@@ -46,7 +46,12 @@ export {
 } from "./graphs/page-search.ts";
 
 // Framework
-export { createCodeAgent, type CodeAgent, type CodeAgentOptions } from "./graphs/code-agent.ts";
+export {
+  createCodeAgent,
+  type CodeAgent,
+  type CodeAgentOptions,
+  type CodeAgentInputMapping,
+} from "./graphs/code-agent.ts";
 export { agentAsTool, type AgentToolOptions } from "./agent/agent-as-tool.ts";
 export {
   defineTool,
