@@ -62,6 +62,7 @@ export {
 export { resolveModel } from "./models/index.ts";
 export { createSandbox } from "./sandbox/index.ts";
 export type { CallJournal, CallKey, CallOutcome } from "./agent/journal.ts";
+export { taskEpochTag } from "./agent/journal.ts";
 
 // Knowledge sources and tools
 export {

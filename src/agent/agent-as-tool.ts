@@ -53,7 +53,9 @@ const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
  * graphs invoked inside one node by invocation order (ns, ns|1, ns|2 ...): when a resumed action is
  * served call 0 from the journal, call 1 would become the first invocation and pick up call 0's
  * finished checkpoints (returning call 0's answer). Numbering by callIndex — deterministic for
- * deterministic code — keeps every call on its own checkpoints across crashes and replays.
+ * deterministic code — keeps every call on its own checkpoints across crashes and replays. The
+ * namespace also holds the parent act task's id, new at every parent checkpoint, so a new task on
+ * the thread starts its children fresh; their journal keys carry the task epochs (run-code.ts).
  */
 function pinSubgraphNamespace(config: RunnableConfig, callIndex: number): RunnableConfig {
   const configurable = config.configurable as Record<string, unknown> | undefined;
