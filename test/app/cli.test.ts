@@ -1,35 +1,17 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
+import { describe, expect, it } from "vitest";
 import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
-import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { cliEnv, runCli } from "./cli-helpers.ts";
+import { useDemoWorld } from "./fixtures.ts";
 
-let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
-
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-cli-ok-"));
-  corpus = await ensureDemoCorpus(home);
-  server = await startDemoModelServer();
-});
-afterAll(async () => {
-  await server?.close();
-});
+const world = useDemoWorld("codehop-cli-ok-");
 
 // CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
 describe("codehop CLI", { timeout: 120_000 }, () => {
   it("ask --json prints one JSON object; threads and history read the thread back", async () => {
-    const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: "k",
-      CODEHOP_MODEL: "scripted",
-      CODEHOP_HOME: home,
-      CODEHOP_CORPUS: corpus,
-    });
+    const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
     const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
     expect(asked.code).toBe(0);
     const lines = asked.stdout.trim().split("\n");
@@ -58,23 +40,17 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
   });
 
   it("ask of the same question on a finished thread prints the stored result; another question is refused", async () => {
-    const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: "k",
-      CODEHOP_MODEL: "scripted",
-      CODEHOP_HOME: home,
-      CODEHOP_CORPUS: corpus,
-    });
+    const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
     const args = ["ask", DEMO_QUESTIONS.towers, "--thread", "same-q", "--json"];
     const first = await runCli(args, env);
     expect(first.code).toBe(0);
-    const requests = server.requests.length;
+    const requests = world.server.requests.length;
     const again = await runCli(args, env);
     expect(again.stderr).not.toContain("already holds");
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual(JSON.parse(first.stdout));
     // Served from the checkpoints: no model call.
-    expect(server.requests.length).toBe(requests);
+    expect(world.server.requests.length).toBe(requests);
 
     const other = await runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "same-q"], env);
     expect(other.code).toBe(2);
@@ -84,18 +60,18 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
 
   it("ask works with only OPENAI_BASE_URL: the model is the first one the endpoint lists", async () => {
     const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      CODEHOP_HOME: home,
-      CODEHOP_CORPUS: corpus,
+      OPENAI_BASE_URL: world.server.baseURL,
+      CODEHOP_HOME: world.home,
+      CODEHOP_CORPUS: world.corpus,
     });
-    const before = server.requests.length;
+    const before = world.server.requests.length;
     const asked = await runCli(
       ["ask", DEMO_QUESTIONS.towers, "--json", "--thread", "no-model-var"],
       env,
     );
     expect(asked.code).toBe(0);
     expect(JSON.parse(asked.stdout).answer).toBe(DEMO_ANSWERS.towers);
-    expect(new Set(server.requests.slice(before).map((r) => r.request.model))).toEqual(
+    expect(new Set(world.server.requests.slice(before).map((r) => r.request.model))).toEqual(
       new Set(["scripted"]),
     );
   });

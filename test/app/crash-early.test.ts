@@ -1,31 +1,21 @@
-import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
 import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
-import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { cliEnv, runCli, spawnCli, type CliRun } from "./cli-helpers.ts";
+import { useDemoWorld } from "./fixtures.ts";
 
-let server: ScriptedOpenAIServer;
+const world = useDemoWorld("codehop-crash-early-");
 // An endpoint that never answers: the run is killed while it still waits for the model list.
 let silent: Server;
 let silentURL: string;
-let home: string;
-let corpus: string;
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-crash-early-"));
-  corpus = await ensureDemoCorpus(home);
-  server = await startDemoModelServer();
   silent = createServer(() => {});
   await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
   silentURL = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
 });
 afterAll(async () => {
-  await server?.close();
   silent?.closeAllConnections();
   await new Promise((r) => silent?.close(r));
 });
@@ -44,8 +34,8 @@ describe("a run killed before anything was checkpointed", { timeout: 120_000 }, 
   it("kill -9 while the model endpoint is still being asked, then `resume` answers the recorded question", async () => {
     // No CODEHOP_MODEL: `ask` asks the endpoint for its models first, and it never replies.
     const run = spawnCli(
-      ["ask", DEMO_QUESTIONS.towers, "--thread", "early-1", "--corpus", corpus, "--json"],
-      cliEnv({ OPENAI_BASE_URL: silentURL, OPENAI_API_KEY: "k", CODEHOP_HOME: home }),
+      ["ask", DEMO_QUESTIONS.towers, "--thread", "early-1", "--corpus", world.corpus, "--json"],
+      cliEnv({ OPENAI_BASE_URL: silentURL, OPENAI_API_KEY: "k", CODEHOP_HOME: world.home }),
     );
     // The thread id is announced once the thread is recorded, before any model request.
     await waitForStderr(run, "thread early-1");
@@ -53,12 +43,7 @@ describe("a run killed before anything was checkpointed", { timeout: 120_000 }, 
     expect((await run.done).signal).toBe("SIGKILL");
 
     // A working endpoint now; no --corpus: the thread's recorded knowledge source is used.
-    const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: "k",
-      CODEHOP_MODEL: "scripted",
-      CODEHOP_HOME: home,
-    });
+    const env = world.cliEnv({ OPENAI_API_KEY: "k" });
     const listed = JSON.parse((await runCli(["threads", "--json"], env)).stdout);
     expect(listed.find((t: any) => t.threadId === "early-1")).toMatchObject({
       status: "interrupted",

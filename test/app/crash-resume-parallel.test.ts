@@ -1,8 +1,4 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { describe, expect, it } from "vitest";
 import {
   AGENT_MARKERS,
   DEMO_ANSWERS,
@@ -10,21 +6,14 @@ import {
   DEMO_SUBTASKS,
   plywoodRules,
 } from "../../src/app/demo-trajectories.ts";
-import { createManagerGraph } from "../../src/graphs/manager.ts";
 import { openPersistence } from "../../src/persistence/index.ts";
-import {
-  observationCount,
-  ScriptedOpenAIServer,
-  trajectoryResponder,
-} from "../../src/testing/scripted-openai-server.ts";
-import { cliEnv, runCli, spawnCli } from "./cli-helpers.ts";
+import { observationCount, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { runCli, spawnCli } from "./cli-helpers.ts";
+import { readThread, systemOf, taskOf, useDemoWorld, whileRunning } from "./fixtures.ts";
 
 // Two sub-agents run at once (one Promise.all). The process is killed when the first has
 // finished and the second is waiting for its last model reply; the resumed run must take the
 // first from the call journal and continue the second from its own checkpoints.
-let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
 let plywoodDone: () => void;
 const plywoodFinished = new Promise<void>((r) => (plywoodDone = r));
 let killNow: () => void;
@@ -33,7 +22,7 @@ let hold = true;
 
 /** Resolves once the CLI process has journaled the manager's call `callIndex` (polls the DB). */
 async function journaled(threadId: string, callIndex: number): Promise<void> {
-  const p = openPersistence(home);
+  const p = openPersistence(world.home);
   try {
     for (let i = 0; i < 300; i++) {
       const found = p.journal
@@ -50,15 +39,13 @@ async function journaled(threadId: string, callIndex: number): Promise<void> {
 
 const isWiki = (system: string) => system.startsWith(AGENT_MARKERS.wikipedia_search);
 
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-crash-par-"));
-  corpus = await ensureDemoCorpus(home);
-  const responder = trajectoryResponder(plywoodRules());
-  server = await ScriptedOpenAIServer.start({
-    responder: async (req, ctx) => {
+const world = useDemoWorld("codehop-crash-par-", {
+  responder: () => {
+    const responder = trajectoryResponder(plywoodRules());
+    return async (req, ctx) => {
       const reply = await responder(req, ctx);
-      const system = req.messages.find((m) => m.role === "system")?.content ?? "";
-      const task = req.messages.find((m) => m.role === "user")?.content ?? "";
+      const system = systemOf(req);
+      const task = taskOf(req);
       const step = observationCount(req);
       if (isWiki(system) && task.includes(DEMO_SUBTASKS.plywood) && step === 2) plywoodDone();
       if (hold && isWiki(system) && task.includes(DEMO_SUBTASKS.ethanol) && step === 2) {
@@ -69,38 +56,24 @@ beforeAll(async () => {
         return { ...(reply as object), delayMs: 20_000 } as typeof reply;
       }
       return reply;
-    },
-  });
-});
-afterAll(async () => {
-  await server?.close();
+    };
+  },
 });
 
 // CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
 describe("crash during a Promise.all of two sub-agents", { timeout: 120_000 }, () => {
   it("resumes the unfinished sub-agent from its checkpoints and serves the finished one from the journal", async () => {
-    const env = cliEnv({
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: "test",
-      CODEHOP_MODEL: "scripted",
-      CODEHOP_HOME: home,
-      CODEHOP_MAX_RETRIES: "0",
-    });
+    const env = world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
     const run = spawnCli(
-      ["ask", DEMO_QUESTIONS.plywood, "--thread", "par-1", "--corpus", corpus, "--json"],
+      ["ask", DEMO_QUESTIONS.plywood, "--thread", "par-1", "--corpus", world.corpus, "--json"],
       env,
     );
-    await Promise.race([
-      readyToKill,
-      run.done.then((r) => {
-        throw new Error(`the CLI ended before the kill point: ${r.stderr}`);
-      }),
-    ]);
+    await whileRunning(run, readyToKill, "the kill point");
     run.child.kill("SIGKILL");
     expect((await run.done).signal).toBe("SIGKILL");
     hold = false;
     const count = (rule: string, step?: number) =>
-      server.requestsFor(rule).filter((r) => step === undefined || r.step === step).length;
+      world.server.requestsFor(rule).filter((r) => step === undefined || r.step === step).length;
     const before = {
       plywood: count("wiki:plywood"),
       plywoodPage: count("page:plywood"),
@@ -125,17 +98,12 @@ describe("crash during a Promise.all of two sub-agents", { timeout: 120_000 }, (
     ]);
     expect(count("manager:plywood", 0)).toBe(1);
 
-    const p = openPersistence(home);
-    try {
-      const graph = createManagerGraph({ checkpointer: p.checkpointer });
-      const state = (await graph.getState({ configurable: { thread_id: "par-1" } })).values as any;
+    await readThread(world.home, "par-1", (state) => {
       expect(state.steps[0].toolCalls.map((c: any) => [c.callIndex, c.fromJournal])).toEqual([
         [0, true],
         [1, false],
       ]);
       expect(state.steps[0].observation).toContain("Ethanol: Ethanol has a density of 0.789 g/cm³");
-    } finally {
-      p.close();
-    }
+    });
   });
 });

@@ -1,8 +1,4 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { describe, expect, it } from "vitest";
 import {
   DEMO_ANSWERS,
   DEMO_QUESTIONS,
@@ -10,66 +6,41 @@ import {
   towersRules,
 } from "../../src/app/demo-trajectories.ts";
 import { trace } from "../../src/app/run.ts";
-import { createManagerGraph } from "../../src/graphs/manager.ts";
-import { openPersistence } from "../../src/persistence/index.ts";
-import {
-  ScriptedOpenAIServer,
-  trajectoryResponder,
-} from "../../src/testing/scripted-openai-server.ts";
-import { cliEnv, runCli, spawnCli } from "./cli-helpers.ts";
+import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { runCli, spawnCli } from "./cli-helpers.ts";
+import { readThread, taskOf, useDemoWorld, whileRunning } from "./fixtures.ts";
 
-let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
 // Set when the CLI's second sub-agent call reaches the model; that request is held until the kill.
 let secondCallStarted: () => void;
 const secondCall = new Promise<void>((r) => (secondCallStarted = r));
 let holdSecondCall = true;
 
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-crash-"));
-  corpus = await ensureDemoCorpus(home);
-  const responder = trajectoryResponder(towersRules());
-  server = await ScriptedOpenAIServer.start({
-    responder: async (req, ctx) => {
+const world = useDemoWorld("codehop-crash-", {
+  responder: () => {
+    const responder = trajectoryResponder(towersRules());
+    return async (req, ctx) => {
       const reply = await responder(req, ctx);
-      const task = req.messages.find((m) => m.role === "user")?.content ?? "";
-      if (holdSecondCall && task.includes(DEMO_SUBTASKS.empire)) {
+      if (holdSecondCall && taskOf(req).includes(DEMO_SUBTASKS.empire)) {
         secondCallStarted();
         // Long enough that the process is killed while waiting for this reply.
         return { ...(reply as object), delayMs: 20_000 } as typeof reply;
       }
       return reply;
-    },
-  });
-});
-afterAll(async () => {
-  await server?.close();
+    };
+  },
 });
 
-const cliEnvFor = () =>
-  cliEnv({
-    OPENAI_BASE_URL: server.baseURL,
-    OPENAI_API_KEY: "test",
-    CODEHOP_MODEL: "scripted",
-    CODEHOP_HOME: home,
-    CODEHOP_MAX_RETRIES: "0",
-  });
+const cliEnvFor = () => world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
 
 // CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
 describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
   it("kill -9 during the second sub-agent call, then `codehop resume` finishes without repeating the first", async () => {
     const env = cliEnvFor();
     const run = spawnCli(
-      ["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", corpus, "--json"],
+      ["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", world.corpus, "--json"],
       env,
     );
-    await Promise.race([
-      secondCall,
-      run.done.then((r) => {
-        throw new Error(`the CLI ended before the second sub-agent call: ${r.stderr}`);
-      }),
-    ]);
+    await whileRunning(run, secondCall, "the second sub-agent call");
     // The thread id was shown as soon as the run started.
     expect(run.stderr()).toContain("thread crash-1");
     run.child.kill("SIGKILL");
@@ -83,8 +54,8 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
     });
 
     const before = {
-      manager: server.requestsFor("manager:towers").length,
-      eiffel: server.requestsFor("wiki:eiffel").length,
+      manager: world.server.requestsFor("manager:towers").length,
+      eiffel: world.server.requestsFor("wiki:eiffel").length,
     };
     expect(before).toEqual({ manager: 1, eiffel: 2 });
 
@@ -101,18 +72,12 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
 
     // The finished sub-agent call (Eiffel Tower: 2 model requests) was served from the call
     // journal, not re-run; the manager's first action was not re-planned either.
-    expect(server.requestsFor("wiki:eiffel")).toHaveLength(2);
-    expect(server.requestsFor("manager:towers")).toHaveLength(2);
+    expect(world.server.requestsFor("wiki:eiffel")).toHaveLength(2);
+    expect(world.server.requestsFor("manager:towers")).toHaveLength(2);
     // The interrupted call ran again to completion.
-    expect(server.requestsFor("page:empire").length).toBeGreaterThanOrEqual(2);
+    expect(world.server.requestsFor("page:empire").length).toBeGreaterThanOrEqual(2);
 
-    const p = openPersistence(home);
-    try {
-      const state = (
-        await createManagerGraph({ checkpointer: p.checkpointer }).getState({
-          configurable: { thread_id: "crash-1" },
-        })
-      ).values as any;
+    await readThread(world.home, "crash-1", async (state, p) => {
       // Each call got its own answer back (the re-run call must not pick up the first call's
       // finished sub-agent checkpoints).
       expect(state.steps[0].observation).toContain(
@@ -135,8 +100,6 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
       const answers = tree.root!.steps[0].children.map((c) => c.answer ?? "");
       expect(answers.some((a) => a.includes("1889"))).toBe(true);
       expect(answers.some((a) => a.includes("began in 1930"))).toBe(true);
-    } finally {
-      p.close();
-    }
+    });
   });
 });

@@ -1,8 +1,5 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { AppConfigOverrides } from "../../src/app/config.ts";
 import {
   AGENT_MARKERS,
   DEMO_ANSWERS,
@@ -12,51 +9,34 @@ import {
 } from "../../src/app/demo-trajectories.ts";
 import { ask, resume } from "../../src/app/run.ts";
 import { CodehopError } from "../../src/errors.ts";
-import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import type { Persistence } from "../../src/persistence/index.ts";
 import {
-  ScriptedOpenAIServer,
   trajectoryResponder,
+  type ScriptedOpenAIServer,
   type ScriptedReply,
 } from "../../src/testing/scripted-openai-server.ts";
+import { systemOf, taskOf, useDemoWorld } from "./fixtures.ts";
 
 // Faults injected by the scripted server: the real ChatOpenAI client meets real HTTP errors,
 // slow replies and garbage bodies, with codehop's retry / timeout settings.
-let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
-let persistence: Persistence;
 /** Decides a fault for a request (undefined = answer normally). */
 let fault: (task: string, system: string) => ScriptedReply | undefined = () => undefined;
 
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-faults-"));
-  corpus = await ensureDemoCorpus(home);
-  persistence = openPersistence(home);
-  const normal = trajectoryResponder(towersRules());
-  server = await ScriptedOpenAIServer.start({
-    responder: async (req, ctx) => {
-      const task = req.messages.find((m) => m.role === "user")?.content ?? "";
-      const system = req.messages.find((m) => m.role === "system")?.content ?? "";
-      return fault(task, system) ?? normal(req, ctx);
-    },
-  });
+const world = useDemoWorld("codehop-faults-", {
+  persistence: true,
+  responder: () => {
+    const normal = trajectoryResponder(towersRules());
+    return async (req, ctx) => fault(taskOf(req), systemOf(req)) ?? normal(req, ctx);
+  },
 });
-afterAll(async () => {
-  persistence?.close();
-  await server?.close();
+let server: ScriptedOpenAIServer;
+let persistence: Persistence;
+beforeAll(() => {
+  ({ server, persistence } = world);
 });
 
-const config = (extra: Record<string, unknown> = {}) => ({
-  home,
-  corpus,
-  baseURL: server.baseURL,
-  apiKey: "test",
-  model: "scripted",
-  models: {},
-  maxRetries: 2,
-  timeoutMs: 5_000,
-  ...extra,
-});
+const config = (extra: AppConfigOverrides = {}) =>
+  world.config({ maxRetries: 2, timeoutMs: 5_000, ...extra });
 const outcomes = (from: number) => server.requests.slice(from).map((r) => r.outcome);
 
 describe("model endpoint faults", () => {

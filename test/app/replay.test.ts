@@ -1,9 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus } from "../../src/app/demo.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   DEMO_ANSWERS,
   DEMO_QUESTIONS,
@@ -11,40 +7,30 @@ import {
   towersRules,
 } from "../../src/app/demo-trajectories.ts";
 import { ask, history, replay, resume, trace, type CheckpointSummary } from "../../src/app/run.ts";
-import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
-import {
-  ScriptedOpenAIServer,
-  trajectoryResponder,
-} from "../../src/testing/scripted-openai-server.ts";
+import type { Persistence } from "../../src/persistence/index.ts";
+import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { useDemoWorld } from "./fixtures.ts";
 
-let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
+const world = useDemoWorld("codehop-replay-", {
+  responder: () => trajectoryResponder(towersRules()),
+  persistence: true,
+});
+const config = () => world.config();
 let persistence: Persistence;
 let original: CheckpointSummary[];
 
 beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-replay-"));
-  corpus = await ensureDemoCorpus(home);
-  server = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(towersRules()) });
-  persistence = openPersistence(home);
+  persistence = world.persistence;
   const result = await ask(DEMO_QUESTIONS.towers, { threadId: "t", config: config(), persistence });
   expect(result.answer).toBe(DEMO_ANSWERS.towers);
   original = await history("t", { persistence });
 });
-afterAll(async () => {
-  persistence?.close();
-  await server?.close();
-});
 
-function config() {
-  return { home, corpus, baseURL: server.baseURL, apiKey: "test", model: "scripted", models: {} };
-}
 const requests = () =>
   Object.fromEntries(
     ["manager:towers", "wiki:eiffel", "wiki:empire", "page:empire"].map((r) => [
       r,
-      server.requestsFor(r).length,
+      world.server.requestsFor(r).length,
     ]),
   );
 /** Checkpoint where the manager is about to run action `step`. */

@@ -1,42 +1,23 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DEMO_ANSWERS, DEMO_QUESTIONS, DEMO_SUBTASKS } from "../../src/app/demo-trajectories.ts";
 import { RunProgress } from "../../src/app/progress.ts";
 import { ask } from "../../src/app/run.ts";
 import { MemorySaver } from "@langchain/langgraph";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/graphs/manager.ts";
-import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import type { Persistence } from "../../src/persistence/index.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
+import { useDemoWorld } from "./fixtures.ts";
 
 // End to end: real graphs, real ChatOpenAI over HTTP to a local scripted server, real sandbox,
 // real corpus search over data/demo-corpus.jsonl, real SQLite checkpoints. Only the model is scripted.
+const world = useDemoWorld("codehop-traj-", { persistence: true });
 let server: ScriptedOpenAIServer;
-let home: string;
-let corpus: string;
 let persistence: Persistence;
-
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "codehop-traj-"));
-  corpus = await ensureDemoCorpus(home);
-  server = await startDemoModelServer();
-  persistence = openPersistence(home);
-});
-afterAll(async () => {
-  persistence?.close();
-  await server?.close();
+beforeAll(() => {
+  ({ server, persistence } = world);
 });
 
-const config = () => ({
-  home,
-  corpus,
-  baseURL: server.baseURL,
-  apiKey: "test",
-  model: "scripted",
-  models: {},
-});
+const config = () => world.config();
 const count = (rule: string) => server.requestsFor(rule).length;
 
 async function managerState(threadId: string) {
@@ -57,7 +38,7 @@ describe("the manager graph as a LangGraph API", () => {
           thread_id: "api-1",
           model: "scripted",
           modelSettings: { baseURL: server.baseURL, apiKey: "k" },
-          corpus,
+          corpus: world.corpus,
         },
         recursionLimit: MANAGER_RECURSION_LIMIT,
       },
