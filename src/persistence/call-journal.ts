@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   type CallJournal,
   type CallKey,
@@ -54,14 +55,15 @@ const TABLE_SCHEMA = `(
  * SQLite cannot change a primary key in place, so the table is rebuilt with the old rows under
  * epoch "" — the first task, which is what a thread's checkpoints from that time say (they have no
  * taskEpoch channel, which reads as 0). One immediate transaction: a concurrent opener waits, then
- * sees the new table.
+ * sees the new table. Throws CODEHOP_DB_INVALID naming the database when the upgrade fails (e.g. a
+ * read-only file); the old table is then left as it was.
  */
 function ensureJournalTable(db: Database.Database): void {
   const columns = () =>
     (db.prepare(`PRAGMA table_info(${TABLE})`).all() as Array<{ name: string }>).map((c) => c.name);
   const current = columns();
   if (current.includes("task_epoch")) return;
-  db.transaction(() => {
+  const upgrade = db.transaction(() => {
     const now = columns();
     if (now.includes("task_epoch")) return;
     if (!now.length) {
@@ -75,7 +77,16 @@ ALTER TABLE ${TABLE} RENAME TO ${TABLE}_before_epochs;
 CREATE TABLE ${TABLE} ${TABLE_SCHEMA};
 INSERT INTO ${TABLE} (${kept}, task_epoch) SELECT ${kept}, '' FROM ${TABLE}_before_epochs;
 DROP TABLE ${TABLE}_before_epochs;`);
-  }).immediate();
+  });
+  try {
+    upgrade.immediate();
+  } catch (err) {
+    throw new CodehopError(
+      ErrorCodes.DB_INVALID,
+      `Cannot ${current.length ? "upgrade" : "create"} the call journal table in ${db.name}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
 }
 
 /**
@@ -88,7 +99,7 @@ DROP TABLE ${TABLE}_before_epochs;`);
  *
  * Each call is stored twice: under its exact checkpoint namespace (what a resumed run looks up: it
  * always matches the same call) and under the namespace without task ids (what a replay fork looks
- * up, since forking gives tasks new ids; the latest call at that position wins). A recorded outcome
+ * up, since forking gives tasks new ids; the latest call of the same task at that position wins). A recorded outcome
  * is served only when the tool name and the arguments match, so a replay from an edited state that
  * makes different calls runs them for real.
  */

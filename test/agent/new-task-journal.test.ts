@@ -2,6 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
+import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { taskEpochTag } from "../../src/agent/journal.ts";
@@ -9,6 +10,7 @@ import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { createCodeAgent } from "../../src/graphs/code-agent.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import { SqliteCallJournal } from "../../src/persistence/call-journal.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
 
@@ -283,6 +285,31 @@ describe("a journal written before task epochs", () => {
     const again = openPersistence(first.home);
     opened.push(again);
     expect(again.journal.entries("old-db")).toHaveLength(4);
+  });
+
+  it("fails with DB_INVALID naming the file when the old table cannot be upgraded", () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-new-task-"));
+    const p = openPersistence(home);
+    downgradeJournal(p.db);
+    p.close();
+    const readOnly = new Database(join(home, "checkpoints.db"), { readonly: true });
+    try {
+      const err = (() => {
+        try {
+          new SqliteCallJournal(readOnly);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.DB_INVALID);
+      expect((err as Error).message).toContain(join(home, "checkpoints.db"));
+    } finally {
+      readOnly.close();
+    }
+    // Untouched: a writable open upgrades it.
+    const again = openPersistence(home);
+    opened.push(again);
+    expect(again.journal.entries("none")).toEqual([]);
   });
 
   it("keeps the first task's row when a later task records the same position", () => {
