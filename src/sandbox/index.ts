@@ -6,10 +6,12 @@
  * tool calls (copied as JSON, concurrency- and count-limited), enforces the wall-clock deadline with
  * SIGKILL, and turns whatever happened into an {@link ActionResult} with a JSON variables snapshot.
  */
+import { setMaxListeners } from "node:events";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   DEFAULT_LIMITS,
   DEFAULT_MAX_ADDRESS_SPACE_MB,
+  DEFAULT_MAX_PROCESSES,
   IDLE_GRACE_MS,
   MAX_CODE_CHARS,
   resolveCapabilities,
@@ -17,9 +19,13 @@ import {
   type SandboxCapabilities,
 } from "./limits.ts";
 import {
+  AcquireRefused,
   ChildPool,
+  currentActionScope,
   DEFAULT_MAX_IDLE,
   HAS_OS_MEMORY_LIMIT,
+  newActionScope,
+  type ActionScope,
   type ChildMessage,
   type ChildSpec,
   type SandboxChild,
@@ -55,6 +61,8 @@ export {
   DEFAULT_MAX_VALUE_BYTES,
   DEFAULT_MAX_VALUE_DEPTH,
   DEFAULT_MAX_ADDRESS_SPACE_MB,
+  DEFAULT_MAX_PROCESSES,
+  MAX_NESTING_EXTRA_PROCESSES,
   type SandboxCapabilities,
 } from "./limits.ts";
 export { HAS_OS_MEMORY_LIMIT } from "./pool.ts";
@@ -74,6 +82,22 @@ export interface SandboxOptions {
   capabilities?: Partial<SandboxCapabilities>;
   /** OS address-space limit per child in MB (prlimit; default 1280; null disables). */
   maxAddressSpaceMb?: number | null;
+  /**
+   * Child processes alive at once, idle or busy (default 16, at least `poolSize`). Actions beyond it
+   * wait for a process (their deadline starts when they get one). Nested actions that would
+   * deadlock at the cap get up to MAX_NESTING_EXTRA_PROCESSES extra processes (docs/sandbox.md).
+   */
+  maxProcesses?: number;
+}
+
+/** Live figures of a sandbox's pool (tests, benchmarks, monitoring). */
+export interface SandboxStats {
+  /** Child processes alive now (idle, busy, finishing or dying). */
+  readonly processCount: number;
+  /** Most child processes alive at once so far. */
+  readonly peakProcessCount: number;
+  /** Actions waiting for a process (over `maxProcesses`). */
+  readonly queuedActions: number;
 }
 
 /** Globals every action has, whatever the capabilities (Math and Date exist, tamed, even when off). */
@@ -128,9 +152,7 @@ let nextActionId = 1;
  * children never keep the host process alive, so forgetting it only leaks the processes until the
  * host exits.
  */
-export function createSandbox(
-  options: SandboxOptions = {},
-): CodeSandbox & { readonly processCount: number } {
+export function createSandbox(options: SandboxOptions = {}): CodeSandbox & SandboxStats {
   const baseLimits = resolveLimits(DEFAULT_LIMITS, options.limits);
   const capabilities = resolveCapabilities(options.capabilities);
   const poolSize = options.poolSize ?? 1;
@@ -165,12 +187,29 @@ export function createSandbox(
       `maxIdle must be an integer between poolSize and 256, got ${String(maxIdle)}`,
     );
   }
-  const pool = new ChildPool(specFor(baseLimits), poolSize, maxIdle);
+  const maxProcesses = options.maxProcesses ?? Math.max(poolSize, DEFAULT_MAX_PROCESSES);
+  if (
+    !Number.isInteger(maxProcesses) ||
+    maxProcesses < Math.max(1, poolSize) ||
+    maxProcesses > 1024
+  ) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `maxProcesses must be an integer between max(1, poolSize) and 1024, got ${String(maxProcesses)}`,
+    );
+  }
+  const pool = new ChildPool(specFor(baseLimits), poolSize, maxIdle, maxProcesses);
   let closed = false;
 
   return {
     get processCount() {
       return pool.size;
+    },
+    get peakProcessCount() {
+      return pool.peakSize;
+    },
+    get queuedActions() {
+      return pool.queued;
     },
     async run(request: RunActionRequest): Promise<ActionResult> {
       if (closed)
@@ -263,7 +302,19 @@ async function runAction(
   const signal = request.signal;
   if (signal?.aborted) return failed(started, previous, { ...ABORTED });
 
-  const child = await readyChild(pool, spec);
+  const scope = newActionScope();
+  let child: SandboxChild;
+  try {
+    child = await readyChild(pool, spec, scope, signal);
+  } catch (err) {
+    if (!(err instanceof AcquireRefused)) throw err;
+    if (err.reason === "aborted") return failed(started, previous, { ...ABORTED });
+    return failed(started, previous, {
+      name: "SandboxBusyError",
+      message: err.message,
+      line: null,
+    });
+  }
   if (signal?.aborted) {
     pool.release(child);
     return failed(started, previous, { ...ABORTED });
@@ -273,6 +324,7 @@ async function runAction(
     const session = new ActionSession(
       pool,
       id,
+      scope,
       child,
       built,
       tools,
@@ -294,9 +346,14 @@ async function runAction(
  * address-space limit too small for this machine's Node — the pool then raises it) is replaced,
  * up to 3 attempts; after that run() rejects with CODEHOP_SANDBOX_INTERNAL.
  */
-async function readyChild(pool: ChildPool, spec: ChildSpec): Promise<SandboxChild> {
+async function readyChild(
+  pool: ChildPool,
+  spec: ChildSpec,
+  scope: ActionScope,
+  signal: AbortSignal | undefined,
+): Promise<SandboxChild> {
   for (let attempt = 1; ; attempt++) {
-    const child = await pool.acquire(spec);
+    const child = await pool.acquire(spec, { scope, signal });
     try {
       await child.ready;
       return child;
@@ -331,6 +388,7 @@ class ActionSession {
   constructor(
     private readonly pool: ChildPool,
     private readonly id: number,
+    private readonly scope: ActionScope,
     private readonly child: SandboxChild,
     private readonly built: BuiltAction,
     private readonly tools: Record<string, HostToolFn>,
@@ -339,7 +397,11 @@ class ActionSession {
     private readonly shadowable: ReadonlySet<string>,
     private readonly started: number,
     private readonly resolve: (r: ActionResult) => void,
-  ) {}
+  ) {
+    // Every tool call in flight gets this signal and may listen on it (a sub-agent run adds a few
+    // listeners): bounded by the concurrent-call limit, so not a leak worth warning about.
+    setMaxListeners(Math.max(10, 4 * limits.maxConcurrentToolCalls), this.abort.signal);
+  }
 
   start(capabilities: SandboxCapabilities): void {
     if (this.ended) return;
@@ -459,7 +521,10 @@ class ActionSession {
   private async invoke({ callIndex, tool, args }: QueuedCall): Promise<void> {
     let reply: { ok: true; json?: string } | { ok: false; message: string };
     try {
-      const value = await this.tools[tool](args, { callIndex, signal: this.abort.signal });
+      // The scope tells actions started by this call (a sub-agent's steps) that this action waits.
+      const value = await currentActionScope.run(this.scope, () =>
+        this.tools[tool](args, { callIndex, signal: this.abort.signal }),
+      );
       reply = this.encodeResult(tool, value);
     } catch (err) {
       reply = { ok: false, message: sanitizeErrorMessage(err) };

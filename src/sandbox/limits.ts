@@ -31,6 +31,20 @@ export const DEFAULT_MAX_ADDRESS_SPACE_MB = 1_280;
 export const IDLE_GRACE_MS = 250;
 /** Guest source code size accepted per action, characters. */
 export const MAX_CODE_CHARS = 200_000;
+/**
+ * Child processes a sandbox keeps alive at once (idle, busy or finishing), unless configured
+ * otherwise (`createSandbox({ maxProcesses })`). Each costs ~50 MB RSS idle and up to its heap limit
+ * busy; actions beyond the cap wait for a process, and their deadline starts once they have one.
+ * 16 leaves room for the reference app's fan-out (a manager's sub-agents each awaiting their own
+ * sub-agents) on a 2-core machine.
+ */
+export const DEFAULT_MAX_PROCESSES = 16;
+/**
+ * Processes allowed beyond `maxProcesses` to break a nesting deadlock: when every process is held
+ * by an action that waits (through tool calls) for an action still queued, the deepest queued
+ * action gets an extra process. Past this many extras it fails with a `SandboxBusyError` instead.
+ */
+export const MAX_NESTING_EXTRA_PROCESSES = 8;
 
 /** Default limits (see the constants above). */
 export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({

@@ -2,16 +2,19 @@
  * Warm pool of locked-down sandbox child processes.
  *
  * Every in-flight action gets its own child: a parent agent's action that awaits a tool running a
- * child agent never needs the parent's (busy) process, so nested agents cannot deadlock the pool.
- * `warm` idle children are kept ready; more are spawned on demand and retired when idle. Idle
- * children are unref'd so an idle pool never keeps the host process alive.
+ * child agent never needs the parent's (busy) process. The number of children is capped; queued
+ * actions wait, and a nesting deadlock at the cap is broken by a bounded number of extra children
+ * (see ChildPool). `warm` idle children are kept ready; more are spawned on demand and retired when
+ * idle. Idle children are unref'd so an idle pool never keeps the host process alive.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { DEFAULT_MAX_PROCESSES, MAX_NESTING_EXTRA_PROCESSES } from "./limits.ts";
 
 /** How a child is started (children are only reused for the same spec). */
 export interface ChildSpec {
@@ -223,28 +226,105 @@ export class SandboxChild {
   }
 }
 
-/** Pool of {@link SandboxChild} processes. */
+/**
+ * The action a piece of host code runs on behalf of: set (AsyncLocalStorage) around every tool call,
+ * so an action started from inside a tool call — a sub-agent's step — knows which action waits for
+ * it. The pool uses the chain to tell a nesting deadlock from a pool that is merely busy.
+ */
+export interface ActionScope {
+  /** The action whose tool call started this one (any sandbox), or null for a top-level action. */
+  readonly parent: ActionScope | null;
+  /** Nesting depth: 0 for a top-level action. */
+  readonly depth: number;
+}
+
+/** The scope of the action whose tool call is running (undefined outside tool calls). */
+export const currentActionScope = new AsyncLocalStorage<ActionScope>();
+
+/** A new scope for an action started here (child of the calling action's scope, if any). */
+export function newActionScope(): ActionScope {
+  const parent = currentActionScope.getStore() ?? null;
+  return { parent, depth: parent ? parent.depth + 1 : 0 };
+}
+
+function isAncestor(holder: ActionScope, of: ActionScope): boolean {
+  for (let s = of.parent; s; s = s.parent) if (s === holder) return true;
+  return false;
+}
+
+/** Why {@link ChildPool.acquire} gave no process (the action reports it; nothing crashed). */
+export class AcquireRefused extends Error {
+  constructor(
+    readonly reason: "aborted" | "nesting",
+    message: string,
+  ) {
+    super(message);
+    this.name = "AcquireRefused";
+  }
+}
+
+interface Waiter {
+  spec: ChildSpec;
+  scope: ActionScope;
+  resolve(child: SandboxChild): void;
+  reject(err: Error): void;
+}
+
+/** Options of {@link ChildPool.acquire}. */
+export interface AcquireOptions {
+  /** The acquiring action (default: a new top-level scope). */
+  scope?: ActionScope;
+  /** Gives up waiting for a process (rejects with {@link AcquireRefused} "aborted"). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Pool of {@link SandboxChild} processes, at most `maxProcesses` alive at once (idle, busy, finishing
+ * or dying). An action that finds none free waits in a queue served deepest nesting first, then
+ * first come.
+ *
+ * Nested agents make a plain cap deadlock: a parent action keeps its process while it awaits a tool
+ * call that runs a sub-agent, whose action needs a process of its own. The pool knows which action
+ * started which (see {@link ActionScope}); when every process is held by an action that is an
+ * ancestor of a queued action — so no process can ever come free — the deepest queued action gets
+ * an extra process (up to MAX_NESTING_EXTRA_PROCESSES extras; beyond them it is refused with
+ * {@link AcquireRefused} "nesting"). Deepest first, both in the queue and for extras: nested work
+ * already under way finishes and frees its holders before new siblings start and wait in turn, so
+ * the extras stay about as many as the nesting is deep, not as wide as the fan-out.
+ */
 export class ChildPool {
   private readonly idle: SandboxChild[] = [];
   private addressSpaceFactor = 1;
   private readonly all = new Set<SandboxChild>();
+  /** Children lent to an action that has not finished, with that action's scope. */
+  private readonly busy = new Map<SandboxChild, ActionScope>();
   /** Children whose action reported `done` but not yet `idle`, with the acquirer waiting for each. */
   private readonly finishing = new Map<
     SandboxChild,
     ((child: SandboxChild | null) => void) | null
   >();
+  private readonly waiters: Waiter[] = [];
   private closed = false;
+  /** Most children alive at once since the pool was created (tests and benchmarks). */
+  peakSize = 0;
 
   /**
    * @param warm idle children started ahead of time (and re-started after a kill)
    * @param maxIdle idle children kept after use — more than `warm`, so the processes a nested
    *   agent run needed are reused by its next step instead of being killed and spawned again
+   * @param maxProcesses children alive at once (at least `warm`); see the class comment for nesting
    */
   constructor(
     private readonly defaultSpec: ChildSpec,
     private readonly warm: number,
     private readonly maxIdle: number = Math.max(warm, DEFAULT_MAX_IDLE),
+    readonly maxProcesses: number = Math.max(warm, DEFAULT_MAX_PROCESSES),
   ) {
+    if (maxProcesses < Math.max(1, warm))
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `maxProcesses (${maxProcesses}) must be at least 1 and at least the warm pool size (${warm})`,
+      );
     this.replenish();
   }
 
@@ -255,8 +335,10 @@ export class ChildPool {
   private spawnChild(spec: ChildSpec): SandboxChild {
     const child = new SandboxChild(spec, this.addressSpaceFactor);
     this.all.add(child);
+    this.peakSize = Math.max(this.peakSize, this.all.size);
     void child.exited.then(() => {
       this.all.delete(child);
+      this.busy.delete(child);
       if (
         child.readyAt === null &&
         child.spec.addressSpaceMb !== null &&
@@ -273,6 +355,8 @@ export class ChildPool {
       waiter?.(null);
       const i = this.idle.indexOf(child);
       if (i >= 0) this.idle.splice(i, 1);
+      // A slot came free: queued actions first.
+      this.pump();
       // Replace children that were healthy (killed at a deadline, crashed on guest input). One that
       // never started is not replaced here: that would respawn in a tight loop when startup is
       // broken; the next acquire() spawns again and reports the failure to its caller.
@@ -281,11 +365,22 @@ export class ChildPool {
     return child;
   }
 
-  /** Tops the idle set up to `warm` children of the default spec. */
+  /** Lends `child` to an action. */
+  private lend(child: SandboxChild, scope: ActionScope): SandboxChild {
+    this.busy.set(child, scope);
+    child.setRef(true);
+    return child;
+  }
+
+  private usable(c: SandboxChild, spec: ChildSpec): boolean {
+    return !c.dead && c.killedBy === null && this.sameSpec(c.spec, spec);
+  }
+
+  /** Tops the idle set up to `warm` children of the default spec (never past the cap or a queue). */
   replenish(): void {
     if (this.closed) return;
-    let warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
-    while (warmIdle < this.warm) {
+    let warmIdle = this.idle.filter((c) => this.usable(c, this.defaultSpec)).length;
+    while (warmIdle < this.warm && this.all.size < this.maxProcesses && this.waiters.length === 0) {
       this.idle.push(this.spawnChild(this.defaultSpec));
       warmIdle++;
     }
@@ -295,38 +390,129 @@ export class ChildPool {
    * A child for `spec` that runs nothing else — never one that is busy with another action.
    * Order of preference: an idle child that is up; a child whose action just ended (it reports
    * idle within microseconds, or is killed within IDLE_GRACE_MS — so waiting cannot deadlock); an
-   * idle child still starting; a new child.
+   * idle child still starting; a new child while under `maxProcesses`; else a place in the queue.
+   * Rejects with CODEHOP_SANDBOX_INTERNAL once the pool is closed (also while queued), and with
+   * {@link AcquireRefused} when `signal` fires while queued or the nesting extras are used up.
    */
-  async acquire(spec: ChildSpec): Promise<SandboxChild> {
+  async acquire(spec: ChildSpec, options: AcquireOptions = {}): Promise<SandboxChild> {
     if (this.closed)
       throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
-    let index = this.idle.findIndex(
-      (c) => !c.dead && c.readyAt !== null && this.sameSpec(c.spec, spec),
-    );
-    if (index < 0) {
-      for (const [c, waiter] of this.finishing) {
-        if (waiter === null && this.sameSpec(c.spec, spec)) {
-          const handed = await new Promise<SandboxChild | null>((resolve) =>
-            this.finishing.set(c, resolve),
-          );
-          if (handed && !handed.dead && !this.closed) {
-            handed.setRef(true);
-            return handed;
+    const scope = options.scope ?? { parent: null, depth: 0 };
+    if (this.waiters.length === 0) {
+      let index = this.idle.findIndex((c) => this.usable(c, spec) && c.readyAt !== null);
+      if (index < 0) {
+        for (const [c, waiter] of this.finishing) {
+          if (waiter === null && this.sameSpec(c.spec, spec)) {
+            const handed = await new Promise<SandboxChild | null>((resolve) =>
+              this.finishing.set(c, resolve),
+            );
+            if (handed && !handed.dead && !this.closed) return this.lend(handed, scope);
+            return this.acquire(spec, options);
           }
-          return this.acquire(spec);
         }
+        index = this.idle.findIndex((c) => this.usable(c, spec));
       }
-      index = this.idle.findIndex((c) => !c.dead && this.sameSpec(c.spec, spec));
+      // No refill here: the child comes back on release, so sequential actions reuse one process.
+      // Concurrent actions beyond the warm set pay a cold start; dead children are replaced on exit.
+      if (index >= 0) return this.lend(this.idle.splice(index, 1)[0], scope);
+      if (this.all.size < this.maxProcesses) return this.lend(this.spawnChild(spec), scope);
     }
-    const child = index >= 0 ? this.idle.splice(index, 1)[0] : this.spawnChild(spec);
-    child.setRef(true);
-    // No refill here: the child comes back on release, so sequential actions reuse one process.
-    // Concurrent actions beyond the warm set pay a cold start; dead children are replaced on exit.
-    return child;
+    const signal = options.signal;
+    if (signal?.aborted) throw new AcquireRefused("aborted", "cancelled while waiting");
+    return new Promise<SandboxChild>((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i < 0) return;
+        this.waiters.splice(i, 1);
+        reject(new AcquireRefused("aborted", "cancelled while waiting"));
+        this.pump(); // the queue changed: what was a deadlock may not be one any more, and v.v.
+      };
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      const waiter: Waiter = {
+        spec,
+        scope,
+        resolve: (child) => {
+          done();
+          resolve(child);
+        },
+        reject: (err) => {
+          done();
+          reject(err);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      // Deepest first, then first come: finishing nested work already under way frees its
+      // holders, where starting a new sibling would only add one more waiting holder.
+      let at = this.waiters.length;
+      while (at > 0 && this.waiters[at - 1].scope.depth < scope.depth) at--;
+      this.waiters.splice(at, 0, waiter);
+      this.pump();
+    });
+  }
+
+  /** Serves queued actions: idle children, free slots, then the nesting rule. */
+  private pump(): void {
+    if (this.closed) return;
+    // Idle children of the right spec, in queue order (deepest first, see acquire()).
+    for (let i = 0; i < this.waiters.length; i++) {
+      const w = this.waiters[i];
+      const index = this.idle.findIndex((c) => this.usable(c, w.spec));
+      if (index < 0) continue;
+      this.waiters.splice(i--, 1);
+      w.resolve(this.lend(this.idle.splice(index, 1)[0], w.scope));
+    }
+    // Free slots, in queue order.
+    while (this.waiters.length > 0 && this.all.size < this.maxProcesses) {
+      const w = this.waiters.shift()!;
+      w.resolve(this.lend(this.spawnChild(w.spec), w.scope));
+    }
+    if (this.waiters.length === 0) return;
+    // At the cap. Idle children nobody queued wants (another spec) make room by exiting.
+    let dying = 0;
+    for (const c of this.all) if (c.killedBy !== null) dying++;
+    for (const c of this.idle) {
+      if (dying >= this.waiters.length) break;
+      if (!c.dead && c.killedBy === null) {
+        c.kill("retired");
+        dying++;
+      }
+    }
+    while (this.deadlocked()) {
+      const w = this.waiters.shift()!; // the deepest
+
+      if (this.all.size < this.maxProcesses + MAX_NESTING_EXTRA_PROCESSES) {
+        // Its holder-ancestors wait for it: a new process can't add to the deadlock, so one is enough.
+        w.resolve(this.lend(this.spawnChild(w.spec), w.scope));
+        return;
+      }
+      // Out of extras: refuse rather than hang (the rest are refused too while it stays deadlocked).
+      w.reject(
+        new AcquireRefused(
+          "nesting",
+          `No sandbox process can come free: all ${this.all.size} (the limit of ${this.maxProcesses} plus ${MAX_NESTING_EXTRA_PROCESSES} for nesting) run actions that wait for nested actions. Make fewer nested agent calls at the same time`,
+        ),
+      );
+    }
+  }
+
+  /**
+   * True when no queued action can ever get a process by waiting: every live child is lent to an
+   * action that (through its tool calls) waits for a queued action, and none is idle, finishing
+   * or dying (those come free by themselves).
+   */
+  private deadlocked(): boolean {
+    if (this.waiters.length === 0 || this.idle.length > 0 || this.finishing.size > 0) return false;
+    for (const c of this.all) {
+      if (c.killedBy !== null) return false;
+      const holder = this.busy.get(c);
+      if (!holder || !this.waiters.some((w) => isAncestor(holder, w.scope))) return false;
+    }
+    return true;
   }
 
   /** The child's action ended; it will be released (or killed) shortly. */
   markFinishing(child: SandboxChild): void {
+    this.busy.delete(child);
     if (!child.dead) this.finishing.set(child, null);
   }
 
@@ -334,6 +520,7 @@ export class ChildPool {
   release(child: SandboxChild): void {
     child.onMessage = null;
     child.onExit = null;
+    this.busy.delete(child);
     const waiter = this.finishing.get(child);
     this.finishing.delete(child);
     if (waiter && !child.dead) {
@@ -342,15 +529,34 @@ export class ChildPool {
     }
     child.setRef(false);
     if (child.dead) return;
+    const queued = this.waiters.findIndex((w) => this.sameSpec(w.spec, child.spec));
+    if (!this.closed && queued >= 0) {
+      const [w] = this.waiters.splice(queued, 1);
+      w.resolve(this.lend(child, w.scope));
+      return;
+    }
     const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
-    if (!this.closed && this.sameSpec(child.spec, this.defaultSpec) && warmIdle < this.maxIdle)
+    if (
+      !this.closed &&
+      this.waiters.length === 0 &&
+      this.sameSpec(child.spec, this.defaultSpec) &&
+      warmIdle < this.maxIdle
+    )
       this.idle.push(child);
-    else child.kill("retired");
+    else child.kill("retired"); // (its exit serves a queued action of another spec)
   }
 
-  /** Kills every child and waits for them to exit. */
+  /** Kills every child and waits for them to exit; queued actions are rejected (SANDBOX_INTERNAL). */
   async close(): Promise<void> {
     this.closed = true;
+    for (const w of this.waiters.splice(0)) {
+      w.reject(
+        new CodehopError(
+          ErrorCodes.SANDBOX_INTERNAL,
+          "The sandbox was closed while the action waited for a process",
+        ),
+      );
+    }
     const children = [...this.all];
     this.idle.length = 0;
     for (const c of children) {
@@ -363,5 +569,10 @@ export class ChildPool {
   /** Number of live child processes (for tests and benchmarks). */
   get size(): number {
     return this.all.size;
+  }
+
+  /** Number of actions waiting for a process. */
+  get queued(): number {
+    return this.waiters.length;
   }
 }
