@@ -1,21 +1,26 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseVerdict } from "../../src/eval/judge.ts";
 import { RESULTS_DB_FILE } from "../../src/eval/results-store.ts";
-import { runEval } from "../../src/eval/runner.ts";
 import {
   ScriptedOpenAIServer,
   trajectoryResponder,
+  type Responder,
 } from "../../src/testing/scripted-openai-server.ts";
-import { directRules, scriptedEnv } from "./scripted-eval.ts";
+import {
+  directRules,
+  evalTmpDir,
+  judgedEnv,
+  runDirect,
+  scriptedEnv,
+  withScriptedServer,
+} from "./scripted-eval.ts";
 
 // The judge is a separately configured model: its own server here, so the test proves the
 // system's calls and the judge's calls go where they are configured and are counted apart.
-const FIX = join(import.meta.dirname, "../fixtures/eval");
-const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-judge-"));
+const tmp = evalTmpDir("codehop-eval-judge-");
 let model: ScriptedOpenAIServer;
 let judge: ScriptedOpenAIServer;
 
@@ -47,18 +52,9 @@ describe("LLM-as-judge", () => {
   });
 
   it("grades with the separately configured judge model; its tokens are not the system's", async () => {
-    const env = scriptedEnv(model.baseURL, {
-      CODEHOP_JUDGE_MODEL: "judge-model",
-      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
-    });
+    const env = judgedEnv(model.baseURL, judge.baseURL);
     const out = join(tmp, "judged");
-    const res = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env,
-      log: () => undefined,
-    });
+    const res = await runDirect(out, env);
     expect(judge.requests).toHaveLength(3);
     expect(judge.requests[0].request.model).toBe("judge-model");
     expect(model.requests.every((r) => r.request.model === "scripted-model")).toBe(true);
@@ -87,29 +83,12 @@ describe("LLM-as-judge", () => {
 
   it("--judge without CODEHOP_JUDGE_MODEL is a configuration error; --no-judge skips it", async () => {
     await expect(
-      runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out: join(tmp, "nojudge"),
-        env: scriptedEnv(model.baseURL),
-        judge: true,
-        log: () => undefined,
-      }),
+      runDirect(join(tmp, "nojudge"), scriptedEnv(model.baseURL), { judge: true }),
     ).rejects.toThrow(/CODEHOP_JUDGE_MODEL/);
     expect(existsSync(join(tmp, "nojudge"))).toBe(false); // nothing written before the check
     const before = judge.requests.length;
-    const env = scriptedEnv(model.baseURL, {
-      CODEHOP_JUDGE_MODEL: "judge-model",
-      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
-    });
-    const res = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out: join(tmp, "skip"),
-      env,
-      judge: false,
-      log: () => undefined,
-    });
+    const env = judgedEnv(model.baseURL, judge.baseURL);
+    const res = await runDirect(join(tmp, "skip"), env, { judge: false });
     expect(judge.requests.length).toBe(before);
     expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
   });
@@ -118,26 +97,11 @@ describe("LLM-as-judge", () => {
 describe("judging an earlier run", () => {
   it("a rerun with a judge grades the stored answers without asking the system again", async () => {
     const out = join(tmp, "late-judge");
-    await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env: scriptedEnv(model.baseURL),
-      log: () => undefined,
-    });
+    await runDirect(out, scriptedEnv(model.baseURL));
     const modelCalls = model.requests.length;
     const judgeCalls = judge.requests.length;
-    const env = scriptedEnv(model.baseURL, {
-      CODEHOP_JUDGE_MODEL: "judge-model",
-      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
-    });
-    const res = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env,
-      log: () => undefined,
-    });
+    const env = judgedEnv(model.baseURL, judge.baseURL);
+    const res = await runDirect(out, env);
     expect(model.requests.length).toBe(modelCalls);
     expect(judge.requests.length - judgeCalls).toBe(3);
     expect(res.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
@@ -148,19 +112,9 @@ describe("judging an earlier run", () => {
 describe("results databases from before the judged column", () => {
   it("are read: graded answers are not graded again, ungraded ones are", async () => {
     const out = join(tmp, "old-db");
-    const env = scriptedEnv(model.baseURL, {
-      CODEHOP_JUDGE_MODEL: "judge-model",
-      CODEHOP_JUDGE_BASE_URL: judge.baseURL,
-    });
+    const env = judgedEnv(model.baseURL, judge.baseURL);
     const lines: string[] = [];
-    const run = () =>
-      runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: (l) => lines.push(l),
-      });
+    const run = () => runDirect(out, env, { log: (l) => lines.push(l) });
     const first = await run();
     // Back to the schema of earlier codehop versions, with one answer stored ungraded.
     const db = new Database(join(out, RESULTS_DB_FILE));
@@ -189,42 +143,23 @@ describe("results databases from before the judged column", () => {
 describe("judge failures", () => {
   it("a failing judge leaves the answer stored (not an error); the next run grades it", async () => {
     let down = true;
-    const flaky = await ScriptedOpenAIServer.start({
-      responder: () =>
-        down
-          ? { status: 503 }
-          : { content: "CORRECT", usage: { prompt_tokens: 5, completion_tokens: 1 } },
-    });
-    try {
+    const flakyJudge: Responder = () =>
+      down
+        ? { status: 503 }
+        : { content: "CORRECT", usage: { prompt_tokens: 5, completion_tokens: 1 } };
+    await withScriptedServer(flakyJudge, async (flaky) => {
       const out = join(tmp, "judge-down");
-      const env = scriptedEnv(model.baseURL, {
-        CODEHOP_JUDGE_MODEL: "judge-model",
-        CODEHOP_JUDGE_BASE_URL: flaky.baseURL,
-      });
+      const env = judgedEnv(model.baseURL, flaky.baseURL);
       const lines: string[] = [];
       const modelCalls = model.requests.length;
-      const res = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: (l) => lines.push(l),
-      });
+      const res = await runDirect(out, env, { log: (l) => lines.push(l) });
       expect(res.report.systems[0].errors).toBe(0);
       expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
       expect(lines.filter((l) => l.startsWith("judge failed on direct"))).toHaveLength(3);
       down = false;
-      const again = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: () => undefined,
-      });
+      const again = await runDirect(out, env);
       expect(model.requests.length - modelCalls).toBe(3); // answers were not asked again
       expect(again.report.systems[0].judgeAccuracy).toBe(1);
-    } finally {
-      await flaky.close();
-    }
+    });
   });
 });

@@ -1,17 +1,23 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/runner.ts";
 import {
   ScriptedOpenAIServer,
   trajectoryResponder,
+  type Responder,
 } from "../../src/testing/scripted-openai-server.ts";
-import { directRules, scriptedEnv } from "./scripted-eval.ts";
+import {
+  directRules,
+  EVAL_FIXTURES as FIX,
+  evalTmpDir,
+  runDirect,
+  scriptedEnv,
+  withScriptedServer,
+} from "./scripted-eval.ts";
 
-const FIX = join(import.meta.dirname, "../fixtures/eval");
 let server: ScriptedOpenAIServer;
-const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-"));
+const tmp = evalTmpDir("codehop-eval-");
 const quiet = () => undefined;
 
 beforeAll(async () => {
@@ -93,23 +99,10 @@ describe("resuming", () => {
   it("a rerun into the same --out skips finished questions and keeps the run id", async () => {
     const out = join(tmp, "resume");
     const env = scriptedEnv(server.baseURL);
-    const first = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env,
-      limit: 2,
-      log: quiet,
-    });
+    const first = await runDirect(out, env, { limit: 2 });
     expect(first.ran).toBe(2);
     const before = server.requests.length;
-    const second = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env,
-      log: quiet,
-    });
+    const second = await runDirect(out, env);
     expect(second.skipped).toBe(2);
     expect(second.ran).toBe(1);
     expect(server.requests.length - before).toBe(1);
@@ -121,22 +114,9 @@ describe("resuming", () => {
 
   it("refuses to mix results of a different model into the same output directory", async () => {
     const out = join(tmp, "mix");
-    await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out,
-      env: scriptedEnv(server.baseURL),
-      limit: 1,
-      log: quiet,
-    });
+    await runDirect(out, scriptedEnv(server.baseURL), { limit: 1 });
     await expect(
-      runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" }),
-        log: quiet,
-      }),
+      runDirect(out, scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" })),
     ).rejects.toThrow(/different settings/);
   });
 });
@@ -145,23 +125,15 @@ describe("failures", () => {
   it("an endpoint error on one question is recorded as an error (scored wrong), the others finish, and a rerun retries it", async () => {
     let failQ2 = true;
     const rules = directRules();
-    const flaky = await ScriptedOpenAIServer.start({
-      responder: async (req, ctx) => {
-        if (failQ2 && req.messages[1]?.content.includes("Marek Zelny"))
-          return { status: 500, body: '{"error":{"message":"boom"}}' };
-        return trajectoryResponder(rules)(req, ctx);
-      },
-    });
-    try {
+    const failing: Responder = async (req, ctx) => {
+      if (failQ2 && req.messages[1]?.content.includes("Marek Zelny"))
+        return { status: 500, body: '{"error":{"message":"boom"}}' };
+      return trajectoryResponder(rules)(req, ctx);
+    };
+    await withScriptedServer(failing, async (flaky) => {
       const out = join(tmp, "errors");
       const env = scriptedEnv(flaky.baseURL);
-      const res = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: quiet,
-      });
+      const res = await runDirect(out, env);
       const s = res.report.systems[0];
       expect(s.questions).toBe(3);
       expect(s.errors).toBe(1);
@@ -171,28 +143,17 @@ describe("failures", () => {
       expect(failed.prediction).toBe("");
       expect(failed.modelCalls).toBe(1);
       failQ2 = false;
-      const again = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: quiet,
-      });
+      const again = await runDirect(out, env);
       expect(again.ran).toBe(1);
       expect(again.report.systems[0].errors).toBe(0);
       expect(again.report.results.find((r) => r.questionId === "p2")!.prediction).toBe(
         "The tower is 40 metres tall.",
       );
-    } finally {
-      await flaky.close();
-    }
+    });
   });
 
   it("Ctrl-C (abort) keeps finished questions, writes a partial report, and the rerun completes it", async () => {
-    const slow = await ScriptedOpenAIServer.start({
-      responder: trajectoryResponder(directRules(1000)),
-    });
-    try {
+    await withScriptedServer(trajectoryResponder(directRules(1000)), async (slow) => {
       const out = join(tmp, "abort");
       const env = scriptedEnv(slow.baseURL);
       const ac = new AbortController();
@@ -206,11 +167,7 @@ describe("failures", () => {
           ac.abort();
         }
       }, 5);
-      const res = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
+      const res = await runDirect(out, env, {
         concurrency: 1,
         signal: ac.signal,
         log: (l) => lines.push(l),
@@ -226,42 +183,28 @@ describe("failures", () => {
       expect(JSON.parse(readFileSync(res.files.json, "utf8")).partial).toBe(true);
       expect(readFileSync(res.files.md, "utf8")).toContain("(partial)");
       expect(lines.join("\n")).toMatch(/interrupted/);
-      const again = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: quiet,
-      });
+      const again = await runDirect(out, env);
       expect(again.skipped).toBe(1);
       expect(again.ran).toBe(2);
       expect(again.report.partial).toBe(false);
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it("fails fast with a clear error when no model is configured", async () => {
     await expect(
-      runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out: join(tmp, "nomodel"),
-        env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "", OPENAI_BASE_URL: "" }),
-        log: quiet,
-      }),
+      runDirect(
+        join(tmp, "nomodel"),
+        scriptedEnv(server.baseURL, { CODEHOP_MODEL: "", OPENAI_BASE_URL: "" }),
+      ),
     ).rejects.toThrow(/CODEHOP_MODEL/);
     expect(existsSync(join(tmp, "nomodel"))).toBe(false);
   });
 
   it("without CODEHOP_MODEL uses the first model the endpoint lists (like codehop ask)", async () => {
-    const res = await runEval({
-      dataset: join(FIX, "plain.jsonl"),
-      systems: ["direct"],
-      out: join(tmp, "detected"),
-      env: scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
-      log: quiet,
-    });
+    const res = await runDirect(
+      join(tmp, "detected"),
+      scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
+    );
     expect((res.report.config as any).model.model).toBe("scripted");
     expect(server.requests.at(-1)!.request.model).toBe("scripted");
     expect(res.report.systems[0].em).toBeCloseTo(1 / 3, 10);
@@ -391,54 +334,31 @@ describe("results database", () => {
     const out = join(tmp, "not-a-db");
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, "eval.db"), "this is not sqlite");
-    await expect(
-      runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env: scriptedEnv(server.baseURL),
-        log: quiet,
-      }),
-    ).rejects.toMatchObject({ code: "CODEHOP_DB_INVALID" });
+    await expect(runDirect(out, scriptedEnv(server.baseURL))).rejects.toMatchObject({
+      code: "CODEHOP_DB_INVALID",
+    });
   });
 });
 
 describe("per-question time limit", () => {
   it("stores a question over the limit as an error, keeps the others, and the next run retries it", async () => {
-    const slowQ2 = await ScriptedOpenAIServer.start({
-      responder: async (req, ctx) => {
-        const reply: any = await trajectoryResponder(directRules())(req, ctx);
-        if (req.messages[1]?.content.includes("Marek Zelny")) reply.delayMs = 1500;
-        return reply;
-      },
-    });
-    try {
+    const slowOnQ2: Responder = async (req, ctx) => {
+      const reply: any = await trajectoryResponder(directRules())(req, ctx);
+      if (req.messages[1]?.content.includes("Marek Zelny")) reply.delayMs = 1500;
+      return reply;
+    };
+    await withScriptedServer(slowOnQ2, async (slowQ2) => {
       const out = join(tmp, "timeout");
       const env = scriptedEnv(slowQ2.baseURL);
-      const res = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        questionTimeoutMs: 300,
-        log: quiet,
-      });
+      const res = await runDirect(out, env, { questionTimeoutMs: 300 });
       const q2 = res.report.results.find((r) => r.questionId === "p2")!;
       expect(q2.error).toBe("timed out after 0.3 s");
       expect(q2.wallMs).toBeLessThan(1200);
       expect(res.report.systems[0].errors).toBe(1);
       expect(res.interrupted).toBe(false);
-      const again = await runEval({
-        dataset: join(FIX, "plain.jsonl"),
-        systems: ["direct"],
-        out,
-        env,
-        log: quiet,
-      });
+      const again = await runDirect(out, env);
       expect(again.ran).toBe(1);
       expect(again.report.systems[0].errors).toBe(0);
-    } finally {
-      await slowQ2.close();
-    }
+    });
   });
 });

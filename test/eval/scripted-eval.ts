@@ -1,5 +1,50 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { readEnv, type CodehopEnv } from "../../src/config/env.ts";
-import type { ScriptedReply, TrajectoryRule } from "../../src/testing/scripted-openai-server.ts";
+import { runEval, type RunEvalOptions } from "../../src/eval/runner.ts";
+import {
+  ScriptedOpenAIServer,
+  type Responder,
+  type ScriptedReply,
+  type TrajectoryRule,
+} from "../../src/testing/scripted-openai-server.ts";
+
+/** The eval dataset fixtures (the same three questions in every format). */
+export const EVAL_FIXTURES = join(import.meta.dirname, "../fixtures/eval");
+/** The fixture questions as plain JSONL, ids p1, p2, p3. */
+export const PLAIN_DATASET = join(EVAL_FIXTURES, "plain.jsonl");
+
+/** A new temporary directory for a test file's output directories. */
+export const evalTmpDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
+
+/**
+ * Runs the direct system on the plain fixture into `out` with `env`, silently; `options` override
+ * any of that (dataset, systems, log ...).
+ */
+export function runDirect(out: string, env: CodehopEnv, options: Partial<RunEvalOptions> = {}) {
+  return runEval({
+    dataset: PLAIN_DATASET,
+    systems: ["direct"],
+    out,
+    env,
+    log: () => undefined,
+    ...options,
+  });
+}
+
+/** Runs `body` with a scripted server answering with `responder`, closed afterwards. */
+export async function withScriptedServer<T>(
+  responder: Responder,
+  body: (server: ScriptedOpenAIServer) => Promise<T>,
+): Promise<T> {
+  const server = await ScriptedOpenAIServer.start({ responder });
+  try {
+    return await body(server);
+  } finally {
+    await server.close();
+  }
+}
 
 /**
  * Scripted replies shared by the eval tests. Each question of the fixtures (same three questions
@@ -42,6 +87,14 @@ export function scriptedEnv(baseURL: string, extra: Record<string, string> = {})
     CODEHOP_MODEL: "scripted-model",
     CODEHOP_MAX_RETRIES: "0",
     ...extra,
+  });
+}
+
+/** {@link scriptedEnv} with the LLM judge "judge-model" served at `judgeURL`. */
+export function judgedEnv(baseURL: string, judgeURL: string): CodehopEnv {
+  return scriptedEnv(baseURL, {
+    CODEHOP_JUDGE_MODEL: "judge-model",
+    CODEHOP_JUDGE_BASE_URL: judgeURL,
   });
 }
 
