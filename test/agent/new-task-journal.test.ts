@@ -204,6 +204,33 @@ describe("a new task on a finished thread and the call journal", () => {
   });
 });
 
+describe("a crash during the second task", () => {
+  it("resumes the second task with its own finished calls served, not the first task's", async () => {
+    let down = true;
+    const { graph, config, reads, lookupModel } = build({
+      down: (item) => down && item === "stock",
+    });
+    await graph.invoke({ task: "task: price" }, config("crash-2"));
+    const err = await graph
+      .invoke({ task: "task: price+stock" }, config("crash-2"))
+      .catch((e) => e);
+    expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
+    // Task 2 read "price" for real (task 1's record at the same position was not served).
+    expect(reads).toEqual(["price", "price"]);
+    down = false;
+    const modelCalls = lookupModel.calls.length;
+    const out = await graph.invoke(null, config("crash-2"));
+    expect(out).toMatchObject({ answer: "price #2,stock #3", taskEpoch: 1, stepCount: 1 });
+    expect(reads).toEqual(["price", "price", "stock"]);
+    // Only the "stock" sub-agent ran on resume; the finished call came from task 2's record.
+    expect(lookupModel.calls).toHaveLength(modelCalls + 1);
+    expect(out.steps[0].toolCalls.map((c: { fromJournal: boolean }) => c.fromJournal)).toEqual([
+      true,
+      false,
+    ]);
+  });
+});
+
 describe("task epochs in nested journal keys", () => {
   it("a replay of task 1 whose sub-agent call was never recorded serves the sub-agent's own task-1 calls", async () => {
     const { graph, config, reads, lookupModel, persistence } = build();
