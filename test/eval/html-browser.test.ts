@@ -9,15 +9,36 @@ import {
   ScriptedOpenAIServer,
   trajectoryResponder,
 } from "../../src/testing/scripted-openai-server.ts";
-import { directRules, ragRules, scriptedEnv } from "./scripted-eval.ts";
+import {
+  directRules,
+  EVAL_FIXTURES as FIX,
+  ragRules,
+  scriptedEnv,
+  syntheticReport,
+} from "./scripted-eval.ts";
 
 // Renders report.html in a real headless browser (when one is installed: `apt-get install chromium`)
 // and checks that its script ran: Chart.js drew both charts and the drill-down list was built.
 const browser = ["chromium", "chromium-browser", "google-chrome"].find(
   (b) => spawnSync("which", [b]).status === 0,
 );
-const FIX = join(import.meta.dirname, "../fixtures/eval");
 let server: ScriptedOpenAIServer;
+
+/** The page's DOM after its scripts ran (offline, up to 3 s of virtual time). */
+const dumpDom = (url: string): string =>
+  execFileSync(
+    browser!,
+    [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--virtual-time-budget=3000",
+      "--dump-dom",
+      url,
+    ],
+    { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] },
+  );
 
 beforeAll(async () => {
   server = await ScriptedOpenAIServer.start({
@@ -37,19 +58,7 @@ describe.skipIf(!browser)("report.html in a headless browser", () => {
       log: () => undefined,
     });
     const url = `${pathToFileURL(res.files.html).href}#${encodeURIComponent(res.report.results[0].threadId)}`;
-    const dom = execFileSync(
-      browser!,
-      [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--virtual-time-budget=3000",
-        "--dump-dom",
-        url,
-      ],
-      { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] },
-    );
+    const dom = dumpDom(url);
     // Chart.js sized both canvases (it only does so when it drew them)
     expect(dom).toMatch(/<canvas id="scatter"[^>]*style="display: block;/);
     expect(dom).toMatch(/<canvas id="bars"[^>]*style="display: block;/);
@@ -64,55 +73,13 @@ describe.skipIf(!browser)("report.html in a headless browser", () => {
   it("lists a large run page by page and still opens a #thread-id beyond the first page", async () => {
     const { writeFileSync } = await import("node:fs");
     const { htmlReport } = await import("../../src/eval/html.ts");
-    const results = Array.from({ length: 450 }, (_, i) => ({
-      system: "direct" as const,
-      questionId: `q${i}`,
-      index: i,
-      question: `Question ${i}?`,
-      answers: ["a"],
-      prediction: "a",
-      em: 1,
-      f1: 1,
-      coverEm: 1,
-      modelCalls: 1,
-      inputTokens: 1,
-      outputTokens: 1,
-      cachedTokens: 0,
-      usage: {},
-      steps: 1,
-      wallMs: 1,
-      threadId: `run:direct:q${i}`,
-      sources: [],
-      finishedAt: "",
-    }));
-    const report: any = {
-      runId: "run",
-      generatedAt: "",
-      partial: false,
-      progress: { expected: 450, done: 450 },
-      dataset: { path: "d", format: "jsonl", questions: 450, bad: [] },
-      config: {},
-      systems: [],
-      results,
-    };
+    const report = syntheticReport(450, { runId: "run", question: (i) => `Question ${i}?` });
     const file = join(mkdtempSync(join(tmpdir(), "codehop-eval-html-")), "big.html");
     writeFileSync(
       file,
       htmlReport(report, () => []),
     );
-    const dom = execFileSync(
-      browser!,
-      [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--virtual-time-budget=3000",
-        "--dump-dom",
-        `${pathToFileURL(file).href}#run%3Adirect%3Aq420`,
-      ],
-      { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] },
-    );
+    const dom = dumpDom(`${pathToFileURL(file).href}#run%3Adirect%3Aq420`);
     expect(dom).toContain("450 shown (first 200 listed)");
     expect((dom.match(/<details class="q"/g) ?? []).length).toBe(201);
     expect(dom).toContain('<details class="q" id="run:direct:q420" open');

@@ -13,6 +13,7 @@ import {
   evalTmpDir,
   runDirect,
   scriptedEnv,
+  syntheticReport,
   withScriptedServer,
 } from "./scripted-eval.ts";
 
@@ -214,37 +215,11 @@ describe("failures", () => {
 describe("report page size", () => {
   it("embeds transcripts up to a budget and says where the rest are", async () => {
     const { htmlReport } = await import("../../src/eval/html.ts");
-    const results = [0, 1, 2].map((i) => ({
-      system: "direct" as const,
-      questionId: `q${i}`,
-      index: i,
-      question: `Q${i}?`,
-      answers: ["a"],
-      prediction: "a",
-      em: 1,
-      f1: 1,
-      coverEm: 1,
-      modelCalls: 1,
-      inputTokens: 1,
-      outputTokens: 1,
-      cachedTokens: 0,
-      usage: {},
-      steps: 1,
-      wallMs: 1,
-      threadId: `t${i}`,
-      sources: [],
-      finishedAt: "",
-    }));
-    const report: any = {
+    const report = syntheticReport(3, {
       runId: "r",
-      generatedAt: "",
-      partial: false,
-      progress: { expected: 3, done: 3 },
-      dataset: { path: "d", format: "jsonl", questions: 3, bad: [] },
-      config: {},
-      systems: [],
-      results,
-    };
+      question: (i) => `Q${i}?`,
+      threadId: (i) => `t${i}`,
+    });
     const transcript = (i: number) => [
       {
         agent: "direct",

@@ -33,6 +33,51 @@ export function runDirect(out: string, env: CodehopEnv, options: Partial<RunEval
   });
 }
 
+/**
+ * A finished report of `n` correct answers by direct (question `question(i)`, thread
+ * `${runId}:direct:q${i}` unless `threadId` says otherwise), for report rendering tests.
+ */
+export function syntheticReport(
+  n: number,
+  options: {
+    runId: string;
+    question: (i: number) => string;
+    threadId?: (i: number) => string;
+  },
+): any {
+  const results = Array.from({ length: n }, (_, i) => ({
+    system: "direct" as const,
+    questionId: `q${i}`,
+    index: i,
+    question: options.question(i),
+    answers: ["a"],
+    prediction: "a",
+    em: 1,
+    f1: 1,
+    coverEm: 1,
+    modelCalls: 1,
+    inputTokens: 1,
+    outputTokens: 1,
+    cachedTokens: 0,
+    usage: {},
+    steps: 1,
+    wallMs: 1,
+    threadId: options.threadId?.(i) ?? `${options.runId}:direct:q${i}`,
+    sources: [],
+    finishedAt: "",
+  }));
+  return {
+    runId: options.runId,
+    generatedAt: "",
+    partial: false,
+    progress: { expected: n, done: n },
+    dataset: { path: "d", format: "jsonl", questions: n, bad: [] },
+    config: {},
+    systems: [],
+    results,
+  };
+}
+
 /** Runs `body` with a scripted server answering with `responder`, closed afterwards. */
 export async function withScriptedServer<T>(
   responder: Responder,
