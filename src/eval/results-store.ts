@@ -38,23 +38,23 @@ CREATE TABLE IF NOT EXISTS eval_results (
   judged INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (system, question_id)
 );`);
-      // Results databases from before transcripts, then judge verdicts, had their own column.
-      const columns = new Set(
-        (this.db.prepare("PRAGMA table_info(eval_results)").all() as { name: string }[]).map(
-          (c) => c.name,
-        ),
-      );
-      if (!columns.has("transcripts_json")) {
-        this.db.exec(
-          "ALTER TABLE eval_results ADD COLUMN transcripts_json TEXT NOT NULL DEFAULT '[]'",
-        );
-      }
-      if (!columns.has("judged")) {
-        this.db.transaction(() => {
-          this.db.exec("ALTER TABLE eval_results ADD COLUMN judged INTEGER NOT NULL DEFAULT 0");
-          this.db.exec(
+      // Columns added since the first results databases, with how old rows get their value.
+      const added: { name: string; type: string; backfill?: string }[] = [
+        { name: "transcripts_json", type: "TEXT NOT NULL DEFAULT '[]'" },
+        {
+          name: "judged",
+          type: "INTEGER NOT NULL DEFAULT 0",
+          backfill:
             "UPDATE eval_results SET judged = 1 WHERE json_extract(result_json, '$.judge') IS NOT NULL",
-          );
+        },
+      ];
+      const columns = (
+        this.db.prepare("PRAGMA table_info(eval_results)").all() as { name: string }[]
+      ).map((c) => c.name);
+      for (const column of added.filter((c) => !columns.includes(c.name))) {
+        this.db.transaction(() => {
+          this.db.exec(`ALTER TABLE eval_results ADD COLUMN ${column.name} ${column.type}`);
+          if (column.backfill) this.db.exec(column.backfill);
         })();
       }
     } catch (err) {
