@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from "node:events";
+import type { Command } from "commander";
 import type { AskResult } from "../app/result.ts";
 import type { RunOptions } from "../app/run.ts";
 import { createLiveView, type LiveView } from "../app/tree-renderer.ts";
@@ -12,6 +13,19 @@ export interface RunFlags {
   corpus?: string;
   home?: string;
   model?: string;
+}
+
+/**
+ * Adds the {@link RunFlags} of commands that continue a recorded thread (resume, replay): the
+ * thread's own corpus and model are the defaults there.
+ */
+export function addContinueFlags(command: Command): Command {
+  return command
+    .option("--corpus <db>", "local corpus DB (default: the one the thread was started with)")
+    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+    .option("--model <name>", "model for every agent (default CODEHOP_MODEL)")
+    .option("--json", "print one JSON object when the run ends")
+    .option("-q, --quiet", "no live tree");
 }
 
 /** Configuration overrides from CLI flags (everything else comes from the environment). */

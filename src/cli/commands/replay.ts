@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
+import { addContinueFlags, configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 function parseSet(pairs: string[]): Record<string, unknown> | undefined {
@@ -23,47 +23,43 @@ function parseSet(pairs: string[]): Record<string, unknown> | undefined {
 
 /** `codehop replay <thread> --checkpoint <id>`: re-runs (forks) a thread from one of its checkpoints. */
 export default function replayCommand(): Command {
-  return new Command("replay")
-    .description(
-      "re-run a thread from one of its checkpoints; the new run forks a branch and the old history stays",
-    )
-    .argument("<thread>", "thread id")
-    .requiredOption(
-      "--checkpoint <id>",
-      "checkpoint to start from (see `codehop history <thread>`)",
-    )
-    .option(
-      "--set <key=json...>",
-      "edit state values before re-running (e.g. --set 'question=\"...\"'), forking with updateState",
-    )
-    .option(
-      "--as-node <node>",
-      "node the edit is attributed to (default: the node that wrote the checkpoint)",
-    )
-    .option("--corpus <db>", "local corpus DB (default: the one the thread was started with)")
-    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
-    .option("--model <name>", "model for every agent (default CODEHOP_MODEL)")
-    .option("--json", "print one JSON object when the run ends")
-    .option("-q, --quiet", "no live tree")
-    .action(
-      async (
-        threadId: string,
-        flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string },
-      ) => {
-        const update = parseSet(flags.set ?? []);
-        const { replay } = await import("../../app/run.ts");
-        await runInTerminal(
-          flags,
-          "codehop replay",
-          (options) =>
-            replay(threadId, flags.checkpoint, {
-              config: configFromFlags(flags),
-              update,
-              asNode: flags.asNode,
-              ...options,
-            }),
-          { threadId },
-        );
-      },
-    );
+  return addContinueFlags(
+    new Command("replay")
+      .description(
+        "re-run a thread from one of its checkpoints; the new run forks a branch and the old history stays",
+      )
+      .argument("<thread>", "thread id")
+      .requiredOption(
+        "--checkpoint <id>",
+        "checkpoint to start from (see `codehop history <thread>`)",
+      )
+      .option(
+        "--set <key=json...>",
+        "edit state values before re-running (e.g. --set 'question=\"...\"'), forking with updateState",
+      )
+      .option(
+        "--as-node <node>",
+        "node the edit is attributed to (default: the node that wrote the checkpoint)",
+      ),
+  ).action(
+    async (
+      threadId: string,
+      flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string },
+    ) => {
+      const update = parseSet(flags.set ?? []);
+      const { replay } = await import("../../app/run.ts");
+      await runInTerminal(
+        flags,
+        "codehop replay",
+        (options) =>
+          replay(threadId, flags.checkpoint, {
+            config: configFromFlags(flags),
+            update,
+            asNode: flags.asNode,
+            ...options,
+          }),
+        { threadId },
+      );
+    },
+  );
 }
