@@ -56,6 +56,7 @@ export interface ActionResult {
   snapshot: VariablesSnapshot;
   /** Number of tool calls the action made. */
   toolCalls: number;
+  /** Wall time from run() to the result, including any wait for a free process. */
   durationMs: number;
   /**
    * REPL echo: the value of the code's last top-level expression statement (or of a top-level

@@ -181,6 +181,19 @@ describe("maxProcesses", () => {
     expect(sandbox.peakProcessCount).toBe(1 + MAX_NESTING_EXTRA_PROCESSES);
   });
 
+  it("at the cap, an action needing another heap limit makes room by retiring an idle process", async () => {
+    const sandbox = make({ poolSize: 1, maxProcesses: 1 });
+    const a = await sandbox.run({ code: "final_answer(1)", tools: {} });
+    const b = await sandbox.run({
+      code: "final_answer(2)",
+      tools: {},
+      limits: { maxHeapMb: 128 },
+    });
+    const c = await sandbox.run({ code: "final_answer(3)", tools: {} });
+    expect([a, b, c].map((r) => r.finalAnswer)).toEqual([1, 2, 3]);
+    expect(sandbox.peakProcessCount).toBe(1);
+  });
+
   it("close() rejects queued actions with CODEHOP_SANDBOX_INTERNAL and ends the running one", async () => {
     const sandbox = make({ poolSize: 1, maxProcesses: 1 });
     let hanging = false;
