@@ -3,33 +3,15 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { RESULTS_DB_FILE, ResultsStore, resultKey } from "../../src/eval/results-store.ts";
 import type { JudgeVerdict, QuestionResult } from "../../src/eval/types.ts";
-import { evalTmpDir } from "./scripted-eval.ts";
+import { evalTmpDir, syntheticResult } from "./scripted-eval.ts";
 
 const verdict: JudgeVerdict = { correct: true, raw: "CORRECT", inputTokens: 5, outputTokens: 1 };
 
+/** A result with its transcripts, as the runner stores it. */
 function result(questionId: string, extra: Partial<QuestionResult> = {}): QuestionResult {
   return {
-    system: "direct",
-    questionId,
-    index: Number(questionId.slice(1)),
-    question: `${questionId}?`,
-    answers: ["a"],
-    prediction: "a",
-    em: 1,
-    f1: 1,
-    coverEm: 1,
-    modelCalls: 1,
-    inputTokens: 10,
-    outputTokens: 1,
-    cachedTokens: 0,
-    usage: {},
-    steps: 1,
-    wallMs: 1,
-    threadId: `run:direct:${questionId}`,
-    sources: [],
+    ...syntheticResult(Number(questionId.slice(1)), extra),
     transcripts: [{ agent: "direct", messages: [{ role: "user", content: `${questionId}?` }] }],
-    finishedAt: "2026-01-01T00:00:00.000Z",
-    ...extra,
   };
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readEnv, type CodehopEnv } from "../../src/config/env.ts";
 import { runEval, type RunEvalOptions } from "../../src/eval/runner.ts";
+import type { QuestionResult } from "../../src/eval/types.ts";
 import {
   ScriptedOpenAIServer,
   type Responder,
@@ -34,22 +35,18 @@ export function runDirect(out: string, env: CodehopEnv, options: Partial<RunEval
 }
 
 /**
- * A finished report of `n` correct answers by direct (question `question(i)`, thread
- * `${runId}:direct:q${i}` unless `threadId` says otherwise), for report rendering tests.
+ * A stored result: question `q${i}` answered correctly by direct (thread `run:direct:q${i}`),
+ * without transcripts; `extra` overrides any field.
  */
-export function syntheticReport(
-  n: number,
-  options: {
-    runId: string;
-    question: (i: number) => string;
-    threadId?: (i: number) => string;
-  },
-): any {
-  const results = Array.from({ length: n }, (_, i) => ({
-    system: "direct" as const,
+export function syntheticResult(
+  i: number,
+  extra: Partial<QuestionResult> = {},
+): Omit<QuestionResult, "transcripts"> {
+  return {
+    system: "direct",
     questionId: `q${i}`,
     index: i,
-    question: options.question(i),
+    question: `Question ${i}?`,
     answers: ["a"],
     prediction: "a",
     em: 1,
@@ -62,10 +59,31 @@ export function syntheticReport(
     usage: {},
     steps: 1,
     wallMs: 1,
-    threadId: options.threadId?.(i) ?? `${options.runId}:direct:q${i}`,
+    threadId: `run:direct:q${i}`,
     sources: [],
     finishedAt: "",
-  }));
+    ...extra,
+  };
+}
+
+/**
+ * A finished report of `n` {@link syntheticResult}s (question `question(i)`, thread
+ * `${runId}:direct:q${i}` unless `threadId` says otherwise), for report rendering tests.
+ */
+export function syntheticReport(
+  n: number,
+  options: {
+    runId: string;
+    question: (i: number) => string;
+    threadId?: (i: number) => string;
+  },
+): any {
+  const results = Array.from({ length: n }, (_, i) =>
+    syntheticResult(i, {
+      question: options.question(i),
+      threadId: options.threadId?.(i) ?? `${options.runId}:direct:q${i}`,
+    }),
+  );
   return {
     runId: options.runId,
     generatedAt: "",
