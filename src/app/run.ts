@@ -149,14 +149,15 @@ async function prepareRun(
  * Streams the manager graph for `input` (a new question, or null to continue from the thread's
  * latest checkpoint, or from `from.checkpointId`) and returns the shaped result read from the
  * final checkpoint. Unless `from.started` (ask marks its thread running and announces it itself),
- * the thread is marked running and announced here.
+ * the thread is marked running and announced here, with the state it continues from (`from.state`
+ * when the caller has just read it).
  */
 async function execute(
   session: Session,
   options: RunOptions,
   threadId: string,
   input: { question: string } | null,
-  from: { checkpointId?: string; started?: boolean } = {},
+  from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
 ): Promise<AskResult> {
   const started = Date.now();
   const { persistence, config, graph } = session;
@@ -178,8 +179,8 @@ async function execute(
     recursionLimit: MANAGER_RECURSION_LIMIT,
     signal: options.signal,
   };
-  let state: Record<string, unknown> | undefined;
-  if (input === null) {
+  let state = from.state;
+  if (input === null && !state) {
     // Resumed or replayed: hand the checkpointed state to the caller (the live tree shows it).
     const snapshot = await graph.getState({
       configurable: {
@@ -267,22 +268,22 @@ function shapeResult(
 }
 
 /**
- * The stored result of a thread whose run already finished (nothing runs next from its latest
- * checkpoint), read from one state snapshot; undefined when the run is not finished.
+ * The latest state of a thread that has checkpoints: `stored` is its result when the run already
+ * finished (nothing runs next), read from this one snapshot; else `state` is where it continues.
  */
-async function finishedResult(
+async function latest(
   session: Session,
   options: RunOptions,
   record: ThreadRecord,
-): Promise<AskResult | undefined> {
+): Promise<{ stored: AskResult } | { state: Record<string, unknown> }> {
   const { persistence } = session;
   const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
-  if (snapshot.next.length > 0) return undefined;
+  if (snapshot.next.length > 0) return { state: snapshot.values as Record<string, unknown> };
   options.onStart?.({ threadId: record.threadId, dbPath: persistence.dbPath });
   // A stored result reports how long the run that finished it took.
-  const result = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
-  if (record.status !== "done") persistence.threads.finish(record.threadId, result.answer);
-  return result;
+  const stored = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
+  if (record.status !== "done") persistence.threads.finish(record.threadId, stored.answer);
+  return { stored };
 }
 
 /** Options of {@link ask}. */
@@ -325,8 +326,8 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
     if (existing && existing.checkpoints > 0) {
       // Asking the same question again on a finished thread is idempotent: the stored result.
       if (existing.question?.trim() === question.trim()) {
-        const stored = await finishedResult(session, options, existing);
-        if (stored) return stored;
+        const found = await latest(session, options, existing);
+        if ("stored" in found) return found.stored;
       }
       // One question per thread: a second question would inherit the first one's steps and limits.
       throw new CodehopError(
@@ -380,24 +381,23 @@ export async function resume(threadId: string, options: RunOptions = {}): Promis
   const session = await openSession(options);
   try {
     const record = requireThread(session.persistence, threadId, true);
-    // The run died before its first checkpoint: start it again from the recorded question.
-    const restart = record.checkpoints === 0;
-    if (restart && !record.question)
-      throw new CodehopError(
-        ErrorCodes.THREAD_NOT_FOUND,
-        `Thread "${threadId}" has no checkpoints.`,
-      );
-    if (!restart) {
-      const stored = await finishedResult(session, options, record);
-      if (stored) return stored;
+    let input: { question: string } | null = null;
+    let state: Record<string, unknown> | undefined;
+    if (record.checkpoints === 0) {
+      // The run died before its first checkpoint: start it again from the recorded question.
+      if (!record.question)
+        throw new CodehopError(
+          ErrorCodes.THREAD_NOT_FOUND,
+          `Thread "${threadId}" has no checkpoints.`,
+        );
+      input = { question: record.question };
+    } else {
+      const found = await latest(session, options, record);
+      if ("stored" in found) return found.stored;
+      state = found.state;
     }
     await prepareRun(session, options, record.options);
-    return await execute(
-      session,
-      options,
-      threadId,
-      restart ? { question: record.question! } : null,
-    );
+    return await execute(session, options, threadId, input, { state });
   } finally {
     await session.close();
   }
