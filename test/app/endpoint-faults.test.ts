@@ -107,8 +107,16 @@ describe("model endpoint faults", () => {
     // The endpoint recovers: resume finishes, and the finished Eiffel call is not repeated.
     fault = () => undefined;
     const eiffelBefore = server.requestsFor("wiki:eiffel").length;
-    const result = await resume("down", { config: config(), persistence });
+    let started: { threadId: string; state?: Record<string, unknown> } | undefined;
+    const result = await resume("down", {
+      config: config(),
+      persistence,
+      onStart: (info) => (started = info),
+    });
     expect(result.answer).toBe(DEMO_ANSWERS.towers);
+    // The live tree is seeded with the state the run continued from.
+    expect(started?.threadId).toBe("down");
+    expect(started?.state).toMatchObject({ question: DEMO_QUESTIONS.towers, stepCount: 0 });
     expect(server.requestsFor("wiki:eiffel").length).toBe(eiffelBefore);
     expect(persistence.threads.get("down")).toMatchObject({ status: "done" });
   });
