@@ -13,7 +13,7 @@ import {
   directRules,
   evalTmpDir,
   judgedEnv,
-  runDirect,
+  runScripted,
   scriptedEnv,
   withScriptedServer,
 } from "./scripted-eval.ts";
@@ -54,7 +54,7 @@ describe("LLM-as-judge", () => {
   it("grades with the separately configured judge model; its tokens are not the system's", async () => {
     const env = judgedEnv(model.baseURL, judge.baseURL);
     const out = join(tmp, "judged");
-    const res = await runDirect(out, env);
+    const res = await runScripted(out, env);
     expect(judge.requests).toHaveLength(3);
     expect(judge.requests[0].request.model).toBe("judge-model");
     expect(model.requests.every((r) => r.request.model === "scripted-model")).toBe(true);
@@ -83,12 +83,12 @@ describe("LLM-as-judge", () => {
 
   it("--judge without CODEHOP_JUDGE_MODEL is a configuration error; --no-judge skips it", async () => {
     await expect(
-      runDirect(join(tmp, "nojudge"), scriptedEnv(model.baseURL), { judge: true }),
+      runScripted(join(tmp, "nojudge"), scriptedEnv(model.baseURL), { judge: true }),
     ).rejects.toThrow(/CODEHOP_JUDGE_MODEL/);
     expect(existsSync(join(tmp, "nojudge"))).toBe(false); // nothing written before the check
     const before = judge.requests.length;
     const env = judgedEnv(model.baseURL, judge.baseURL);
-    const res = await runDirect(join(tmp, "skip"), env, { judge: false });
+    const res = await runScripted(join(tmp, "skip"), env, { judge: false });
     expect(judge.requests.length).toBe(before);
     expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
   });
@@ -97,11 +97,11 @@ describe("LLM-as-judge", () => {
 describe("judging an earlier run", () => {
   it("a rerun with a judge grades the stored answers without asking the system again", async () => {
     const out = join(tmp, "late-judge");
-    await runDirect(out, scriptedEnv(model.baseURL));
+    await runScripted(out, scriptedEnv(model.baseURL));
     const modelCalls = model.requests.length;
     const judgeCalls = judge.requests.length;
     const env = judgedEnv(model.baseURL, judge.baseURL);
-    const res = await runDirect(out, env);
+    const res = await runScripted(out, env);
     expect(model.requests.length).toBe(modelCalls);
     expect(judge.requests.length - judgeCalls).toBe(3);
     expect(res.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
@@ -114,7 +114,7 @@ describe("results databases from before the judged column", () => {
     const out = join(tmp, "old-db");
     const env = judgedEnv(model.baseURL, judge.baseURL);
     const lines: string[] = [];
-    const run = () => runDirect(out, env, { log: (l) => lines.push(l) });
+    const run = () => runScripted(out, env, { log: (l) => lines.push(l) });
     const first = await run();
     // Back to the schema of earlier codehop versions, with one answer stored ungraded.
     const db = new Database(join(out, RESULTS_DB_FILE));
@@ -152,12 +152,12 @@ describe("judge failures", () => {
       const env = judgedEnv(model.baseURL, flaky.baseURL);
       const lines: string[] = [];
       const modelCalls = model.requests.length;
-      const res = await runDirect(out, env, { log: (l) => lines.push(l) });
+      const res = await runScripted(out, env, { log: (l) => lines.push(l) });
       expect(res.report.systems[0].errors).toBe(0);
       expect(res.report.systems[0].judgeAccuracy).toBeUndefined();
       expect(lines.filter((l) => l.startsWith("judge failed on direct"))).toHaveLength(3);
       down = false;
-      const again = await runDirect(out, env);
+      const again = await runScripted(out, env);
       expect(model.requests.length - modelCalls).toBe(3); // answers were not asked again
       expect(again.report.systems[0].judgeAccuracy).toBe(1);
     });

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadDataset } from "../../src/eval/datasets.ts";
@@ -17,16 +16,18 @@ import {
 import {
   agenticRules,
   directRules,
+  EVAL_FIXTURES as FIX,
+  evalTmpDir,
   FIXTURE_PAGES,
   Q2,
   ragRules,
+  runScripted,
   scriptedEnv,
 } from "./scripted-eval.ts";
 
 // The agentic system is the real app (ask/resume, real graphs, real sandbox, real corpus search,
 // real SQLite checkpoints); only the model is scripted.
-const FIX = join(import.meta.dirname, "../fixtures/eval");
-const tmp = mkdtempSync(join(tmpdir(), "codehop-eval-agentic-"));
+const tmp = evalTmpDir("codehop-eval-agentic-");
 let server: ScriptedOpenAIServer;
 let pageDelayMs = 0;
 
@@ -206,14 +207,11 @@ describe("agentic system", () => {
     }, 10);
     let first;
     try {
-      first = await runEval({
+      first = await runScripted(out, env, {
         dataset: join(FIX, "hotpotqa.json"),
         systems: ["agentic"],
-        out,
-        env,
         concurrency: 1,
         signal: ac.signal,
-        log: () => undefined,
       });
     } finally {
       clearInterval(timer);
@@ -223,13 +221,10 @@ describe("agentic system", () => {
     expect(first.report.results.map((r) => r.questionId)).toEqual(["h1"]);
     const zelnyCalls = count("wiki:zelny");
     expect(zelnyCalls - before.zelny).toBe(2);
-    const again = await runEval({
+    const again = await runScripted(out, env, {
       dataset: join(FIX, "hotpotqa.json"),
       systems: ["agentic"],
-      out,
-      env,
       concurrency: 1,
-      log: () => undefined,
     });
     expect(again.skipped).toBe(1);
     expect(again.ran).toBe(2);
@@ -248,15 +243,12 @@ describe("agentic system", () => {
     pageDelayMs = 2500;
     let first;
     try {
-      first = await runEval({
+      first = await runScripted(out, env, {
         dataset: join(FIX, "hotpotqa.json"),
         systems: ["agentic"],
-        out,
-        env,
         limit: 2,
         concurrency: 1,
         questionTimeoutMs: 1500,
-        log: () => undefined,
       });
     } finally {
       pageDelayMs = 0;
@@ -265,14 +257,11 @@ describe("agentic system", () => {
     expect(h2.error).toBe("timed out after 1.5 s");
     expect(first.report.results.find((r) => r.questionId === "h1")!.error).toBeUndefined();
     const zelny = count("wiki:zelny");
-    const again = await runEval({
+    const again = await runScripted(out, env, {
       dataset: join(FIX, "hotpotqa.json"),
       systems: ["agentic"],
-      out,
-      env,
       limit: 2,
       concurrency: 1,
-      log: () => undefined,
     });
     expect(again.ran).toBe(1);
     expect(count("wiki:zelny")).toBe(zelny); // resumed: the finished sub-agent call was not repeated

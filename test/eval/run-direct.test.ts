@@ -11,7 +11,7 @@ import {
   directRules,
   EVAL_FIXTURES as FIX,
   evalTmpDir,
-  runDirect,
+  runScripted,
   scriptedEnv,
   syntheticReport,
   withScriptedServer,
@@ -100,10 +100,10 @@ describe("resuming", () => {
   it("a rerun into the same --out skips finished questions and keeps the run id", async () => {
     const out = join(tmp, "resume");
     const env = scriptedEnv(server.baseURL);
-    const first = await runDirect(out, env, { limit: 2 });
+    const first = await runScripted(out, env, { limit: 2 });
     expect(first.ran).toBe(2);
     const before = server.requests.length;
-    const second = await runDirect(out, env);
+    const second = await runScripted(out, env);
     expect(second.skipped).toBe(2);
     expect(second.ran).toBe(1);
     expect(server.requests.length - before).toBe(1);
@@ -115,9 +115,9 @@ describe("resuming", () => {
 
   it("refuses to mix results of a different model into the same output directory", async () => {
     const out = join(tmp, "mix");
-    await runDirect(out, scriptedEnv(server.baseURL), { limit: 1 });
+    await runScripted(out, scriptedEnv(server.baseURL), { limit: 1 });
     await expect(
-      runDirect(out, scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" })),
+      runScripted(out, scriptedEnv(server.baseURL, { CODEHOP_MODEL: "other" })),
     ).rejects.toThrow(/different settings/);
   });
 });
@@ -134,7 +134,7 @@ describe("failures", () => {
     await withScriptedServer(failing, async (flaky) => {
       const out = join(tmp, "errors");
       const env = scriptedEnv(flaky.baseURL);
-      const res = await runDirect(out, env);
+      const res = await runScripted(out, env);
       const s = res.report.systems[0];
       expect(s.questions).toBe(3);
       expect(s.errors).toBe(1);
@@ -144,7 +144,7 @@ describe("failures", () => {
       expect(failed.prediction).toBe("");
       expect(failed.modelCalls).toBe(1);
       failQ2 = false;
-      const again = await runDirect(out, env);
+      const again = await runScripted(out, env);
       expect(again.ran).toBe(1);
       expect(again.report.systems[0].errors).toBe(0);
       expect(again.report.results.find((r) => r.questionId === "p2")!.prediction).toBe(
@@ -168,7 +168,7 @@ describe("failures", () => {
           ac.abort();
         }
       }, 5);
-      const res = await runDirect(out, env, {
+      const res = await runScripted(out, env, {
         concurrency: 1,
         signal: ac.signal,
         log: (l) => lines.push(l),
@@ -184,7 +184,7 @@ describe("failures", () => {
       expect(JSON.parse(readFileSync(res.files.json, "utf8")).partial).toBe(true);
       expect(readFileSync(res.files.md, "utf8")).toContain("(partial)");
       expect(lines.join("\n")).toMatch(/interrupted/);
-      const again = await runDirect(out, env);
+      const again = await runScripted(out, env);
       expect(again.skipped).toBe(1);
       expect(again.ran).toBe(2);
       expect(again.report.partial).toBe(false);
@@ -193,7 +193,7 @@ describe("failures", () => {
 
   it("fails fast with a clear error when no model is configured", async () => {
     await expect(
-      runDirect(
+      runScripted(
         join(tmp, "nomodel"),
         scriptedEnv(server.baseURL, { CODEHOP_MODEL: "", OPENAI_BASE_URL: "" }),
       ),
@@ -202,7 +202,7 @@ describe("failures", () => {
   });
 
   it("without CODEHOP_MODEL uses the first model the endpoint lists (like codehop ask)", async () => {
-    const res = await runDirect(
+    const res = await runScripted(
       join(tmp, "detected"),
       scriptedEnv(server.baseURL, { CODEHOP_MODEL: "" }),
     );
@@ -309,7 +309,7 @@ describe("results database", () => {
     const out = join(tmp, "not-a-db");
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, "eval.db"), "this is not sqlite");
-    await expect(runDirect(out, scriptedEnv(server.baseURL))).rejects.toMatchObject({
+    await expect(runScripted(out, scriptedEnv(server.baseURL))).rejects.toMatchObject({
       code: "CODEHOP_DB_INVALID",
     });
   });
@@ -325,13 +325,13 @@ describe("per-question time limit", () => {
     await withScriptedServer(slowOnQ2, async (slowQ2) => {
       const out = join(tmp, "timeout");
       const env = scriptedEnv(slowQ2.baseURL);
-      const res = await runDirect(out, env, { questionTimeoutMs: 300 });
+      const res = await runScripted(out, env, { questionTimeoutMs: 300 });
       const q2 = res.report.results.find((r) => r.questionId === "p2")!;
       expect(q2.error).toBe("timed out after 0.3 s");
       expect(q2.wallMs).toBeLessThan(1200);
       expect(res.report.systems[0].errors).toBe(1);
       expect(res.interrupted).toBe(false);
-      const again = await runDirect(out, env);
+      const again = await runScripted(out, env);
       expect(again.ran).toBe(1);
       expect(again.report.systems[0].errors).toBe(0);
     });

@@ -20,10 +20,10 @@ export const PLAIN_DATASET = join(EVAL_FIXTURES, "plain.jsonl");
 export const evalTmpDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 
 /**
- * Runs the direct system on the plain fixture into `out` with `env`, silently; `options` override
- * any of that (dataset, systems, log ...).
+ * Runs an evaluation into `out` with `env`, silently: by default the direct system on the plain
+ * fixture; `options` override any of that (dataset, systems, log ...).
  */
-export function runDirect(out: string, env: CodehopEnv, options: Partial<RunEvalOptions> = {}) {
+export function runScripted(out: string, env: CodehopEnv, options: Partial<RunEvalOptions> = {}) {
   return runEval({
     dataset: PLAIN_DATASET,
     systems: ["direct"],
