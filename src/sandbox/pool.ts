@@ -289,8 +289,10 @@ export interface AcquireOptions {
  * ancestor of a queued action — so no process can ever come free — the deepest queued action gets
  * an extra process (up to MAX_NESTING_EXTRA_PROCESSES extras; beyond them it is refused with
  * {@link AcquireRefused} "nesting"). Deepest first, both in the queue and for extras: nested work
- * already under way finishes and frees its holders before new siblings start and wait in turn, so
- * the extras stay about as many as the nesting is deep, not as wide as the fan-out.
+ * already under way finishes and frees its holders before new siblings start and wait in turn. A
+ * child beyond the cap is only ever lent to break a deadlock (else it is killed when its action
+ * ends), so each new extra goes deeper than every action an extra holds: the pool stays within
+ * `maxProcesses` + the nesting depth, however wide the fan-out.
  */
 export class ChildPool {
   private readonly idle: SandboxChild[] = [];
@@ -402,7 +404,12 @@ export class ChildPool {
       let index = this.idle.findIndex((c) => this.usable(c, spec) && c.readyAt !== null);
       if (index < 0) {
         for (const [c, waiter] of this.finishing) {
-          if (waiter === null && this.sameSpec(c.spec, spec)) {
+          // (Never beyond the cap: a child there only breaks deadlocks, see release().)
+          if (
+            waiter === null &&
+            this.sameSpec(c.spec, spec) &&
+            this.all.size <= this.maxProcesses
+          ) {
             const handed = await new Promise<SandboxChild | null>((resolve) =>
               this.finishing.set(c, resolve),
             );
@@ -496,13 +503,14 @@ export class ChildPool {
   }
 
   /**
-   * True when no queued action can ever get a process by waiting: every live child is lent to an
-   * action that (through its tool calls) waits for a queued action, and none is idle, finishing
-   * or dying (those come free by themselves).
+   * True when no queued action can ever get a process by waiting: every live child (but `except`)
+   * is lent to an action that (through its tool calls) waits for a queued action, and none is idle,
+   * finishing or dying (those come free by themselves).
    */
-  private deadlocked(): boolean {
+  private deadlocked(except?: SandboxChild): boolean {
     if (this.waiters.length === 0 || this.idle.length > 0 || this.finishing.size > 0) return false;
     for (const c of this.all) {
+      if (c === except) continue;
       if (c.killedBy !== null) return false;
       const holder = this.busy.get(c);
       if (!holder || !this.waiters.some((w) => isAncestor(holder, w.scope))) return false;
@@ -529,8 +537,12 @@ export class ChildPool {
     }
     child.setRef(false);
     if (child.dead) return;
+    // A child beyond the cap (a nesting extra) only ever serves to break a deadlock: handed to a
+    // queued action that is not, it would let one more parent start and park, and the extras grow
+    // with the fan-out instead of the nesting depth.
+    const overCap = this.all.size > this.maxProcesses;
     const queued = this.waiters.findIndex((w) => this.sameSpec(w.spec, child.spec));
-    if (!this.closed && queued >= 0) {
+    if (!this.closed && queued >= 0 && (!overCap || this.deadlocked(child))) {
       const [w] = this.waiters.splice(queued, 1);
       w.resolve(this.lend(child, w.scope));
       return;
@@ -538,6 +550,7 @@ export class ChildPool {
     const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
     if (
       !this.closed &&
+      !overCap &&
       this.waiters.length === 0 &&
       this.sameSpec(child.spec, this.defaultSpec) &&
       warmIdle < this.maxIdle
