@@ -219,6 +219,9 @@ export async function runCodeWithTools(
     tools: Object.fromEntries(tools.map((t) => [t.name, host(t)])),
     snapshot: request.variables ?? undefined,
     ...(timeoutMs === undefined ? {} : { limits: { timeoutMs } }),
+    // The run was aborted (Ctrl-C, or the parent action that called this sub-agent ended): stop
+    // the action, or drop it from the sandbox's queue if it is still waiting for a process.
+    signal: config.signal,
   });
   if (fatal) throw fatal;
   toolCalls.sort((a, b) => a.callIndex - b.callIndex);
