@@ -10,6 +10,7 @@ import { z } from "zod";
 import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
 import { createCodeAgent, type CodeAgent } from "../../src/graphs/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
+import { defineTool } from "../../src/tools/define-tool.ts";
 
 const action = (code: string) => `Thought: next\nCode:\n\`\`\`js\n${code}\n\`\`\`<end_action>`;
 
@@ -136,5 +137,63 @@ describe("nested agents on a capped sandbox", () => {
     // At most the model call in flight when the action was stopped finishes; no new steps start.
     expect(childModelCalls).toBeLessThanOrEqual(callsAtTimeout + 1);
     expect(childModelCalls).toBeLessThan(8);
+  });
+
+  it("a sub-agent's action still waiting for a process leaves the queue when the calling action times out", async () => {
+    // Its own sandbox: one unrelated action holds one of the two processes for the whole test.
+    const small = createSandbox({ poolSize: 0, maxProcesses: 2 });
+    try {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const busy = small.run({
+        code: "await hold()",
+        tools: {
+          hold: async () => {
+            await gate;
+            return null;
+          },
+        },
+      });
+      while (small.processCount < 1) await new Promise((r) => setTimeout(r, 5));
+      let ran = 0;
+      const mark = defineTool({
+        name: "mark",
+        description: "counts actions that ran",
+        parameters: z.object({}),
+        returns: "null",
+        invoke: async () => {
+          ran++;
+          return null;
+        },
+      });
+      const child = createCodeAgent({
+        name: "queued",
+        description: "never gets a process in time",
+        sandbox: small,
+        maxSteps: 1,
+        tools: [mark],
+        model: new ScriptedChatModel([action("await mark();\nfinal_answer('late')")]),
+      });
+      const parent = createCodeAgent({
+        name: "impatient2",
+        description: "waits briefly",
+        sandbox: small,
+        maxSteps: 1,
+        actionTimeoutMs: 500,
+        model: new ScriptedChatModel([action('final_answer(await queued_agent("work"))')]),
+        tools: [asTool(child, "queued_agent")],
+      });
+      const out = await parent.invoke({ task: "delegate" });
+      expect(out.steps[0].observation).toMatch(/TimeoutError/);
+      // The parent's action was killed: the sub-agent's queued action is dropped, not run for
+      // nothing on the process the parent's death freed.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(small.queuedActions).toBe(0);
+      expect(ran).toBe(0);
+      release();
+      await busy;
+    } finally {
+      await small.close();
+    }
   });
 });
