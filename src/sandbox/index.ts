@@ -398,8 +398,9 @@ class ActionSession {
     private readonly started: number,
     private readonly resolve: (r: ActionResult) => void,
   ) {
-    // Every tool call in flight gets this signal and may listen on it (a sub-agent run adds a few
-    // listeners): bounded by the concurrent-call limit, so not a leak worth warning about.
+    // Every tool call in flight gets this signal and may listen on it (fetch does, once per
+    // request): up to maxConcurrentToolCalls calls at once, so more than Node's default of 10
+    // listeners is expected, not a leak worth warning about.
     setMaxListeners(Math.max(10, 4 * limits.maxConcurrentToolCalls), this.abort.signal);
   }
 
