@@ -195,8 +195,11 @@ export async function runCodeWithTools(
         }
         const message = errorMessage(err);
         record(args, false, message, false);
-        // A call cut short by the action ending (timeout) did not finish: don't journal it.
-        if (journal && !signal.aborted)
+        // A call cut short did not finish: don't journal it, or a resume would be served the cut as
+        // the call's outcome. Cut by the action ending (timeout: `signal`), or by the run being
+        // aborted (Ctrl-C, the calling parent's action ending: `config.signal`) — a sub-agent
+        // listens on the run's signal and rejects before the action's own signal fires.
+        if (journal && !signal.aborted && !config.signal?.aborted)
           await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
         throw err;
       }

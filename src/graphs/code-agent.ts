@@ -268,6 +268,8 @@ export function createCodeAgent<Schema extends z.ZodObject>(
   options: CodeAgentOptions & { input: CodeAgentInputMapping<Schema> },
 ): CodeAgent<z.input<Schema>, MappedCodeAgentBuilder<Schema>>;
 export function createCodeAgent(options: CodeAgentOptions & { input?: undefined }): CodeAgent;
+/** Options typed as plain CodeAgentOptions (input maybe set): the input type is not known statically. */
+export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any>;
 export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> {
   const {
     name,

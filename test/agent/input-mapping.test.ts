@@ -232,6 +232,18 @@ describe("createCodeAgent input option", () => {
     expect(codeOf(err)).toBe(ErrorCodes.CONFIG_INVALID);
     expect((err as Error).message).toMatch(/custom input/);
   });
+
+  it("accepts options typed as plain CodeAgentOptions (built elsewhere, input maybe set)", async () => {
+    // Type-level as much as runtime: this must compile (npm run typecheck covers test/).
+    const options: CodeAgentOptions = {
+      name: "from_options",
+      description: "d",
+      sandbox,
+      model: new ScriptedChatModel(["Thought: done\nCode:\n```js\nfinal_answer(7)\n```"]),
+    };
+    const agent = createCodeAgent(options);
+    expect((await agent.invoke({ task: "seven" })).answer).toBe(7);
+  });
 });
 
 describe("createCodeAgent tool names", () => {

@@ -232,3 +232,66 @@ it("starts a new task on a finished thread from a clean history, keeping the var
     "first",
   );
 });
+
+it("does not journal a sub-agent call cut short by an abort: the resumed run calls it again", async () => {
+  const saver = SqliteSaver.fromConnString(":memory:");
+  const journal = new MapJournal();
+  let slow = true;
+  let childRuns = 0;
+  const child = createCodeAgent({
+    name: "slow_child",
+    description: "d",
+    sandbox: sandboxes[1],
+    maxSteps: 2,
+    model: new ScriptedChatModel([
+      async () => {
+        childRuns++;
+        if (slow) await new Promise((r) => setTimeout(r, 3000));
+        return action("final_answer('child ok')");
+      },
+    ]),
+  });
+  const parent = createCodeAgent({
+    name: "parent",
+    description: "d",
+    sandbox: sandboxes[1],
+    maxSteps: 2,
+    tools: [
+      child.asTool({
+        name: "slow_agent",
+        description: "d",
+        parameters: z.object({ task: z.string() }),
+        toInput: (a) => a,
+      }),
+    ],
+    model: new ScriptedChatModel([
+      action(
+        'let r;\ntry { r = await slow_agent("work"); } catch (e) { r = "FAILED: " + e.message; }\nfinal_answer(r);',
+      ),
+    ]),
+  });
+  const graph = parent.builder.compile({ checkpointer: saver });
+  const config = {
+    recursionLimit: parent.recursionLimit,
+    configurable: { thread_id: "abort-1", journal },
+  };
+  const controller = new AbortController();
+  // Abort (Ctrl-C) while the sub-agent's model call is in flight.
+  const started = new Promise<void>((resolve) => {
+    const poll = setInterval(() => childRuns > 0 && (clearInterval(poll), resolve()), 5);
+  });
+  const first = graph.invoke({ task: "t" }, { ...config, signal: controller.signal });
+  await started;
+  controller.abort();
+  await expect(first).rejects.toThrow();
+  expect(journal.entries.size).toBe(0);
+
+  slow = false;
+  const out = await graph.invoke(null, config);
+  expect(out.answer).toBe("child ok");
+  expect(out.steps.at(-1)?.toolCalls.map((c) => [c.tool, c.ok, c.fromJournal])).toEqual([
+    ["slow_agent", true, false],
+  ]);
+  expect(childRuns).toBe(2);
+  saver.db.close();
+});
