@@ -20,9 +20,10 @@ export class ResultsStore {
   constructor(outDir: string) {
     const dir = resolve(outDir);
     this.path = join(dir, RESULTS_DB_FILE);
+    let opened: Database.Database | undefined;
     try {
       ensureDir(dir, { code: ErrorCodes.CONFIG_INVALID, what: "output directory" });
-      this.db = new Database(this.path);
+      this.db = opened = new Database(this.path);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("busy_timeout = 5000");
       this.db.exec(`
@@ -58,6 +59,12 @@ CREATE TABLE IF NOT EXISTS eval_results (
         })();
       }
     } catch (err) {
+      // Don't leak the handle of a file we could open but not use (not SQLite, bad migration).
+      try {
+        opened?.close();
+      } catch {
+        // already closed
+      }
       throw new CodehopError(
         ErrorCodes.DB_INVALID,
         `Cannot open eval results database ${this.path}: ${(err as Error).message}`,

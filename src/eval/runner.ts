@@ -311,7 +311,10 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
         concurrency,
         async ({ example, system }) => {
           const stored = store.result(system.name, example.id);
-          if (!stored || stored.judge || stored.error) return;
+          if (!stored || stored.error) return;
+          // Graded already, but the column says not (written by a codehop from before the column):
+          // set the flag so later runs stop queueing it.
+          if (stored.judge) return store.setJudge(system.name, example.id, stored.judge);
           try {
             store.setJudge(
               system.name,

@@ -138,6 +138,27 @@ describe("results databases from before the judged column", () => {
     expect(judge.requests.length - judgeCalls).toBe(1);
     expect(third.report.systems[0].judgeAccuracy).toBeCloseTo(2 / 3, 10);
   });
+
+  it("a graded answer whose judged flag an older codehop left at 0 is flagged, not graded again", async () => {
+    const out = join(tmp, "stale-flag");
+    const env = judgedEnv(model.baseURL, judge.baseURL);
+    const lines: string[] = [];
+    const run = () => runScripted(out, env, { log: (l) => lines.push(l) });
+    await run();
+    // An older codehop writing to a database that has the column leaves it at its default.
+    const db = new Database(join(out, RESULTS_DB_FILE));
+    db.exec("UPDATE eval_results SET judged = 0 WHERE question_id = 'p2'");
+    db.close();
+    const judgeCalls = judge.requests.length;
+    lines.length = 0;
+    await run();
+    expect(lines).toContain("grading 1 stored answers with the judge");
+    expect(judge.requests.length).toBe(judgeCalls);
+    lines.length = 0;
+    await run();
+    expect(lines.filter((l) => l.startsWith("grading"))).toEqual([]);
+    expect(judge.requests.length).toBe(judgeCalls);
+  });
 });
 
 describe("judge failures", () => {
