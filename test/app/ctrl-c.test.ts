@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEMO_ANSWERS,
+  DEMO_QUESTIONS,
+  DEMO_SUBTASKS,
+  towersRules,
+} from "../../src/app/demo-trajectories.ts";
+import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { runCli, spawnCli } from "./cli-helpers.ts";
+import { readThread, taskOf, useDemoWorld, whileRunning } from "./fixtures.ts";
+
+// Set when the CLI's second sub-agent call reaches the model; that request is held until Ctrl-C.
+let secondCallStarted: () => void;
+const secondCall = new Promise<void>((r) => (secondCallStarted = r));
+let holdSecondCall = true;
+
+const world = useDemoWorld("codehop-ctrl-c-", {
+  responder: () => {
+    const responder = trajectoryResponder(towersRules());
+    return async (req, ctx) => {
+      const reply = await responder(req, ctx);
+      if (holdSecondCall && taskOf(req).includes(DEMO_SUBTASKS.empire)) {
+        secondCallStarted();
+        return { ...(reply as object), delayMs: 20_000 } as typeof reply;
+      }
+      return reply;
+    };
+  },
+});
+
+const env = () => world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
+
+describe("Ctrl-C through the CLI", { timeout: 120_000 }, () => {
+  it("one Ctrl-C stops `ask` cleanly (exit 2, RUN_INTERRUPTED); `resume` finishes without repeating the finished call, and again serves the stored result", async () => {
+    const run = spawnCli(
+      ["ask", DEMO_QUESTIONS.towers, "--thread", "ctrl-c-1", "--corpus", world.corpus, "--json"],
+      env(),
+    );
+    await whileRunning(run, secondCall, "the second sub-agent call");
+    run.child.kill("SIGINT");
+    const stopped = await run.done;
+    expect(stopped.code).toBe(2);
+    expect(JSON.parse(stopped.stdout)).toMatchObject({
+      error: { code: "CODEHOP_RUN_INTERRUPTED" },
+      thread_id: "ctrl-c-1",
+    });
+    await readThread(world.home, "ctrl-c-1", (_state, p) => {
+      expect(p.threads.get("ctrl-c-1")).toMatchObject({ status: "failed" });
+      expect(p.threads.get("ctrl-c-1")?.error).toMatch(/Ctrl-C/);
+      // The interrupted sub-agent call was cut short, not finished: nothing journaled for it.
+      const journaled = p.journal.entries("ctrl-c-1").map((e) => e.tool);
+      expect(journaled.filter((t) => t === "wikipedia_search_agent")).toHaveLength(1);
+    });
+    holdSecondCall = false;
+    const eiffel = world.server.requestsFor("wiki:eiffel").length;
+
+    const resumed = await runCli(["resume", "ctrl-c-1", "--json"], env());
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      answer: DEMO_ANSWERS.towers,
+      status: "final_answer",
+    });
+    // The Eiffel Tower call had finished before Ctrl-C: served from the journal, not re-run.
+    expect(world.server.requestsFor("wiki:eiffel")).toHaveLength(eiffel);
+
+    // Resuming a finished thread prints its stored result and asks the model nothing.
+    const requests = world.server.requests.length;
+    const again = await runCli(["resume", "ctrl-c-1", "--json"], env());
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).answer).toBe(DEMO_ANSWERS.towers);
+    expect(world.server.requests.length).toBe(requests);
+  });
+});
