@@ -1,4 +1,4 @@
-import { EventEmitter, setMaxListeners } from "node:events";
+import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import type { AskResult } from "../app/result.ts";
 import type { RunOptions } from "../app/run.ts";
@@ -63,7 +63,6 @@ export function terminalRun(
   // listener per tick to the signals it derives from it: deep runs legitimately pass Node's
   // default of 10, which would print a "possible memory leak" warning in the middle of the tree.
   setMaxListeners(0, ctrlC.signal);
-  EventEmitter.defaultMaxListeners = Math.max(EventEmitter.defaultMaxListeners, 200);
   let view: LiveView | undefined;
   return {
     options: {
