@@ -6,29 +6,12 @@ import {
   towersRules,
 } from "../../src/app/demo-trajectories.ts";
 import { trace } from "../../src/app/run.ts";
-import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
-import { readThread, taskOf, useDemoWorld, whileRunning } from "./fixtures.ts";
+import { holdingSubtask, readThread, useDemoWorld, whileRunning } from "./fixtures.ts";
 
-// Set when the CLI's second sub-agent call reaches the model; that request is held until the kill.
-let secondCallStarted: () => void;
-const secondCall = new Promise<void>((r) => (secondCallStarted = r));
-let holdSecondCall = true;
-
-const world = useDemoWorld("codehop-crash-", {
-  responder: () => {
-    const responder = trajectoryResponder(towersRules());
-    return async (req, ctx) => {
-      const reply = await responder(req, ctx);
-      if (holdSecondCall && taskOf(req).includes(DEMO_SUBTASKS.empire)) {
-        secondCallStarted();
-        // Long enough that the process is killed while waiting for this reply.
-        return { ...(reply as object), delayMs: 20_000 } as typeof reply;
-      }
-      return reply;
-    };
-  },
-});
+// The CLI's second sub-agent call (Empire State Building) is held until the test stops the run.
+const second = holdingSubtask(towersRules, DEMO_SUBTASKS.empire);
+const world = useDemoWorld("codehop-crash-", { responder: second.responder });
 
 const cliEnvFor = () => world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
 
@@ -40,13 +23,13 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
       ["ask", DEMO_QUESTIONS.towers, "--thread", "crash-1", "--corpus", world.corpus, "--json"],
       env,
     );
-    await whileRunning(run, secondCall, "the second sub-agent call");
+    await whileRunning(run, second.reached, "the second sub-agent call");
     // The thread id was shown as soon as the run started.
     expect(run.stderr()).toContain("thread crash-1");
     run.child.kill("SIGKILL");
     const killed = await run.done;
     expect(killed.signal).toBe("SIGKILL");
-    holdSecondCall = false;
+    second.release();
     // `codehop threads` tells a killed run from a running one.
     const listed = await runCli(["threads", "--json"], cliEnvFor());
     expect(JSON.parse(listed.stdout).find((t: any) => t.threadId === "crash-1")).toMatchObject({

@@ -5,28 +5,12 @@ import {
   DEMO_SUBTASKS,
   towersRules,
 } from "../../src/app/demo-trajectories.ts";
-import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
-import { readThread, taskOf, useDemoWorld, whileRunning } from "./fixtures.ts";
+import { holdingSubtask, readThread, useDemoWorld, whileRunning } from "./fixtures.ts";
 
-// Set when the CLI's second sub-agent call reaches the model; that request is held until Ctrl-C.
-let secondCallStarted: () => void;
-const secondCall = new Promise<void>((r) => (secondCallStarted = r));
-let holdSecondCall = true;
-
-const world = useDemoWorld("codehop-ctrl-c-", {
-  responder: () => {
-    const responder = trajectoryResponder(towersRules());
-    return async (req, ctx) => {
-      const reply = await responder(req, ctx);
-      if (holdSecondCall && taskOf(req).includes(DEMO_SUBTASKS.empire)) {
-        secondCallStarted();
-        return { ...(reply as object), delayMs: 20_000 } as typeof reply;
-      }
-      return reply;
-    };
-  },
-});
+// The CLI's second sub-agent call (Empire State Building) is held until the test stops the run.
+const second = holdingSubtask(towersRules, DEMO_SUBTASKS.empire);
+const world = useDemoWorld("codehop-ctrl-c-", { responder: second.responder });
 
 const env = () => world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
 
@@ -36,7 +20,7 @@ describe("Ctrl-C through the CLI", { timeout: 120_000 }, () => {
       ["ask", DEMO_QUESTIONS.towers, "--thread", "ctrl-c-1", "--corpus", world.corpus, "--json"],
       env(),
     );
-    await whileRunning(run, secondCall, "the second sub-agent call");
+    await whileRunning(run, second.reached, "the second sub-agent call");
     run.child.kill("SIGINT");
     const stopped = await run.done;
     expect(stopped.code).toBe(2);
@@ -51,7 +35,7 @@ describe("Ctrl-C through the CLI", { timeout: 120_000 }, () => {
       const journaled = p.journal.entries("ctrl-c-1").map((e) => e.tool);
       expect(journaled.filter((t) => t === "wikipedia_search_agent")).toHaveLength(1);
     });
-    holdSecondCall = false;
+    second.release();
     const eiffel = world.server.requestsFor("wiki:eiffel").length;
 
     const resumed = await runCli(["resume", "ctrl-c-1", "--json"], env());

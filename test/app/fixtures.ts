@@ -8,8 +8,10 @@ import { createManagerGraph } from "../../src/graphs/manager.ts";
 import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
 import {
   ScriptedOpenAIServer,
+  trajectoryResponder,
   type ChatRequest,
   type Responder,
+  type TrajectoryRule,
 } from "../../src/testing/scripted-openai-server.ts";
 import { cliEnv, type CliRun } from "./cli-helpers.ts";
 
@@ -125,4 +127,28 @@ export async function readThread<T>(
   } finally {
     p.close();
   }
+}
+
+/**
+ * A responder for `rules` that holds the first model request of the sub-task containing `task`
+ * (20 s: longer than any test waits) while `held` is on, so a test can kill or interrupt the CLI
+ * in the middle of that sub-agent call. `reached` resolves when the request arrives; `release()`
+ * answers later requests at once (e.g. those of the resumed run).
+ */
+export function holdingSubtask(rules: () => TrajectoryRule[], task: string) {
+  let arrived!: () => void;
+  const reached = new Promise<void>((r) => (arrived = r));
+  let held = true;
+  const responder = (): Responder => {
+    const inner = trajectoryResponder(rules());
+    return async (req, ctx) => {
+      const reply = await inner(req, ctx);
+      if (held && taskOf(req).includes(task)) {
+        arrived();
+        return { ...(reply as object), delayMs: 20_000 } as typeof reply;
+      }
+      return reply;
+    };
+  };
+  return { responder, reached, release: () => (held = false) };
 }
