@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { GUEST_CAPABILITIES } from "../sandbox/contract.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { HistoryEntry } from "./history.ts";
 
@@ -79,15 +80,8 @@ export function resolveSettings(agentName: string, input: AgentSettingsInput): A
   return parsed.data;
 }
 
-/** Built-in capabilities of guest code, listed in the system prompt's {{capabilities}}. */
-export const DEFAULT_CAPABILITIES: readonly string[] = [
-  "top-level await; await several tool calls at once with Promise.all([...])",
-  "console.log(...) to see values (printed output becomes your next observation)",
-  "final_answer(value) to finish with an answer",
-  "JSON, Math, String/Array/Object/RegExp/Map/Set methods",
-  "variables and functions you define at top level are kept for later steps",
-  "Date, Intl and Math.random() work; there is no network, no file system, no require/import/fetch — use the tools below",
-];
+/** Built-in capabilities of guest code, listed in the system prompt's {{capabilities}} (the sandbox contract's). */
+export const DEFAULT_CAPABILITIES: readonly string[] = GUEST_CAPABILITIES;
 
 /** Recursion limit that lets an agent use all its steps (plan+act+observe per step, planning, final answer). */
 export function recursionLimitFor(settings: Pick<AgentSettings, "maxSteps">): number {

@@ -1,4 +1,4 @@
-import type { CodeSandbox } from "../sandbox/types.ts";
+import type { CodeSandbox } from "../sandbox/contract.ts";
 
 let shared: Promise<CodeSandbox> | undefined;
 

@@ -1,6 +1,6 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { ActionResult, HostToolFn, VariablesSnapshot } from "../sandbox/types.ts";
+import type { ActionResult, HostToolFn, VariablesSnapshot } from "../sandbox/contract.ts";
 import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-tool.ts";
 import { AGENT_ACTION_TIMEOUT_MS } from "./config.ts";
 import type { CallJournal, CallKey, CallOutcome } from "./journal.ts";

@@ -2,9 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { resolveModel } from "../models/index.ts";
-import { RESERVED_GLOBALS } from "../sandbox/index.ts";
-import { isBindableName } from "../sandbox/transform.ts";
-import type { CodeSandbox } from "../sandbox/types.ts";
+import { type CodeSandbox, toolNameProblem } from "../sandbox/contract.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { AgentSettings } from "./config.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
@@ -17,25 +15,15 @@ export type ToolsFactory = (ctx: {
 
 /**
  * Checks tool names are unique and usable in the sandbox (CODEHOP_CONFIG_INVALID otherwise): the
- * sandbox's own rules — a strict-mode binding name that is not one of its globals
- * (RESERVED_GLOBALS: final_answer, console, Date, Intl, eval ...) — so a bad name fails when the
- * agent is built, not at its first action.
+ * sandbox contract's rule (`toolNameProblem`: a strict-mode binding name that is not one of the
+ * guest's globals) — so a bad name fails when the agent is built, not at its first action.
  */
 export function validateTools(agentName: string, tools: readonly CodeTool<any>[]): void {
   const seen = new Set<string>();
   for (const t of tools) {
-    if (RESERVED_GLOBALS.has(t.name)) {
-      throw new CodehopError(
-        ErrorCodes.CONFIG_INVALID,
-        `Agent "${agentName}": tool name "${t.name}" is reserved: guest code already has a global of that name`,
-      );
-    }
-    if (!isBindableName(t.name)) {
-      throw new CodehopError(
-        ErrorCodes.CONFIG_INVALID,
-        `Agent "${agentName}": tool name "${t.name}" is reserved: it cannot be a variable name in strict-mode JavaScript`,
-      );
-    }
+    const problem = toolNameProblem(t.name);
+    if (problem)
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": ${problem}`);
     if (seen.has(t.name)) {
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,

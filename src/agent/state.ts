@@ -1,5 +1,5 @@
 import { Annotation } from "@langchain/langgraph";
-import type { GuestError, JsonValue, VariablesSnapshot } from "../sandbox/types.ts";
+import type { GuestError, JsonValue, VariablesSnapshot } from "../sandbox/contract.ts";
 import { type HistoryEntry, type HistoryPolicy, historyReducer } from "./history.ts";
 import { type ResetUpdate, resettable } from "./new-task.ts";
 import { type UsageByAgent, type UsageTotals, mergeUsage } from "./usage.ts";

@@ -33,7 +33,7 @@ import { makeFinalAnswerNode } from "../nodes/final-answer.ts";
 import { makeObserveNode } from "../nodes/observe.ts";
 import { makePlanNode } from "../nodes/plan.ts";
 import { makePlanningNode } from "../nodes/planning.ts";
-import type { CodeSandbox } from "../sandbox/types.ts";
+import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 
 /**

@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { sourceFromConfig } from "../app/source.ts";
 import { createCodeAgent, type CodeAgent } from "./code-agent.ts";
-import type { CodeSandbox } from "../sandbox/types.ts";
+import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { createRetrievePassagesTool } from "../tools/retrieve-passages.ts";
 

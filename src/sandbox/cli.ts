@@ -6,7 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { createSandbox, UNDEFINED_NOTE } from "./index.ts";
-import type { ActionResult, HostToolFn, VariablesSnapshot } from "./types.ts";
+import type { ActionResult, HostToolFn, VariablesSnapshot } from "./contract.ts";
 
 /** The demo tool of the entry point: a short string containing the query. */
 export const demoSearch: HostToolFn = async (args) => {

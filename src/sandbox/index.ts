@@ -31,25 +31,27 @@ import {
   type SandboxChild,
 } from "./pool.ts";
 import { sanitizeErrorMessage } from "./sanitize.ts";
+import { buildAction, UNDEFINED_NOTE, type BuiltAction } from "./transform.ts";
 import {
-  buildAction,
-  COMPARTMENT_GLOBALS,
   isBindableName,
-  UNDEFINED_NOTE,
-  type BuiltAction,
-} from "./transform.ts";
-import type {
-  ActionResult,
-  CodeSandbox,
-  GuestError,
-  HostToolFn,
-  JsonValue,
-  RunActionRequest,
-  SandboxLimits,
-  VariablesSnapshot,
-} from "./types.ts";
+  RESERVED_GLOBALS,
+  type ActionResult,
+  type CodeSandbox,
+  type GuestError,
+  type HostToolFn,
+  type JsonValue,
+  type RunActionRequest,
+  type SandboxLimits,
+  type VariablesSnapshot,
+} from "./contract.ts";
 
-export type * from "./types.ts";
+export type * from "./contract.ts";
+export {
+  RESERVED_GLOBALS,
+  isBindableName,
+  toolNameProblem,
+  GUEST_CAPABILITIES,
+} from "./contract.ts";
 export {
   DEFAULT_LIMITS,
   DEFAULT_CAPABILITIES,
@@ -99,35 +101,6 @@ export interface SandboxStats {
   /** Actions waiting for a process (over `maxProcesses`). */
   readonly queuedActions: number;
 }
-
-/** Globals every action has, whatever the capabilities (Math and Date exist, tamed, even when off). */
-const ALWAYS_AVAILABLE: ReadonlySet<string> = new Set([
-  ...COMPARTMENT_GLOBALS,
-  "console",
-  "print",
-  "final_answer",
-  "TextEncoder",
-  "TextDecoder",
-  "escape",
-  "unescape",
-  "Function",
-  "eval",
-  "Compartment",
-  "harden",
-  "lockdown",
-]);
-
-/**
- * Names in the guest's global scope: the compartment's own globals and what the sandbox adds. Tools
- * may not use them, and guest variables with these names are not carried to the next action (a
- * `const Date = "today"` must not break `new Date()` three steps later).
- */
-export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
-  ...ALWAYS_AVAILABLE,
-  "Intl",
-  "Float32Array",
-  "Float64Array",
-]);
 
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */
 export const TOTAL_ARGS_FACTOR = 8;
@@ -294,9 +267,13 @@ async function runAction(
   const tools = request.tools ?? {};
   const toolNames = Object.keys(tools);
   const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames]);
-  const available = new Set([...ALWAYS_AVAILABLE, ...toolNames]);
-  if (capabilities.intl) available.add("Intl");
-  if (capabilities.floatArrays) available.add("Float32Array").add("Float64Array");
+  // Every reserved global is there except the capabilities turned off.
+  const available = new Set([...RESERVED_GLOBALS, ...toolNames]);
+  if (!capabilities.intl) available.delete("Intl");
+  if (!capabilities.floatArrays) {
+    available.delete("Float32Array");
+    available.delete("Float64Array");
+  }
   const built = buildAction(code, previous, shadowable, available);
   if ("error" in built) return failed(started, previous, built.error);
   const signal = request.signal;

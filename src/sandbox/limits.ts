@@ -4,7 +4,7 @@
  * (and re-checked on the host where it matters).
  */
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { SandboxLimits } from "./types.ts";
+import type { SandboxLimits } from "./contract.ts";
 
 /** Wall-clock time per action before the child is SIGKILLed (the default: 30 s). */
 export const DEFAULT_TIMEOUT_MS = 30_000;

@@ -12,7 +12,12 @@
  */
 import * as acorn from "acorn";
 import { generate } from "astring";
-import type { GuestError, VariablesSnapshot } from "./types.ts";
+import {
+  GUEST_STANDARD_GLOBALS,
+  isBindableName,
+  type GuestError,
+  type VariablesSnapshot,
+} from "./contract.ts";
 
 type AnyNode = any;
 
@@ -53,50 +58,6 @@ const PARSE_OPTIONS: acorn.Options = {
   allowReturnOutsideFunction: true,
   locations: true,
 };
-
-/** Reserved words that can never be binding names in strict code. */
-const STRICT_RESERVED = new Set([
-  "arguments",
-  "eval",
-  "implements",
-  "interface",
-  "let",
-  "package",
-  "private",
-  "protected",
-  "public",
-  "static",
-  "yield",
-  "await",
-  "enum",
-  "this",
-  "super",
-  "null",
-  "true",
-  "false",
-]);
-
-const bindableCache = new Map<string, boolean>();
-
-/** True if `name` can be declared as a strict-mode binding (validates snapshot keys and tool names). */
-export function isBindableName(name: string): boolean {
-  if (typeof name !== "string" || name.length === 0 || name.length > 200) return false;
-  const cached = bindableCache.get(name);
-  if (cached !== undefined) return cached;
-  let ok = false;
-  if (!STRICT_RESERVED.has(name)) {
-    try {
-      const node: AnyNode = acorn.parseExpressionAt(name, 0, { ecmaVersion: "latest" });
-      ok = node.type === "Identifier" && node.end === name.length && node.name === name;
-    } catch {
-      ok = false;
-    }
-  }
-  // The same few names come back every action of a run: remember them (bounded).
-  if (bindableCache.size > 10_000) bindableCache.clear();
-  bindableCache.set(name, ok);
-  return ok;
-}
 
 function isFunctionBoundary(node: AnyNode): boolean {
   return (
@@ -687,65 +648,6 @@ function rewriteNestedVars(
   });
 }
 
-/**
- * Globals every compartment has (plus the endowments passed as `known`). References to them are left
- * alone; any other free name goes through `ref(name)`, which throws a real ReferenceError for names
- * the compartment doesn't have. (SES's scope terminator makes unknown globals read as `undefined`,
- * so a model calling a tool that doesn't exist would otherwise get "x is not a function".)
- */
-export const COMPARTMENT_GLOBALS: ReadonlySet<string> = new Set([
-  "Infinity",
-  "NaN",
-  "undefined",
-  "isFinite",
-  "isNaN",
-  "parseFloat",
-  "parseInt",
-  "decodeURI",
-  "decodeURIComponent",
-  "encodeURI",
-  "encodeURIComponent",
-  "Array",
-  "ArrayBuffer",
-  "BigInt",
-  "BigInt64Array",
-  "BigUint64Array",
-  "Boolean",
-  "DataView",
-  "EvalError",
-  "Int8Array",
-  "Int16Array",
-  "Int32Array",
-  "Map",
-  "Number",
-  "Object",
-  "Promise",
-  "Proxy",
-  "RangeError",
-  "ReferenceError",
-  "Set",
-  "String",
-  "SyntaxError",
-  "TypeError",
-  "Uint8Array",
-  "Uint8ClampedArray",
-  "Uint16Array",
-  "Uint32Array",
-  "URIError",
-  "WeakMap",
-  "WeakSet",
-  "AggregateError",
-  "JSON",
-  "Reflect",
-  "Date",
-  "Error",
-  "RegExp",
-  "Symbol",
-  "Math",
-  "globalThis",
-  "arguments",
-]);
-
 function collectDeclaredNames(root: AnyNode, out: Set<string>): void {
   walk(root, (n) => {
     switch (n.type) {
@@ -782,7 +684,7 @@ function collectDeclaredNames(root: AnyNode, out: Set<string>): void {
 function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): void {
   const bound = new Set<string>(known);
   for (const stmt of body) collectDeclaredNames(stmt, bound);
-  const isFree = (name: string) => !bound.has(name) && !COMPARTMENT_GLOBALS.has(name);
+  const isFree = (name: string) => !bound.has(name) && !GUEST_STANDARD_GLOBALS.has(name);
   const refCall = (name: string, loc: AnyNode): AnyNode => ({
     type: "CallExpression",
     callee: id(REF),

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../src/sandbox/index.ts";
-import type { CodeSandbox } from "../../src/sandbox/types.ts";
+import type { CodeSandbox } from "../../src/sandbox/contract.ts";
 
 const WEAK = {
   LOCKDOWN_ERROR_TAMING: "unsafe",

@@ -1,6 +1,7 @@
 /** The AST wrapper builder (no child process involved). */
 import { describe, expect, it } from "vitest";
-import { buildAction, isBindableName, type BuiltAction } from "../../src/sandbox/transform.ts";
+import { isBindableName } from "../../src/sandbox/contract.ts";
+import { buildAction, type BuiltAction } from "../../src/sandbox/transform.ts";
 
 function build(code: string, previous?: Parameters<typeof buildAction>[1]): BuiltAction {
   const built = buildAction(code, previous);

@@ -1,6 +1,8 @@
 /**
- * Public contract of the code-action sandbox (implementation: src/sandbox/*).
- * The agent core (src/nodes/act.ts) depends only on these types.
+ * The sandbox contract: everything the agent core knows about running code actions. A backend (the
+ * SES child-process pool in src/sandbox/index.ts is one) implements {@link CodeSandbox}; the core
+ * imports only this module — the types, the tool-name rule and the capability lines of the prompt —
+ * so another backend touches no core file. This module imports nothing.
  */
 
 /** JSON value as stored in the variables snapshot. */
@@ -121,3 +123,130 @@ export interface CodeSandbox {
   /** Kills all children. */
   close(): Promise<void>;
 }
+
+/**
+ * Globals every backend gives guest code: the standard built-ins of a JavaScript realm plus what
+ * the contract adds (`final_answer`, `console`, `print`). A tool may not take one of these names.
+ */
+export const GUEST_STANDARD_GLOBALS: ReadonlySet<string> = new Set([
+  "Infinity",
+  "NaN",
+  "undefined",
+  "isFinite",
+  "isNaN",
+  "parseFloat",
+  "parseInt",
+  "decodeURI",
+  "decodeURIComponent",
+  "encodeURI",
+  "encodeURIComponent",
+  "Array",
+  "ArrayBuffer",
+  "BigInt",
+  "BigInt64Array",
+  "BigUint64Array",
+  "Boolean",
+  "DataView",
+  "EvalError",
+  "Int8Array",
+  "Int16Array",
+  "Int32Array",
+  "Map",
+  "Number",
+  "Object",
+  "Promise",
+  "Proxy",
+  "RangeError",
+  "ReferenceError",
+  "Set",
+  "String",
+  "SyntaxError",
+  "TypeError",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "Uint16Array",
+  "Uint32Array",
+  "URIError",
+  "WeakMap",
+  "WeakSet",
+  "AggregateError",
+  "JSON",
+  "Reflect",
+  "Date",
+  "Error",
+  "RegExp",
+  "Symbol",
+  "Math",
+  "globalThis",
+  "arguments",
+]);
+
+/**
+ * Names in the guest's global scope: the standard globals and what the sandbox adds. Tools may not
+ * use them, and guest variables with these names are not carried to the next action (a
+ * `const Date = "today"` must not break `new Date()` three steps later).
+ */
+export const RESERVED_GLOBALS: ReadonlySet<string> = new Set([
+  ...GUEST_STANDARD_GLOBALS,
+  "console",
+  "print",
+  "final_answer",
+  "TextEncoder",
+  "TextDecoder",
+  "escape",
+  "unescape",
+  "Function",
+  "eval",
+  "Compartment",
+  "harden",
+  "lockdown",
+  "Intl",
+  "Float32Array",
+  "Float64Array",
+]);
+
+/** Words that can never be binding names in strict-mode code. */
+const STRICT_RESERVED: ReadonlySet<string> = new Set(
+  (
+    "break case catch class const continue debugger default delete do else export extends finally " +
+    "for function if import in instanceof new return super switch this throw try typeof var void " +
+    "while with yield let static implements interface package private protected public await enum " +
+    "null true false arguments eval"
+  ).split(" "),
+);
+
+/** An IdentifierName without escapes (ECMAScript ID_Start / ID_Continue). */
+const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
+
+/** True if `name` can be declared as a strict-mode binding (validates snapshot keys and tool names). */
+export function isBindableName(name: string): boolean {
+  return (
+    typeof name === "string" &&
+    name.length > 0 &&
+    name.length <= 200 &&
+    IDENTIFIER.test(name) &&
+    !STRICT_RESERVED.has(name)
+  );
+}
+
+/**
+ * The tool-name rule of every backend: why `name` cannot be a tool the guest calls, or null when it
+ * can (a strict-mode binding name that is not one of the guest's globals).
+ */
+export function toolNameProblem(name: string): string | null {
+  if (RESERVED_GLOBALS.has(name))
+    return `tool name "${name}" is reserved: guest code already has a global of that name`;
+  if (!isBindableName(name))
+    return `tool name "${name}" is reserved: it cannot be a variable name in strict-mode JavaScript`;
+  return null;
+}
+
+/** What guest code can do, one line each, for the `{{capabilities}}` of an agent's system prompt. */
+export const GUEST_CAPABILITIES: readonly string[] = [
+  "top-level await; await several tool calls at once with Promise.all([...])",
+  "console.log(...) to see values (printed output becomes your next observation)",
+  "final_answer(value) to finish with an answer",
+  "JSON, Math, String/Array/Object/RegExp/Map/Set methods",
+  "variables and functions you define at top level are kept for later steps",
+  "Date, Intl and Math.random() work; there is no network, no file system, no require/import/fetch — use the tools below",
+];
