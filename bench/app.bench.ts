@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureDemoCorpus, startDemoModelServer } from "../src/app/demo.ts";
-import { DEMO_QUESTIONS } from "../src/app/demo-trajectories.ts";
-import { ask, history, replay, resume } from "../src/app/run.ts";
+import { ensureDemoCorpus, startDemoModelServer } from "../src/apps/qa/demo.ts";
+import { DEMO_QUESTIONS } from "../src/apps/qa/demo-trajectories.ts";
+import { ask, history, replay, resume } from "../src/apps/qa/app.ts";
 import { openPersistence } from "../src/persistence/index.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
 
@@ -62,7 +62,7 @@ export default async function appBench(): Promise<BenchSection[]> {
             .prepare("SELECT count(*) AS n FROM checkpoints WHERE thread_id = ?")
             .get(threadId) as { n: number }
         ).n;
-        journal = persistence.journal.entries(threadId).length;
+        journal = (await persistence.journal.entries(threadId)).length;
         bytes = fileSize(persistence.dbPath) - before;
       }
       await fast.close();

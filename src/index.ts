@@ -2,48 +2,64 @@
  * codehop's public API (`import { ... } from "codehop"`).
  *
  * - The reference application: `ask`, `resume`, `replay`, `history`, `createManagerGraph` and the
- *   three agents (manager → wikipedia_search → page_search).
- * - The framework: `createCodeAgent`, `agentAsTool`, `defineTool`, `resolveModel`, `createSandbox`.
+ *   QA team (manager → wikipedia_search → page_search); the run lifecycle every app shares.
+ * - The framework: `createCodeAgent`, `defineTeam`, `agentAsTool`, `defineTool`, the run context,
+ *   `resolveModel`, `createSandbox`.
  * - Knowledge sources, persistence and the scripted OpenAI-compatible server used for tests/demos.
  */
 
-// Application
-export { ask, resume, replay, history, trace, readResult, runConfigurable } from "./app/run.ts";
-export type { AskOptions, RunOptions, ReplayOptions, CheckpointSummary } from "./app/run.ts";
-export type { AskResult, UsageReport, SourceReport } from "./app/result.ts";
+// Application: the QA app (ask / resume / replay / history / trace) and the run lifecycle of every app
 export {
-  loadAppConfig,
-  assertModelConfigured,
+  ask,
+  resume,
+  replay,
+  history,
+  trace,
+  readResult,
+  runConfigurable,
+  qaApp,
+} from "./apps/qa/app.ts";
+export type { AskOptions } from "./apps/qa/app.ts";
+export {
+  APPS,
+  appForThread,
+  resumeThread,
+  replayThread,
+  historyOfThread,
+  traceOfThread,
+} from "./apps/index.ts";
+export { startRun, resumeRun, replayRun, readRunResult } from "./runs/lifecycle.ts";
+export type { StartOptions, ReplayOptions } from "./runs/lifecycle.ts";
+export { threadHistory, traceThread, type CheckpointSummary } from "./runs/inspect.ts";
+export type { RunApp, RunOptions, RunServices, AppGraph } from "./runs/app.ts";
+export type { AskResult, UsageReport, SourceReport } from "./runs/result.ts";
+export { loadAppConfig, assertModelConfigured, modelSetupHelp } from "./runs/config.ts";
+export type { AppConfig, AppConfigOverrides } from "./runs/config.ts";
+export { RunProgress, type StreamEvent, type AgentView, type StepView } from "./runs/progress.ts";
+export { createLiveView, type LiveView } from "./runs/tree-renderer.ts";
+export { ensureDemoCorpus, startDemoModelServer } from "./apps/qa/demo.ts";
+export { demoRules, DEMO_QUESTIONS, DEMO_ANSWERS } from "./apps/qa/demo-trajectories.ts";
+export { sourceFromConfig, openSourceFor, lazySource } from "./apps/knowledge-source.ts";
+
+// The QA team (manager → wikipedia_search → page_search)
+export {
+  qaTeam,
   AGENT_NAMES,
   MODEL_SETUP_HELP,
-} from "./app/config.ts";
-export type { AppConfig, AppConfigOverrides, AgentName } from "./app/config.ts";
-export { RunProgress, type StreamEvent, type AgentView, type StepView } from "./app/progress.ts";
-export { createLiveView, type LiveView } from "./app/tree-renderer.ts";
-export { ensureDemoCorpus, startDemoModelServer } from "./app/demo.ts";
-export { demoRules, DEMO_QUESTIONS, DEMO_ANSWERS } from "./app/demo-trajectories.ts";
-export { sourceFromConfig, openSourceFor } from "./app/source.ts";
-
-// Reference graphs
-export {
+  ManagerInput,
   createManagerGraph,
   createManagerBuilder,
   createManagerAgent,
-  MANAGER_MAX_STEPS,
-  MANAGER_RECURSION_LIMIT,
-} from "./graphs/manager.ts";
-export type { ManagerGraphOptions } from "./graphs/manager.ts";
-export {
   createWikipediaSearchAgent,
   createWikipediaSearchBuilder,
-  createSearchInfoTool,
-} from "./graphs/wikipedia-search.ts";
-export {
   createPageSearchAgent,
   createPageSearchBuilder,
+  createSearchInfoTool,
   pageSearchTask,
-  type ReferenceAgentOptions,
-} from "./graphs/page-search.ts";
+  MANAGER_MAX_STEPS,
+  MANAGER_RECURSION_LIMIT,
+} from "./apps/qa/team.ts";
+export type { ManagerGraphOptions, ReferenceAgentOptions, AgentName } from "./apps/qa/team.ts";
 
 // Framework
 export {
@@ -51,18 +67,41 @@ export {
   type CodeAgent,
   type CodeAgentOptions,
   type CodeAgentInputMapping,
-} from "./graphs/code-agent.ts";
-export { agentAsTool, type AgentToolOptions } from "./agent/agent-as-tool.ts";
+} from "./framework/code-agent.ts";
+export { agentAsTool, type AgentToolOptions } from "./core/agent-as-tool.ts";
 export {
   defineTool,
   renderToolDoc,
   type CodeTool,
   type ToolCallContext,
 } from "./tools/define-tool.ts";
-export { resolveModel } from "./models/index.ts";
+export { resolveModel } from "./core/models.ts";
 export { createSandbox } from "./sandbox/index.ts";
-export type { CallJournal, CallKey, CallOutcome } from "./agent/journal.ts";
-export { taskEpochTag } from "./agent/journal.ts";
+export type {
+  CodeSandbox,
+  ActionResult,
+  RunActionRequest,
+  VariablesSnapshot,
+} from "./sandbox/contract.ts";
+export type {
+  CallJournal,
+  CallKey,
+  CallOutcome,
+  JournalRow,
+  JournalRowStore,
+  ReplayableJournal,
+} from "./core/journal.ts";
+export { taskEpochTag, createCallJournal } from "./core/journal.ts";
+export { readRunContext, withRunContext, runContext, type RunContext } from "./core/run-context.ts";
+export {
+  defineTeam,
+  buildTeamAgent,
+  teamAgentNames,
+  withTeamMember,
+  type Team,
+  type TeamMember,
+  type MemberBuild,
+} from "./framework/team.ts";
 
 // Knowledge sources and tools
 export {
@@ -72,17 +111,24 @@ export {
   WikipediaSource,
 } from "./store/index.ts";
 export type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./store/types.ts";
-export { createSearchWikipediaTool } from "./tools/search-wikipedia.ts";
-export { createRetrievePassagesTool } from "./tools/retrieve-passages.ts";
+export { createSearchWikipediaTool } from "./apps/qa/tools/search-wikipedia.ts";
+export { createRetrievePassagesTool } from "./apps/qa/tools/retrieve-passages.ts";
 
 // Persistence
 export {
   openPersistence,
+  openPersistenceFor,
   SqliteCallJournal,
   ThreadRegistry,
   checkpointDbPath,
 } from "./persistence/index.ts";
-export type { Persistence, ThreadRecord } from "./persistence/index.ts";
+export type {
+  Persistence,
+  SqlitePersistence,
+  ThreadRecord,
+  ThreadStore,
+  ThreadStatus,
+} from "./persistence/index.ts";
 
 // Evaluation harness
 export {

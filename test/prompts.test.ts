@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { DEFAULT_CAPABILITIES } from "../src/agent/config.ts";
-import { PROMPT_FILES, loadPromptSet, renderAllPrompts } from "../src/agent/prompts.ts";
+import { DEFAULT_CAPABILITIES } from "../src/core/settings.ts";
+import { PROMPT_FILES, loadPromptSet, renderAllPrompts } from "../src/core/prompts.ts";
 import {
   PROMPTS_DIR,
   listPromptFiles,

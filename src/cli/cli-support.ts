@@ -1,8 +1,8 @@
 import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
-import type { AskResult } from "../app/result.ts";
-import type { RunOptions } from "../app/run.ts";
-import { createLiveView, type LiveView } from "../app/tree-renderer.ts";
+import type { RunOptions } from "../runs/app.ts";
+import type { AskResult } from "../runs/result.ts";
+import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 
@@ -41,7 +41,7 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
   return config;
 }
 
-/** What {@link terminalRun} hands to `ask`, `resume` or `replay` (src/app/run.ts). */
+/** What {@link terminalRun} hands to a run (start, resume, replay: src/runs/lifecycle.ts). */
 export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal">;
 
 /**

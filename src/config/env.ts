@@ -88,3 +88,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
     judgeApiKey: nonEmpty(env.CODEHOP_JUDGE_API_KEY) ?? nonEmpty(env.OPENAI_API_KEY),
   };
 }
+
+/** Env key suffix of an agent name ("page_search" → "PAGE_SEARCH" in CODEHOP_MODEL_PAGE_SEARCH). */
+export function agentEnvKey(agentName: string): string {
+  return agentName.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase();
+}

@@ -1,7 +1,7 @@
 import { ChatOpenAI } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { CodehopEnv } from "../config/env.ts";
-import { MODEL_DEFAULTS } from "../models/index.ts";
+import { MODEL_DEFAULTS } from "../core/models.ts";
 
 /** Model settings recorded in the report, so a run says exactly what it measured. */
 export interface EvalModelSettings {

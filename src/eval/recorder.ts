@@ -2,7 +2,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { AgentTranscript, AgentUsage, TranscriptMessage } from "./types.ts";
-import { contentText } from "../models/index.ts";
+import { contentText } from "../core/models.ts";
 
 interface ModelCall {
   order: number;

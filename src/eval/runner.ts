@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
-import { detectModel, loadAppConfig } from "../app/config.ts";
+import { qaTeam } from "../apps/qa/team.ts";
+import { teamAgentNames } from "../framework/team.ts";
+import { detectModel, loadAppConfig } from "../runs/config.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
@@ -143,7 +145,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   let env = options.env ?? readEnv();
   // Like `codehop ask`: with an endpoint but no CODEHOP_MODEL, use the first model it lists.
   if (!env.model && env.openaiBaseUrl) {
-    const detected = await detectModel(loadAppConfig({}, env));
+    const detected = await detectModel(loadAppConfig({}, env), teamAgentNames(qaTeam));
     if (detected) env = { ...env, model: detected };
   }
   const settings = evalModelSettings(env);

@@ -1,7 +1,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { runCodeWithTools } from "../agent/run-code.ts";
-import type { AgentRuntime } from "../agent/runtime.ts";
-import type { AgentState, AgentUpdate } from "../agent/state.ts";
+import { runCodeWithTools } from "../core/run-code.ts";
+import type { AgentRuntime } from "../core/runtime.ts";
+import type { AgentState, AgentUpdate } from "../core/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**

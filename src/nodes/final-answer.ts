@@ -1,13 +1,11 @@
-import { HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { historyToMessages } from "../agent/history.ts";
-import { renderFinalAnswerPrompts, renderTaskMessage } from "../agent/prompts.ts";
-import type { AgentRuntime } from "../agent/runtime.ts";
-import type { AgentState, AgentUpdate } from "../agent/state.ts";
-import { parseAction, stripThinkBlocks } from "../agent/parser.ts";
-import { type CodeRun, runCodeWithTools } from "../agent/run-code.ts";
-import { callAgentModel } from "../agent/model-call.ts";
-import { mergeUsage } from "../agent/usage.ts";
+import { promptMessages } from "../core/prompt-view.ts";
+import type { AgentRuntime } from "../core/runtime.ts";
+import type { AgentState, AgentUpdate } from "../core/state.ts";
+import { parseAction, stripThinkBlocks } from "../core/parser.ts";
+import { type CodeRun, runCodeWithTools } from "../core/run-code.ts";
+import { callAgentModel } from "../core/model-call.ts";
+import { mergeUsage } from "../core/usage.ts";
 
 /**
  * The answer in a final-answer reply that has no code: drops think blocks and a leading
@@ -51,13 +49,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config);
-    const prompts = renderFinalAnswerPrompts(rt.prompts, rt.promptContext(tools), state.task);
-    const messages = historyToMessages(
-      prompts.system,
-      renderTaskMessage(rt.prompts, state.task, rt.name),
-      state.history,
-    );
-    messages.push(new HumanMessage(prompts.request));
+    const messages = promptMessages(rt, state, tools, "final_answer");
     const { text, usage } = await callAgentModel(rt, config, messages);
     const parsed = parseAction(text);
     // Journal key step of the reply's code: the action slot after the last one (never used by act).

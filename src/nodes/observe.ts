@@ -1,20 +1,30 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import {
-  OBSERVATION_HEADER,
-  formatObservation,
-  repeatNudge,
-  truncateMiddle,
-} from "../agent/observation.ts";
-import { normalizeCode } from "../agent/parser.ts";
-import type { AgentRuntime } from "../agent/runtime.ts";
-import type { AgentState, AgentStatus, AgentUpdate } from "../agent/state.ts";
+import { createHash } from "node:crypto";
+import { formatObservation, repeatNudge, truncateMiddle } from "../core/observation.ts";
+import { normalizeCode } from "../core/parser.ts";
+import type { AgentRuntime } from "../core/runtime.ts";
+import type { AgentState, AgentStatus, AgentUpdate } from "../core/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
- * observe: turns the action's outcome into an observation (a user message), appends it to the
- * history and the trajectory, counts the step, detects a final answer, repeated actions (the same
- * normalized code with the same observation k times: a nudge; 2k times: replan or stop) and the
- * step limit. Routing is done by `routeAfterObserve` from what this node writes.
+ * A short hash of an action's normalized code and its observation: what the repeated-action
+ * detector compares from one step to the next (the observation itself is in the record already).
+ */
+export function actionFingerprint(normalizedCode: string, observation: string): string {
+  return createHash("sha256")
+    .update(normalizedCode)
+    .update("\u0000")
+    .update(observation)
+    .digest("base64url")
+    .slice(0, 22);
+}
+
+/**
+ * observe: turns the action's outcome into an observation and records the step in the trajectory
+ * (the model sees it from there in the next prompt), counts the step, detects a final answer,
+ * repeated actions (the same normalized code with the same observation k times: a nudge; 2k times:
+ * replan or stop) and the step limit. Routing is done by `routeAfterObserve` from what this node
+ * writes.
  */
 export function makeObserveNode(rt: AgentRuntime) {
   return async function observe(
@@ -37,7 +47,8 @@ export function makeObserveNode(rt: AgentRuntime) {
     );
     const { repeatThreshold: k, repeatPolicy, maxSteps } = rt.settings;
 
-    const fingerprint = pending.code === null ? "" : `${normalizeCode(pending.code)}\u0000${text}`;
+    const fingerprint =
+      pending.code === null ? "" : actionFingerprint(normalizeCode(pending.code), text);
     const count =
       fingerprint && fingerprint === state.repeat.fingerprint ? state.repeat.count + 1 : 1;
     let observation = text;
@@ -70,12 +81,6 @@ export function makeObserveNode(rt: AgentRuntime) {
 
     const update: AgentUpdate = {
       stepCount: step,
-      history: {
-        kind: "observation",
-        step,
-        content: `${OBSERVATION_HEADER}\n${observation}`,
-        isError,
-      },
       steps: {
         step,
         kind: "action",
@@ -83,7 +88,10 @@ export function makeObserveNode(rt: AgentRuntime) {
         thought: pending.thought,
         code: pending.code,
         observation,
-        error: outcome.error,
+        // A failed action always carries an error, so the view can tell it from a success.
+        error:
+          outcome.error ??
+          (isError ? { name: "Error", message: "the action failed", line: null } : null),
         toolCalls: outcome.toolCalls,
         isFinalAnswer: outcome.ok && outcome.isFinalAnswer,
         ...(outcome.ok && outcome.isFinalAnswer ? { finalAnswer: outcome.finalAnswer } : {}),

@@ -1,51 +1,39 @@
-import type Database from "better-sqlite3";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { SqliteCallJournal } from "./call-journal.ts";
-import { checkpointDbPath, openCodehopDatabase, type OpenDatabaseOptions } from "./database.ts";
-import { ThreadRegistry } from "./threads.ts";
+/**
+ * Persistence: the port (src/persistence/port.ts) and its adapters. SQLite is the default (one
+ * file under CODEHOP_HOME); nothing outside an adapter knows which one a run uses.
+ */
+import type { OpenDatabaseOptions } from "./sqlite/database.ts";
+import type { Persistence } from "./port.ts";
+import { openSqlitePersistence, type SqlitePersistence } from "./sqlite/index.ts";
 
-export { SqliteCallJournal, stableNamespace, type JournalEntry } from "./call-journal.ts";
-export { CHECKPOINT_DB_FILE, checkpointDbPath, openCodehopDatabase } from "./database.ts";
-export { ThreadRegistry, type ThreadRecord, type ThreadStatus } from "./threads.ts";
-
-/** Everything the app persists, in one SQLite file under the data directory. */
-export interface Persistence {
-  /** Absolute path of `<home>/checkpoints.db`. */
-  readonly dbPath: string;
-  readonly db: Database.Database;
-  /** LangGraph checkpointer (official SqliteSaver) sharing the connection. */
-  readonly checkpointer: SqliteSaver;
-  /** Call journal served to the act node as `configurable.journal`. */
-  readonly journal: SqliteCallJournal;
-  /** Threads started by the app (question, status, answer, run options). */
-  readonly threads: ThreadRegistry;
-  close(): void;
-}
+export type { Persistence, ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./port.ts";
+export { openSqlitePersistence, type SqlitePersistence } from "./sqlite/index.ts";
+export { SqliteCallJournal, SqliteJournalRows } from "./sqlite/journal.ts";
+export { ThreadRegistry } from "./sqlite/threads.ts";
+export { CHECKPOINT_DB_FILE, checkpointDbPath, openCodehopDatabase } from "./sqlite/database.ts";
+export { stableNamespace, type JournalEntry } from "../core/journal.ts";
 
 /**
- * Opens the app's persistence under `home` (CODEHOP_HOME): LangGraph checkpoints (SqliteSaver),
- * the call journal and the thread registry share one SQLite connection, so a journal row and the
- * checkpoint that follows it are written by the same process in order.
+ * Opens the SQLite persistence under `home` (CODEHOP_HOME): `<home>/checkpoints.db` with the
+ * checkpoints, the call journal and the thread registry.
  */
-export function openPersistence(home: string, options: OpenDatabaseOptions = {}): Persistence {
-  const db = openCodehopDatabase(home, options);
-  const checkpointer = new SqliteSaver(db);
-  // Create the checkpoint tables now (SqliteSaver does it lazily) so thread listing can query them.
-  // (`setup` is protected in the typings but idempotent and safe to call.)
-  (checkpointer as unknown as { setup(): void }).setup();
-  const journal = new SqliteCallJournal(db);
-  const threads = new ThreadRegistry(db);
-  let closed = false;
-  return {
-    dbPath: checkpointDbPath(home),
-    db,
-    checkpointer,
-    journal,
-    threads,
-    close() {
-      if (closed) return;
-      closed = true;
-      db.close();
-    },
-  };
+export function openPersistence(
+  home: string,
+  options: OpenDatabaseOptions = {},
+): SqlitePersistence {
+  return openSqlitePersistence(home, options);
+}
+
+/** Where a run's persistence lives: the data directory (SQLite). */
+export interface PersistenceLocation {
+  /** Data directory (CODEHOP_HOME): `<home>/checkpoints.db`. */
+  home: string;
+}
+
+/** Opens the persistence a configuration names (the adapter is chosen here and only here). */
+export async function openPersistenceFor(
+  location: PersistenceLocation,
+  options: OpenDatabaseOptions = {},
+): Promise<Persistence> {
+  return openSqlitePersistence(location.home, options);
 }

@@ -1,5 +1,6 @@
+import { AGENT_NAMES } from "../../src/apps/qa/team.ts";
 import { describe, expect, it } from "vitest";
-import { assertModelConfigured, detectModel, loadAppConfig } from "../../src/app/config.ts";
+import { assertModelConfigured, detectModel, loadAppConfig } from "../../src/runs/config.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { readEnv } from "../../src/config/env.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
@@ -23,14 +24,14 @@ describe("app configuration contract", () => {
       home: "/data/codehop",
       corpus: "/other.db",
     });
-    expect(() => assertModelConfigured(c)).not.toThrow();
+    expect(() => assertModelConfigured(c, AGENT_NAMES)).not.toThrow();
     expect(loadAppConfig({}, readEnv({})).home).toMatch(/\.codehop$/);
   });
 
   it("names exactly the variables to set when no model endpoint is configured", () => {
     const err = (() => {
       try {
-        assertModelConfigured(loadAppConfig({}, readEnv({})));
+        assertModelConfigured(loadAppConfig({}, readEnv({})), AGENT_NAMES);
       } catch (e) {
         return e as CodehopError;
       }
@@ -43,6 +44,7 @@ describe("app configuration contract", () => {
     expect(() =>
       assertModelConfigured(
         loadAppConfig({ models: { manager: "m" } }, readEnv({ OPENAI_BASE_URL: "http://x/v1" })),
+        AGENT_NAMES,
       ),
     ).toThrow(/no model for wikipedia_search, page_search/);
   });
@@ -53,11 +55,12 @@ describe("model detection", () => {
     const server = await ScriptedOpenAIServer.start({ responder: () => "unused" });
     try {
       const config = loadAppConfig({}, readEnv({ OPENAI_BASE_URL: server.baseURL }));
-      expect(await detectModel(config)).toBe("scripted");
+      expect(await detectModel(config, AGENT_NAMES)).toBe("scripted");
       // A configured model wins: nothing is asked.
       expect(
         await detectModel(
           loadAppConfig({ model: "mine" }, readEnv({ OPENAI_BASE_URL: server.baseURL })),
+          AGENT_NAMES,
         ),
       ).toBeUndefined();
     } finally {
@@ -67,7 +70,7 @@ describe("model detection", () => {
 
   it("says to set CODEHOP_MODEL when the endpoint cannot list its models", async () => {
     const config = loadAppConfig({}, readEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1" }));
-    await expect(detectModel(config, 2_000)).rejects.toMatchObject({
+    await expect(detectModel(config, AGENT_NAMES, 2_000)).rejects.toMatchObject({
       code: ErrorCodes.MODEL_NOT_CONFIGURED,
       message: expect.stringContaining(
         "CODEHOP_MODEL is not set and the endpoint's model list (http://127.0.0.1:9/v1/models)",

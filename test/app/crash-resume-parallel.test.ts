@@ -5,7 +5,7 @@ import {
   DEMO_QUESTIONS,
   DEMO_SUBTASKS,
   plywoodRules,
-} from "../../src/app/demo-trajectories.ts";
+} from "../../src/apps/qa/demo-trajectories.ts";
 import { openPersistence } from "../../src/persistence/index.ts";
 import { observationCount, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
@@ -25,9 +25,9 @@ async function journaled(threadId: string, callIndex: number): Promise<void> {
   const p = openPersistence(world.home);
   try {
     for (let i = 0; i < 300; i++) {
-      const found = p.journal
-        .entries(threadId)
-        .some((e) => e.tool === "wikipedia_search_agent" && e.callIndex === callIndex);
+      const found = (await p.journal.entries(threadId)).some(
+        (e) => e.tool === "wikipedia_search_agent" && e.callIndex === callIndex,
+      );
       if (found) return;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -4,8 +4,8 @@ import {
   DEMO_QUESTIONS,
   DEMO_SUBTASKS,
   towersRules,
-} from "../../src/app/demo-trajectories.ts";
-import { trace } from "../../src/app/run.ts";
+} from "../../src/apps/qa/demo-trajectories.ts";
+import { trace } from "../../src/apps/qa/app.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
 import { holdingSubtask, readThread, useDemoWorld, whileRunning } from "./fixtures.ts";
 
@@ -73,7 +73,7 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
       ]);
       // The sandbox variables were restored: the final action used `completed` from code.
       expect(state.variables.values).toMatchObject({ completed: 1889, started: 1930, years: 41 });
-      expect(p.threads.get("crash-1")).toMatchObject({
+      expect(await p.threads.get("crash-1")).toMatchObject({
         status: "done",
         question: DEMO_QUESTIONS.towers,
       });

@@ -4,7 +4,7 @@ import {
   DEMO_QUESTIONS,
   DEMO_SUBTASKS,
   towersRules,
-} from "../../src/app/demo-trajectories.ts";
+} from "../../src/apps/qa/demo-trajectories.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
 import { holdingSubtask, readThread, useDemoWorld, whileRunning } from "./fixtures.ts";
 
@@ -28,11 +28,12 @@ describe("Ctrl-C through the CLI", { timeout: 120_000 }, () => {
       error: { code: "CODEHOP_RUN_INTERRUPTED" },
       thread_id: "ctrl-c-1",
     });
-    await readThread(world.home, "ctrl-c-1", (_state, p) => {
-      expect(p.threads.get("ctrl-c-1")).toMatchObject({ status: "failed" });
-      expect(p.threads.get("ctrl-c-1")?.error).toMatch(/Ctrl-C/);
+    await readThread(world.home, "ctrl-c-1", async (_state, p) => {
+      // Stopped by its user: interrupted, not failed (and resumable).
+      expect(await p.threads.get("ctrl-c-1")).toMatchObject({ status: "interrupted" });
+      expect((await p.threads.get("ctrl-c-1"))?.error).toMatch(/Ctrl-C/);
       // The interrupted sub-agent call was cut short, not finished: nothing journaled for it.
-      const journaled = p.journal.entries("ctrl-c-1").map((e) => e.tool);
+      const journaled = (await p.journal.entries("ctrl-c-1")).map((e) => e.tool);
       expect(journaled.filter((t) => t === "wikipedia_search_agent")).toHaveLength(1);
     });
     second.release();

@@ -1,13 +1,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { AppConfigOverrides } from "../../src/app/config.ts";
+import type { AppConfigOverrides } from "../../src/runs/config.ts";
 import {
   AGENT_MARKERS,
   DEMO_ANSWERS,
   DEMO_QUESTIONS,
   DEMO_SUBTASKS,
   towersRules,
-} from "../../src/app/demo-trajectories.ts";
-import { ask, resume } from "../../src/app/run.ts";
+} from "../../src/apps/qa/demo-trajectories.ts";
+import { ask, resume } from "../../src/apps/qa/app.ts";
 import { CodehopError } from "../../src/errors.ts";
 import type { Persistence } from "../../src/persistence/index.ts";
 import {
@@ -96,7 +96,7 @@ describe("model endpoint faults", () => {
     expect(err.code).toBe("CODEHOP_MODEL_ENDPOINT_FAILED");
     expect(err.message).toContain('agent "wikipedia_search"');
     expect(err.message).toContain("codehop resume down");
-    expect(persistence.threads.get("down")).toMatchObject({ status: "failed" });
+    expect(await persistence.threads.get("down")).toMatchObject({ status: "failed" });
     const empireAttempts = server.requests.filter(
       (r) =>
         r.request.messages.some((m) => m.content.includes(DEMO_SUBTASKS.empire)) &&
@@ -118,7 +118,7 @@ describe("model endpoint faults", () => {
     expect(started?.threadId).toBe("down");
     expect(started?.state).toMatchObject({ question: DEMO_QUESTIONS.towers, stepCount: 0 });
     expect(server.requestsFor("wiki:eiffel").length).toBe(eiffelBefore);
-    expect(persistence.threads.get("down")).toMatchObject({ status: "done" });
+    expect(await persistence.threads.get("down")).toMatchObject({ status: "done" });
   });
 
   it("times out a reply slower than the configured timeout", async () => {

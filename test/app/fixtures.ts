@@ -2,10 +2,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
-import type { AppConfigOverrides } from "../../src/app/config.ts";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
-import { createManagerGraph } from "../../src/graphs/manager.ts";
-import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import type { AppConfigOverrides } from "../../src/runs/config.ts";
+import { ensureDemoCorpus, startDemoModelServer } from "../../src/apps/qa/demo.ts";
+import { createManagerGraph } from "../../src/apps/qa/team.ts";
+import {
+  openPersistence,
+  type SqlitePersistence as Persistence,
+} from "../../src/persistence/index.ts";
 import {
   ScriptedOpenAIServer,
   trajectoryResponder,

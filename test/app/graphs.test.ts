@@ -31,7 +31,7 @@ describe("graphs exported for langgraph.json", () => {
   }
 
   it("draws the manager with the nested agents' plan / act / observe nodes (xray)", async () => {
-    const { graph } = await import("../../src/graphs/manager.ts");
+    const { manager: graph } = await import("../../src/graphs/entries.ts");
     const drawing = await graph.getGraphAsync({ xray: true });
     const ids = Object.keys(drawing.nodes);
     // The manager's act node expands into the agent it calls, and that agent's act node into the
@@ -67,15 +67,17 @@ describe("docs/app.md and README.md", () => {
 
 describe("reference agents' prompts", () => {
   it("render strictly with each agent's real tools, in the seed's code-action format", async () => {
-    const { renderAllPrompts } = await import("../../src/agent/prompts.ts");
-    const { DEFAULT_CAPABILITIES } = await import("../../src/agent/config.ts");
-    const { createManagerAgent } = await import("../../src/graphs/manager.ts");
+    const { renderAllPrompts } = await import("../../src/core/prompts.ts");
+    const { DEFAULT_CAPABILITIES } = await import("../../src/core/settings.ts");
+    const { createManagerAgent } = await import("../../src/apps/qa/team.ts");
     const { createWikipediaSearchAgent, createSearchInfoTool } =
-      await import("../../src/graphs/wikipedia-search.ts");
-    const { createPageSearchAgent } = await import("../../src/graphs/page-search.ts");
-    const { createSearchWikipediaTool } = await import("../../src/tools/search-wikipedia.ts");
-    const { createRetrievePassagesTool } = await import("../../src/tools/retrieve-passages.ts");
-    const { AGENT_MARKERS } = await import("../../src/app/demo-trajectories.ts");
+      await import("../../src/apps/qa/team.ts");
+    const { createPageSearchAgent } = await import("../../src/apps/qa/team.ts");
+    const { createSearchWikipediaTool } =
+      await import("../../src/apps/qa/tools/search-wikipedia.ts");
+    const { createRetrievePassagesTool } =
+      await import("../../src/apps/qa/tools/retrieve-passages.ts");
+    const { AGENT_MARKERS } = await import("../../src/apps/qa/demo-trajectories.ts");
     const source = { kind: "corpus" } as any;
     const page = createPageSearchAgent({ source });
     const wiki = createWikipediaSearchAgent({ source });

@@ -2,10 +2,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
-import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
-import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/graphs/manager.ts";
-import { openPersistence, type Persistence } from "../../src/persistence/index.ts";
+import { ensureDemoCorpus, startDemoModelServer } from "../../src/apps/qa/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
+import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/apps/qa/team.ts";
+import {
+  openPersistence,
+  type SqlitePersistence as Persistence,
+} from "../../src/persistence/index.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 
 // Two questions on one thread of the three-agent system through the LangGraph API (manager ->
@@ -56,7 +59,7 @@ describe("two questions on one thread of the manager graph", () => {
     expect(Object.values(requests(PLYWOOD)).every((n) => n > 0)).toBe(true);
 
     // Every level recorded the second question's calls under the root's epoch 1.
-    const entries = persistence.journal.entries("two-questions");
+    const entries = await persistence.journal.entries("two-questions");
     const epochsOf = (tool: string) =>
       new Set(entries.filter((e) => e.tool === tool).map((e) => e.taskEpochs.join(".")));
     expect(epochsOf("wikipedia_search_agent")).toEqual(new Set(["", "1"]));

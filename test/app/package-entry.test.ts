@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDemoModelServer } from "../../src/app/demo.ts";
-import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
+import { startDemoModelServer } from "../../src/apps/qa/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 
 const run = promisify(execFile);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clip, RunProgress, type StreamEvent } from "../../src/app/progress.ts";
+import { clip, RunProgress, type StreamEvent } from "../../src/runs/progress.ts";
 
 // Event shapes as LangGraph 1.7 emits them for `stream(..., { subgraphs: true, streamMode:
 // ["updates", "tasks"] })`: the manager is the root graph (namespace []); a sub-agent invoked from
@@ -16,7 +16,11 @@ const events: StreamEvent[] = [
       triggers: [],
     },
   ],
-  [[], "updates", { start: { task: "Does birch plywood float in ethanol?", context: {} } }],
+  [
+    [],
+    "updates",
+    { start: { task: "Does birch plywood float in ethanol?", context: {}, agent: "manager" } },
+  ],
   [[], "tasks", { id: "p1", name: "plan", input: {}, triggers: [] }],
   [
     [],
@@ -40,6 +44,8 @@ const events: StreamEvent[] = [
       name: "plan",
       input: {
         task: "You are wikipedia_search, a member of a team. Your manager gave you this task:\nWhat is the density of birch plywood?\nSolve it.",
+        // The parent's call stamps the child's name into its input (no name is guessed from depth).
+        agent: "wikipedia_search",
       },
       triggers: [],
     },
@@ -47,7 +53,12 @@ const events: StreamEvent[] = [
   [
     [ACT, "1"],
     "tasks",
-    { id: "c2", name: "plan", input: { task: "What is the density of ethanol?" }, triggers: [] },
+    {
+      id: "c2",
+      name: "plan",
+      input: { task: "What is the density of ethanol?", agent: "wikipedia_search" },
+      triggers: [],
+    },
   ],
   [
     [ACT],
@@ -168,6 +179,7 @@ describe("run progress tree", () => {
     const p = new RunProgress({ onLine: (l) => lines.push(l) });
     p.seed({
       question: "How many years?",
+      agent: "manager",
       steps: [
         {
           step: 1,

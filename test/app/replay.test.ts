@@ -5,9 +5,10 @@ import {
   DEMO_QUESTIONS,
   DEMO_SUBTASKS,
   towersRules,
-} from "../../src/app/demo-trajectories.ts";
-import { ask, history, replay, resume, trace, type CheckpointSummary } from "../../src/app/run.ts";
-import type { Persistence } from "../../src/persistence/index.ts";
+} from "../../src/apps/qa/demo-trajectories.ts";
+import { ask, history, replay, resume, trace } from "../../src/apps/qa/app.ts";
+import type { SqlitePersistence as Persistence } from "../../src/persistence/index.ts";
+import type { CheckpointSummary } from "../../src/runs/inspect.ts";
 import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
 import { useDemoWorld } from "./fixtures.ts";
 
@@ -160,7 +161,7 @@ describe("history and replay (time travel)", () => {
       code: "CODEHOP_CONFIG_INVALID",
       message: expect.stringContaining('Node "nonode" does not exist'),
     });
-    expect(persistence.threads.get("t")?.status).toBe("done");
+    expect((await persistence.threads.get("t"))?.status).toBe("done");
   });
 
   it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {

@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ensureDemoCorpus } from "../../src/app/demo.ts";
-import { sourceFromConfig } from "../../src/app/source.ts";
-import { createPageSearchAgent } from "../../src/graphs/page-search.ts";
-import { createSearchInfoTool } from "../../src/graphs/wikipedia-search.ts";
+import { ensureDemoCorpus } from "../../src/apps/qa/demo.ts";
+import { sourceFromConfig } from "../../src/apps/knowledge-source.ts";
+import { createPageSearchAgent } from "../../src/apps/qa/team.ts";
+import { createSearchInfoTool } from "../../src/apps/qa/team.ts";
 import { openKnowledgeSource } from "../../src/store/index.ts";
 import type { KnowledgeSource } from "../../src/store/types.ts";
 

@@ -2,21 +2,31 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { recordQuestionEarly } from "../../src/app/thread-record.ts";
+import { qaRecording } from "../../src/apps/qa/recording.ts";
+import { recordInputEarly } from "../../src/runs/thread-record.ts";
 import { openPersistence } from "../../src/persistence/index.ts";
 
 const endpoint = { baseURL: "http://127.0.0.1:9/v1", apiKey: "k", model: "m", models: {} };
 
-describe("recordQuestionEarly (what `codehop ask` writes before loading the agents)", () => {
-  it("records the question, the corpus (absolute) and the model names", () => {
+describe("recordInputEarly (what `codehop ask` writes before loading the agents)", () => {
+  it("records the question, the app, the corpus (absolute) and the model names", async () => {
     const home = mkdtempSync(join(tmpdir(), "codehop-rec-"));
-    recordQuestionEarly("How tall is it?", "t1", { ...endpoint, home, corpus: "rel/corpus.db" });
+    await recordInputEarly(qaRecording, "How tall is it?", "t1", {
+      ...endpoint,
+      home,
+      corpus: "rel/corpus.db",
+    });
     const p = openPersistence(home);
     try {
-      expect(p.threads.get("t1")).toMatchObject({
+      expect(await p.threads.get("t1")).toMatchObject({
         question: "How tall is it?",
         checkpoints: 0,
-        options: { source: "corpus", corpus: join(process.cwd(), "rel/corpus.db"), model: "m" },
+        options: {
+          app: "qa",
+          source: "corpus",
+          corpus: join(process.cwd(), "rel/corpus.db"),
+          model: "m",
+        },
       });
     } finally {
       p.close();
@@ -27,7 +37,7 @@ describe("recordQuestionEarly (what `codehop ask` writes before loading the agen
     const home = mkdtempSync(join(tmpdir(), "codehop-rec-"));
     const p = openPersistence(home);
     try {
-      p.threads.start("done", { question: "Old question?" });
+      await p.threads.start("done", { question: "Old question?" });
       await p.checkpointer.put(
         { configurable: { thread_id: "done", checkpoint_ns: "" } },
         {
@@ -40,13 +50,16 @@ describe("recordQuestionEarly (what `codehop ask` writes before loading the agen
         },
         { source: "input", step: -1, parents: {} },
       );
-      recordQuestionEarly("New question?", "done", { ...endpoint, home });
-      expect(p.threads.get("done")).toMatchObject({ question: "Old question?", checkpoints: 1 });
+      await recordInputEarly(qaRecording, "New question?", "done", { ...endpoint, home });
+      expect(await p.threads.get("done")).toMatchObject({
+        question: "Old question?",
+        checkpoints: 1,
+      });
     } finally {
       p.close();
     }
     const empty = join(mkdtempSync(join(tmpdir(), "codehop-rec-")), "home");
-    recordQuestionEarly("Q?", "t", {
+    await recordInputEarly(qaRecording, "Q?", "t", {
       home: empty,
       baseURL: undefined,
       apiKey: undefined,

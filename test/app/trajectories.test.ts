@@ -1,9 +1,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { DEMO_ANSWERS, DEMO_QUESTIONS, DEMO_SUBTASKS } from "../../src/app/demo-trajectories.ts";
-import { RunProgress } from "../../src/app/progress.ts";
-import { ask } from "../../src/app/run.ts";
+import {
+  DEMO_ANSWERS,
+  DEMO_QUESTIONS,
+  DEMO_SUBTASKS,
+} from "../../src/apps/qa/demo-trajectories.ts";
+import { RunProgress } from "../../src/runs/progress.ts";
+import { ask } from "../../src/apps/qa/app.ts";
 import { MemorySaver } from "@langchain/langgraph";
-import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/graphs/manager.ts";
+import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/apps/qa/team.ts";
 import type { Persistence } from "../../src/persistence/index.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { useDemoWorld } from "./fixtures.ts";

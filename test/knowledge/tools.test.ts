@@ -2,12 +2,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestPath } from "../../src/ingest/index.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
-import { MediaWikiTestServer } from "../../src/store/mediawiki-test-server.ts";
+import { MediaWikiTestServer } from "../../src/testing/mediawiki-test-server.ts";
 import type { KnowledgeSource } from "../../src/store/types.ts";
 import { WikipediaSource } from "../../src/store/wikipedia-source.ts";
 import { parseToolArgs, renderToolDoc, ToolArgumentError } from "../../src/tools/define-tool.ts";
-import { createRetrievePassagesTool } from "../../src/tools/retrieve-passages.ts";
-import { createSearchWikipediaTool } from "../../src/tools/search-wikipedia.ts";
+import { createRetrievePassagesTool } from "../../src/apps/qa/tools/retrieve-passages.ts";
+import { createSearchWikipediaTool } from "../../src/apps/qa/tools/search-wikipedia.ts";
 import { DEMO_CORPUS, demoDocuments, tempDir } from "./helpers.ts";
 
 const tmp = tempDir();

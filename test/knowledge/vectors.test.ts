@@ -4,7 +4,7 @@ import { CodehopError } from "../../src/errors.ts";
 import { ingestDocuments, ingestPath } from "../../src/ingest/index.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { createEmbedder, type Embedder } from "../../src/store/embeddings.ts";
-import { MediaWikiTestServer } from "../../src/store/mediawiki-test-server.ts";
+import { MediaWikiTestServer } from "../../src/testing/mediawiki-test-server.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
 import { WikipediaSource } from "../../src/store/wikipedia-source.ts";
 import { hashedEmbedding, ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";

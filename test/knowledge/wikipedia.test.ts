@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { CodehopError } from "../../src/errors.ts";
-import { MediaWikiTestServer } from "../../src/store/mediawiki-test-server.ts";
+import { MediaWikiTestServer } from "../../src/testing/mediawiki-test-server.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
 import { WikipediaSource } from "../../src/store/wikipedia-source.ts";
 import { tempDir } from "./helpers.ts";

@@ -7,8 +7,8 @@
 import { MemorySaver } from "@langchain/langgraph";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ScriptedChatModel } from "../../src/agent/scripted-chat-model.ts";
-import { createCodeAgent, type CodeAgent } from "../../src/graphs/code-agent.ts";
+import { ScriptedChatModel } from "../../src/testing/scripted-chat-model.ts";
+import { createCodeAgent, type CodeAgent } from "../../src/framework/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
 

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureDemoCorpus, startDemoModelServer } from "../../src/app/demo.ts";
-import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/app/demo-trajectories.ts";
+import { ensureDemoCorpus, startDemoModelServer } from "../../src/apps/qa/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 
 // LangGraph Studio talks to the LangGraph API server that `npm run studio` starts

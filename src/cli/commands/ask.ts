@@ -28,9 +28,10 @@ export default function askCommand(): Command {
       const question = words.join(" ");
       const config = configFromFlags(flags);
       // Recorded before the agents are even loaded, so a kill from here on can be resumed.
-      const { recordQuestionEarly } = await import("../../app/thread-record.ts");
-      recordQuestionEarly(question, threadId, config);
-      const { ask } = await import("../../app/run.ts");
+      const { recordInputEarly } = await import("../../runs/thread-record.ts");
+      const { qaRecording } = await import("../../apps/qa/recording.ts");
+      await recordInputEarly(qaRecording, question, threadId, config);
+      const { ask } = await import("../../apps/qa/app.ts");
       await runInTerminal(
         flags,
         "codehop ask",

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
-import { loadAppConfig } from "../../app/config.ts";
-import { DEMO_QUESTIONS } from "../../app/demo-trajectories.ts";
+import { loadAppConfig } from "../../runs/config.ts";
+import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 const SCRIPTED_NOTE = [
@@ -53,8 +53,8 @@ export default function demoCommand(): Command {
           }
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
-        const { ensureDemoCorpus, startDemoModelServer } = await import("../../app/demo.ts");
-        const { ask } = await import("../../app/run.ts");
+        const { ensureDemoCorpus, startDemoModelServer } = await import("../../apps/qa/demo.ts");
+        const { ask } = await import("../../apps/qa/app.ts");
         const corpus = await ensureDemoCorpus(config.home);
         const server = await startDemoModelServer({
           port: Number(flags.port) || 0,

@@ -10,7 +10,7 @@ export default function resumeCommand(): Command {
       )
       .argument("<thread>", "thread id (see `codehop threads`)"),
   ).action(async (threadId: string, flags: RunFlags) => {
-    const { resume } = await import("../../app/run.ts");
+    const { resumeThread: resume } = await import("../../apps/index.ts");
     await runInTerminal(
       flags,
       "codehop resume",

@@ -12,7 +12,7 @@ export default function showCommand(): Command {
     .option("--width <n>", "line width", String(Math.max(60, (process.stdout.columns ?? 120) - 2)))
     .option("--json", "print the tree as JSON")
     .action(async (threadId: string, flags: RunFlags & { width: string }) => {
-      const { trace } = await import("../../app/run.ts");
+      const { traceOfThread: trace } = await import("../../apps/index.ts");
       const progress = await trace(threadId, { config: configFromFlags(flags) });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(progress.root ?? null)}\n`);

@@ -2,24 +2,17 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { RunnableLambda } from "@langchain/core/runnables";
-import { ask, resume } from "../../app/run.ts";
-import type { AskResult } from "../../app/result.ts";
-import { MANAGER_MAX_STEPS } from "../../graphs/manager.ts";
+import { qaApp } from "../../apps/qa/app.ts";
+import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../../framework/team.ts";
 import { openPersistence, type Persistence } from "../../persistence/index.ts";
+import type { RunApp } from "../../runs/app.ts";
+import { resumeRun, startRun } from "../../runs/lifecycle.ts";
+import type { AskResult } from "../../runs/result.ts";
 import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../../prompts/render.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import type { AgentUsage, EvalExample } from "../types.ts";
 import { promptHash } from "./baselines.ts";
 import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
-
-/** Prompt folders the reference agents render from (hashed into the report's configuration). */
-const AGENT_PROMPT_DIRS = [
-  "manager",
-  "wikipedia_search",
-  "page_search",
-  "code_agent",
-  "managed_agent",
-];
 
 /** Options of {@link createAgenticSystem}. */
 export interface AgenticSystemOptions {
@@ -29,17 +22,22 @@ export interface AgenticSystemOptions {
   source: KnowledgeSource;
   /** Data directory for the threads' checkpoints and call journal (the eval output directory). */
   home: string;
+  /** The app under test (default: the QA app); its team registry names the agents and prompts. */
+  app?: RunApp;
 }
 
 /**
- * `agentic`: the reference app (manager → wikipedia_search → page_search) through `ask()`. Each
+ * `agentic`: an app (the QA app by default: manager → wikipedia_search → page_search) through the
+ * run lifecycle, as `ask()` runs it. Each
  * question is its own thread, checkpointed to `<home>/checkpoints.db`; a thread that exists from
  * an interrupted or failed earlier run is continued with `resume()` (finished sub-agent calls are
  * served from the call journal) instead of being started again. Usage per agent comes from the
  * app's own accounting, which covers the whole thread even across such resumptions.
  */
 export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
+  const app = options.app ?? qaApp;
   const persistence: Persistence = openPersistence(options.home);
+  const promptDirs = teamPromptFolders(app.team);
   const runOptions = {
     persistence,
     source: options.source,
@@ -49,25 +47,31 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
   return {
     name: "agentic",
     config: {
-      agents: ["manager", "wikipedia_search", "page_search"],
-      managerMaxSteps: MANAGER_MAX_STEPS,
-      prompts: AGENT_PROMPT_DIRS.map((d) => `prompts/${d}`),
+      agents: teamAgentNames(app.team),
+      // The root agent's step limit (the report's configuration; named for the QA app's manager).
+      managerMaxSteps: buildTeamAgent(app.team, {}).settings.maxSteps,
+      prompts: promptDirs.map((d) => `prompts/${d}`),
       promptHash: promptHash(
-        AGENT_PROMPT_DIRS.filter((d) => existsSync(join(PROMPTS_DIR, d)))
+        promptDirs
+          .filter((d) => existsSync(join(PROMPTS_DIR, d)))
           .flatMap((d) => listPromptFiles(join(PROMPTS_DIR, d)).map((f) => loadPrompt(`${d}/${f}`)))
           .join("\n"),
       ),
       source: options.source.kind,
-      checkpoints: persistence.dbPath,
+      checkpoints: persistence.location,
     },
     async answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer> {
-      const existing = persistence.threads.get(ctx.threadId);
+      const existing = await persistence.threads.get(ctx.threadId);
       // Run inside a runnable whose callbacks are the recorder: LangChain hands them down (through
       // AsyncLocalStorage) to every graph, sub-agent and model call under ask()/resume().
       const run = RunnableLambda.from(async (): Promise<AskResult> =>
         existing
-          ? resume(ctx.threadId, { ...runOptions, signal: ctx.signal })
-          : ask(example.question, { ...runOptions, threadId: ctx.threadId, signal: ctx.signal }),
+          ? resumeRun(app, ctx.threadId, { ...runOptions, signal: ctx.signal })
+          : startRun(app, example.question, {
+              ...runOptions,
+              threadId: ctx.threadId,
+              signal: ctx.signal,
+            }),
       );
       const result = await run.invoke(null, {
         callbacks: [ctx.recorder],

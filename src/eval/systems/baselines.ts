@@ -10,7 +10,7 @@ import {
   type SystemAnswer,
   type SystemContext,
 } from "./system.ts";
-import { contentText } from "../../models/index.ts";
+import { contentText } from "../../core/models.ts";
 
 /** Short content hash of a prompt, so reports show at a glance whether two runs used the same one. */
 export function promptHash(text: string): string {

@@ -1,0 +1,77 @@
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { openPersistenceFor } from "../persistence/index.ts";
+import type { RunApp, RunOptions } from "../runs/app.ts";
+import { loadAppConfig } from "../runs/config.ts";
+import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
+import { replayRun, resumeRun, type ReplayOptions } from "../runs/lifecycle.ts";
+import type { RunProgress } from "../runs/progress.ts";
+import type { AskResult } from "../runs/result.ts";
+import { qaApp } from "./qa/app.ts";
+
+/** Every app by name: what a thread's record (`options.app`) names. */
+export const APPS: Readonly<Record<string, RunApp>> = { qa: qaApp };
+
+/** The app a thread was started with (threads recorded before apps existed are QA threads). */
+export function appNamed(name: unknown): RunApp {
+  const key = typeof name === "string" && name ? name : "qa";
+  const app = APPS[key];
+  if (!app) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `The thread was started by app "${key}", which this codehop does not have (apps: ${Object.keys(APPS).join(", ")}).`,
+    );
+  }
+  return app;
+}
+
+/**
+ * The app of an existing thread, from its registry record (QA when the thread is unknown: the
+ * lifecycle then reports it as not found, with its own message).
+ */
+export async function appForThread(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence"> = {},
+): Promise<RunApp> {
+  const persistence =
+    options.persistence ??
+    (await openPersistenceFor(
+      { home: loadAppConfig(options.config).home },
+      { mustExist: true },
+    ).catch(() => undefined));
+  if (!persistence) return qaApp;
+  try {
+    return appNamed((await persistence.threads.get(threadId))?.options.app);
+  } finally {
+    if (!options.persistence) await persistence.close();
+  }
+}
+
+/** Continues a thread of any app from its last checkpoint (the app it was started with). */
+export async function resumeThread(threadId: string, options: RunOptions = {}): Promise<AskResult> {
+  return resumeRun(await appForThread(threadId, options), threadId, options);
+}
+
+/** Re-runs (forks) a thread of any app from one of its checkpoints. */
+export async function replayThread(
+  threadId: string,
+  checkpointId: string,
+  options: ReplayOptions = {},
+): Promise<AskResult> {
+  return replayRun(await appForThread(threadId, options), threadId, checkpointId, options);
+}
+
+/** A thread's checkpoints, newest first, whatever app ran it. */
+export async function historyOfThread(
+  threadId: string,
+  options: Parameters<typeof threadHistory>[2] = {},
+): Promise<CheckpointSummary[]> {
+  return threadHistory(await appForThread(threadId, options), threadId, options);
+}
+
+/** A thread's whole run as a tree, whatever app ran it. */
+export async function traceOfThread(
+  threadId: string,
+  options: Parameters<typeof traceThread>[2] = {},
+): Promise<RunProgress> {
+  return traceThread(await appForThread(threadId, options), threadId, options);
+}

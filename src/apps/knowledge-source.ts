@@ -1,0 +1,106 @@
+import { resolve } from "node:path";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { readRunContext } from "../core/run-context.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { openKnowledgeSource } from "../store/index.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import { wikipediaCachePath, type AppConfig } from "../runs/config.ts";
+
+declare module "../core/run-context.ts" {
+  interface RunContext {
+    /** The knowledge source the apps' agents search (online Wikipedia or a local corpus). */
+    knowledgeSource?: KnowledgeSource;
+    /** A local corpus DB to search, by path (e.g. chosen per run in Studio); opened once per path. */
+    corpus?: string;
+  }
+}
+
+/** Where an app's agents find their knowledge source (the apps' agent options). */
+export interface KnowledgeSourceDeps {
+  /** A source for every run of these agents (wins over a run's `corpus`, not over its `knowledgeSource`). */
+  source?: KnowledgeSource;
+  /**
+   * The source of a run that names none — the environment's (CODEHOP_CORPUS, else online
+   * Wikipedia), given by the langgraph.json entries (src/graphs/entries.ts), which own that fallback.
+   */
+  fallbackSource?: () => KnowledgeSource;
+}
+
+/**
+ * Opens the knowledge source the configuration asks for: the local corpus DB when `corpus` is set
+ * (CODEHOP_CORPUS / --corpus), online Wikipedia otherwise (pages cached under CODEHOP_HOME).
+ */
+export async function openSourceFor(config: AppConfig): Promise<KnowledgeSource> {
+  return openKnowledgeSource({
+    corpus: config.corpus,
+    wikipediaApi: config.wikipediaApi,
+    cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
+  });
+}
+
+/**
+ * A KnowledgeSource that opens the real one on first use. Graph modules are imported by
+ * `langgraph dev` before any run, so they must not open files or sockets at import time.
+ */
+export function lazySource(
+  open: () => Promise<KnowledgeSource>,
+  kind: KnowledgeSource["kind"],
+): KnowledgeSource {
+  let opening: Promise<KnowledgeSource> | undefined;
+  const get = () => (opening ??= open());
+  return {
+    kind,
+    search: async (q, o) => (await get()).search(q, o),
+    getPage: async (t) => (await get()).getPage(t),
+    retrievePassages: async (t, q, o) => (await get()).retrievePassages(t, q, o),
+    searchPassages: async (q, o) => {
+      const s = await get();
+      if (!s.searchPassages)
+        throw new Error(`the ${s.kind} source cannot search passages across pages`);
+      return s.searchPassages(q, o);
+    },
+    close: async () => {
+      if (opening) await (await opening).close();
+      opening = undefined;
+    },
+  };
+}
+
+function isKnowledgeSource(value: unknown): value is KnowledgeSource {
+  return typeof value === "object" && value !== null && typeof (value as any).search === "function";
+}
+
+const byCorpusPath = new Map<string, KnowledgeSource>();
+
+/**
+ * The knowledge source of a run: the run context's `knowledgeSource` when the caller provides one
+ * (the CLI and `ask()` do), else the agents' own (`fallback`, or `deps.source`), else the run
+ * context's `corpus` (a corpus DB path), else `deps.fallbackSource` (the environment's, for
+ * Studio). Throws CODEHOP_CONFIG_INVALID when none is given.
+ */
+export function sourceFromConfig(
+  config: RunnableConfig | undefined,
+  fallback?: KnowledgeSource | KnowledgeSourceDeps,
+): KnowledgeSource {
+  const deps: KnowledgeSourceDeps = isKnowledgeSource(fallback)
+    ? { source: fallback }
+    : (fallback ?? {});
+  const context = readRunContext(config);
+  if (isKnowledgeSource(context.knowledgeSource)) return context.knowledgeSource;
+  if (deps.source) return deps.source;
+  if (typeof context.corpus === "string" && context.corpus) {
+    const corpus = resolve(context.corpus);
+    let source = byCorpusPath.get(corpus);
+    if (!source) {
+      source = lazySource(async () => openKnowledgeSource({ corpus }), "corpus");
+      byCorpusPath.set(corpus, source);
+    }
+    return source;
+  }
+  if (deps.fallbackSource) return deps.fallbackSource();
+  throw new CodehopError(
+    ErrorCodes.CONFIG_INVALID,
+    "No knowledge source for this run: give the run context a `knowledgeSource` or a `corpus` path, " +
+      "pass `source` to the agents, or use the langgraph.json graphs (src/graphs/entries.ts), which fall back to the environment (CODEHOP_CORPUS, else online Wikipedia).",
+  );
+}

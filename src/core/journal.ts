@@ -1,0 +1,202 @@
+/**
+ * Call journal: records every tool / sub-agent call made inside a code action so that a
+ * re-executed action (after a crash + resume, or a replay) is served the recorded results instead
+ * of repeating finished work. The act node consults it. Its semantics — which recorded call
+ * answers which key (exact namespace for a resume, namespace without task ids for a replay fork,
+ * task epochs, tool and arguments must match) — live here, over a plain row store that each
+ * persistence adapter provides ({@link JournalRowStore}; SQLite and Postgres in src/persistence/).
+ */
+import type { ToolReport } from "../tools/define-tool.ts";
+
+/**
+ * Identifies one call: which thread, which (nested) agent, which task of the thread, which action,
+ * which call within it.
+ */
+export interface CallKey {
+  threadId: string;
+  /**
+   * LangGraph checkpoint namespace of the node running the code (its task's namespace, e.g.
+   * "act:<task id>" in a root agent, "act:<id>|1|act:<id>" in the sub-agent of a second call).
+   */
+  checkpointNs: string;
+  /**
+   * Which task the call belongs to: the `taskEpoch` state channel (src/agent/state.ts: 0 for a
+   * thread's first task, +1 for each new task on a finished thread) of every agent from the root
+   * down to the caller, e.g. `[1, 0]` for a sub-agent's call during the root's second task. A new
+   * task restarts step numbers at 1, so without this its calls would sit at the previous task's
+   * positions. Absent means the first task everywhere (keys built before epochs existed). Compare
+   * epochs with {@link taskEpochTag}: trailing zeros don't count (`[1]` = `[1, 0]`, `[]` = `[0, 0]`).
+   */
+  taskEpochs?: readonly number[];
+  /** Agent-local step number of the code action. */
+  step: number;
+  /** 0-based index of the call within the action (order the guest made the calls). */
+  callIndex: number;
+  /** Tool name; a recorded entry is only served if the tool name and arguments match. */
+  tool: string;
+  /** Stable JSON of the validated arguments. */
+  argsJson: string;
+}
+
+/**
+ * A finished call's outcome. `reports` (optional, added by the agent core) holds what the tool
+ * reported through `ctx.report` (a sub-agent's usage and sources), re-applied when the outcome is
+ * served from the journal so a resumed parent still accounts for work done before the crash.
+ */
+export type CallOutcome =
+  | { ok: true; value: unknown; reports?: ToolReport[] }
+  | { ok: false; error: string; reports?: ToolReport[] };
+
+/**
+ * Canonical text form of {@link CallKey.taskEpochs}: the epochs joined with "." without trailing
+ * zeros, so "" is the first task of every agent on the path (and of keys recorded before epochs
+ * existed), "1" the root's second task with its sub-agents' first tasks, "0.1" a sub-agent's second
+ * task during the root's first.
+ */
+export function taskEpochTag(epochs: readonly number[] | undefined): string {
+  const list = [...(epochs ?? [])];
+  while (list.length && list.at(-1) === 0) list.pop();
+  return list.join(".");
+}
+
+/** Storage for call outcomes (what the act node uses). */
+export interface CallJournal {
+  get(key: CallKey): Promise<CallOutcome | undefined> | CallOutcome | undefined;
+  put(key: CallKey, outcome: CallOutcome): Promise<void> | void;
+}
+
+/** One stored row of the journal, as an adapter keeps it. */
+export interface JournalRow {
+  threadId: string;
+  /** The exact checkpoint namespace, or `~` + its {@link stableNamespace} (the replay copy). */
+  checkpointNs: string;
+  /** {@link taskEpochTag} of the key's epochs. */
+  taskEpoch: string;
+  step: number;
+  callIndex: number;
+  tool: string;
+  argsJson: string;
+  outcomeJson: string;
+  /** ISO time the row was written. */
+  recordedAt: string;
+}
+
+/** Position of a row: its primary key (a put of the same position replaces the row). */
+export type JournalRowKey = Pick<
+  JournalRow,
+  "threadId" | "checkpointNs" | "taskEpoch" | "step" | "callIndex"
+>;
+
+/**
+ * What a persistence adapter stores for the journal: rows by position, nothing more. Writes of one
+ * `putRows` call are atomic (both copies of a call, or neither) and durable when the promise
+ * resolves (a call that finished before a `kill -9` is served after the resume).
+ */
+export interface JournalRowStore {
+  getRow(key: JournalRowKey): Promise<JournalRow | undefined> | JournalRow | undefined;
+  putRows(rows: readonly JournalRow[]): Promise<void> | void;
+  /** Every row of a thread, oldest first (recorded time, then position). */
+  listRows(threadId: string): Promise<JournalRow[]> | JournalRow[];
+  deleteThread(threadId: string): Promise<void> | void;
+}
+
+/**
+ * A checkpoint namespace without LangGraph task ids ("act:9f..|1|act:c4.." → "act|1|act"). Task ids
+ * are the same when a thread resumes from its checkpoint, but new when a replay forks from an
+ * older one; the stable form lets a replay find the calls its original run made.
+ */
+export function stableNamespace(checkpointNs: string): string {
+  return checkpointNs
+    .split("|")
+    .map((part) => part.split(":")[0])
+    .join("|");
+}
+
+/** Prefix of the rows keyed by {@link stableNamespace} (exact rows use the namespace as given). */
+export const STABLE_NAMESPACE_PREFIX = "~";
+
+/** One recorded call as listed by {@link ReplayableJournal.entries}. */
+export interface JournalEntry extends CallKey {
+  /** Stored canonical form: trailing zeros dropped (`[]` = the thread's first task everywhere). */
+  taskEpochs: number[];
+  outcome: CallOutcome;
+  recordedAt: string;
+}
+
+/** A call journal that can also serve replays and list what it holds. */
+export interface ReplayableJournal extends CallJournal {
+  /** The same journal, also serving calls recorded before a replay's fork (task ids differ there). */
+  forReplay(): ReplayableJournal;
+  /** Every recorded call of a thread, in recording order (for `codehop history` and tests). */
+  entries(threadId: string): Promise<JournalEntry[]>;
+}
+
+/**
+ * The call journal over an adapter's rows. Each call is stored twice: under its exact checkpoint
+ * namespace (what a resumed run looks up: it always matches the same call) and under the namespace
+ * without task ids (what a replay fork looks up, since forking gives tasks new ids; the latest call
+ * of the same task at that position wins). A recorded outcome is served only when the tool name
+ * and the arguments match, so a replay from an edited state that makes different calls runs them
+ * for real. Task epochs keep a new task on a finished thread, whose steps restart at 1, from
+ * meeting the previous task's calls.
+ *
+ * @param matchAcrossForks also serve the namespace-without-task-ids copies (replays); off for runs
+ *   and resumes, where only the exact call may be served.
+ */
+export function createCallJournal(
+  rows: JournalRowStore,
+  options: { matchAcrossForks?: boolean } = {},
+): ReplayableJournal {
+  return {
+    async get(key) {
+      const namespaces = [key.checkpointNs];
+      if (options.matchAcrossForks)
+        namespaces.push(STABLE_NAMESPACE_PREFIX + stableNamespace(key.checkpointNs));
+      const taskEpoch = taskEpochTag(key.taskEpochs);
+      for (const checkpointNs of namespaces) {
+        const row = await rows.getRow({
+          threadId: key.threadId,
+          checkpointNs,
+          taskEpoch,
+          step: key.step,
+          callIndex: key.callIndex,
+        });
+        if (row && row.tool === key.tool && row.argsJson === key.argsJson)
+          return JSON.parse(row.outcomeJson) as CallOutcome;
+      }
+      return undefined;
+    },
+    async put(key, outcome) {
+      const base = {
+        threadId: key.threadId,
+        taskEpoch: taskEpochTag(key.taskEpochs),
+        step: key.step,
+        callIndex: key.callIndex,
+        tool: key.tool,
+        argsJson: key.argsJson,
+        outcomeJson: JSON.stringify(outcome),
+        recordedAt: new Date().toISOString(),
+      };
+      await rows.putRows([
+        { ...base, checkpointNs: key.checkpointNs },
+        { ...base, checkpointNs: STABLE_NAMESPACE_PREFIX + stableNamespace(key.checkpointNs) },
+      ]);
+    },
+    forReplay: () => createCallJournal(rows, { matchAcrossForks: true }),
+    async entries(threadId) {
+      return (await rows.listRows(threadId))
+        .filter((r) => !r.checkpointNs.startsWith(STABLE_NAMESPACE_PREFIX))
+        .map((r) => ({
+          threadId: r.threadId,
+          checkpointNs: r.checkpointNs,
+          taskEpochs: r.taskEpoch ? r.taskEpoch.split(".").map(Number) : [],
+          step: r.step,
+          callIndex: r.callIndex,
+          tool: r.tool,
+          argsJson: r.argsJson,
+          outcome: JSON.parse(r.outcomeJson) as CallOutcome,
+          recordedAt: r.recordedAt,
+        }));
+    },
+  };
+}

@@ -1,0 +1,247 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage, AIMessageChunk, BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { ChatOpenAI } from "@langchain/openai";
+import { agentEnvKey, type CodehopEnv, readEnv } from "../config/env.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { readRunContext } from "./run-context.ts";
+
+/**
+ * Model factory: every agent's chat model is resolved here, from (in order of precedence)
+ * 1. a BaseChatModel instance given to `createCodeAgent({ model })`,
+ * 2. the run context's `models[agentName]` (model name or instance),
+ * 3. the run context's `model` (model name or instance),
+ * 4. a model name given to `createCodeAgent({ model: "name" })`,
+ * 5. CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_PAGE_SEARCH), 6. CODEHOP_MODEL.
+ * Names become a ChatOpenAI for the OpenAI-compatible endpoint in OPENAI_BASE_URL (or the run
+ * context's `modelSettings.baseURL`). Never built with `streaming: true` (it hangs offline:
+ * token counting downloads a tiktoken encoding).
+ */
+
+/** Endpoint and sampling settings; each falls back to its environment variable. */
+export interface ModelSettings {
+  /** OPENAI_BASE_URL, e.g. http://localhost:8000/v1. */
+  baseURL?: string;
+  /** OPENAI_API_KEY; defaults to "EMPTY" for a custom endpoint (vLLM / Ollama accept any key). */
+  apiKey?: string;
+  /** CODEHOP_TEMPERATURE (default 0). */
+  temperature?: number;
+  /** CODEHOP_MAX_TOKENS (default 1024). */
+  maxTokens?: number;
+  /** CODEHOP_MAX_RETRIES (default 3; exponential backoff between attempts). */
+  maxRetries?: number;
+  /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
+  timeoutMs?: number;
+}
+
+/** Defaults for model calls. */
+export const MODEL_DEFAULTS = {
+  temperature: 0,
+  maxTokens: 1024,
+  maxRetries: 3,
+  timeoutMs: 120_000,
+} as const;
+
+function isChatModel(value: unknown): value is BaseChatModel {
+  return typeof value === "object" && value !== null && typeof (value as any).invoke === "function";
+}
+
+const cache = new Map<string, ChatOpenAI>();
+
+/** HTTP statuses that retrying cannot fix (bad request, auth, not found ...): fail at once. */
+const STATUS_NO_RETRY = new Set([400, 401, 402, 403, 404, 405, 406, 407, 409, 413, 422]);
+/** A 429 whose message says the account is out of quota will not recover by waiting. */
+const QUOTA_EXHAUSTED =
+  /insufficient[_ -]?quota|exceeded (?:your|the current).+quota|quota (?:has been )?exhausted|billing|credit balance|out of credits/i;
+
+function httpStatus(error: any): number | undefined {
+  const s = error?.status ?? error?.response?.status ?? error?.statusCode;
+  return typeof s === "number" ? s : undefined;
+}
+
+/**
+ * Retry policy for model calls (LangChain's AsyncCaller calls it after each failed attempt: return
+ * to retry with exponential backoff, throw to give up). Unlike LangChain's default, a 429 without a
+ * Retry-After hint is retried too: local servers (vLLM, llama.cpp, proxies) send bare 429s when
+ * their queue is full, which is exactly when waiting helps. Quota exhaustion, client errors and
+ * aborts fail at once.
+ */
+export function modelFailedAttemptHandler(error: unknown): void {
+  const e = error as any;
+  if (e?.name === "AbortError" || /^(Cancel|AbortError)/.test(String(e?.message ?? "")))
+    throw error;
+  const status = httpStatus(e);
+  if (status !== undefined && STATUS_NO_RETRY.has(status)) throw error;
+  if (e?.code === "insufficient_quota" || e?.error?.code === "insufficient_quota") throw error;
+  if (status === 429 && QUOTA_EXHAUSTED.test(String(e?.message ?? ""))) throw error;
+  // Everything else (429, 5xx, timeouts, connection resets, unparsable bodies): retry.
+}
+
+/**
+ * The chat model for `agentName` in a run with `config`. Throws CODEHOP_MODEL_NOT_CONFIGURED
+ * naming the variables to set when no model or endpoint can be found.
+ */
+export function resolveModel(
+  agentName: string,
+  config: RunnableConfig | undefined,
+  options: { model?: string | BaseChatModel; env?: CodehopEnv } = {},
+): BaseChatModel {
+  if (isChatModel(options.model)) return options.model;
+  const conf = readRunContext(config);
+  const env = options.env ?? readEnv();
+  const candidates: unknown[] = [
+    conf.models?.[agentName],
+    conf.model,
+    options.model,
+    env.agentModels[agentEnvKey(agentName).toLowerCase()],
+    env.model,
+  ];
+  const chosen = candidates.find((c) => isChatModel(c) || (typeof c === "string" && c.trim()));
+  if (isChatModel(chosen)) return chosen;
+  const settings = conf.modelSettings ?? {};
+  const baseURL = settings.baseURL ?? env.openaiBaseUrl;
+  const apiKey = settings.apiKey ?? env.openaiApiKey ?? (baseURL ? "EMPTY" : undefined);
+  const key = agentEnvKey(agentName);
+  if (typeof chosen !== "string") {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `No model configured for agent "${agentName}": set CODEHOP_MODEL (or CODEHOP_MODEL_${key} for this agent) ` +
+        `and OPENAI_BASE_URL (e.g. http://localhost:8000/v1), or give the run a model (the run context's model).`,
+    );
+  }
+  if (!apiKey) {
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `No model endpoint configured for agent "${agentName}" (model "${chosen}"): set OPENAI_BASE_URL ` +
+        `(e.g. http://localhost:8000/v1) for a local server, or OPENAI_API_KEY for api.openai.com.`,
+    );
+  }
+  const fields = {
+    model: chosen,
+    apiKey,
+    temperature: settings.temperature ?? env.temperature ?? MODEL_DEFAULTS.temperature,
+    maxTokens: settings.maxTokens ?? env.maxTokens ?? MODEL_DEFAULTS.maxTokens,
+    maxRetries: settings.maxRetries ?? env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
+    timeout: settings.timeoutMs ?? env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
+    baseURL,
+  };
+  const cacheKey = JSON.stringify(fields);
+  let model = cache.get(cacheKey);
+  if (!model) {
+    const { baseURL: url, ...rest } = fields;
+    model = new ChatOpenAI({
+      ...rest,
+      onFailedAttempt: modelFailedAttemptHandler,
+      configuration: url ? { baseURL: url } : undefined,
+    });
+    cache.set(cacheKey, model);
+  }
+  return model;
+}
+
+/** A short description of a model for error messages ("scripted at http://127.0.0.1:1234/v1"). */
+export function describeModel(model: BaseChatModel): string {
+  const m = model as any;
+  const name = m.model ?? m.modelName ?? model.getName?.() ?? "model";
+  const url = m.clientConfig?.baseURL ?? m.configuration?.baseURL;
+  return url ? `${name} at ${url}` : String(name);
+}
+
+/** Message of an empty-choices reply in CODEHOP_MODEL_ENDPOINT_FAILED. */
+export const EMPTY_CHOICES_REASON = "the endpoint returned no choices (empty response)";
+
+/**
+ * LangChain's invoke() reads `generations[0][0].message`; a reply with `choices: []` gives no
+ * generation, so it fails with this TypeError instead of a useful message.
+ */
+function isEmptyChoicesError(err: unknown): boolean {
+  return err instanceof TypeError && /\(reading 'message'\)/.test(err.message);
+}
+
+class EmptyChoicesError extends Error {
+  constructor() {
+    super(EMPTY_CHOICES_REASON);
+    this.name = "EmptyChoicesError";
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }
+    function onAbort() {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Calls the model once (invoke, or stream + concatenated chunks) with stop sequences. Any failure
+ * after the client's own retries becomes CODEHOP_MODEL_ENDPOINT_FAILED naming the agent and
+ * endpoint; since it happens before the calling node writes state, the thread stays resumable.
+ * A reply without choices (overloaded proxies send `choices: []`) happens after the client's HTTP
+ * retry loop, so it is retried here like a garbage body: as many times as the client retries
+ * (CODEHOP_MAX_RETRIES), with exponential backoff.
+ */
+export async function callModel(
+  model: BaseChatModel,
+  messages: BaseMessage[],
+  options: { agentName: string; stop?: string[]; stream?: boolean; signal?: AbortSignal },
+): Promise<AIMessage | AIMessageChunk> {
+  const callOptions: Record<string, unknown> = {};
+  if (options.stop?.length) callOptions.stop = options.stop;
+  if (options.signal) callOptions.signal = options.signal;
+  const once = async (): Promise<AIMessage | AIMessageChunk> => {
+    if (!options.stream) {
+      try {
+        return (await model.invoke(messages, callOptions)) as AIMessage;
+      } catch (err) {
+        if (isEmptyChoicesError(err)) throw new EmptyChoicesError();
+        throw err;
+      }
+    }
+    let acc: AIMessageChunk | undefined;
+    for await (const chunk of await model.stream(messages, callOptions))
+      acc = acc ? acc.concat(chunk) : chunk;
+    if (!acc) throw new EmptyChoicesError();
+    return acc;
+  };
+  const retries = Math.max(0, Number((model as any).caller?.maxRetries ?? 0) || 0);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await once();
+      } catch (err) {
+        if (!(err instanceof EmptyChoicesError) || attempt >= retries) throw err;
+        await sleep(Math.min(250 * 2 ** attempt, 8000), options.signal);
+      }
+    }
+  } catch (err) {
+    if (CodehopError.isInstance(err)) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new CodehopError(
+      ErrorCodes.MODEL_ENDPOINT_FAILED,
+      `Model call for agent "${options.agentName}" failed (${describeModel(model)}): ${reason}`,
+      { cause: err },
+    );
+  }
+}
+
+/** Text of message content: a string, or content parts (text parts joined). */
+export function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content))
+    return content.map((p: any) => (typeof p === "string" ? p : (p?.text ?? ""))).join("");
+  return String(content ?? "");
+}
+
+/** Text of a model reply (content parts joined). */
+export function messageText(message: Pick<AIMessage, "content">): string {
+  return contentText(message.content);
+}

@@ -1,0 +1,223 @@
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { ActionResult, HostToolFn, VariablesSnapshot } from "../sandbox/contract.ts";
+import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-tool.ts";
+import { AGENT_ACTION_TIMEOUT_MS } from "./settings.ts";
+import type { CallKey, CallOutcome } from "./journal.ts";
+import { readRunContext, withRunContext } from "./run-context.ts";
+import type { AgentRuntime } from "./runtime.ts";
+import type { Source, ToolCallRecord } from "./state.ts";
+import { type UsageByAgent, mergeUsage, reportUsage } from "./usage.ts";
+
+/** JSON with object keys sorted, so equal arguments always give the same journal key. */
+export function stableJson(value: unknown): string {
+  return (
+    JSON.stringify(value, (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, v[k]]),
+          )
+        : v,
+    ) ?? "null"
+  );
+}
+
+/**
+ * Errors that are not the model's fault: raised from a tool (e.g. a sub-agent whose model endpoint
+ * is down), they fail the node after the action instead of becoming an observation, so the run
+ * stops and can be resumed (finished calls are journaled). SOURCE_UNAVAILABLE stays an observation:
+ * the knowledge source uses it for rejected queries too, which the model can fix.
+ */
+const FATAL_CODES: ReadonlySet<string> = new Set([
+  ErrorCodes.MODEL_ENDPOINT_FAILED,
+  ErrorCodes.MODEL_NOT_CONFIGURED,
+  ErrorCodes.GRAPH_INVARIANT,
+  ErrorCodes.SANDBOX_INTERNAL,
+  ErrorCodes.CONFIG_INVALID,
+  ErrorCodes.PROMPT_TEMPLATE,
+  ErrorCodes.DB_INVALID,
+]);
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** What running one piece of model code produced. */
+export interface CodeRun {
+  /** The sandbox's result (logs, final answer, error, snapshot). */
+  result: ActionResult;
+  /** Tool calls in call order. */
+  toolCalls: ToolCallRecord[];
+  /** Usage the tools reported (sub-agents), merged in call order. */
+  usage: UsageByAgent;
+  /** Sources the tools reported, in call order. */
+  sources: Source[];
+}
+
+/**
+ * Runs model code in the agent's sandbox with the agent's tools and the saved variables — the act
+ * node's code path, shared with the final-answer node. Each tool call is validated against the
+ * tool's schema, served from the call journal (the run context's `journal`) when it was already made
+ * (same thread, namespace, task epochs, step, call index, tool and arguments — so a resumed run
+ * never repeats a finished sub-agent call, and a new task on a finished thread never gets the
+ * previous task's results) and recorded otherwise. Tools report usage and sources through
+ * `ctx.report`; usage also goes straight to the run's usage sink, so it survives a failing action.
+ * Throws the first framework error (FATAL_CODES, journal failure) raised inside a tool.
+ */
+export async function runCodeWithTools(
+  rt: AgentRuntime,
+  tools: readonly CodeTool<any>[],
+  config: LangGraphRunnableConfig,
+  request: {
+    code: string;
+    step: number;
+    variables: VariablesSnapshot | null | undefined;
+    /** The agent's `taskEpoch` state channel (default 0: the thread's first task). */
+    taskEpoch?: number;
+  },
+): Promise<CodeRun> {
+  const { step } = request;
+  const context = readRunContext(config);
+  const journal = context.journal;
+  const configurable = (config.configurable ?? {}) as Record<string, unknown>;
+  const threadId = String(configurable.thread_id ?? "");
+  const checkpointNs = String(configurable.checkpoint_ns ?? "");
+  const taskEpochs = [...(context.taskEpochs ?? []), request.taskEpoch ?? 0];
+  // Tools get the epochs in their run context: a sub-agent invoked with it keys its calls under them.
+  const toolConfig = withRunContext(config, { taskEpochs });
+  const toolCalls: ToolCallRecord[] = [];
+  let fatal: CodehopError | undefined;
+  // Reports are applied in call order after the action, so concurrent calls give a stable order.
+  const reportsByCall = new Map<number, readonly ToolReport[]>();
+  const keepReports = (callIndex: number, reports: readonly ToolReport[]) => {
+    reportsByCall.set(callIndex, reports);
+    // Also straight to the usage sink, so usage survives this action failing (sub-agent case).
+    for (const r of reports) reportUsage(config, r.usage);
+  };
+
+  const host =
+    (tool: CodeTool<any>): HostToolFn =>
+    async (rawArgs, { callIndex, signal }) => {
+      const started = performance.now();
+      const record = (
+        args: unknown,
+        ok: boolean,
+        error: string | undefined,
+        fromJournal: boolean,
+      ) =>
+        toolCalls.push({
+          callIndex,
+          tool: tool.name,
+          args,
+          ok,
+          ...(error === undefined ? {} : { error }),
+          durationMs: Math.round(performance.now() - started),
+          fromJournal,
+        });
+      let args: Record<string, unknown>;
+      try {
+        args = parseToolArgs(tool, rawArgs);
+      } catch (err) {
+        record(rawArgs, false, errorMessage(err), false);
+        throw err;
+      }
+      const key: CallKey = {
+        threadId,
+        checkpointNs,
+        taskEpochs,
+        step,
+        callIndex,
+        tool: tool.name,
+        argsJson: stableJson(args),
+      };
+      // The journal is framework storage: if it fails, the run must stop (resumable), not let the
+      // model see a storage error as if the tool had failed.
+      const journalOp = async <T>(op: () => T | Promise<T>): Promise<T> => {
+        try {
+          return await op();
+        } catch (err) {
+          fatal ??= new CodehopError(
+            ErrorCodes.DB_INVALID,
+            `Call journal failed for ${tool.name}() in agent "${rt.name}": ${errorMessage(err)}`,
+            { cause: err },
+          );
+          throw fatal;
+        }
+      };
+      const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
+      if (recorded) {
+        keepReports(callIndex, recorded.reports ?? []);
+        record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
+        if (recorded.ok) return recorded.value;
+        throw new Error(recorded.error);
+      }
+      const reports: ToolReport[] = [];
+      let json: unknown;
+      try {
+        const value = await tool.invoke(args, {
+          callIndex,
+          signal,
+          config: toolConfig,
+          report: (r) => reports.push(r),
+        });
+        // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
+        try {
+          json = value === undefined ? null : JSON.parse(JSON.stringify(value));
+        } catch (err) {
+          throw new Error(
+            `${tool.name}() returned a value that is not JSON-serializable (${errorMessage(err)})`,
+          );
+        }
+      } catch (err) {
+        keepReports(callIndex, reports);
+        if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
+          fatal ??= err;
+          throw err;
+        }
+        const message = errorMessage(err);
+        record(args, false, message, false);
+        // A call cut short did not finish: don't journal it, or a resume would be served the cut as
+        // the call's outcome. Cut by the action ending (timeout: `signal`), or by the run being
+        // aborted (Ctrl-C, the calling parent's action ending: `config.signal`) — a sub-agent
+        // listens on the run's signal and rejects before the action's own signal fires.
+        if (journal && !signal.aborted && !config.signal?.aborted)
+          await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
+        throw err;
+      }
+      keepReports(callIndex, reports);
+      record(args, true, undefined, false);
+      if (journal)
+        await journalOp(() =>
+          journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome),
+        );
+      return json;
+    };
+
+  const sandbox = await rt.sandbox(config);
+  // Actions that call sub-agents wait for whole agent runs: give them a longer deadline.
+  const timeoutMs =
+    rt.settings.actionTimeoutMs ??
+    (tools.some((t) => t.isAgent) ? AGENT_ACTION_TIMEOUT_MS : undefined);
+  const result = await sandbox.run({
+    code: request.code,
+    tools: Object.fromEntries(tools.map((t) => [t.name, host(t)])),
+    snapshot: request.variables ?? undefined,
+    ...(timeoutMs === undefined ? {} : { limits: { timeoutMs } }),
+    // The run was aborted (Ctrl-C, or the parent action that called this sub-agent ended): stop
+    // the action, or drop it from the sandbox's queue if it is still waiting for a process.
+    signal: config.signal,
+  });
+  if (fatal) throw fatal;
+  toolCalls.sort((a, b) => a.callIndex - b.callIndex);
+  let usage: UsageByAgent = {};
+  const sources: Source[] = [];
+  for (const index of [...reportsByCall.keys()].sort((a, b) => a - b)) {
+    for (const r of reportsByCall.get(index)!) {
+      if (r.usage) usage = mergeUsage(usage, r.usage);
+      if (r.sources) sources.push(...(r.sources as Source[]));
+    }
+  }
+  return { result, toolCalls, usage, sources };
+}

@@ -1,0 +1,74 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { ModelSettings } from "./models.ts";
+import type { CodeSandbox } from "../sandbox/contract.ts";
+import type { CallJournal } from "./journal.ts";
+import type { UsageByAgent } from "./usage.ts";
+
+/**
+ * What a run gives its agents, typed: LangGraph's own runtime context (`config.context`, which
+ * LangGraph hands to every node and, through the node's config, to every agent invoked inside one),
+ * read and written only through this module.
+ *
+ * Apps add their own keys by augmenting the interface, so the framework never imports them:
+ * ```ts
+ * declare module "codehop/core/run-context" { interface RunContext { knowledgeSource?: KnowledgeSource } }
+ * ```
+ * (inside this repository: `declare module "../../core/run-context.ts"`).
+ */
+export interface RunContext {
+  /** Call journal: a resumed or replayed action is served the calls it already made. */
+  journal?: CallJournal;
+  /** Model for every agent (name for the configured endpoint, or an instance). */
+  model?: string | BaseChatModel;
+  /** Per-agent models by agent name (win over `model`). */
+  models?: Readonly<Record<string, string | BaseChatModel>>;
+  /** Endpoint and sampling settings for model names (each falls back to its environment variable). */
+  modelSettings?: ModelSettings;
+  /** Sandbox for every agent of the run that was built without one. */
+  sandbox?: CodeSandbox;
+  /**
+   * Framework-internal: the `taskEpoch` of every agent above the one running (root first), set by
+   * the act node for the tools it calls, so a sub-agent's journal keys carry the whole path.
+   */
+  taskEpochs?: readonly number[];
+  /**
+   * Framework-internal: where an agent-as-tool call collects its sub-agent's usage as it is spent,
+   * so tokens of a sub-agent that fails instead of answering still reach the parent.
+   */
+  usageSink?: (usage: UsageByAgent) => void;
+}
+
+/** `configurable` keys that belong to LangGraph (never read as run context). */
+const LANGGRAPH_KEYS = new Set(["thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"]);
+
+/**
+ * The run context of a config. LangGraph's `config.context` wins; plain `configurable` keys are read
+ * too (`{ configurable: { model: "..." } }` as Studio and the LangGraph SDK send it, and the API of
+ * earlier codehop versions: `configurable.journal`, `configurable.knowledgeSource` ...).
+ */
+export function readRunContext(config: RunnableConfig | undefined): Readonly<RunContext> {
+  const configurable = (config?.configurable ?? {}) as Record<string, unknown>;
+  const context = (config as { context?: unknown } | undefined)?.context;
+  const own = context && typeof context === "object" ? (context as RunContext) : undefined;
+  const legacy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(configurable)) {
+    if (!key.startsWith("__") && !LANGGRAPH_KEYS.has(key) && value !== undefined)
+      legacy[key] = value;
+  }
+  return own ? { ...legacy, ...own } : legacy;
+}
+
+/** `config` with `patch` merged into its run context (the rest of the config is kept). */
+export function withRunContext<C extends RunnableConfig>(
+  config: C,
+  patch: Partial<RunContext>,
+): C & { context: RunContext } {
+  const current = (config as { context?: RunContext }).context ?? {};
+  return { ...config, context: { ...current, ...patch } };
+}
+
+/** A run context from values (for `graph.invoke(input, { configurable: { thread_id }, ...runContext(...) })`). */
+export function runContext(values: RunContext): { context: RunContext } {
+  return { context: { ...values } };
+}

@@ -1,0 +1,93 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { resolveModel } from "./models.ts";
+import { type CodeSandbox, toolNameProblem } from "../sandbox/contract.ts";
+import { getDefaultSandbox } from "./default-sandbox.ts";
+import { readRunContext } from "./run-context.ts";
+import type { CodeTool } from "../tools/define-tool.ts";
+import type { AgentSettings } from "./settings.ts";
+import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
+
+/** Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). */
+export type ToolsFactory = (ctx: {
+  context: Record<string, unknown>;
+  config: RunnableConfig;
+}) => CodeTool<any>[];
+
+/**
+ * Checks tool names are unique and usable in the sandbox (CODEHOP_CONFIG_INVALID otherwise): the
+ * sandbox contract's rule (`toolNameProblem`: a strict-mode binding name that is not one of the
+ * guest's globals) — so a bad name fails when the agent is built, not at its first action.
+ */
+export function validateTools(agentName: string, tools: readonly CodeTool<any>[]): void {
+  const seen = new Set<string>();
+  for (const t of tools) {
+    const problem = toolNameProblem(t.name);
+    if (problem)
+      throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": ${problem}`);
+    if (seen.has(t.name)) {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Agent "${agentName}": two tools are named "${t.name}"`,
+      );
+    }
+    seen.add(t.name);
+  }
+}
+
+/** Everything the nodes of one agent share. Built once by `createCodeAgent`. */
+export interface AgentRuntime {
+  readonly name: string;
+  readonly description: string;
+  readonly settings: AgentSettings;
+  readonly prompts: CodeAgentPrompts;
+  readonly capabilities: readonly string[];
+  /** The tools of a run (static list, or the factory applied to the run's context). */
+  tools(context: Record<string, unknown>, config: RunnableConfig): CodeTool<any>[];
+  /** The chat model for a run (see src/models). */
+  model(config: RunnableConfig): BaseChatModel;
+  /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
+  sandbox(config: RunnableConfig): Promise<CodeSandbox>;
+  /** Prompt context for a tool list. */
+  promptContext(tools: readonly CodeTool<any>[]): PromptContext;
+}
+
+/** Options `makeRuntime` needs. */
+export interface RuntimeOptions {
+  name: string;
+  description: string;
+  settings: AgentSettings;
+  prompts: CodeAgentPrompts;
+  capabilities: readonly string[];
+  tools: readonly CodeTool<any>[] | ToolsFactory;
+  model?: string | BaseChatModel;
+  /** The agent's own sandbox (createCodeAgent's `sandbox` option), if any. */
+  sandbox?: CodeSandbox;
+}
+
+/** Builds the shared runtime of an agent. */
+export function makeRuntime(o: RuntimeOptions): AgentRuntime {
+  if (typeof o.tools !== "function") validateTools(o.name, o.tools);
+  return {
+    name: o.name,
+    description: o.description,
+    settings: o.settings,
+    prompts: o.prompts,
+    capabilities: o.capabilities,
+    tools(context, config) {
+      if (typeof o.tools !== "function") return [...o.tools];
+      const tools = o.tools({ context, config });
+      validateTools(o.name, tools);
+      return tools;
+    },
+    model: (config) => resolveModel(o.name, config, { model: o.model }),
+    sandbox: async (config) => o.sandbox ?? readRunContext(config).sandbox ?? getDefaultSandbox(),
+    promptContext: (tools) => ({
+      agentName: o.name,
+      agentDescription: o.description,
+      tools,
+      capabilities: o.capabilities,
+    }),
+  };
+}

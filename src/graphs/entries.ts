@@ -1,0 +1,65 @@
+/**
+ * The graphs `langgraph.json` serves (Studio, `npm run studio`, `langgraphjs dev`), in this one
+ * module, which owns the environment fallback: a run that brings no knowledge source searches the
+ * one the environment names (CODEHOP_CORPUS, else online Wikipedia, cached under CODEHOP_HOME),
+ * opened on first use. The model comes from the run context, else the environment (src/core/models.ts).
+ * No graph here carries a checkpointer: the LangGraph server attaches its own.
+ *
+ * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
+ */
+import { lazySource, openSourceFor } from "../apps/knowledge-source.ts";
+import {
+  createManagerGraph,
+  createPageSearchAgent,
+  createWikipediaSearchAgent,
+  qaTeam,
+  type ReferenceAgentOptions,
+} from "../apps/qa/team.ts";
+import { createCodeAgent } from "../framework/code-agent.ts";
+import type { Team } from "../framework/team.ts";
+import { loadAppConfig } from "../runs/config.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+
+let environmentSource: KnowledgeSource | undefined;
+
+/** The environment's knowledge source, for runs that name none (opened lazily, once per process). */
+function fromEnvironment(): KnowledgeSource {
+  if (!environmentSource) {
+    const config = loadAppConfig();
+    environmentSource = lazySource(
+      () => openSourceFor(config),
+      config.corpus ? "corpus" : "wikipedia",
+    );
+  }
+  return environmentSource;
+}
+
+const qaDeps: ReferenceAgentOptions = { fallbackSource: fromEnvironment };
+
+/** The QA app: `{ question }` in, the manager → wikipedia_search → page_search team. */
+export const manager = createManagerGraph(qaDeps);
+/** The wikipedia_search agent on its own (input `{ task }`). */
+export const wikipedia_search = createWikipediaSearchAgent(qaDeps).graph;
+/** The page_search agent on its own (input `{ task, context: { page } }`). */
+export const page_search = createPageSearchAgent(qaDeps).graph;
+/** A generic code agent with no tools (plain JavaScript only). */
+export const code_agent = createCodeAgent({
+  name: "code_agent",
+  description: "a general assistant that answers by computing in JavaScript",
+  maxSteps: 6,
+}).graph;
+
+/** One graph of langgraph.json: the compiled graph, and the team and agent it is, if any. */
+export interface GraphEntry {
+  graph: { getGraphAsync(o: { xray: boolean }): Promise<{ drawMermaid(): string }> };
+  team?: Team;
+  agent?: string;
+}
+
+/** Every graph above by its langgraph.json name (what `codehop graph` draws). */
+export const GRAPH_ENTRIES: Readonly<Record<string, GraphEntry>> = {
+  manager: { graph: manager, team: qaTeam, agent: "manager" },
+  wikipedia_search: { graph: wikipedia_search, team: qaTeam, agent: "wikipedia_search" },
+  page_search: { graph: page_search, team: qaTeam, agent: "page_search" },
+  code_agent: { graph: code_agent },
+};

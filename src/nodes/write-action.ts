@@ -1,0 +1,38 @@
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { callAgentModel } from "../core/model-call.ts";
+import { parseAction } from "../core/parser.ts";
+import { promptMessages } from "../core/prompt-view.ts";
+import type { AgentRuntime } from "../core/runtime.ts";
+import type { AgentState, AgentUpdate } from "../core/state.ts";
+
+/**
+ * The action writer — node id "plan" (kept so threads checkpointed by earlier versions resume):
+ * builds the prompt from the record (promptMessages: system, task, the trajectory under the
+ * agent's history policy), calls the model with the stop sequences and parses the reply into
+ * thought + code for the act node. Writes nothing when the model call fails
+ * (CODEHOP_MODEL_ENDPOINT_FAILED), so the thread resumes at this node.
+ */
+export function makeWriteActionNode(rt: AgentRuntime) {
+  return async function writeAction(
+    state: AgentState,
+    config: LangGraphRunnableConfig,
+  ): Promise<AgentUpdate> {
+    const tools = rt.tools(state.context ?? {}, config);
+    const messages = promptMessages(rt, state, tools, "action");
+    const { text, usage } = await callAgentModel(rt, config, messages, rt.settings.stopSequences);
+    const parsed = parseAction(text);
+    const update: AgentUpdate = {
+      pending: {
+        step: state.stepCount + 1,
+        modelOutput: text,
+        thought: parsed.thought,
+        code: parsed.code,
+        parseError: parsed.error,
+        usage,
+      },
+      usage: { [rt.name]: usage },
+    };
+    if (state.agent !== rt.name) update.agent = rt.name;
+    return update;
+  };
+}

@@ -1,0 +1,62 @@
+import type Database from "better-sqlite3";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { Persistence } from "../port.ts";
+import { checkpointDbPath, openCodehopDatabase, type OpenDatabaseOptions } from "./database.ts";
+import { SqliteCallJournal, SqliteJournalRows } from "./journal.ts";
+import { ThreadRegistry } from "./threads.ts";
+
+/** The SQLite adapter: one file, `<home>/checkpoints.db`, one connection shared by all three parts. */
+export interface SqlitePersistence extends Persistence {
+  readonly kind: "sqlite";
+  /** Absolute path of `<home>/checkpoints.db` (= `location`). */
+  readonly dbPath: string;
+  readonly db: Database.Database;
+  readonly checkpointer: SqliteSaver;
+  readonly journal: SqliteCallJournal;
+  readonly journalRows: SqliteJournalRows;
+  readonly threads: ThreadRegistry;
+  close(): void;
+}
+
+/**
+ * Opens the SQLite adapter under `home` (CODEHOP_HOME): LangGraph checkpoints, the call journal's
+ * rows and the thread registry share one connection, so a journal row and the checkpoint that
+ * follows it are written by the same process in order.
+ */
+export function openSqlitePersistence(
+  home: string,
+  options: OpenDatabaseOptions = {},
+): SqlitePersistence {
+  const db = openCodehopDatabase(home, options);
+  const checkpointer = new SqliteSaver(db);
+  // Create the checkpoint tables now (SqliteSaver does it lazily) so thread listing can query them.
+  // (`setup` is protected in the typings but idempotent and safe to call.)
+  (checkpointer as unknown as { setup(): void }).setup();
+  const journalRows = new SqliteJournalRows(db);
+  const journal = new SqliteCallJournal(db);
+  const threads = new ThreadRegistry(db, "checkpoints");
+  const dbPath = checkpointDbPath(home);
+  let closed = false;
+  return {
+    kind: "sqlite",
+    location: dbPath,
+    dbPath,
+    db,
+    checkpointer,
+    journal,
+    journalRows,
+    threads,
+    async deleteThread(threadId) {
+      await checkpointer.deleteThread(threadId);
+      db.transaction(() => {
+        journalRows.deleteThread(threadId);
+        threads.delete(threadId);
+      })();
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  };
+}

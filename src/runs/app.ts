@@ -1,0 +1,72 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { BaseCheckpointSaver, CompiledStateGraph } from "@langchain/langgraph";
+import type { RunContext } from "../core/run-context.ts";
+import type { Team } from "../framework/team.ts";
+import type { Persistence } from "../persistence/port.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import type { AppConfig, AppConfigOverrides } from "./config.ts";
+import type { StreamEvent } from "./progress.ts";
+
+/** A compiled app graph (the root agent with the app's input) over a checkpointer. */
+export type AppGraph = CompiledStateGraph<any, any, any, any, any, any, any>;
+
+/** What an app opens for one run besides persistence (e.g. its knowledge source), and closes after. */
+export interface RunServices {
+  /** Run context entries for the agents (e.g. `knowledgeSource`). */
+  context: Partial<RunContext>;
+  close(): Promise<void>;
+}
+
+/**
+ * An application the run lifecycle (src/runs) drives: start, resume, replay, history and trace are
+ * the same for every app; what differs is here. Apps live in src/apps/ (the QA team, ...).
+ */
+export interface RunApp {
+  /** App name, recorded with every thread (`options.app`), so a resume finds the app again. */
+  readonly name: string;
+  /** The app's team registry (labels of trees and histories). */
+  readonly team: Team;
+  /** The app's graph over a checkpointer: its root agent with the app's input. */
+  graph(checkpointer: BaseCheckpointSaver): AppGraph;
+  /** Recursion limit of the app's root graph. */
+  readonly recursionLimit: number;
+  /** The graph input for a thread's recorded input text (a new run; a run that died before its first checkpoint). */
+  input(text: string): Record<string, unknown>;
+  /** The input text of a graph input, for the thread registry and the tree. */
+  inputText(input: Record<string, unknown>): string;
+  /**
+   * What the thread records to be resumed the same way (e.g. `{ source: "corpus", corpus }`),
+   * besides the app name and the model names the lifecycle adds. Must stay light: the CLI calls it
+   * before loading any agent.
+   */
+  record(config: AppConfig, given: Pick<RunOptions, "source">): Record<string, unknown>;
+  /**
+   * Opens the run's services. `stored` is the thread's record: a thread continues with what it
+   * started with unless the caller names something else explicitly.
+   */
+  openServices(
+    config: AppConfig,
+    options: RunOptions,
+    stored?: Record<string, unknown>,
+  ): Promise<RunServices>;
+}
+
+/** Options shared by every run (start, resume, replay) of every app. */
+export interface RunOptions {
+  /** Configuration overrides (the rest comes from the environment, see src/runs/config.ts). */
+  config?: AppConfigOverrides;
+  /** An already open persistence (else `<home>/checkpoints.db` is opened and closed per call). */
+  persistence?: Persistence;
+  /** An already open knowledge source (else chosen by `config.corpus`: corpus DB or online Wikipedia). */
+  source?: KnowledgeSource;
+  /** A chat model (instance or name) for every agent, overriding the configuration. */
+  model?: BaseChatModel | string;
+  /** More run context for the agents (merged over what the lifecycle and the app set). */
+  context?: Partial<RunContext>;
+  /** Receives every stream event (`[namespace, mode, chunk]`), e.g. for a live tree. */
+  onEvent?: (event: StreamEvent) => void;
+  /** Called once the thread id is known, before the first model call. */
+  onStart?: (info: { threadId: string; dbPath: string; state?: Record<string, unknown> }) => void;
+  /** Aborts the run (the thread stays resumable from its last checkpoint). */
+  signal?: AbortSignal;
+}

@@ -1,0 +1,458 @@
+import { randomUUID } from "node:crypto";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { StateSnapshot } from "@langchain/langgraph";
+import { getDefaultSandbox } from "../core/default-sandbox.ts";
+import type { RunContext } from "../core/run-context.ts";
+import type { UsageByAgent } from "../core/usage.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
+import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
+import { assertModelConfigured, detectModel, loadAppConfig, type AppConfig } from "./config.ts";
+import type { StreamEvent } from "./progress.ts";
+import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
+import { runRecord } from "./thread-record.ts";
+
+/**
+ * The run lifecycle every app shares: start a thread, resume it, replay it from a checkpoint, read
+ * its result. What is app-specific (graph, input, services) comes from a {@link RunApp}.
+ */
+
+/** What one start / resume / replay opens, and closes at the end. */
+export interface Session {
+  readonly app: RunApp;
+  readonly config: AppConfig;
+  readonly persistence: Persistence;
+  /** The app's graph over this session's checkpointer (built on first use, then reused). */
+  readonly graph: AppGraph;
+  /** The run's services, once prepared. */
+  services?: RunServices;
+  close(): Promise<void>;
+}
+
+/** Opens a session of `app` (persistence under the configured home unless one is given). */
+export async function openSession(
+  app: RunApp,
+  options: Pick<RunOptions, "config" | "persistence">,
+  config: AppConfig = loadAppConfig(options.config),
+  open: { mustExist?: boolean } = {},
+): Promise<Session> {
+  const persistence = options.persistence ?? openPersistence(config.home, open);
+  let graph: AppGraph | undefined;
+  const session: Session = {
+    app,
+    config,
+    persistence,
+    get graph() {
+      graph ??= app.graph(persistence.checkpointer);
+      return graph;
+    },
+    async close() {
+      await session.services?.close().catch(() => {});
+      if (!options.persistence) await persistence.close();
+    },
+  };
+  return session;
+}
+
+/** Fills in the endpoint's first model when none is configured, then checks every agent has one. */
+async function requireModel(session: Session): Promise<void> {
+  const { config, app } = session;
+  const agents = app.team.members.map((m) => m.name);
+  if (!config.model && config.baseURL) config.model = await detectModel(config, agents);
+  assertModelConfigured(config, agents);
+}
+
+/**
+ * A resumed thread uses the model it was started with when none is configured now (before asking
+ * the endpoint which models it serves).
+ */
+function applyStoredModel(config: AppConfig, stored: Record<string, unknown>): void {
+  if (!config.model && typeof stored.model === "string" && stored.model)
+    config.model = stored.model;
+  if (!Object.keys(config.models).length && stored.models && typeof stored.models === "object")
+    config.models = { ...(stored.models as Record<string, string>) };
+}
+
+/**
+ * Everything a run needs before its first model call: the model the thread was started with
+ * (`stored`, when none is configured now), else the endpoint's first, and the app's services.
+ */
+async function prepareRun(
+  session: Session,
+  options: RunOptions,
+  stored?: Record<string, unknown>,
+): Promise<void> {
+  if (stored) applyStoredModel(session.config, stored);
+  if (!options.model) await requireModel(session);
+  session.services = await session.app.openServices(session.config, options, stored);
+}
+
+/** The run context of a run: models, journal, the app's services, the caller's extras. */
+function runContextFor(session: Session, options: RunOptions, replay: boolean): RunContext {
+  const { config, persistence } = session;
+  const context: RunContext = {
+    // A replay forks: its tasks get new ids, so recorded calls are matched by position too.
+    journal: replay ? persistence.journal.forReplay() : persistence.journal,
+    modelSettings: {
+      baseURL: config.baseURL,
+      apiKey: config.apiKey,
+      temperature: config.temperature,
+      maxTokens: config.maxTokens,
+      maxRetries: config.maxRetries,
+      timeoutMs: config.timeoutMs,
+    },
+    ...session.services?.context,
+    ...options.context,
+  };
+  if (options.model) context.model = options.model;
+  else {
+    if (config.model) context.model = config.model;
+    if (Object.keys(config.models).length) context.models = config.models;
+  }
+  return context;
+}
+
+/** How a failed run is reported: the thread is saved, and the command that continues it. */
+async function failRun(
+  session: Session,
+  options: RunOptions,
+  threadId: string,
+  err: unknown,
+): Promise<never> {
+  const message = err instanceof Error ? err.message : String(err);
+  const interrupted = Boolean(options.signal?.aborted);
+  await session.persistence.threads.fail(threadId, message, { interrupted });
+  const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
+  if (interrupted) {
+    throw new CodehopError(
+      ErrorCodes.RUN_INTERRUPTED,
+      `Run interrupted on thread ${threadId}.\n${hint}`,
+      { cause: err },
+    );
+  }
+  if (CodehopError.isInstance(err))
+    throw new CodehopError(err.code, `${err.message}\n${hint}`, { cause: err });
+  throw new CodehopError(
+    ErrorCodes.GRAPH_INVARIANT,
+    `Run failed on thread ${threadId}: ${message}\n${hint}`,
+    { cause: err },
+  );
+}
+
+/**
+ * Streams the app graph for `input` (a new input, or null to continue from the thread's latest
+ * checkpoint, or from `from.checkpointId`) and returns the shaped result read from the final
+ * checkpoint. Unless `from.started` (a start marks its thread running and announces it itself),
+ * the thread is marked running and announced here, with the state it continues from (`from.state`
+ * when the caller has just read it).
+ */
+async function execute(
+  session: Session,
+  options: RunOptions,
+  threadId: string,
+  input: Record<string, unknown> | null,
+  from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
+): Promise<AskResult> {
+  const started = Date.now();
+  const { persistence, graph, app } = session;
+  const { checkpointId } = from;
+  if (!from.started) await persistence.threads.start(threadId);
+  const runConfig: RunnableConfig & { context: RunContext } = {
+    configurable: { thread_id: threadId, ...(checkpointId ? { checkpoint_id: checkpointId } : {}) },
+    context: runContextFor(session, options, Boolean(checkpointId)),
+    recursionLimit: app.recursionLimit,
+    signal: options.signal,
+  };
+  let state = from.state;
+  if (input === null && !state) {
+    // Resumed or replayed: hand the checkpointed state to the caller (the live tree shows it).
+    const snapshot = await graph.getState({ configurable: runConfig.configurable });
+    state = snapshot.values as Record<string, unknown>;
+  }
+  // Start the sandbox's warm child now, so its spawn overlaps the first model call.
+  void getDefaultSandbox().catch(() => {});
+  if (!from.started) options.onStart?.({ threadId, dbPath: persistence.location, state });
+  try {
+    const stream = await graph.stream(input, {
+      ...runConfig,
+      subgraphs: true,
+      streamMode: ["updates", "tasks"],
+    });
+    for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
+  } catch (err) {
+    return failRun(session, options, threadId, err);
+  }
+  const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+  const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
+  await persistence.threads.finish(threadId, result.answer, result.duration_ms);
+  return result;
+}
+
+/** An {@link AskResult} from a thread's latest state snapshot. */
+function shapeResult(
+  persistence: Persistence,
+  threadId: string,
+  snapshot: StateSnapshot,
+  durationMs: number,
+): AskResult {
+  const values = (snapshot.values ?? {}) as Record<string, unknown>;
+  return {
+    answer: answerText(values.answer),
+    thread_id: threadId,
+    status:
+      typeof values.status === "string"
+        ? values.status
+        : snapshot.next.length
+          ? "interrupted"
+          : "unknown",
+    sources: shapeSources(values.sources),
+    usage: shapeUsage(values.usage as UsageByAgent | undefined),
+    steps: typeof values.stepCount === "number" ? values.stepCount : 0,
+    checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
+    checkpoint_db: persistence.location,
+    duration_ms: durationMs,
+  };
+}
+
+/** The result stored in a thread's latest checkpoint. */
+export async function readRunResult(
+  app: RunApp,
+  persistence: Persistence,
+  threadId: string,
+  started?: number,
+): Promise<AskResult> {
+  const snapshot = await app
+    .graph(persistence.checkpointer)
+    .getState({ configurable: { thread_id: threadId } });
+  // A stored result reports how long the run that finished it took.
+  const durationMs =
+    started !== undefined
+      ? Date.now() - started
+      : ((await persistence.threads.get(threadId))?.durationMs ?? 0);
+  return shapeResult(persistence, threadId, snapshot, durationMs);
+}
+
+/**
+ * The latest state of a thread that has checkpoints: `stored` is its result when the run already
+ * finished (nothing runs next), read from this one snapshot; else `state` is where it continues.
+ */
+async function latest(
+  session: Session,
+  options: RunOptions,
+  record: ThreadRecord,
+): Promise<{ stored: AskResult } | { state: Record<string, unknown> }> {
+  const { persistence } = session;
+  const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
+  if (snapshot.next.length > 0) return { state: snapshot.values as Record<string, unknown> };
+  options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
+  // A stored result reports how long the run that finished it took.
+  const stored = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
+  if (record.status !== "done") await persistence.threads.finish(record.threadId, stored.answer);
+  return { stored };
+}
+
+/** Options of {@link startRun}. */
+export interface StartOptions extends RunOptions {
+  /**
+   * Thread id to use (default: a new UUID). A thread holds one input: starting the same input
+   * again on a finished thread returns its stored result; any other reuse of a thread with
+   * checkpoints is rejected.
+   */
+  threadId?: string;
+}
+
+/**
+ * Starts `app` on `text` (its input, e.g. the question), checkpointing every step. The thread (input,
+ * app, services, model names) is recorded before anything slow happens, so a run killed at any
+ * point can be continued with {@link resumeRun}.
+ */
+export async function startRun(
+  app: RunApp,
+  text: string,
+  options: StartOptions = {},
+): Promise<AskResult> {
+  if (!text.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The input is empty.");
+  const config = loadAppConfig(options.config);
+  const agents = app.team.members.map((m) => m.name);
+  // Nothing to ask the endpoint about: fail before touching the data directory.
+  if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
+  const session = await openSession(app, options, config);
+  try {
+    const { persistence } = session;
+    const threadId = options.threadId ?? randomUUID();
+    const existing = await persistence.threads.get(threadId);
+    if (existing && existing.checkpoints > 0) {
+      // Starting the same input again on a finished thread is idempotent: the stored result.
+      if (existing.question?.trim() === text.trim()) {
+        const found = await latest(session, options, existing);
+        if ("stored" in found) return found.stored;
+      }
+      // One input per thread: a second one would inherit the first one's steps and limits.
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`codehop resume ${threadId}\`, ` +
+          `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
+      );
+    }
+    await persistence.threads.start(threadId, {
+      question: text,
+      options: runRecord(app, config, options),
+      replaceQuestion: true,
+    });
+    options.onStart?.({ threadId, dbPath: persistence.location });
+    try {
+      await prepareRun(session, options);
+    } catch (err) {
+      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    return await execute(session, options, threadId, app.input(text), { started: true });
+  } finally {
+    await session.close();
+  }
+}
+
+/**
+ * The registry record of a thread, or CODEHOP_THREAD_NOT_FOUND. With `toRun`, a thread another
+ * live process is running is refused (two processes advancing one thread would interleave).
+ */
+export async function requireThread(
+  persistence: Persistence,
+  threadId: string,
+  toRun = false,
+): Promise<ThreadRecord> {
+  const record = await persistence.threads.get(threadId);
+  if (!record) {
+    throw new CodehopError(
+      ErrorCodes.THREAD_NOT_FOUND,
+      `No thread "${threadId}" in ${persistence.location}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+    );
+  }
+  if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Thread "${threadId}" is being run by process ${record.pid}. Wait for it to finish (or stop it) before resuming or replaying.`,
+    );
+  }
+  return record;
+}
+
+/**
+ * Continues a thread from its last checkpoint — after a crash, a kill -9, an endpoint failure or
+ * Ctrl-C. Sub-agent and tool calls that had finished are served from the call journal, not re-run.
+ * A thread that already finished returns its stored result without calling the model.
+ */
+export async function resumeRun(
+  app: RunApp,
+  threadId: string,
+  options: RunOptions = {},
+): Promise<AskResult> {
+  const session = await openSession(app, options);
+  try {
+    const record = await requireThread(session.persistence, threadId, true);
+    let input: Record<string, unknown> | null = null;
+    let state: Record<string, unknown> | undefined;
+    if (record.checkpoints === 0) {
+      // The run died before its first checkpoint: start it again from the recorded input.
+      if (!record.question)
+        throw new CodehopError(
+          ErrorCodes.THREAD_NOT_FOUND,
+          `Thread "${threadId}" has no checkpoints.`,
+        );
+      input = app.input(record.question);
+    } else {
+      const found = await latest(session, options, record);
+      if ("stored" in found) return found.stored;
+      state = found.state;
+    }
+    await prepareRun(session, options, record.options);
+    return await execute(session, options, threadId, input, { state });
+  } finally {
+    await session.close();
+  }
+}
+
+/** Options of {@link replayRun}. */
+export interface ReplayOptions extends RunOptions {
+  /**
+   * State values to change before re-running (a fork with an edited state), applied with
+   * `updateState` as if written by `asNode` (default: the node that wrote the checkpoint).
+   */
+  update?: Record<string, unknown>;
+  asNode?: string;
+}
+
+/**
+ * Re-runs a thread from one of its checkpoints. LangGraph forks: new checkpoints branch off the
+ * chosen one and the original history stays intact (`codehop history` shows both branches).
+ * Calls recorded in the journal for the same action and arguments are served from it, which makes
+ * an unedited replay deterministic; an edited state that changes a call runs it for real.
+ */
+export async function replayRun(
+  app: RunApp,
+  threadId: string,
+  checkpointId: string,
+  options: ReplayOptions = {},
+): Promise<AskResult> {
+  const session = await openSession(app, options);
+  try {
+    const record = await requireThread(session.persistence, threadId, true);
+    const tuple = await session.persistence.checkpointer.getTuple({
+      configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
+    });
+    if (!tuple) {
+      throw new CodehopError(
+        ErrorCodes.CHECKPOINT_NOT_FOUND,
+        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
+      );
+    }
+    await prepareRun(session, options, record.options);
+    const from = options.update
+      ? await forkWithUpdate(session.graph, threadId, checkpointId, options.update, options.asNode)
+      : checkpointId;
+    return await execute(session, options, threadId, null, { checkpointId: from });
+  } finally {
+    await session.close();
+  }
+}
+
+/** Writes `update` as a new checkpoint forked off `checkpointId`; returns the fork's id. */
+async function forkWithUpdate(
+  graph: AppGraph,
+  threadId: string,
+  checkpointId: string,
+  update: Record<string, unknown>,
+  asNode: string | undefined,
+): Promise<string> {
+  // LangGraph drops unknown keys silently: name them instead.
+  const known = Object.keys(
+    (graph as unknown as { channels: Record<string, unknown> }).channels,
+  ).filter((k) => !k.startsWith("__") && !k.includes(":"));
+  const unknown = Object.keys(update).filter((k) => !known.includes(k));
+  if (unknown.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Unknown state key(s) ${unknown.join(", ")}. The state has: ${known.sort().join(", ")}.`,
+    );
+  }
+  let forked: RunnableConfig;
+  try {
+    forked = await graph.updateState(
+      { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
+      update,
+      asNode,
+    );
+  } catch (err) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot edit the state at checkpoint ${checkpointId}: ${(err as Error).message}` +
+        (asNode
+          ? ` (nodes: ${Object.keys((graph as any).nodes)
+              .filter((n) => !n.startsWith("__"))
+              .join(", ")})`
+          : ""),
+      { cause: err },
+    );
+  }
+  return forked.configurable?.checkpoint_id as string;
+}
