@@ -32,6 +32,42 @@ export const ErrorCodes = {
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
+/** What each code means for a code action that meets it (every code must say: the record is exhaustive). */
+interface ErrorCodeTraits {
+  /**
+   * Raised inside a tool during a code action (e.g. a sub-agent whose model endpoint is down), the
+   * error is not the model's fault: it fails the act node after the action instead of becoming an
+   * observation, so the run stops and can be resumed (finished calls are journaled). False for
+   * errors the model can act on.
+   */
+  fatalInTool: boolean;
+}
+
+/** The traits of every error code. */
+export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
+  [ErrorCodes.CONFIG_INVALID]: { fatalInTool: true },
+  [ErrorCodes.MODEL_NOT_CONFIGURED]: { fatalInTool: true },
+  [ErrorCodes.MODEL_ENDPOINT_FAILED]: { fatalInTool: true },
+  [ErrorCodes.PROMPT_TEMPLATE]: { fatalInTool: true },
+  [ErrorCodes.SANDBOX_INTERNAL]: { fatalInTool: true },
+  [ErrorCodes.GRAPH_INVARIANT]: { fatalInTool: true },
+  // Lookups by id (checkpoint, thread) are the caller's, never a tool's: an observation if met.
+  [ErrorCodes.THREAD_NOT_FOUND]: { fatalInTool: false },
+  [ErrorCodes.CHECKPOINT_NOT_FOUND]: { fatalInTool: false },
+  [ErrorCodes.DB_INVALID]: { fatalInTool: true },
+  // Bad input data (a file, a dataset) a tool was given: the model can pick another.
+  [ErrorCodes.INPUT_INVALID]: { fatalInTool: false },
+  // The run's own abort ends it; inside a tool it is the cut-short call's error (never journaled).
+  [ErrorCodes.RUN_INTERRUPTED]: { fatalInTool: false },
+  // The knowledge source also uses it for rejected queries, which the model can fix.
+  [ErrorCodes.SOURCE_UNAVAILABLE]: { fatalInTool: false },
+};
+
+/** True when `err` is a CodehopError whose code stops a run if raised inside a tool. */
+export function isFatalInTool(err: unknown): err is CodehopError {
+  return CodehopError.isInstance(err) && ERROR_CODE_TRAITS[err.code]?.fatalInTool === true;
+}
+
 /** Base error with a stable `code`; `isInstance` works across duplicated module copies. */
 const MARKER = Symbol.for("codehop.error");
 

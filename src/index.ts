@@ -39,7 +39,7 @@ export { RunProgress, type StreamEvent, type AgentView, type StepView } from "./
 export { createLiveView, type LiveView } from "./runs/tree-renderer.ts";
 export { ensureDemoCorpus, startDemoModelServer } from "./apps/qa/demo.ts";
 export { demoRules, DEMO_QUESTIONS, DEMO_ANSWERS } from "./apps/qa/demo-trajectories.ts";
-export { sourceFromConfig, openSourceFor, lazySource } from "./apps/knowledge-source.ts";
+export { sourceFromConfig, openSourceFor, lazySource } from "./apps/common/knowledge-source.ts";
 
 // The QA team (manager → wikipedia_search → page_search)
 export {
@@ -104,12 +104,8 @@ export {
 } from "./framework/team.ts";
 
 // Knowledge sources and tools
-export {
-  openKnowledgeSource,
-  ingestDocuments,
-  CorpusSource,
-  WikipediaSource,
-} from "./store/index.ts";
+export { openKnowledgeSource, CorpusSource, WikipediaSource } from "./store/index.ts";
+export { ingestDocuments } from "./ingest/index.ts";
 export type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./store/types.ts";
 export { createSearchWikipediaTool } from "./apps/qa/tools/search-wikipedia.ts";
 export { createRetrievePassagesTool } from "./apps/qa/tools/retrieve-passages.ts";

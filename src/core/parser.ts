@@ -1,6 +1,6 @@
 /**
  * Tolerant parsing of a model's action. Small local models drift from the format, so the parser
- * accepts: `Thought: ... Code: ```js ... ```<end_action>` (the seed format), js / javascript / ts /
+ * accepts: `Thought: ... Code: ```js ... ```<end_action>` (the reference design's format, docs/code-agent.md), js / javascript / ts /
  * typescript / jsx / mjs / unlabeled fences, `<code>...</code>` tags, a missing `<end_action>` or closing fence (cut by a
  * stop sequence), a missing "Thought:", and several code blocks (run in order, as one action).
  * Anything it cannot use becomes `error`: an observation telling the model the expected format.

@@ -1,5 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { CodehopError, ErrorCodes } from "../errors.ts";
+import { CodehopError, ErrorCodes, isFatalInTool } from "../errors.ts";
 import type { ActionResult, HostToolFn, VariablesSnapshot } from "../sandbox/contract.ts";
 import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-tool.ts";
 import { AGENT_ACTION_TIMEOUT_MS } from "./settings.ts";
@@ -23,22 +23,6 @@ export function stableJson(value: unknown): string {
     ) ?? "null"
   );
 }
-
-/**
- * Errors that are not the model's fault: raised from a tool (e.g. a sub-agent whose model endpoint
- * is down), they fail the node after the action instead of becoming an observation, so the run
- * stops and can be resumed (finished calls are journaled). SOURCE_UNAVAILABLE stays an observation:
- * the knowledge source uses it for rejected queries too, which the model can fix.
- */
-const FATAL_CODES: ReadonlySet<string> = new Set([
-  ErrorCodes.MODEL_ENDPOINT_FAILED,
-  ErrorCodes.MODEL_NOT_CONFIGURED,
-  ErrorCodes.GRAPH_INVARIANT,
-  ErrorCodes.SANDBOX_INTERNAL,
-  ErrorCodes.CONFIG_INVALID,
-  ErrorCodes.PROMPT_TEMPLATE,
-  ErrorCodes.DB_INVALID,
-]);
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -64,7 +48,8 @@ export interface CodeRun {
  * never repeats a finished sub-agent call, and a new task on a finished thread never gets the
  * previous task's results) and recorded otherwise. Tools report usage and sources through
  * `ctx.report`; usage also goes straight to the run's usage sink, so it survives a failing action.
- * Throws the first framework error (FATAL_CODES, journal failure) raised inside a tool.
+ * Throws the first framework error (a code that is `fatalInTool`, src/errors.ts; a journal failure)
+ * raised inside a tool.
  */
 export async function runCodeWithTools(
   rt: AgentRuntime,
@@ -172,7 +157,7 @@ export async function runCodeWithTools(
         }
       } catch (err) {
         keepReports(callIndex, reports);
-        if (CodehopError.isInstance(err) && FATAL_CODES.has(err.code)) {
+        if (isFatalInTool(err)) {
           fatal ??= err;
           throw err;
         }

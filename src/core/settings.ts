@@ -13,7 +13,7 @@ export const AgentSettingsSchema = z.object({
   maxSteps: z.number().int().min(1).max(1000).default(10),
   /**
    * What happens when `maxSteps` actions ran without a final answer:
-   * "last_observation" returns the last observation as the answer (the seed's page agent);
+   * "last_observation" returns the last observation as the answer (the reference design's page agent, docs/app.md);
    * "final_answer_prompt" asks the model once for a final answer from what it has.
    */
   maxStepsPolicy: z.enum(["last_observation", "final_answer_prompt"]).default("last_observation"),

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { ingestDocuments } from "../ingest/ingest.ts";
-import { ensureDir } from "../persistence/fs-safe.ts";
+import { ensureDir } from "../util/fs-safe.ts";
 import type { IngestDocument } from "../ingest/types.ts";
 import { CorpusSource } from "../store/corpus-source.ts";
 import { createEmbedder } from "../store/embeddings.ts";

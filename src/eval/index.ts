@@ -33,13 +33,8 @@ export { AnswerJudge, parseVerdict } from "./judge.ts";
 export { EvalRecorder } from "./recorder.ts";
 export { ResultsStore, RESULTS_DB_FILE } from "./results-store.ts";
 export { createChatModel, evalModelSettings, type EvalModelSettings } from "./model.ts";
-export { createDirectSystem, createRagSystem, formatPassages } from "./systems/baselines.ts";
-export { createAgenticSystem, type AgenticSystemOptions } from "./systems/agentic.ts";
-export { createSystems, type SystemFactoryContext } from "./systems/index.ts";
-export {
-  extractAnswer,
-  type EvalSystem,
-  type SystemAnswer,
-  type SystemContext,
-} from "./systems/system.ts";
+export { createDirectSystem, createRagSystem, formatPassages } from "./system-baselines.ts";
+export { createAgenticSystem, type AgenticSystemOptions } from "./system-agentic.ts";
+export { createSystems, type SystemFactoryContext } from "./systems.ts";
+export { extractAnswer, type EvalSystem, type SystemAnswer, type SystemContext } from "./system.ts";
 export * from "./types.ts";

@@ -1,7 +1,7 @@
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { ensureDir } from "../persistence/fs-safe.ts";
+import { ensureDir } from "../util/fs-safe.ts";
 import type { AgentTranscript, JudgeVerdict, QuestionResult, SystemName } from "./types.ts";
 
 /** File name of the results database inside an eval output directory. */

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
+import { z } from "zod";
 import { qaTeam } from "../apps/qa/team.ts";
 import { teamAgentNames } from "../framework/team.ts";
 import { detectModel, loadAppConfig } from "../runs/config.ts";
@@ -18,8 +19,8 @@ import { runPool } from "./pool.ts";
 import { EvalRecorder } from "./recorder.ts";
 import { markdownReport, summarize, terminalTable, type EvalReport } from "./report.ts";
 import { ResultsStore, resultKey } from "./results-store.ts";
-import { createSystems, type SystemFactoryContext } from "./systems/index.ts";
-import type { EvalSystem } from "./systems/system.ts";
+import { createSystems, type SystemFactoryContext } from "./systems.ts";
+import type { EvalSystem } from "./system.ts";
 import { exportTrajectories } from "./trajectories.ts";
 import {
   SYSTEM_NAMES,
@@ -106,6 +107,59 @@ function fingerprint(settings: EvalModelSettings, format: DatasetFormat, dataset
 }
 
 /**
+ * The options of {@link runEval} that are values, validated with their defaults — the one place
+ * they live. A bad value fails before anything runs, with CODEHOP_CONFIG_INVALID naming the flag.
+ */
+export const EvalOptionsSchema = z.object({
+  dataset: z.string().min(1, "--dataset is required"),
+  out: z.string().min(1, "--out is required"),
+  limit: z
+    .number({ message: "--limit must be a positive integer" })
+    .int("--limit must be a positive integer")
+    .positive("--limit must be a positive integer")
+    .optional(),
+  concurrency: z
+    .number({ message: "--concurrency must be a positive integer" })
+    .int("--concurrency must be a positive integer")
+    .positive("--concurrency must be a positive integer")
+    .default(2),
+  systems: z
+    .array(
+      z.enum(SYSTEM_NAMES, {
+        message: `unknown system (expected some of ${SYSTEM_NAMES.join(", ")})`,
+      }),
+    )
+    .min(1, "--systems names no system")
+    .default([...SYSTEM_NAMES]),
+  questionTimeoutMs: z
+    .number({ message: "the question timeout must be positive" })
+    .positive("the question timeout must be positive")
+    .optional(),
+  k: z
+    .number({ message: "k must be a positive integer" })
+    .int("k must be a positive integer")
+    .positive("k must be a positive integer")
+    .default(5),
+});
+
+/** Validates {@link RunEvalOptions}' values and fills their defaults (CODEHOP_CONFIG_INVALID otherwise). */
+export function parseEvalOptions(options: RunEvalOptions): z.output<typeof EvalOptionsSchema> {
+  const parsed = EvalOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const value = issue.path.reduce<unknown>(
+      (v, key) => (v as Record<PropertyKey, unknown> | undefined)?.[key],
+      options,
+    );
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `${issue.message}, got ${JSON.stringify(value) ?? String(value)}`,
+    );
+  }
+  return parsed.data;
+}
+
+/**
  * Runs the evaluation: loads the dataset (bad records reported and skipped), prepares the
  * systems with the same model, answers every (question, system) pair not finished by a previous
  * run in this output directory, with at most `concurrency` in flight, storing each result as it
@@ -114,34 +168,9 @@ function fingerprint(settings: EvalModelSettings, format: DatasetFormat, dataset
 export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const out = resolve(options.out);
-  const systemsWanted = options.systems ?? [...SYSTEM_NAMES];
-  for (const s of systemsWanted) {
-    if (!SYSTEM_NAMES.includes(s)) {
-      throw new CodehopError(
-        ErrorCodes.CONFIG_INVALID,
-        `Unknown system "${s}" (expected some of ${SYSTEM_NAMES.join(", ")})`,
-      );
-    }
-  }
-  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `--limit must be a positive integer, got ${options.limit}`,
-    );
-  }
-  if (options.questionTimeoutMs !== undefined && !(options.questionTimeoutMs > 0)) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `the question timeout must be positive, got ${options.questionTimeoutMs}`,
-    );
-  }
-  const concurrency = options.concurrency ?? 2;
-  if (!(Number.isInteger(concurrency) && concurrency > 0)) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `--concurrency must be a positive integer, got ${concurrency}`,
-    );
-  }
+  const checked = parseEvalOptions(options);
+  const systemsWanted = checked.systems;
+  const concurrency = checked.concurrency;
   let env = options.env ?? readEnv();
   // Like `codehop ask`: with an endpoint but no CODEHOP_MODEL, use the first model it lists.
   if (!env.model && env.openaiBaseUrl) {
@@ -187,7 +216,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       dataset,
       out,
       runId,
-      k: options.k ?? 5,
+      k: checked.k,
       log,
       // Opened once, on first use, and shared by rag and agentic.
       openSource: async () => {

@@ -7,7 +7,7 @@
  *
  * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
  */
-import { lazySource, openSourceFor } from "../apps/knowledge-source.ts";
+import { lazySource, openSourceFor } from "../apps/common/knowledge-source.ts";
 import {
   createManagerGraph,
   createPageSearchAgent,

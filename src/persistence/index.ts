@@ -2,15 +2,15 @@
  * Persistence: the port (src/persistence/port.ts) and its adapters. SQLite is the default (one
  * file under CODEHOP_HOME); nothing outside an adapter knows which one a run uses.
  */
-import type { OpenDatabaseOptions } from "./sqlite/database.ts";
+import type { OpenDatabaseOptions } from "./sqlite-database.ts";
 import type { Persistence } from "./port.ts";
-import { openSqlitePersistence, type SqlitePersistence } from "./sqlite/index.ts";
+import { openSqlitePersistence, type SqlitePersistence } from "./sqlite.ts";
 
 export type { Persistence, ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./port.ts";
-export { openSqlitePersistence, type SqlitePersistence } from "./sqlite/index.ts";
-export { SqliteCallJournal, SqliteJournalRows } from "./sqlite/journal.ts";
-export { ThreadRegistry } from "./sqlite/threads.ts";
-export { CHECKPOINT_DB_FILE, checkpointDbPath, openCodehopDatabase } from "./sqlite/database.ts";
+export { openSqlitePersistence, type SqlitePersistence } from "./sqlite.ts";
+export { SqliteCallJournal, SqliteJournalRows } from "./sqlite-journal.ts";
+export { ThreadRegistry } from "./sqlite-threads.ts";
+export { CHECKPOINT_DB_FILE, checkpointDbPath, openCodehopDatabase } from "./sqlite-database.ts";
 export { stableNamespace, type JournalEntry } from "../core/journal.ts";
 
 /**

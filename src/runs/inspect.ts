@@ -82,11 +82,21 @@ async function nestedCheckpoints(
   withValues?: boolean,
 ): Promise<CheckpointSummary[]> {
   const out: CheckpointSummary[] = [];
+  const tuples: CheckpointTuple[] = [];
   for await (const tuple of persistence.checkpointer.list({
     configurable: { thread_id: threadId },
   })) {
+    if (tuple.config.configurable?.checkpoint_ns) tuples.push(tuple);
+  }
+  // An agent run's input checkpoint holds no values yet: it is labelled by its run's other ones.
+  const stamps = new Map<string, string>();
+  for (const tuple of tuples) {
+    const agent = (tuple.checkpoint.channel_values as Record<string, unknown>)?.agent;
+    if (typeof agent === "string" && agent)
+      stamps.set(String(tuple.config.configurable?.checkpoint_ns), agent);
+  }
+  for (const tuple of tuples) {
     const ns = String(tuple.config.configurable?.checkpoint_ns ?? "");
-    if (!ns) continue;
     const values = (tuple.checkpoint.channel_values ?? {}) as Record<string, any>;
     out.push({
       checkpoint_id: String(tuple.config.configurable?.checkpoint_id),
@@ -99,7 +109,7 @@ async function nestedCheckpoints(
       summary: summarizeState(values, undefined),
       created_at: tuple.checkpoint.ts,
       namespace: ns,
-      agent: agentOf(app, values, ns),
+      agent: stamps.get(ns) ?? agentOf(app, values, ns),
       ...(withValues ? { values } : {}),
     });
   }

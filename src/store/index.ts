@@ -24,11 +24,3 @@ export {
   type ChunkOptions,
 } from "./chunking.ts";
 export { formatLookupProblem, formatSearchResults, formatPassages } from "./messages.ts";
-export {
-  ingestDocuments,
-  type IngestOptions,
-  type IngestReport,
-  type IngestProgress,
-} from "../ingest/ingest.ts";
-export { ingestPath, openReader, type IngestFormat } from "../ingest/index.ts";
-export type { IngestDocument, SkippedRecord } from "../ingest/types.ts";

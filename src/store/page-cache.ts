@@ -1,7 +1,7 @@
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { ensureDir } from "../persistence/fs-safe.ts";
+import { ensureDir } from "../util/fs-safe.ts";
 
 /**
  * A small SQLite key-value cache for the online source: page lookups and search results, stored

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openPersistence } from "../../src/persistence/index.ts";
-import { ensureDir } from "../../src/persistence/fs-safe.ts";
+import { ensureDir } from "../../src/util/fs-safe.ts";
 import { cliEnv, runCli } from "./cli-helpers.ts";
 
 // Node 20's recursive mkdir spins forever under /proc: these tests must end in seconds.

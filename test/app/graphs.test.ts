@@ -9,13 +9,18 @@ const langgraph = JSON.parse(readFileSync(join(root, "langgraph.json"), "utf8"))
 };
 
 describe("graphs exported for langgraph.json", () => {
-  it("lists the three reference agents and the generic code agent", () => {
-    expect(Object.keys(langgraph.graphs).sort()).toEqual([
-      "code_agent",
-      "manager",
-      "page_search",
-      "wikipedia_search",
-    ]);
+  it("lists every agent of the QA team's registry, the generic code agent, and what `codehop graph` draws", async () => {
+    const { qaTeam } = await import("../../src/apps/qa/team.ts");
+    const { teamAgentNames } = await import("../../src/framework/team.ts");
+    const { GRAPH_ENTRIES } = await import("../../src/graphs/entries.ts");
+    const names = Object.keys(langgraph.graphs);
+    for (const agent of [...teamAgentNames(qaTeam), "code_agent"]) expect(names).toContain(agent);
+    // `codehop graph` draws exactly the graphs langgraph.json serves, from the same module.
+    expect(Object.keys(GRAPH_ENTRIES).sort()).toEqual([...names].sort());
+    for (const [name, target] of Object.entries(langgraph.graphs)) {
+      expect(target).toBe(`./src/graphs/entries.ts:${name}`);
+      if (GRAPH_ENTRIES[name].agent) expect(GRAPH_ENTRIES[name].agent).toBe(name);
+    }
   });
 
   for (const [name, target] of Object.entries(langgraph.graphs)) {
@@ -66,7 +71,7 @@ describe("docs/app.md and README.md", () => {
 });
 
 describe("reference agents' prompts", () => {
-  it("render strictly with each agent's real tools, in the seed's code-action format", async () => {
+  it("render strictly with each agent's real tools, in the reference design's code-action format", async () => {
     const { renderAllPrompts } = await import("../../src/core/prompts.ts");
     const { DEFAULT_CAPABILITIES } = await import("../../src/core/settings.ts");
     const { createManagerAgent } = await import("../../src/apps/qa/team.ts");

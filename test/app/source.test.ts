@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureDemoCorpus } from "../../src/apps/qa/demo.ts";
-import { sourceFromConfig } from "../../src/apps/knowledge-source.ts";
+import { sourceFromConfig } from "../../src/apps/common/knowledge-source.ts";
 import { createPageSearchAgent } from "../../src/apps/qa/team.ts";
 import { createSearchInfoTool } from "../../src/apps/qa/team.ts";
 import { openKnowledgeSource } from "../../src/store/index.ts";

@@ -13,7 +13,7 @@ import {
   openPersistence,
   type SqlitePersistence as Persistence,
 } from "../../src/persistence/index.ts";
-import { SqliteCallJournal } from "../../src/persistence/sqlite/journal.ts";
+import { SqliteCallJournal } from "../../src/persistence/sqlite-journal.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FORMAT_REMINDER, normalizeCode, parseAction } from "../../src/core/parser.ts";
 
 describe("parseAction", () => {
-  it("reads the seed format: Thought, Code, js fence, <end_action>", () => {
+  it("reads the reference design's format: Thought, Code, js fence, <end_action>", () => {
     const p = parseAction(
       "Thought: add them\nCode:\n```js\nconst x = 1 + 2;\nconsole.log(x);\n```<end_action>",
     );

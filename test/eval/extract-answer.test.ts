@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatPassages } from "../../src/eval/systems/baselines.ts";
-import { extractAnswer } from "../../src/eval/systems/system.ts";
+import { formatPassages } from "../../src/eval/system-baselines.ts";
+import { extractAnswer } from "../../src/eval/system.ts";
 
 describe("extractAnswer (baseline replies → short answer)", () => {
   it.each([

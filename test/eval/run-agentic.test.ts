@@ -5,7 +5,7 @@ import { loadDataset } from "../../src/eval/datasets.ts";
 import { createChatModel, evalModelSettings } from "../../src/eval/model.ts";
 import { EvalRecorder } from "../../src/eval/recorder.ts";
 import { runEval } from "../../src/eval/runner.ts";
-import { createAgenticSystem } from "../../src/eval/systems/agentic.ts";
+import { createAgenticSystem } from "../../src/eval/system-agentic.ts";
 import { ingestDocuments } from "../../src/ingest/ingest.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
 import {

@@ -15,8 +15,8 @@ import {
 import type { RunProgress } from "../../runs/progress.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
-import { openSourceFor } from "../knowledge-source.ts";
-import { configForStoredSource } from "../source-record.ts";
+import { openSourceFor } from "../common/knowledge-source.ts";
+import { configForStoredSource } from "../common/source-record.ts";
 import { qaRecording } from "./recording.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
 

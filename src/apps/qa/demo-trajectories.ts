@@ -2,7 +2,7 @@ import type { ScriptedReply, TrajectoryRule } from "../../testing/scripted-opena
 
 /**
  * Recorded trajectories for the demo, the tests and the benchmarks: what a capable model would
- * write for three questions over the demo corpus (data/demo-corpus.jsonl), in the seed's code-action
+ * write for three questions over the demo corpus (data/demo-corpus.jsonl), in the reference design's code-action (docs/code-agent.md)
  * format. Each rule answers one agent for one task: the agent is recognised by its system prompt
  * (every agent's prompts/<agent>/system.md starts with "You are the <agent> agent") and the task by
  * a substring of the first user message. Observations come from the real tools, so only the model
@@ -46,7 +46,7 @@ export const DEMO_ANSWERS = {
   ming: "The Ming dynasty, under the Jingtai Emperor (Constantinople fell in 1453).",
 } as const;
 
-/** One code action in the seed's format. */
+/** One code action in the reference design's format (docs/code-agent.md). */
 export function action(thought: string, code: string): string {
   return `Thought: ${thought}\nCode:\n\`\`\`js\n${code.trim()}\n\`\`\`<end_action>`;
 }

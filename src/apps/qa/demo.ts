@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureDir } from "../../persistence/fs-safe.ts";
-import { ingestDocuments } from "../../store/index.ts";
+import { ensureDir } from "../../util/fs-safe.ts";
+import { ingestDocuments } from "../../ingest/index.ts";
 import type { IngestDocument } from "../../ingest/types.ts";
 import {
   ScriptedOpenAIServer,

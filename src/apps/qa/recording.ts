@@ -1,5 +1,5 @@
 import type { RecordingApp } from "../../runs/thread-record.ts";
-import { knowledgeSourceRecord } from "../source-record.ts";
+import { knowledgeSourceRecord } from "../common/source-record.ts";
 
 /**
  * The QA app's name and what its threads record (the knowledge source), without loading its

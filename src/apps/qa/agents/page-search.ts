@@ -6,7 +6,7 @@ import type { CodeSandbox } from "../../../sandbox/contract.ts";
 import { formatLookupProblem } from "../../../store/messages.ts";
 import type { KnowledgeSource } from "../../../store/types.ts";
 import { defineTool, type CodeTool } from "../../../tools/define-tool.ts";
-import { sourceFromConfig, type KnowledgeSourceDeps } from "../../knowledge-source.ts";
+import { sourceFromConfig, type KnowledgeSourceDeps } from "../../common/knowledge-source.ts";
 import { createRetrievePassagesTool } from "../tools/retrieve-passages.ts";
 
 /** Options shared by the three reference agents (the QA team's dependencies). */

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { createCodeAgent, type CodeAgent } from "../../../framework/code-agent.ts";
 import type { MemberBuild } from "../../../framework/team.ts";
 import { defineTool, type CodeTool } from "../../../tools/define-tool.ts";
-import { sourceFromConfig } from "../../knowledge-source.ts";
+import { sourceFromConfig } from "../../common/knowledge-source.ts";
 import { createSearchWikipediaTool } from "../tools/search-wikipedia.ts";
 import type { ReferenceAgentOptions } from "./page-search.ts";
 

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
-import type { AppConfig } from "../runs/config.ts";
-import type { KnowledgeSource } from "../store/types.ts";
+import type { AppConfig } from "../../runs/config.ts";
+import type { KnowledgeSource } from "../../store/types.ts";
 
 /**
  * What a thread of an app that searches a knowledge source records to be resumed with the same

@@ -2,16 +2,16 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { RunnableLambda } from "@langchain/core/runnables";
-import { qaApp } from "../../apps/qa/app.ts";
-import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../../framework/team.ts";
-import { openPersistence, type Persistence } from "../../persistence/index.ts";
-import type { RunApp } from "../../runs/app.ts";
-import { resumeRun, startRun } from "../../runs/lifecycle.ts";
-import type { AskResult } from "../../runs/result.ts";
-import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../../prompts/render.ts";
-import type { KnowledgeSource } from "../../store/types.ts";
-import type { AgentUsage, EvalExample } from "../types.ts";
-import { promptHash } from "./baselines.ts";
+import { qaApp } from "../apps/qa/app.ts";
+import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../framework/team.ts";
+import { openPersistence, type Persistence } from "../persistence/index.ts";
+import type { RunApp } from "../runs/app.ts";
+import { resumeRun, startRun } from "../runs/lifecycle.ts";
+import type { AskResult } from "../runs/result.ts";
+import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../prompts/render.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import type { AgentUsage, EvalExample } from "./types.ts";
+import { promptHash } from "./system-baselines.ts";
 import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
 
 /** Options of {@link createAgenticSystem}. */

@@ -1,6 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import type { EvalRecorder } from "../recorder.ts";
-import type { AgentUsage, EvalExample, SystemName } from "../types.ts";
+import type { EvalRecorder } from "./recorder.ts";
+import type { AgentUsage, EvalExample, SystemName } from "./types.ts";
 
 /** What a system gets to answer one question. */
 export interface SystemContext {

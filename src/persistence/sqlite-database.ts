@@ -1,8 +1,8 @@
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { ensureDir } from "../fs-safe.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { ensureDir } from "../util/fs-safe.ts";
 
 /** File name of the SQLite database (checkpoints, call journal, thread registry) inside CODEHOP_HOME. */
 export const CHECKPOINT_DB_FILE = "checkpoints.db";

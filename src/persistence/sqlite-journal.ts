@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { CodehopError, ErrorCodes } from "../../errors.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   type CallKey,
   type CallOutcome,
@@ -9,7 +9,7 @@ import {
   type JournalRowKey,
   type JournalRowStore,
   type ReplayableJournal,
-} from "../../core/journal.ts";
+} from "../core/journal.ts";
 
 const TABLE = "codehop_call_journal";
 

@@ -1,8 +1,8 @@
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { createHash } from "node:crypto";
-import { loadPrompt, renderPrompt } from "../../prompts/render.ts";
-import type { KnowledgeSource, Passage } from "../../store/types.ts";
-import type { EvalExample } from "../types.ts";
+import { loadPrompt, renderPrompt } from "../prompts/render.ts";
+import type { KnowledgeSource, Passage } from "../store/types.ts";
+import type { EvalExample } from "./types.ts";
 import {
   extractAnswer,
   type EvalChatModel,
@@ -10,7 +10,7 @@ import {
   type SystemAnswer,
   type SystemContext,
 } from "./system.ts";
-import { contentText } from "../../core/models.ts";
+import { contentText } from "../core/models.ts";
 
 /** Short content hash of a prompt, so reports show at a glance whether two runs used the same one. */
 export function promptHash(text: string): string {

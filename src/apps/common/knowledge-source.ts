@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { readRunContext } from "../core/run-context.ts";
-import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openKnowledgeSource } from "../store/index.ts";
-import type { KnowledgeSource } from "../store/types.ts";
-import { wikipediaCachePath, type AppConfig } from "../runs/config.ts";
+import { readRunContext } from "../../core/run-context.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
+import { openKnowledgeSource } from "../../store/index.ts";
+import type { KnowledgeSource } from "../../store/types.ts";
+import { wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
 
-declare module "../core/run-context.ts" {
+declare module "../../core/run-context.ts" {
   interface RunContext {
     /** The knowledge source the apps' agents search (online Wikipedia or a local corpus). */
     knowledgeSource?: KnowledgeSource;

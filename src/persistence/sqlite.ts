@@ -1,9 +1,13 @@
 import type Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import type { Persistence } from "../port.ts";
-import { checkpointDbPath, openCodehopDatabase, type OpenDatabaseOptions } from "./database.ts";
-import { SqliteCallJournal, SqliteJournalRows } from "./journal.ts";
-import { ThreadRegistry } from "./threads.ts";
+import type { Persistence } from "./port.ts";
+import {
+  checkpointDbPath,
+  openCodehopDatabase,
+  type OpenDatabaseOptions,
+} from "./sqlite-database.ts";
+import { SqliteCallJournal, SqliteJournalRows } from "./sqlite-journal.ts";
+import { ThreadRegistry } from "./sqlite-threads.ts";
 
 /** The SQLite adapter: one file, `<home>/checkpoints.db`, one connection shared by all three parts. */
 export interface SqlitePersistence extends Persistence {

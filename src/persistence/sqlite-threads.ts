@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type Database from "better-sqlite3";
-import type { ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "../port.ts";
+import type { ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./port.ts";
 
 /**
  * The thread registry in SQLite (table codehop_threads, next to the checkpoints). A thread marked

@@ -1,11 +1,11 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import type { CodehopEnv } from "../../config/env.ts";
-import { CodehopError, ErrorCodes } from "../../errors.ts";
-import type { EvalModelSettings } from "../model.ts";
-import type { LoadedDataset, SystemName } from "../types.ts";
-import type { KnowledgeSource } from "../../store/types.ts";
-import { createDirectSystem, createRagSystem } from "./baselines.ts";
-import { createAgenticSystem } from "./agentic.ts";
+import type { CodehopEnv } from "../config/env.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { EvalModelSettings } from "./model.ts";
+import type { LoadedDataset, SystemName } from "./types.ts";
+import type { KnowledgeSource } from "../store/types.ts";
+import { createDirectSystem, createRagSystem } from "./system-baselines.ts";
+import { createAgenticSystem } from "./system-agentic.ts";
 import type { EvalSystem } from "./system.ts";
 
 /** What the system factory gets from the runner. */

@@ -1,0 +1,143 @@
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+// The layering of docs/architecture.md, checked on the real import graph of src/: every static and
+// literal dynamic import (type-only ones too: they couple the code as much as any other).
+
+const root = process.cwd();
+
+/** Layer of a module path (relative to the repo), by the longest matching prefix. Lower imports nothing higher. */
+const LAYERS: Array<[prefix: string, layer: number]> = [
+  ["src/errors.ts", 0],
+  ["src/config/", 0],
+  ["src/prompts/", 0],
+  ["src/util/", 0],
+  ["src/sandbox/", 1],
+  ["src/store/", 1],
+  ["src/ingest/", 1],
+  ["src/checkpoint-sqlite/", 1],
+  ["src/tools/", 2],
+  ["src/core/", 3],
+  ["src/nodes/", 4],
+  ["src/framework/", 5],
+  ["src/persistence/", 6],
+  ["src/testing/", 6],
+  ["src/runs/", 7],
+  ["src/apps/", 8],
+  ["src/graphs/", 9],
+  ["src/eval/", 9],
+  ["src/server/", 9],
+  ["src/cli/", 10],
+  ["src/index.ts", 11],
+];
+
+/** The framework: never imports an application or anything built on it. */
+const FRAMEWORK = ["src/tools/", "src/core/", "src/nodes/", "src/framework/"];
+
+function layerOf(path: string): number | undefined {
+  let best: [string, number] | undefined;
+  for (const entry of LAYERS)
+    if (path.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
+  return best?.[1];
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...sourceFiles(full));
+    else if (/\.(ts|mts|mjs|js)$/.test(name)) out.push(relative(root, full));
+  }
+  return out;
+}
+
+/** Every relative import of every source file: [importer, imported] (repo-relative paths). */
+function importEdges(): Array<[string, string]> {
+  const edges: Array<[string, string]> = [];
+  const spec = /(?:\bfrom|\bimport)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g;
+  for (const file of sourceFiles(join(root, "src"))) {
+    const text = readFileSync(join(root, file), "utf8");
+    for (const m of text.matchAll(spec)) edges.push([file, normalize(join(dirname(file), m[1]))]);
+  }
+  return edges;
+}
+
+/** The node of a module in the folder graph: its folder, or the file itself for files directly in src/. */
+const nodeOf = (path: string) => (dirname(path) === "src" ? path : dirname(path));
+
+describe("architecture (docs/architecture.md)", () => {
+  const edges = importEdges();
+
+  it("gives every source folder a layer", () => {
+    const missing = [...new Set(edges.flat().filter((p) => layerOf(p) === undefined))];
+    expect(missing).toEqual([]);
+  });
+
+  it("never imports a higher layer (the framework never imports an app)", () => {
+    const upward = edges
+      .filter(([from, to]) => layerOf(to)! > layerOf(from)!)
+      .map(([from, to]) => `${from} -> ${to}`);
+    expect(upward).toEqual([]);
+    const frameworkToApps = edges
+      .filter(([from]) => FRAMEWORK.some((f) => from.startsWith(f)))
+      .filter(([, to]) => !FRAMEWORK.some((f) => to.startsWith(f)) && layerOf(to)! > 2)
+      .map(([from, to]) => `${from} -> ${to}`);
+    expect(frameworkToApps).toEqual([]);
+  });
+
+  it("lets the core see only the sandbox contract (and the default backend, loaded lazily in one module)", () => {
+    const reaching = edges
+      .filter(([from, to]) => from.startsWith("src/core/") && to.startsWith("src/sandbox/"))
+      .filter(
+        ([from, to]) =>
+          to !== "src/sandbox/contract.ts" &&
+          !(from === "src/core/default-sandbox.ts" && to === "src/sandbox/index.ts"),
+      )
+      .map(([from, to]) => `${from} -> ${to}`);
+    expect(reaching).toEqual([]);
+  });
+
+  it("has no cycle between folders", () => {
+    const graph = new Map<string, Set<string>>();
+    for (const [from, to] of edges) {
+      const a = nodeOf(from);
+      const b = nodeOf(to);
+      if (a === b) continue;
+      if (!graph.has(a)) graph.set(a, new Set());
+      graph.get(a)!.add(b);
+    }
+    // Tarjan's strongly connected components: any component of two or more folders is a cycle.
+    let index = 0;
+    const indices = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const cycles: string[][] = [];
+    const visit = (v: string) => {
+      indices.set(v, index);
+      low.set(v, index);
+      index++;
+      stack.push(v);
+      onStack.add(v);
+      for (const w of graph.get(v) ?? []) {
+        if (!indices.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v)!, low.get(w)!));
+        } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, indices.get(w)!));
+      }
+      if (low.get(v) === indices.get(v)) {
+        const component: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          component.push(w);
+        } while (w !== v);
+        if (component.length > 1) cycles.push(component.sort());
+      }
+    };
+    for (const v of graph.keys()) if (!indices.has(v)) visit(v);
+    expect(cycles).toEqual([]);
+  });
+});

@@ -1,0 +1,101 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
+import { describe, expect, it } from "vitest";
+import {
+  PREGEL_ABORT_SIGNALS_KEY,
+  PREGEL_SCRATCHPAD_KEY,
+  pinSubgraphNamespace,
+  withoutInheritedAbortSignals,
+} from "../../src/core/pregel-internals.ts";
+
+// codehop relies on two private LangGraph configuration keys (src/core/pregel-internals.ts). These
+// tests fail loudly when a LangGraph upgrade renames or reshapes them, instead of letting resumes
+// silently pick up the wrong sub-agent checkpoints or sub-agents outlive their caller's action.
+
+const constants = (await import(
+  pathToFileURL(join(process.cwd(), "node_modules/@langchain/langgraph/dist/constants.js")).href
+)) as Record<string, unknown>;
+
+const State = Annotation.Root({
+  log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+});
+
+/** A child graph that records the checkpoint namespace it runs in. */
+const child = new StateGraph(State)
+  .addNode("c", (_s, config: RunnableConfig) => ({
+    log: [String(config.configurable?.checkpoint_ns ?? "")],
+  }))
+  .addEdge(START, "c")
+  .addEdge("c", END)
+  .compile();
+
+describe("LangGraph's private keys codehop uses", () => {
+  it("have the names LangGraph itself uses", () => {
+    expect(constants.CONFIG_KEY_SCRATCHPAD).toBe(PREGEL_SCRATCHPAD_KEY);
+    expect(constants.CONFIG_KEY_ABORT_SIGNALS).toBe(PREGEL_ABORT_SIGNALS_KEY);
+  });
+
+  it("number a node's nested graph calls by the scratchpad's subgraphCounter, which pinning sets", async () => {
+    let pad: unknown;
+    const parent = new StateGraph(State)
+      .addNode(
+        "act",
+        async (_s, config: RunnableConfig) => {
+          pad = config.configurable?.[PREGEL_SCRATCHPAD_KEY];
+          // Call 3 first, then call 0: each lands on the namespace of its own index.
+          const third = await child.invoke({ log: [] }, pinSubgraphNamespace(config, 3));
+          const first = await child.invoke({ log: [] }, pinSubgraphNamespace(config, 0));
+          return { log: [...third.log, ...first.log] };
+        },
+        { subgraphs: [child] },
+      )
+      .addEdge(START, "act")
+      .addEdge("act", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const out = await parent.invoke({ log: [] }, { configurable: { thread_id: "pin" } });
+    expect(typeof (pad as { subgraphCounter?: unknown }).subgraphCounter).toBe("number");
+    // The child's node runs at "<parent task>|<index>|<child node>"; index 0 has no segment.
+    const [third, first] = out.log;
+    expect(third).toMatch(/^act:[^|]+\|3\|c:[^|]+$/);
+    expect(first).toMatch(/^act:[^|]+\|c:[^|]+$/);
+  });
+
+  it("carry the running graph's abort signals, which a nested graph listens to unless they are dropped", async () => {
+    let seen: unknown;
+    let dropped: unknown = "not checked";
+    const parent = new StateGraph(State)
+      .addNode("act", async (_s, config: RunnableConfig) => {
+        seen = config.configurable?.[PREGEL_ABORT_SIGNALS_KEY];
+        dropped = withoutInheritedAbortSignals(config).configurable?.[PREGEL_ABORT_SIGNALS_KEY];
+        // A nested run with its own signal, aborted while the parent goes on: it must stop.
+        const own = new AbortController();
+        const slow = new StateGraph(State)
+          .addNode("wait", async () => {
+            own.abort(new Error("caller's action ended"));
+            await new Promise((r) => setTimeout(r, 50));
+            return { log: ["not cancelled"] };
+          })
+          .addNode("after", () => ({ log: ["ran on"] }))
+          .addEdge(START, "wait")
+          .addEdge("wait", "after")
+          .addEdge("after", END)
+          .compile();
+        const outcome = await slow
+          .invoke({ log: [] }, { ...withoutInheritedAbortSignals(config), signal: own.signal })
+          .then(
+            () => "finished",
+            (err: Error) => `stopped: ${err.message}`,
+          );
+        return { log: [outcome] };
+      })
+      .addEdge(START, "act")
+      .addEdge("act", END)
+      .compile();
+    const out = await parent.invoke({ log: [] });
+    expect(seen).toBeTruthy();
+    expect(dropped).toBeUndefined();
+    expect(out.log).toEqual(["stopped: caller's action ended"]);
+  });
+});
