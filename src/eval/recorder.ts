@@ -1,5 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseMessage } from "@langchain/core/messages";
+import { LAST_ACTION_NOTE } from "../core/history.ts";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { AgentTranscript, AgentUsage, TranscriptMessage } from "./types.ts";
 import { contentText } from "../core/models.ts";
@@ -116,7 +117,7 @@ export class EvalRecorder extends BaseCallbackHandler {
   /**
    * One transcript per agent invocation, in the order the invocations started, with every turn
    * verbatim: the first call's prompt (system + task), then each call's reply followed by the
-   * observation the next call received (the user messages after its last assistant message).
+   * observation the next call received (its user messages the previous call did not have).
    * Rebuilt this way because a code agent condenses old steps in what it sends the model, so no
    * single call holds the whole conversation. Calls with another system prompt than the
    * invocation's first (planning, final-answer requests) are not part of the chain.
@@ -158,19 +159,32 @@ function chain(calls: ModelCall[]): TranscriptMessage[] {
   main.forEach((call, i) => {
     messages.push({ role: "assistant", content: call.reply! });
     const next = main[i + 1];
-    if (!next) return;
-    let lastAssistant = -1;
-    next.messages.forEach((m, j) => {
-      if (m.role === "assistant") lastAssistant = j;
-    });
-    // Without any assistant message the next call restated everything: keep only what is new.
-    const observation =
-      lastAssistant >= 0
-        ? next.messages.slice(lastAssistant + 1)
-        : next.messages.slice(main[0].messages.length);
-    messages.push(...observation);
+    if (next) messages.push(...newUserMessages(call.messages, next.messages));
   });
   return messages;
+}
+
+/**
+ * What the next call of an invocation received that the previous one had not: its new user
+ * messages (the observation), whatever the history layout — counted as a multiset, so an
+ * observation that repeats an earlier one word for word still counts once more. The condensed
+ * view's note recalling the last action is left out: the transcript has the action itself.
+ */
+function newUserMessages(
+  before: readonly TranscriptMessage[],
+  after: readonly TranscriptMessage[],
+): TranscriptMessage[] {
+  const seen = new Map<string, number>();
+  for (const m of before)
+    if (m.role === "user") seen.set(m.content, (seen.get(m.content) ?? 0) + 1);
+  const out: TranscriptMessage[] = [];
+  for (const m of after) {
+    if (m.role !== "user" || LAST_ACTION_NOTE.test(m.content)) continue;
+    const left = seen.get(m.content) ?? 0;
+    if (left > 0) seen.set(m.content, left - 1);
+    else out.push(m);
+  }
+  return out;
 }
 
 function toTranscriptMessage(m: BaseMessage): TranscriptMessage {

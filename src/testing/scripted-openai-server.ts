@@ -1,3 +1,4 @@
+import { LAST_ACTION_NOTE } from "../core/history.ts";
 import Fastify, { type FastifyInstance } from "fastify";
 
 /**
@@ -323,7 +324,8 @@ export interface TrajectoryRule {
   system?: string | RegExp;
   /**
    * Replies by step. The step of a request is the number of user messages after the task message
-   * (each observation is one user message), capped at the last entry.
+   * (each observation is one user message; the note recalling the last action is not counted),
+   * capped at the last entry.
    */
   steps: ScriptedReply[];
 }
@@ -332,11 +334,16 @@ function matches(pattern: string | RegExp, text: string): boolean {
   return typeof pattern === "string" ? text.includes(pattern) : pattern.test(text);
 }
 
-/** Step of a request: user messages after the first one (observations so far). */
+/**
+ * Step of a request: user messages after the first one (observations so far), not counting the
+ * condensed view's note recalling the last action.
+ */
 export function observationCount(req: ChatRequest): number {
   const first = req.messages.findIndex((m) => m.role === "user");
   if (first === -1) return 0;
-  return req.messages.slice(first + 1).filter((m) => m.role === "user").length;
+  return req.messages
+    .slice(first + 1)
+    .filter((m) => m.role === "user" && !LAST_ACTION_NOTE.test(m.content)).length;
 }
 
 /**

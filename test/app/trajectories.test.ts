@@ -98,7 +98,9 @@ describe("reference trajectories over the demo corpus", () => {
     expect(last.isFinalAnswer).toBe(true);
     // The page agent really read the Empire State Building page.
     const pageReq = server.requestsFor("page:empire").at(-1)!;
-    expect(pageReq.request.messages.at(-1)!.content).toContain("17 March 1930");
+    expect(
+      pageReq.request.messages.findLast((m) => m.content.startsWith("Observation:"))!.content,
+    ).toContain("17 March 1930");
     // The live view counted every model call once, matching the run's own accounting.
     expect(progress.totals).toEqual({
       calls: result.usage.total.calls,
@@ -156,7 +158,9 @@ describe("reference trajectories over the demo corpus", () => {
       .requestsFor("wiki:ming")
       .filter((r) => r.step === 1)
       .at(-1)!;
-    const observation = wikiAfter.request.messages.at(-1)!.content;
+    const observation = wikiAfter.request.messages.findLast((m) =>
+      m.content.startsWith("Observation:"),
+    )!.content;
     expect(observation).toContain("Jingtai Emperor");
     expect(observation).toContain(
       'Retrieved passages for query "fifteenth century Constantinople fell"',

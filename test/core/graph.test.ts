@@ -2,7 +2,6 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { closeDefaultSandbox } from "../../src/core/default-sandbox.ts";
-import { PLAN_FOLLOW_UP } from "../../src/core/history.ts";
 import { ScriptedChatModel } from "../../src/testing/scripted-chat-model.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
@@ -107,8 +106,8 @@ describe("a single agent on the real sandbox", () => {
       maxSteps: 12,
       model: new ScriptedChatModel([
         (m) =>
-          // task + 11 observations (repeats force planning: its follow-up turns don't count)
-          m.filter((x) => x.getType() === "human" && text(x) !== PLAN_FOLLOW_UP).length > 11
+          // 11 observations seen (repeats force planning steps in between)
+          m.filter((x) => text(x).startsWith("Observation:")).length >= 11
             ? action("final_answer('done')")
             : action("console.log(1)"),
       ]),
@@ -321,9 +320,14 @@ describe("a single agent on the real sandbox", () => {
       expect(roles.at(-1)).toBe("human");
       expect(roles.join(",")).not.toMatch(/ai,ai/);
     }
-    // The action right after the second plan: ..., its observation, the plan, the follow-up.
+    // The action right after the second plan: ..., the last observation, the note recalling the
+    // last action's code, the plan, the follow-up.
     const afterPlan = actionCalls[2].messages;
-    expect(afterPlan.slice(-4).map((m) => m.getType())).toEqual(["ai", "human", "ai", "human"]);
+    expect(afterPlan.slice(-4).map((m) => m.getType())).toEqual(["human", "human", "ai", "human"]);
+    expect(text(afterPlan.at(-4)!)).toMatch(/^Observation:/);
+    expect(text(afterPlan.at(-3)!)).toMatch(
+      /^Your last code \(step 2\) gave the observation above/,
+    );
     expect(text(afterPlan.at(-2)!)).toContain("1. count");
   });
 

@@ -10,7 +10,12 @@ import {
 } from "../../src/core/history.ts";
 import type { StepRecord } from "../../src/core/state.ts";
 
-const act = (step: number): HistoryEntry => ({ kind: "action", step, content: `action ${step}` });
+const act = (step: number): HistoryEntry => ({
+  kind: "action",
+  step,
+  content: `action ${step}`,
+  code: `c${step}()`,
+});
 const obs = (step: number, isError = false): HistoryEntry => ({
   kind: "observation",
   step,
@@ -18,6 +23,9 @@ const obs = (step: number, isError = false): HistoryEntry => ({
   isError,
 });
 const plan = (step: number): HistoryEntry => ({ kind: "plan", step, content: `plan ${step}` });
+/** The last-action note as the condensed view writes it. */
+const note = (step: number) =>
+  `Your last code (step ${step}) gave the observation above:\n\`\`\`js\nc${step}()\n\`\`\``;
 
 function fold(policy: "condensed" | "full", entries: HistoryEntry[]): HistoryEntry[] {
   // The view of the whole record, as computed at prompt time.
@@ -25,21 +33,29 @@ function fold(policy: "condensed" | "full", entries: HistoryEntry[]): HistoryEnt
 }
 
 describe("condensed view", () => {
-  it("keeps every observation but only the last action, in chronological order", () => {
+  it("keeps every observation in order, then a note with the last action's code", () => {
     const h = fold("condensed", [act(1), obs(1), act(2), obs(2), act(3), obs(3)]);
-    expect(h.map((e) => e.content)).toEqual(["obs 1", "obs 2", "action 3", "obs 3"]);
+    expect(h.map((e) => e.content)).toEqual(["obs 1", "obs 2", "obs 3", note(3)]);
+    expect(h.at(-1)).toMatchObject({ kind: "last_action", step: 3 });
+  });
+
+  it("recalls a reply without code as such", () => {
+    const h = fold("condensed", [{ ...act(1), code: null }, obs(1, true)]);
+    expect(h.at(-1)!.content).toBe(
+      "Your last reply (step 1) had no code; the observation above says why:\naction 1",
+    );
   });
 
   it("keeps an error observation only while it is the latest step", () => {
     const withError = fold("condensed", [act(1), obs(1), act(2), obs(2, true)]);
-    expect(withError.map((e) => e.content)).toEqual(["obs 1", "action 2", "obs 2"]);
+    expect(withError.map((e) => e.content)).toEqual(["obs 1", "obs 2", note(2)]);
     const resolved = fold("condensed", [act(1), obs(1), act(2), obs(2, true), act(3), obs(3)]);
-    expect(resolved.map((e) => e.content)).toEqual(["obs 1", "action 3", "obs 3"]);
+    expect(resolved.map((e) => e.content)).toEqual(["obs 1", "obs 3", note(3)]);
   });
 
-  it("keeps only the latest plan, where it was made", () => {
-    const h = fold("condensed", [plan(1), act(1), obs(1), act(2), obs(2), plan(3), act(3)]);
-    expect(h.map((e) => e.content)).toEqual(["obs 1", "obs 2", "plan 3", "action 3"]);
+  it("keeps only the latest plan, where it was made (after the note of the action before it)", () => {
+    const h = fold("condensed", [plan(1), act(1), obs(1), act(2), obs(2), plan(3)]);
+    expect(h.map((e) => e.content)).toEqual(["obs 1", "obs 2", note(2), "plan 3"]);
   });
 
   it("is idempotent (re-condensing changes nothing)", () => {
@@ -63,7 +79,7 @@ describe("full view", () => {
 });
 
 describe("historyToMessages", () => {
-  it("sends observations as user messages and the prompt prefix is stable step to step", () => {
+  it("sends observations and the note as user messages; only the note changes from step to step", () => {
     const before = historyToMessages(
       "SYS",
       "Task: t",
@@ -74,10 +90,11 @@ describe("historyToMessages", () => {
       "Task: t",
       fold("condensed", [act(1), obs(1), act(2), obs(2), act(3), obs(3)]),
     );
-    expect(before.map((m) => m.getType())).toEqual(["system", "human", "human", "ai", "human"]);
-    // Everything before the last action of the earlier prompt is a prefix of the later prompt.
-    const prefix = before.slice(0, 3).map((m) => m.content);
-    expect(after.slice(0, 3).map((m) => m.content)).toEqual(prefix);
+    expect(before.map((m) => m.getType())).toEqual(["system", "human", "human", "human", "human"]);
+    // Append-mostly: everything before the earlier prompt's note is a prefix of the later prompt.
+    const prefix = before.slice(0, -1).map((m) => m.content);
+    expect(after.slice(0, before.length - 1).map((m) => m.content)).toEqual(prefix);
+    expect(after.slice(before.length - 1).map((m) => m.content)).toEqual(["obs 3", note(3)]);
   });
 
   it("follows a plan with a user turn, so roles alternate and the prompt ends with the user", () => {
@@ -92,26 +109,27 @@ describe("historyToMessages", () => {
       "obs 1",
     ]);
     // Right after a planning step in the middle of a run: the plan is not the last message.
-    const h = fold("condensed", [act(1), obs(1), act(2), obs(2), plan(3)]);
-    const atPlan = historyToMessages("SYS", "Task", h);
+    const record = [act(1), obs(1), act(2), obs(2), plan(3)];
+    const atPlan = historyToMessages("SYS", "Task", fold("condensed", record));
     expect(atPlan.map((m) => m.getType())).toEqual([
       "system",
       "human",
       "human",
-      "ai",
+      "human",
       "human",
       "ai",
       "human",
     ]);
     expect(atPlan.at(-1)!.content).toBe(PLAN_FOLLOW_UP);
-    // The next prompt keeps everything up to the dropped action, then plan, follow-up, action.
-    const next = historyToMessages("SYS", "Task", fold("condensed", [...h, act(3), obs(3)]));
+    // The next prompt keeps everything up to the earlier note, then plan, follow-up, the new
+    // observation and its note.
+    const next = historyToMessages("SYS", "Task", fold("condensed", [...record, act(3), obs(3)]));
     expect(next.slice(-5).map((m) => m.content)).toEqual([
       "obs 2",
       "plan 3",
       PLAN_FOLLOW_UP,
-      "action 3",
       "obs 3",
+      note(3),
     ]);
   });
 });
@@ -146,9 +164,19 @@ describe("the view computed from the trajectory record", () => {
     ]);
     expect(entries).toEqual([
       { kind: "plan", step: 1, content: "## Plan\n1. look" },
-      { kind: "action", step: 1, content: "Thought: a\nCode:\n```js\nx()\n```<end_action>" },
+      {
+        kind: "action",
+        step: 1,
+        content: "Thought: a\nCode:\n```js\nx()\n```<end_action>",
+        code: "x()",
+      },
       { kind: "observation", step: 1, content: "Observation:\nok", isError: false },
-      { kind: "action", step: 2, content: "Thought: b\nCode:\n```js\ny(\n```<end_action>" },
+      {
+        kind: "action",
+        step: 2,
+        content: "Thought: b\nCode:\n```js\ny(\n```<end_action>",
+        code: "y(",
+      },
       { kind: "observation", step: 2, content: "Observation:\nError: SyntaxError", isError: true },
     ]);
   });

@@ -95,7 +95,7 @@ function planningStep(step: number, plan: string): StepRecord {
 }
 
 describe("plan node (the action writer)", () => {
-  it("sends system + task + the record's condensed view with the stop sequences and parses the reply", async () => {
+  it("sends system + task + the view computed from the record, with the stop sequences, and parses the reply", async () => {
     const model = new ScriptedChatModel([
       "Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>\nObservation: made up",
     ]);
@@ -112,15 +112,31 @@ describe("plan node (the action writer)", () => {
     );
     const call = model.calls[0];
     expect(call.stop).toEqual(["<end_action>", "Observation:"]);
-    expect(call.messages.map((m) => m.getType())).toEqual(["system", "human", "ai", "human"]);
+    // Condensed (default): the observation, then a note with the last action's code.
+    expect(call.messages.map((m) => m.getType())).toEqual(["system", "human", "human", "human"]);
     expect(text(call.messages[0])).toContain(
       "async function lookup(query: string): Promise<string>",
     );
     expect(text(call.messages[1])).toBe("Task: What is 2+2?\n");
-    expect(text(call.messages[2])).toBe(
-      "Thought: look\nCode:\n```js\nconsole.log(1)\n```<end_action>",
+    expect(text(call.messages[2])).toBe("Observation:\nExecution logs:\n1");
+    expect(text(call.messages[3])).toBe(
+      "Your last code (step 1) gave the observation above:\n```js\nconsole.log(1)\n```",
     );
-    expect(text(call.messages[3])).toBe("Observation:\nExecution logs:\n1");
+    // Full history shows the action itself, as the model's turn closed with <end_action>.
+    const fullModel = new ScriptedChatModel(["Thought: add\nCode:\n```js\nfinal_answer(4)\n```"]);
+    await makeWriteActionNode(runtime(fullModel, { historyPolicy: "full" }))(
+      state({
+        stepCount: 1,
+        steps: [
+          actionStep(1, "Thought: look\nCode:\n```js\nconsole.log(1)\n```", "Execution logs:\n1"),
+        ],
+      }),
+      {},
+    );
+    const full = fullModel.calls[0].messages;
+    expect(full.map((m) => m.getType())).toEqual(["system", "human", "ai", "human"]);
+    expect(text(full[2])).toBe("Thought: look\nCode:\n```js\nconsole.log(1)\n```<end_action>");
+    expect(text(full[3])).toBe("Observation:\nExecution logs:\n1");
     expect(update.pending).toMatchObject({
       step: 2,
       thought: "add",

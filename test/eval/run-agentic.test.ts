@@ -107,9 +107,12 @@ describe.each([
     }
     expect(q2.threadId).toBe(`${res.report.runId}:agentic:${ids[1]}`);
     // the agents really searched the dataset's own paragraphs
-    expect(server.requestsFor("page:tower").at(-1)!.request.messages.at(-1)!.content).toContain(
-      "40-metre observation tower in Porto",
-    );
+    expect(
+      server
+        .requestsFor("page:tower")
+        .at(-1)!
+        .request.messages.findLast((m) => m.content.startsWith("Observation:"))!.content,
+    ).toContain("40-metre observation tower in Porto");
     // transcripts of the correct answers, one file per agent
     const dir = join(out, "trajectories", "agentic");
     expect(res.files.trajectories.filter((f) => f.startsWith(dir)).sort()).toEqual(
