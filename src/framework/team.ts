@@ -16,6 +16,26 @@ export interface MemberBuild<Deps> {
   input?: CodeAgentInputMapping<any>;
 }
 
+/** What every member passes on to createCodeAgent unchanged: its registry facts and the app's model and sandbox. */
+export function memberBase<Deps extends { model?: unknown; sandbox?: unknown }>(
+  build: MemberBuild<Deps>,
+): {
+  name: string;
+  prompts: string;
+  model?: Deps["model"];
+  sandbox?: Deps["sandbox"];
+  input?: CodeAgentInputMapping<any>;
+} {
+  const { name, prompts, deps, input } = build;
+  return {
+    name,
+    prompts,
+    ...(deps.model === undefined ? {} : { model: deps.model }),
+    ...(deps.sandbox === undefined ? {} : { sandbox: deps.sandbox }),
+    ...(input ? { input } : {}),
+  };
+}
+
 /** One agent of a team, as its registry lists it. */
 export interface TeamMember<Deps = any> {
   /** Agent name: letters, digits, _ and -; unique in the team. */

@@ -1,5 +1,6 @@
 import { join, resolve } from "node:path";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
+import type { ModelSettings } from "../core/models.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -59,6 +60,18 @@ export function loadAppConfig(
     maxTokens: pick(overrides.maxTokens, env.maxTokens),
     maxRetries: pick(overrides.maxRetries, env.maxRetries),
     timeoutMs: pick(overrides.timeoutMs, env.modelTimeoutMs),
+  };
+}
+
+/** The run context's endpoint and sampling settings from a configuration. */
+export function modelSettingsOf(config: AppConfig): ModelSettings {
+  return {
+    baseURL: config.baseURL,
+    apiKey: config.apiKey,
+    temperature: config.temperature,
+    maxTokens: config.maxTokens,
+    maxRetries: config.maxRetries,
+    timeoutMs: config.timeoutMs,
   };
 }
 

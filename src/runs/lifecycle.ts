@@ -7,7 +7,13 @@ import type { UsageByAgent } from "../core/usage.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
-import { assertModelConfigured, detectModel, loadAppConfig, type AppConfig } from "./config.ts";
+import {
+  assertModelConfigured,
+  detectModel,
+  loadAppConfig,
+  modelSettingsOf,
+  type AppConfig,
+} from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
@@ -93,14 +99,7 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
   const context: RunContext = {
     // A replay forks: its tasks get new ids, so recorded calls are matched by position too.
     journal: replay ? persistence.journal.forReplay() : persistence.journal,
-    modelSettings: {
-      baseURL: config.baseURL,
-      apiKey: config.apiKey,
-      temperature: config.temperature,
-      maxTokens: config.maxTokens,
-      maxRetries: config.maxRetries,
-      timeoutMs: config.timeoutMs,
-    },
+    modelSettings: modelSettingsOf(config),
     ...session.services?.context,
     ...options.context,
   };

@@ -8,7 +8,12 @@ import { ensureDemoCorpus } from "../../src/apps/qa/demo.ts";
 import { qaTeam, type ReferenceAgentOptions } from "../../src/apps/qa/team.ts";
 import { labelSubgraphs } from "../../src/cli/commands/graph.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
-import { buildTeamAgent, teamAgentNames, withTeamMember } from "../../src/framework/team.ts";
+import {
+  buildTeamAgent,
+  memberBase,
+  teamAgentNames,
+  withTeamMember,
+} from "../../src/framework/team.ts";
 import type { AppGraph, RunApp } from "../../src/runs/app.ts";
 import { threadHistory, traceThread } from "../../src/runs/inspect.ts";
 import { startRun } from "../../src/runs/lifecycle.ts";
@@ -25,15 +30,11 @@ const team = withTeamMember<ReferenceAgentOptions>(
     name: "units",
     prompts: "units",
     children: [],
-    create: ({ name, prompts, deps, input }) =>
+    create: (build) =>
       createCodeAgent({
-        name,
-        prompts,
+        ...memberBase(build),
         description: "converts between units of measurement",
-        model: deps.model,
-        sandbox: deps.sandbox,
         maxSteps: 2,
-        ...(input ? { input } : {}),
       }),
     tool: (agent) =>
       agent.asTool({

@@ -2,7 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { KnowledgeSource } from "../../store/types.ts";
 import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
-import type { AppConfig } from "../../runs/config.ts";
+import { modelSettingsOf, type AppConfig } from "../../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../../runs/inspect.ts";
 import {
   readRunResult,
@@ -115,14 +115,7 @@ export function runConfigurable(
     thread_id: extra.threadId,
     journal: extra.persistence.journal,
     knowledgeSource: extra.source,
-    modelSettings: {
-      baseURL: config.baseURL,
-      apiKey: config.apiKey,
-      temperature: config.temperature,
-      maxTokens: config.maxTokens,
-      maxRetries: config.maxRetries,
-      timeoutMs: config.timeoutMs,
-    },
+    modelSettings: modelSettingsOf(config),
   };
   if (extra.model) configurable.model = extra.model;
   else {

@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { z } from "zod";
 import { createCodeAgent, type CodeAgent } from "../../../framework/code-agent.ts";
-import type { MemberBuild } from "../../../framework/team.ts";
+import { memberBase, type MemberBuild } from "../../../framework/team.ts";
 import type { CodeSandbox } from "../../../sandbox/contract.ts";
 import { formatLookupProblem } from "../../../store/messages.ts";
 import type { KnowledgeSource } from "../../../store/types.ts";
@@ -27,15 +27,12 @@ export function pageSearchTask(query: string, page: string): string {
  * given as `context.page`. At most 3 actions; if it has not called final_answer by then, its last
  * observation (the passages it retrieved) is its answer ("last_observation" policy).
  */
-export function createPageSearchMember({
-  name,
-  prompts,
-  deps,
-  input,
-}: MemberBuild<ReferenceAgentOptions>): CodeAgent<any, any> {
+export function createPageSearchMember(
+  build: MemberBuild<ReferenceAgentOptions>,
+): CodeAgent<any, any> {
+  const { deps } = build;
   return createCodeAgent({
-    name,
-    prompts,
+    ...memberBase(build),
     description:
       "finds information inside one Wikipedia page by retrieving its most relevant passages",
     tools: ({ context, config }) => [
@@ -43,9 +40,6 @@ export function createPageSearchMember({
     ],
     maxSteps: 3,
     maxStepsPolicy: "last_observation",
-    model: deps.model,
-    sandbox: deps.sandbox,
-    ...(input ? { input } : {}),
   });
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createCodeAgent, type CodeAgent } from "../../../framework/code-agent.ts";
-import type { MemberBuild } from "../../../framework/team.ts";
+import { memberBase, type MemberBuild } from "../../../framework/team.ts";
 import { defineTool, type CodeTool } from "../../../tools/define-tool.ts";
 import { sourceFromConfig } from "../../common/knowledge-source.ts";
 import { createSearchWikipediaTool } from "../tools/search-wikipedia.ts";
@@ -11,16 +11,12 @@ import type { ReferenceAgentOptions } from "./page-search.ts";
  * a summary is not enough, asks its children (the page_search agent: `search_info(query, page)`).
  * Returns a short answer naming its source page(s).
  */
-export function createWikipediaSearchMember({
-  name,
-  prompts,
-  deps,
-  children,
-  input,
-}: MemberBuild<ReferenceAgentOptions>): CodeAgent<any, any> {
+export function createWikipediaSearchMember(
+  build: MemberBuild<ReferenceAgentOptions>,
+): CodeAgent<any, any> {
+  const { deps, children } = build;
   return createCodeAgent({
-    name,
-    prompts,
+    ...memberBase(build),
     description: "answers a factual question from Wikipedia pages, citing the page(s) used",
     tools: [
       createSearchWikipediaTool((ctx) => sourceFromConfig(ctx.config as any, deps)),
@@ -28,9 +24,6 @@ export function createWikipediaSearchMember({
     ],
     maxSteps: 6,
     maxStepsPolicy: "final_answer_prompt",
-    model: deps.model,
-    sandbox: deps.sandbox,
-    ...(input ? { input } : {}),
   });
 }
 
