@@ -1,5 +1,6 @@
 import { Annotation, type Overwrite } from "@langchain/langgraph";
-import type { GuestError, JsonValue, VariablesSnapshot } from "../sandbox/contract.ts";
+import type { GuestError, JsonValue } from "../sandbox/contract.ts";
+import { asVariablesLog, type VariablesDelta, type VariablesLog } from "./variables.ts";
 import { type UsageByAgent, type UsageTotals, mergeUsage } from "./usage.ts";
 
 /** Metadata a tool reports about what it used (e.g. `{ title, url }` of a Wikipedia page). */
@@ -132,8 +133,15 @@ export const AgentState = Annotation.Root({
   outcome: last<ActionOutcome | null>(() => null),
   /** Code actions completed so far. Last value; written by observe. */
   stepCount: last<number>(() => 0),
-  /** Sandbox variables after the last action, so a resumed run gets them back. Last value; written by act. */
-  variables: last<VariablesSnapshot | null>(() => null),
+  /**
+   * Sandbox variables after the last action, so a resumed run gets them back: a log of what each
+   * action changed (src/core/variables.ts; `foldVariables` gives the snapshot). Reducer appends;
+   * written by act and final_answer; compacted with an Overwrite.
+   */
+  variables: Annotation<VariablesLog, VariablesDelta | Overwrite<VariablesLog>>({
+    reducer: (left, right) => [...asVariablesLog(left), right as VariablesDelta],
+    default: () => [],
+  }),
   /** The result: the final answer, or the last observation under the max-steps policy. Last value. */
   answer: last<unknown>(() => null),
   /** Why the run ended. Last value; written by observe/final_answer. */

@@ -2,6 +2,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { runCodeWithTools } from "../core/run-code.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
+import { foldVariables, variablesUpdate } from "../core/variables.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -48,7 +49,7 @@ export function makeActNode(rt: AgentRuntime) {
     const { result, toolCalls, usage, sources } = await runCodeWithTools(rt, tools, config, {
       code: pending.code,
       step,
-      variables: state.variables,
+      variables: foldVariables(state.variables),
       taskEpoch: state.taskEpoch,
     });
     const update: AgentUpdate = {
@@ -65,9 +66,11 @@ export function makeActNode(rt: AgentRuntime) {
           ? { notCarriedOver: result.notCarriedOver }
           : {}),
       },
-      // A crashed or killed action reports no snapshot worth keeping; keep the previous one.
-      variables: result.snapshot ?? state.variables,
     };
+    // A crashed or killed action reports no snapshot worth keeping; keep the previous one. Only
+    // what the action changed is written (the log keeps earlier steps' values).
+    const variables = result.snapshot && variablesUpdate(state.variables, result.snapshot);
+    if (variables) update.variables = variables;
     if (Object.keys(usage).length) update.usage = usage;
     if (sources.length) update.sources = sources;
     return update;

@@ -2,6 +2,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { promptMessages } from "../core/prompt-view.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
+import { foldVariables, variablesUpdate } from "../core/variables.ts";
 import { parseAction, stripThinkBlocks } from "../core/parser.ts";
 import { type CodeRun, runCodeWithTools } from "../core/run-code.ts";
 import { callAgentModel } from "../core/model-call.ts";
@@ -64,7 +65,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
       run = await runCodeWithTools(rt, tools, config, {
         code: parsed.code,
         step,
-        variables: state.variables,
+        variables: foldVariables(state.variables),
         taskEpoch: state.taskEpoch,
       });
       const { result } = run;
@@ -97,7 +98,9 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     };
     if (run) {
       // A crashed or killed run reports no snapshot worth keeping; keep the previous one.
-      if (run.result.snapshot) update.variables = run.result.snapshot;
+      const variables =
+        run.result.snapshot && variablesUpdate(state.variables, run.result.snapshot);
+      if (variables) update.variables = variables;
       if (run.sources.length) update.sources = run.sources;
     }
     return update;

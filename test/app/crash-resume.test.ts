@@ -8,6 +8,7 @@ import {
 import { trace } from "../../src/apps/qa/app.ts";
 import { runCli, spawnCli } from "./cli-helpers.ts";
 import { holdingSubtask, readThread, useDemoWorld, whileRunning } from "./fixtures.ts";
+import { foldVariables } from "../../src/core/variables.ts";
 
 // The CLI's second sub-agent call (Empire State Building) is held until the test stops the run.
 const second = holdingSubtask(towersRules, DEMO_SUBTASKS.empire);
@@ -72,7 +73,11 @@ describe("crash and resume through the CLI", { timeout: 120_000 }, () => {
         [1, false],
       ]);
       // The sandbox variables were restored: the final action used `completed` from code.
-      expect(state.variables.values).toMatchObject({ completed: 1889, started: 1930, years: 41 });
+      expect(foldVariables(state.variables)!.values).toMatchObject({
+        completed: 1889,
+        started: 1930,
+        years: 41,
+      });
       expect(await p.threads.get("crash-1")).toMatchObject({
         status: "done",
         question: DEMO_QUESTIONS.towers,

@@ -11,6 +11,7 @@ import { createManagerGraph, MANAGER_RECURSION_LIMIT } from "../../src/apps/qa/t
 import type { Persistence } from "../../src/persistence/index.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { useDemoWorld } from "./fixtures.ts";
+import { foldVariables } from "../../src/core/variables.ts";
 
 // End to end: real graphs, real ChatOpenAI over HTTP to a local scripted server, real sandbox,
 // real corpus search over data/demo-corpus.jsonl, real SQLite checkpoints. Only the model is scripted.
@@ -135,7 +136,7 @@ describe("reference trajectories over the demo corpus", () => {
     const state = await managerState("plywood");
     expect(state.steps[0].toolCalls).toHaveLength(2);
     expect(state.steps[1].code).toContain("plywoodKgM3 / 1000");
-    expect(state.variables.values).toMatchObject({
+    expect(foldVariables(state.variables)!.values).toMatchObject({
       plywoodGcm3: 0.68,
       ethanolGcm3: 0.789,
       floats: true,

@@ -6,6 +6,7 @@ import { ScriptedChatModel } from "../../src/testing/scripted-chat-model.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
+import { foldVariables } from "../../src/core/variables.ts";
 
 // Whole agents on the real sandbox (SES in child processes) with an in-process scripted model.
 const sandbox = createSandbox({ limits: { timeoutMs: 1500 } });
@@ -47,7 +48,7 @@ describe("a single agent on the real sandbox", () => {
     const out = await agent.invoke({ task: "compute" });
     expect(out.status).toBe("final_answer");
     expect(out.answer).toBe(24);
-    expect(out.variables?.values.facts).toEqual(["fact:a", "fact:b"]);
+    expect(foldVariables(out.variables)?.values.facts).toEqual(["fact:a", "fact:b"]);
     expect(out.steps[0].toolCalls.map((c) => [c.tool, c.args, c.ok])).toEqual([
       ["lookup", { key: "a" }, true],
       ["lookup", { key: "b" }, true],

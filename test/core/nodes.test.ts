@@ -53,7 +53,7 @@ function state(overrides: Partial<AgentState> = {}): AgentState {
     pending: null,
     outcome: null,
     stepCount: 0,
-    variables: null,
+    variables: [],
     answer: null,
     status: "running",
     usage: {},

@@ -9,6 +9,7 @@ import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
+import { foldVariables } from "../../src/core/variables.ts";
 
 // Crash and resume: a model endpoint that fails mid-run leaves a resumable thread; resuming (with a
 // fresh sandbox, as after a restart) restores the variables from the checkpoint; the call journal
@@ -84,7 +85,7 @@ describe("resume after a model endpoint failure", () => {
     const graph = make(sandboxes[1]).builder.compile({ checkpointer: saver });
     const paused = await graph.getState(config);
     expect(paused.next).toEqual(["plan"]);
-    expect(paused.values.variables.values.base).toBe(20);
+    expect(foldVariables(paused.values.variables)!.values.base).toBe(20);
 
     endpointDown = false;
     const out = await graph.invoke(null, config);

@@ -7,7 +7,7 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 const SCRIPTED_NOTE = [
   "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
-  "replies (src/app/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search",
+  "replies (src/apps/qa/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search",
   "and SQLite checkpoints are real. To use a real model instead:",
   "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
   "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",

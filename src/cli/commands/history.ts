@@ -60,7 +60,8 @@ export default function historyCommand(): Command {
               .split("\n")
               .map((l) => `    | ${l}`),
           );
-        const vars = v.variables?.values ?? {};
+        const { foldVariables } = await import("../../core/variables.ts");
+        const vars = foldVariables(v.variables)?.values ?? {};
         if (Object.keys(vars).length) out.push(`variables: ${short(JSON.stringify(vars), 600)}`);
         if (v.answer != null)
           out.push(`answer: ${typeof v.answer === "string" ? v.answer : JSON.stringify(v.answer)}`);
