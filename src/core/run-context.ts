@@ -1,4 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { z } from "zod";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ModelSettings } from "./models.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
@@ -38,6 +39,41 @@ export interface RunContext {
    */
   usageSink?: (usage: UsageByAgent) => void;
 }
+
+const isObject = (v: unknown) => typeof v === "object" && v !== null;
+const modelField = z
+  .union([z.string().min(1), z.custom<BaseChatModel>(isObject, "a chat model instance")])
+  .describe("model name for the configured endpoint (or a chat model instance)");
+
+/**
+ * The run context's schema, given to LangGraph as each code agent graph's context schema: LangGraph
+ * validates a run's context (or, without one, its `configurable`) against it, and the LangGraph
+ * server shows the JSON-able fields in Studio's configuration form. Loose: apps' keys and
+ * LangGraph's own pass. Apps extend it for their keys (`RunContextSchema.extend({ ... })`).
+ */
+export const RunContextSchema = z.looseObject({
+  model: modelField.optional(),
+  models: z
+    .record(z.string(), modelField)
+    .optional()
+    .describe("per-agent model names, by agent name (win over `model`)"),
+  modelSettings: z
+    .looseObject({
+      baseURL: z
+        .string()
+        .optional()
+        .describe("OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
+      apiKey: z.string().optional(),
+      temperature: z.number().optional(),
+      maxTokens: z.number().int().positive().optional(),
+      maxRetries: z.number().int().min(0).optional(),
+      timeoutMs: z.number().positive().optional(),
+    })
+    .optional()
+    .describe("endpoint and sampling settings (each falls back to its environment variable)"),
+  journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
+  sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+});
 
 /** `configurable` keys that belong to LangGraph (never read as run context). */
 const LANGGRAPH_KEYS = new Set(["thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"]);

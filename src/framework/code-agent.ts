@@ -17,6 +17,7 @@ import {
 } from "../core/settings.ts";
 import { type CodeAgentPrompts, loadPromptSet, renderAllPrompts } from "../core/prompts.ts";
 import { routeAfterObserve, routeEntry, routeStart } from "../core/routing.ts";
+import { RunContextSchema } from "../core/run-context.ts";
 import { type AgentRuntime, type ToolsFactory, makeRuntime } from "../core/runtime.ts";
 import {
   AgentInput,
@@ -89,6 +90,11 @@ export interface CodeAgentOptions extends AgentSettingsInput {
    * custom input cannot be another agent's tool (`asTool` throws CODEHOP_CONFIG_INVALID).
    */
   input?: CodeAgentInputMapping<any>;
+  /**
+   * The run context's schema (LangGraph validates runs against it; Studio shows its fields). Default
+   * `RunContextSchema` (src/core/run-context.ts); apps extend it with their keys.
+   */
+  contextSchema?: z.ZodObject;
 }
 
 /**
@@ -163,9 +169,13 @@ export type CodeAgentGraph<
   Builder extends { compile: (...args: any[]) => any } = CodeAgentBuilder,
 > = ReturnType<Builder["compile"]>;
 
-function buildGraph(rt: AgentRuntime, subgraphs: readonly unknown[]): CodeAgentBuilder {
+function buildGraph(
+  rt: AgentRuntime,
+  subgraphs: readonly unknown[],
+  context: z.ZodObject,
+): CodeAgentBuilder {
   return addAgentNodes(
-    new StateGraph({ stateSchema: AgentState, input: AgentInput }),
+    new StateGraph({ stateSchema: AgentState, input: AgentInput, context: context as any }),
     START,
     rt,
     subgraphs,
@@ -197,6 +207,7 @@ function buildMappedGraph(
   rt: AgentRuntime,
   subgraphs: readonly unknown[],
   mapping: CodeAgentInputMapping,
+  context: z.ZodObject,
 ): StateGraph<any, any, any, any, any, any> {
   const fail = (why: string) =>
     new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${rt.name}": input ${why}`);
@@ -238,6 +249,7 @@ function buildMappedGraph(
   const graph = new StateGraph({
     stateSchema: FullState,
     input: withOmittedKeysWritten(mapping.schema, shape),
+    context: context as any,
   })
     .addNode(INPUT_NODE, start)
     .addEdge(START, INPUT_NODE);
@@ -292,6 +304,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     capabilities,
     subgraphs,
     input: mapping,
+    contextSchema,
     ...limits
   } = options;
   if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(name ?? "")) {
@@ -329,8 +342,11 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
   });
   const nested =
     subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));
+  const context = contextSchema ?? RunContextSchema;
   const builder =
-    mapping === undefined ? buildGraph(rt, nested) : buildMappedGraph(rt, nested, mapping);
+    mapping === undefined
+      ? buildGraph(rt, nested, context)
+      : buildMappedGraph(rt, nested, mapping, context);
   // One more super-step for the start node of a custom input.
   const recursionLimit = recursionLimitFor(settings) + (mapping === undefined ? 0 : 1);
   // The compiled graph carries the recursion limit its steps need, so callers that don't pass one

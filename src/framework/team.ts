@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { CodeAgent, CodeAgentInputMapping } from "./code-agent.ts";
@@ -14,9 +15,14 @@ export interface MemberBuild<Deps> {
   children: readonly CodeTool<any>[];
   /** The app's input mapping when the member is built as the root of the app's graph. */
   input?: CodeAgentInputMapping<any>;
+  /** The app's run-context schema (the team's `contextSchema`), if it has one. */
+  contextSchema?: z.ZodObject;
 }
 
-/** What every member passes on to createCodeAgent unchanged: its registry facts and the app's model and sandbox. */
+/**
+ * What every member passes on to createCodeAgent unchanged: its registry facts (name, prompts, the
+ * root's input, the team's run-context schema) and the app's model and sandbox.
+ */
 export function memberBase<Deps extends { model?: unknown; sandbox?: unknown }>(
   build: MemberBuild<Deps>,
 ): {
@@ -25,11 +31,13 @@ export function memberBase<Deps extends { model?: unknown; sandbox?: unknown }>(
   model?: Deps["model"];
   sandbox?: Deps["sandbox"];
   input?: CodeAgentInputMapping<any>;
+  contextSchema?: z.ZodObject;
 } {
-  const { name, prompts, deps, input } = build;
+  const { name, prompts, deps, input, contextSchema } = build;
   return {
     name,
     prompts,
+    ...(contextSchema ? { contextSchema } : {}),
     ...(deps.model === undefined ? {} : { model: deps.model }),
     ...(deps.sandbox === undefined ? {} : { sandbox: deps.sandbox }),
     ...(input ? { input } : {}),
@@ -60,6 +68,8 @@ export interface Team<Deps = any> {
   readonly members: readonly TeamMember<Deps>[];
   /** The input of the app's root graph (e.g. `{ question }`), mapped to the root agent's task. */
   readonly input?: CodeAgentInputMapping<any>;
+  /** The run-context schema of the app's agents: `RunContextSchema` extended with the app's keys. */
+  readonly contextSchema?: z.ZodObject;
 }
 
 /**
@@ -136,6 +146,7 @@ export function buildTeamAgent<Deps>(
       deps,
       children,
       ...(input ? { input } : {}),
+      ...(team.contextSchema ? { contextSchema: team.contextSchema } : {}),
     });
     if (agent.name !== member.name) {
       throw new CodehopError(

@@ -148,3 +148,15 @@ describe("codehop graph", () => {
     );
   });
 });
+
+describe("run context schema", () => {
+  it("validates a run's context before it starts (LangGraph checks it against the graph's context schema)", async () => {
+    const { manager } = await import("../../src/graphs/entries.ts");
+    await expect(
+      manager.invoke({ question: "q" }, { context: { corpus: 5 } } as any),
+    ).rejects.toThrow(/corpus/);
+    await expect(
+      manager.invoke({ question: "q" }, { context: { models: { manager: 7 } } } as any),
+    ).rejects.toThrow(/models/);
+  });
+});

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { readRunContext } from "../../core/run-context.ts";
+import { z } from "zod";
+import { readRunContext, RunContextSchema } from "../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
@@ -14,6 +15,16 @@ declare module "../../core/run-context.ts" {
     corpus?: string;
   }
 }
+
+/** The run-context schema of apps whose agents search a knowledge source. */
+export const KnowledgeRunContextSchema = RunContextSchema.extend({
+  knowledgeSource: z.custom<KnowledgeSource>(isKnowledgeSource, "a KnowledgeSource").optional(),
+  corpus: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("local corpus DB made by `codehop ingest` (unset: the environment's source)"),
+});
 
 /** Where an app's agents find their knowledge source (the apps' agent options). */
 export interface KnowledgeSourceDeps {

@@ -2,6 +2,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import type { CodeAgent } from "../../framework/code-agent.ts";
 import { recursionLimitFor } from "../../core/settings.ts";
+import { KnowledgeRunContextSchema } from "../common/knowledge-source.ts";
 import { buildTeamAgent, defineTeam, teamAgentNames, type Team } from "../../framework/team.ts";
 import { modelSetupHelp } from "../../runs/config.ts";
 import { createManagerMember, MANAGER_MAX_STEPS } from "./agents/manager.ts";
@@ -31,6 +32,7 @@ export const qaTeam: Team<ReferenceAgentOptions> = defineTeam<ReferenceAgentOpti
   // A `start` node copies the question into the task in the manager's own graph, so every
   // manager step is a root checkpoint (history, replay, forks).
   input: { schema: ManagerInput, toTask: ({ question }) => ({ task: question }) },
+  contextSchema: KnowledgeRunContextSchema,
   members: [
     {
       name: "manager",
