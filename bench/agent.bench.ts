@@ -1,13 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { createReactAgent } from "@langchain/langgraph/prebuilt";
+import Database from "better-sqlite3";
 import { z } from "zod";
 import { ensureDemoCorpus } from "../src/apps/qa/demo.ts";
 import type { HistoryEntry, HistoryPolicy } from "../src/core/history.ts";
 import { renderManagedTask } from "../src/core/prompts.ts";
 import { ScriptedChatModel } from "../src/testing/scripted-chat-model.ts";
+import { ScriptedToolCallingModel } from "../src/testing/scripted-tool-calling-model.ts";
+import { defineTool } from "../src/tools/define-tool.ts";
 import { createCodeAgent } from "../src/framework/code-agent.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import { CorpusSource } from "../src/store/corpus-source.ts";
@@ -336,12 +341,147 @@ async function concurrency(sandbox: ReturnType<typeof createSandbox>): Promise<B
   };
 }
 
+/** Bytes of a SQLite file after folding its WAL into it (what the data costs on disk). */
+function sqliteBytes(path: string): number {
+  const db = new Database(path);
+  try {
+    db.pragma("wal_checkpoint(TRUNCATE)");
+  } finally {
+    db.close();
+  }
+  return statSync(path).size;
+}
+
+/**
+ * codehop's agent next to LangGraph's own tool-calling agent (createReactAgent) on the same work:
+ * N steps, each calling one tool that returns a 2 KB observation, then a final answer; zero-latency
+ * in-process models; each with a SQLite checkpointer in its own file.
+ */
+async function versusReact(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
+  const dir = mkdtempSync(join(tmpdir(), "codehop-bench-react-"));
+  const page = (i: number) =>
+    `Passage ${i}: ${"lorem ipsum dolor sit amet ".repeat(80)}`.slice(0, 2048);
+  try {
+    const codehop = async (steps: number, run: string) => {
+      const file = join(dir, `codehop-${run}.db`);
+      const saver = SqliteSaver.fromConnString(file);
+      const lookupTool = defineTool({
+        name: "lookup",
+        description: "Returns passage i.",
+        parameters: z.object({ i: z.number() }),
+        returns: "string",
+        invoke: async ({ i }) => page(i),
+      });
+      const model = new ScriptedChatModel([
+        (m) => {
+          const seen = observations(m);
+          return seen >= steps
+            ? action("done", "final_answer('done')")
+            : action("read the next passage", `console.log(await lookup(${seen}))`);
+        },
+      ]);
+      const agent = createCodeAgent({
+        name: "bench",
+        description: "reads passages",
+        sandbox,
+        model,
+        tools: [lookupTool],
+        maxSteps: steps + 1,
+      });
+      const graph = agent.builder.compile({ checkpointer: saver });
+      const t0 = performance.now();
+      const out = await graph.invoke(
+        { task: "read" },
+        { recursionLimit: agent.recursionLimit, configurable: { thread_id: run } },
+      );
+      const ms = performance.now() - t0;
+      saver.db.close();
+      if (out.answer !== "done") throw new Error(`codehop bench answered ${String(out.answer)}`);
+      return { ms, bytes: sqliteBytes(file) };
+    };
+    const react = async (steps: number, run: string) => {
+      const file = join(dir, `react-${run}.db`);
+      const saver = SqliteSaver.fromConnString(file);
+      const lookupTool = tool(async ({ i }: { i: number }) => page(i), {
+        name: "lookup",
+        description: "Returns passage i.",
+        schema: z.object({ i: z.number() }),
+      });
+      const llm = new ScriptedToolCallingModel((results) =>
+        results >= steps
+          ? { text: "done" }
+          : { toolCalls: [{ name: "lookup", args: { i: results } }] },
+      );
+      const graph = createReactAgent({ llm, tools: [lookupTool], checkpointer: saver });
+      const t0 = performance.now();
+      const out = await graph.invoke(
+        { messages: [{ role: "user", content: "read" }] },
+        { recursionLimit: 4 * steps + 10, configurable: { thread_id: run } },
+      );
+      const ms = performance.now() - t0;
+      saver.db.close();
+      if (out.messages.at(-1)?.content !== "done") throw new Error("react bench did not finish");
+      return { ms, bytes: sqliteBytes(file) };
+    };
+    await codehop(3, "warm");
+    await react(3, "warm");
+    const rows: (string | number)[][] = [];
+    const verdicts: string[] = [];
+    for (const steps of [10, 50]) {
+      const c: Array<{ ms: number; bytes: number }> = [];
+      const r: Array<{ ms: number; bytes: number }> = [];
+      for (let i = 0; i < 3; i++) {
+        c.push(await codehop(steps, `c${steps}-${i}`));
+        r.push(await react(steps, `r${steps}-${i}`));
+      }
+      const med = (xs: number[]) => percentile(xs, 50);
+      const cms = med(c.map((x) => x.ms)) / (steps + 1);
+      const rms = med(r.map((x) => x.ms)) / (steps + 1);
+      rows.push([
+        steps,
+        fmt(cms, 2),
+        fmt(rms, 2),
+        `${fmt(cms / rms, 2)}x`,
+        fmt(c[0].bytes / 1024, 0),
+        fmt(r[0].bytes / 1024, 0),
+        `${fmt(c[0].bytes / r[0].bytes, 2)}x`,
+      ]);
+      verdicts.push(
+        `${steps} steps: codehop ms/step <= 1.0x createReactAgent: ${cms <= rms ? "MET" : "NOT MET"} (${fmt(cms / rms, 2)}x)`,
+      );
+    }
+    return {
+      title: "Code agent vs createReactAgent: time and bytes per step",
+      description:
+        "The same work for both: N steps, each calling one tool that returns a 2 KB passage, then a final answer; zero-latency in-process scripted models (codehop: a reply with code calling the tool, run in the sandbox; createReactAgent: a tool call, run by LangGraph's ToolNode); each graph checkpointed to its own SQLite file with the official SqliteSaver. Median of 3 runs per model call; bytes = the SQLite file after a WAL checkpoint.",
+      columns: [
+        "steps",
+        "codehop ms/step",
+        "createReactAgent ms/step",
+        "ratio",
+        "codehop KiB",
+        "createReactAgent KiB",
+        "bytes ratio",
+      ],
+      rows,
+      verdicts,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export default async function agentBench(): Promise<BenchSection[]> {
   // Three warm processes (like the default sandbox): the parent's action waits in one while two
   // sub-agents run theirs.
   const sandbox = createSandbox({ poolSize: 3 });
   try {
-    return [await overhead(sandbox), await history(sandbox), await concurrency(sandbox)];
+    return [
+      await overhead(sandbox),
+      await versusReact(sandbox),
+      await history(sandbox),
+      await concurrency(sandbox),
+    ];
   } finally {
     await sandbox.close();
   }

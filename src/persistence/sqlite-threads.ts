@@ -7,16 +7,16 @@ import type { ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./por
  * The thread registry in SQLite (table codehop_threads, next to the checkpoints). A thread marked
  * running whose process is gone (same host, pid dead or reused) lists as "interrupted". Threads
  * created directly through the graph API (no registry row) are still listed, from the checkpoint
- * table of the checkpointer sharing the connection (`checkpointTable`).
+ * tables of the checkpointer sharing the connection (`checkpointTables`).
  */
 export class ThreadRegistry implements ThreadStore {
   /**
-   * @param checkpointTable the checkpointer's table of checkpoints (thread_id, checkpoint_ns
-   *   columns), counted per thread; null when the checkpointer keeps none there.
+   * @param checkpointTables the checkpointer's tables of checkpoints (thread_id, checkpoint_ns
+   *   columns), counted per thread (tables that do not exist count nothing).
    */
   constructor(
     private readonly db: Database.Database,
-    private readonly checkpointTable: string | null = "checkpoints",
+    private readonly checkpointTables: readonly string[] = ["checkpoints"],
   ) {
     db.exec(`
 CREATE TABLE IF NOT EXISTS codehop_threads (
@@ -130,13 +130,13 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       Record<string, any>
     >;
     const counts = new Map<string, number>();
-    if (this.checkpointTable && this.hasTable(this.checkpointTable)) {
+    for (const table of this.checkpointTables.filter((t) => this.hasTable(t))) {
       const countRows = this.db
         .prepare(
-          `SELECT thread_id, count(*) AS n FROM ${this.checkpointTable} ${where ? `${where} AND` : "WHERE"} checkpoint_ns = '' GROUP BY thread_id`,
+          `SELECT thread_id, count(*) AS n FROM ${table} ${where ? `${where} AND` : "WHERE"} checkpoint_ns = '' GROUP BY thread_id`,
         )
         .all(...args) as Array<{ thread_id: string; n: number }>;
-      for (const r of countRows) counts.set(r.thread_id, r.n);
+      for (const r of countRows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
     }
     const out: ThreadRecord[] = rows.map((r) => ({
       threadId: r.thread_id,

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { IncrementalSqliteSaver } from "../checkpoint-sqlite/index.ts";
 import type { Persistence } from "./port.ts";
 import {
   checkpointDbPath,
@@ -15,7 +15,7 @@ export interface SqlitePersistence extends Persistence {
   /** Absolute path of `<home>/checkpoints.db` (= `location`). */
   readonly dbPath: string;
   readonly db: Database.Database;
-  readonly checkpointer: SqliteSaver;
+  readonly checkpointer: IncrementalSqliteSaver;
   readonly journal: SqliteCallJournal;
   readonly journalRows: SqliteJournalRows;
   readonly threads: ThreadRegistry;
@@ -32,13 +32,13 @@ export function openSqlitePersistence(
   options: OpenDatabaseOptions = {},
 ): SqlitePersistence {
   const db = openCodehopDatabase(home, options);
-  const checkpointer = new SqliteSaver(db);
-  // Create the checkpoint tables now (SqliteSaver does it lazily) so thread listing can query them.
-  // (`setup` is protected in the typings but idempotent and safe to call.)
-  (checkpointer as unknown as { setup(): void }).setup();
+  // Writes each channel only when it changes and a growing list as its new items (linear storage);
+  // reads the checkpoints earlier versions wrote with the official SqliteSaver in place.
+  const checkpointer = new IncrementalSqliteSaver(db);
+  checkpointer.setup();
   const journalRows = new SqliteJournalRows(db);
   const journal = new SqliteCallJournal(db);
-  const threads = new ThreadRegistry(db, "checkpoints");
+  const threads = new ThreadRegistry(db, IncrementalSqliteSaver.CHECKPOINT_TABLES);
   const dbPath = checkpointDbPath(home);
   let closed = false;
   return {

@@ -163,12 +163,12 @@ describe("a new task on a finished thread and the call journal", () => {
     // The child's prompt holds only its own task: system + task, no trace of the first run.
     expect(lookupModel.calls[1].messages).toHaveLength(2);
     expect(userText(lookupModel.calls[1].messages)).toContain("item stock");
-    const namespaces = persistence.db
-      .prepare(
-        "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ? AND checkpoint_ns != ''",
-      )
-      .all("fresh-child") as { checkpoint_ns: string }[];
-    expect(namespaces).toHaveLength(2);
+    const namespaces = new Set<string>();
+    for await (const t of persistence.checkpointer.list({
+      configurable: { thread_id: "fresh-child" },
+    }))
+      if (t.config.configurable?.checkpoint_ns) namespaces.add(t.config.configurable.checkpoint_ns);
+    expect(namespaces.size).toBe(2);
     // Each child run is a first task of its namespace.
     const state = await graph.getState(config("fresh-child"), { subgraphs: false });
     expect(state.values.taskEpoch ?? "no epoch").toBe(1);

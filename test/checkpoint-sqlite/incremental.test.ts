@@ -1,0 +1,147 @@
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+
+const tmp = () => mkdtempSync(join(tmpdir(), "codehop-lgi-"));
+
+/** A loop that appends one ~2 KB record per step to a list channel, `steps` times. */
+function appendingGraph(checkpointer: any) {
+  const State = Annotation.Root({
+    log: Annotation<Array<{ i: number; text: string }>>({
+      reducer: (a, b) => a.concat(b),
+      default: () => [],
+    }),
+    n: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
+    limit: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
+  });
+  return new StateGraph(State)
+    .addNode("step", (s) => ({
+      log: [{ i: s.n, text: `record ${s.n} `.padEnd(2048, "x") }],
+      n: s.n + 1,
+    }))
+    .addEdge(START, "step")
+    .addConditionalEdges("step", (s) => (s.n >= s.limit ? END : "step"))
+    .compile({ checkpointer });
+}
+
+function fileBytes(path: string): number {
+  const db = new Database(path);
+  db.pragma("wal_checkpoint(TRUNCATE)");
+  db.close();
+  return statSync(path).size;
+}
+
+describe("IncrementalSqliteSaver", () => {
+  it("stores a growing list as the items it gained: bytes grow linearly, values read back whole", async () => {
+    const sizes: number[] = [];
+    for (const steps of [20, 40, 80]) {
+      const dir = tmp();
+      const saver = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+      const graph = appendingGraph(saver);
+      const cfg = { configurable: { thread_id: "t" }, recursionLimit: 1000 };
+      const out = await graph.invoke({ limit: steps }, cfg);
+      expect(out.log).toHaveLength(steps);
+      // Read back through a fresh saver (nothing cached): every checkpoint's list is whole.
+      saver.db.close();
+      const fresh = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+      const history = [];
+      for await (const s of appendingGraph(fresh).getStateHistory(cfg)) history.push(s);
+      for (const snap of history)
+        expect(snap.values.log.map((r: { i: number }) => r.i)).toEqual(
+          Array.from({ length: snap.values.n ?? 0 }, (_, i) => i),
+        );
+      fresh.db.close();
+      sizes.push(fileBytes(join(dir, "c.db")));
+    }
+    // Doubling the steps about doubles the bytes (quadratic growth would quadruple them).
+    expect(sizes[1] / sizes[0]).toBeLessThan(2.6);
+    expect(sizes[2] / sizes[1]).toBeLessThan(2.6);
+  });
+
+  it("keeps forks apart: two branches from one checkpoint each read their own values", async () => {
+    const dir = tmp();
+    const saver = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+    const graph = appendingGraph(saver);
+    const cfg = { configurable: { thread_id: "fork" }, recursionLimit: 100 };
+    await graph.invoke({ limit: 3 }, cfg);
+    const history = [];
+    for await (const s of graph.getStateHistory(cfg)) history.push(s);
+    const afterOne = history.find((s) => s.values.n === 1)!;
+    // Two forks of the same checkpoint, each edited differently then run on.
+    const a = await graph.updateState(afterOne.config, { log: [{ i: 100, text: "A" }] });
+    const b = await graph.updateState(afterOne.config, { log: [{ i: 200, text: "B" }] });
+    const stateA = await graph.getState(a);
+    const stateB = await graph.getState(b);
+    expect(stateA.values.log.map((r: { i: number }) => r.i)).toEqual([0, 100]);
+    expect(stateB.values.log.map((r: { i: number }) => r.i)).toEqual([0, 200]);
+  });
+
+  it("continues threads the official SqliteSaver wrote, and deletes them whole", async () => {
+    const dir = tmp();
+    const path = join(dir, "c.db");
+    const official = SqliteSaver.fromConnString(path);
+    const cfg = { configurable: { thread_id: "old" }, recursionLimit: 100 };
+    await appendingGraph(official).invoke({ limit: 2 }, cfg);
+    official.db.close();
+
+    const saver = IncrementalSqliteSaver.fromConnString(path);
+    const graph = appendingGraph(saver);
+    // The old checkpoints are readable as they are.
+    expect((await graph.getState(cfg)).values.n).toBe(2);
+    // Continuing the thread: new checkpoints go to the new tables, the old ones stay.
+    await graph.invoke({ limit: 5 }, cfg);
+    const state = await graph.getState(cfg);
+    expect(state.values.log.map((r: { i: number }) => r.i)).toEqual([0, 1, 2, 3, 4]);
+    const all = [];
+    for await (const t of saver.list({ configurable: { thread_id: "old" } })) all.push(t);
+    const ids = all.map((t) => t.config.configurable?.checkpoint_id);
+    expect([...ids].sort().reverse()).toEqual(ids);
+    expect(all.length).toBeGreaterThan(6);
+    await saver.deleteThread("old");
+    expect(await saver.getTuple(cfg)).toBeUndefined();
+    const left = saver.db.prepare("SELECT count(*) AS n FROM checkpoints").get() as { n: number };
+    expect(left.n).toBe(0);
+  });
+
+  it("recognises a grown list after a restart, by serializing the items it holds", async () => {
+    const dir = tmp();
+    const path = join(dir, "c.db");
+    const cfg = { configurable: { thread_id: "t" }, recursionLimit: 1000 };
+    const first = IncrementalSqliteSaver.fromConnString(path);
+    await appendingGraph(first).invoke({ limit: 30 }, cfg);
+    first.db.close();
+    const second = IncrementalSqliteSaver.fromConnString(path);
+    await appendingGraph(second).invoke({ limit: 35 }, cfg);
+    const kinds = second.db
+      .prepare(
+        "SELECT kind, count(*) AS n FROM lgi_blobs WHERE channel = 'log' GROUP BY kind ORDER BY kind",
+      )
+      .all() as Array<{ kind: number; n: number }>;
+    // Full copies are rare (the first one, then geometrically spaced); the rest are appends.
+    const full = kinds.find((k) => k.kind === 0)!.n;
+    const appends = kinds.find((k) => k.kind === 1)!.n;
+    expect(full).toBeLessThanOrEqual(4);
+    expect(appends).toBeGreaterThan(30);
+    expect((await appendingGraph(second).getState(cfg)).values.log).toHaveLength(35);
+    second.db.close();
+  });
+
+  it("imports nothing outside its folder but LangGraph's checkpoint package, better-sqlite3 and Node", () => {
+    const dir = join(process.cwd(), "src/checkpoint-sqlite");
+    const allowed =
+      /^(?:node:|better-sqlite3$|@langchain\/langgraph-checkpoint$|@langchain\/core\/)/;
+    for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+      const text = readFileSync(join(dir, file), "utf8");
+      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)) {
+        const spec = m[1];
+        if (spec.startsWith("./")) continue;
+        expect(spec, `${file} imports ${spec}`).toMatch(allowed);
+      }
+    }
+  });
+});
