@@ -54,7 +54,9 @@ export default async function appBench(): Promise<BenchSection[]> {
         calls = r.usage.total.calls;
         checkpoints = (
           persistence.db
-            .prepare("SELECT count(*) AS n FROM lgi_checkpoints WHERE thread_id = ?")
+            .prepare(
+              "SELECT count(*) AS n FROM lgi_checkpoints c JOIN lgi_namespaces n ON n.ns_id = c.ns_id WHERE n.thread_id = ?",
+            )
             .get(threadId) as { n: number }
         ).n;
         journal = (await persistence.journal.entries(threadId)).length;

@@ -38,9 +38,19 @@ export interface IncrementalSqliteSaverOptions {
 
 /** How a blob row encodes its channel value. */
 const KIND_FULL = 0;
+/** Items appended to the value at `base_version`. */
 const KIND_APPEND = 1;
+/** The channel is empty at this version. */
 const KIND_EMPTY = 2;
+/** The value is a task write of the parent checkpoint (`value`: JSON [checkpoint_id, [[task_id, idx, 0]]]). */
+const KIND_WRITE = 3;
+/**
+ * Items appended to `base_version` (none: to an empty list), which are task writes of the parent
+ * (refs as KIND_WRITE; spread 1 = a written list contributes its items).
+ */
+const KIND_APPEND_WRITES = 4;
 
+const T_NAMESPACES = "lgi_namespaces";
 const T_CHECKPOINTS = "lgi_checkpoints";
 const T_BLOBS = "lgi_blobs";
 const T_WRITES = "lgi_writes";
@@ -68,8 +78,80 @@ interface CheckpointRow {
   zip: number;
   metadata: string;
   type: string | null;
+  ns_id?: number;
   legacy?: boolean;
 }
+
+/** One stored write of a task: its index, channel and serialized value. */
+interface StoredWrite {
+  idx: number;
+  channel: string;
+  type: string;
+  data: Buffer;
+}
+
+/**
+ * A task's writes in one row: count, then per write its index, channel, type and bytes (lengths as
+ * unsigned 32-bit ints). One row per task instead of per write keeps the keys out of the table
+ * (LangGraph writes a handful of channels per task) and lets deflate work across the values.
+ */
+function packWrites(writes: readonly StoredWrite[]): Buffer {
+  const parts: Buffer[] = [];
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(writes.length);
+  parts.push(head);
+  for (const w of writes) {
+    const channel = Buffer.from(w.channel, "utf8");
+    const type = Buffer.from(w.type, "utf8");
+    const meta = Buffer.alloc(16);
+    meta.writeInt32LE(w.idx, 0);
+    meta.writeUInt32LE(channel.length, 4);
+    meta.writeUInt32LE(type.length, 8);
+    meta.writeUInt32LE(w.data.length, 12);
+    parts.push(meta, channel, type, w.data);
+  }
+  return Buffer.concat(parts);
+}
+
+function unpackWrites(buf: Buffer): StoredWrite[] {
+  const out: StoredWrite[] = [];
+  const count = buf.readUInt32LE(0);
+  let at = 4;
+  for (let i = 0; i < count; i++) {
+    const idx = buf.readInt32LE(at);
+    const channelLength = buf.readUInt32LE(at + 4);
+    const typeLength = buf.readUInt32LE(at + 8);
+    const dataLength = buf.readUInt32LE(at + 12);
+    at += 16;
+    const channel = buf.toString("utf8", at, at + channelLength);
+    at += channelLength;
+    const type = buf.toString("utf8", at, at + typeLength);
+    at += typeLength;
+    out.push({ idx, channel, type, data: buf.subarray(at, at + dataLength) });
+    at += dataLength;
+  }
+  return out;
+}
+
+/** A task write as stored by putWrites, kept in memory to spot channel values that are writes. */
+interface CachedWrite {
+  taskPath: string;
+  taskId: string;
+  idx: number;
+  channel: string;
+  value: unknown;
+}
+
+/** A row of the writes table: one task's writes. */
+interface WritesRow {
+  task_id: string;
+  task_path: string;
+  zip: number;
+  writes: Buffer;
+}
+
+/** A reference to a stored write: task id, index, and 1 when its value (a list) is spread. */
+type WriteRef = [taskId: string, idx: number, spread: 0 | 1];
 
 /** A small least-recently-used map. */
 class Lru<K, V> {
@@ -93,15 +175,23 @@ class Lru<K, V> {
   }
 }
 
-const blobKey = (thread: string, ns: string, channel: string, version: string) =>
-  `${thread}\u0000${ns}\u0000${channel}\u0000${version}`;
+const blobKey = (nsId: number, channel: string, version: string) =>
+  `${nsId}\u0000${channel}\u0000${version}`;
+
+/** The same order as LangGraph's writesSortKey: task path, task id, index. */
+function compareWrites(a: CachedWrite, b: CachedWrite): number {
+  if (a.taskPath !== b.taskPath) return a.taskPath < b.taskPath ? -1 : 1;
+  if (a.taskId !== b.taskId) return a.taskId < b.taskId ? -1 : 1;
+  return a.idx - b.idx;
+}
 
 /**
  * A LangGraph checkpointer for SQLite that writes a channel's value only when its version changes
  * (the `newVersions` of `put`), stores a list that only grew as the items it gained (with a full
- * copy from time to time, geometrically spaced, so reads stay short and storage stays linear), and
- * deflates large values. Channel versions are numbers with a random fraction, so two forks of a
- * thread never store different values under the same version.
+ * copy from time to time, geometrically spaced, so reads stay short and storage stays linear),
+ * stores a value that is exactly what a task wrote as a reference to that write (LangGraph stores
+ * every task's writes anyway), and deflates large values. Channel versions are numbers with a random
+ * fraction, so two forks of a thread never store different values under the same version.
  *
  * Opens databases written by the official `SqliteSaver` (@langchain/langgraph-checkpoint-sqlite):
  * their `checkpoints` / `writes` tables are read in place, a thread continued from one of their
@@ -109,17 +199,18 @@ const blobKey = (thread: string, ns: string, channel: string, version: string) =
  *
  * Values are treated as immutable, as LangGraph's reducers treat them: a list is recognised as
  * grown when its first items are the very objects of the version it grew from (or, after a restart,
- * serialize the same).
+ * serialize the same), and a value as a write when it is the very object the task wrote.
  */
 export class IncrementalSqliteSaver extends BaseCheckpointSaver {
-  /** Tables holding checkpoint rows (thread_id, checkpoint_ns, checkpoint_id): its own, then the official saver's. */
-  static readonly CHECKPOINT_TABLES: readonly string[] = [T_CHECKPOINTS, LEGACY_CHECKPOINTS];
   readonly db: Database.Database;
   private readonly compressAbove: number;
   private readonly minChain: number;
   private readonly values: Lru<string, unknown>;
-  /** Latest checkpoint put per thread and namespace: its id and channel versions (saves a read per put). */
-  private readonly lastPut = new Map<string, { id: string; versions: ChannelVersions }>();
+  /** Task writes stored by this process, by namespace id and checkpoint id (the parent of the next put). */
+  private readonly writes: Lru<string, CachedWrite[]>;
+  /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
+  private readonly lastPut = new Map<number, { id: string; versions: ChannelVersions }>();
+  private readonly nsIds = new Map<string, number>();
   private statements?: ReturnType<IncrementalSqliteSaver["prepare"]>;
 
   /**
@@ -131,6 +222,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     this.compressAbove = options.compressAbove ?? 256;
     this.minChain = options.minChainBeforeSnapshot ?? 16;
     this.values = new Lru(options.cacheSize ?? 512);
+    this.writes = new Lru(64);
   }
 
   /** A saver on a database file (WAL, synchronous=NORMAL, busy timeout 5 s). */
@@ -142,24 +234,31 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     return new IncrementalSqliteSaver(db, options);
   }
 
-  /** Creates the tables (idempotent; runs on first use). */
+  /**
+   * Creates the tables (idempotent; runs on first use). A thread's namespace is a small integer in
+   * every other table, so the long thread and namespace strings are stored once.
+   */
   setup(): void {
     if (this.statements) return;
     this.db.exec(`
-CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
+CREATE TABLE IF NOT EXISTS ${T_NAMESPACES} (
+  ns_id INTEGER PRIMARY KEY,
   thread_id TEXT NOT NULL,
-  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  checkpoint_ns TEXT NOT NULL,
+  UNIQUE (thread_id, checkpoint_ns)
+);
+CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
+  ns_id INTEGER NOT NULL,
   checkpoint_id TEXT NOT NULL,
   parent_checkpoint_id TEXT,
   type TEXT NOT NULL,
   checkpoint BLOB NOT NULL,
   zip INTEGER NOT NULL,
   metadata TEXT NOT NULL,
-  PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
+  PRIMARY KEY (ns_id, checkpoint_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
-  thread_id TEXT NOT NULL,
-  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  ns_id INTEGER NOT NULL,
   channel TEXT NOT NULL,
   version TEXT NOT NULL,
   kind INTEGER NOT NULL,
@@ -170,20 +269,16 @@ CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
   type TEXT NOT NULL,
   zip INTEGER NOT NULL,
   value BLOB,
-  PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
+  PRIMARY KEY (ns_id, channel, version)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ${T_WRITES} (
-  thread_id TEXT NOT NULL,
-  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  ns_id INTEGER NOT NULL,
   checkpoint_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
-  idx INTEGER NOT NULL,
-  channel TEXT NOT NULL,
   task_path TEXT NOT NULL DEFAULT '',
-  type TEXT NOT NULL,
   zip INTEGER NOT NULL,
-  value BLOB,
-  PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+  writes BLOB NOT NULL,
+  PRIMARY KEY (ns_id, checkpoint_id, task_id)
 );`);
     this.statements = this.prepare();
   }
@@ -196,46 +291,48 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   private prepare() {
     const legacy = this.hasTable(LEGACY_CHECKPOINTS) && this.hasTable(LEGACY_WRITES);
-    const cols = `thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata`;
+    const cols = `c.ns_id, n.thread_id, n.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata`;
+    const from = `${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id`;
     return {
       legacy,
+      select: `SELECT ${cols} FROM ${from}`,
+      getNs: this.db.prepare(
+        `SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ? AND checkpoint_ns = ?`,
+      ),
+      addNs: this.db.prepare(
+        `INSERT OR IGNORE INTO ${T_NAMESPACES} (thread_id, checkpoint_ns) VALUES (?, ?)`,
+      ),
       getCheckpoint: this.db.prepare(
-        `SELECT ${cols} FROM ${T_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
+        `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? AND c.checkpoint_id = ?`,
       ),
       latestCheckpoint: this.db.prepare(
-        `SELECT ${cols} FROM ${T_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`,
+        `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
       ),
       putCheckpoint: this.db.prepare(
-        `INSERT OR REPLACE INTO ${T_CHECKPOINTS} (${cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT OR REPLACE INTO ${T_CHECKPOINTS}
+         (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       getBlob: this.db.prepare(
         `SELECT kind, base_version, chain, items, snapshot_items, type, zip, value FROM ${T_BLOBS}
-         WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
+         WHERE ns_id = ? AND channel = ? AND version = ?`,
       ),
       putBlob: this.db.prepare(
         `INSERT OR REPLACE INTO ${T_BLOBS}
-         (thread_id, checkpoint_ns, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         (ns_id, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       getWrites: this.db.prepare(
-        `SELECT task_id, channel, type, zip, value FROM ${T_WRITES}
-         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?
-         ORDER BY task_path, task_id, idx`,
+        `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
+         WHERE ns_id = ? AND checkpoint_id = ? ORDER BY task_path, task_id`,
       ),
-      getSends: this.db.prepare(
-        `SELECT type, zip, value FROM ${T_WRITES}
-         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = '${TASKS}'
-         ORDER BY task_path, task_id, idx`,
+      getTaskWrites: this.db.prepare(
+        `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
+         WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
       ),
-      putWriteReplace: this.db.prepare(
-        `INSERT OR REPLACE INTO ${T_WRITES}
-         (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, zip, value)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      putWriteIgnore: this.db.prepare(
-        `INSERT OR IGNORE INTO ${T_WRITES}
-         (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, zip, value)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      putTaskWrites: this.db.prepare(
+        `INSERT OR REPLACE INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
+         VALUES (?, ?, ?, ?, ?, ?)`,
       ),
       legacyCheckpoint: legacy
         ? this.db.prepare(
@@ -269,6 +366,20 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     return this.statements!;
   }
 
+  /** The id of a thread's namespace (created on first write; undefined when reading one never written). */
+  private nsId(thread: string, ns: string, create: boolean): number | undefined {
+    const key = `${thread}\u0000${ns}`;
+    const cached = this.nsIds.get(key);
+    if (cached !== undefined) return cached;
+    let row = this.s.getNs.get(thread, ns) as { ns_id: number } | undefined;
+    if (!row && create) {
+      this.s.addNs.run(thread, ns);
+      row = this.s.getNs.get(thread, ns) as { ns_id: number } | undefined;
+    }
+    if (row) this.nsIds.set(key, row.ns_id);
+    return row?.ns_id;
+  }
+
   // ------------------------------------------------------------------------------------------
   // Encoding
 
@@ -296,34 +407,73 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const base =
       typeof current === "number" ? Math.floor(current) : current ? Math.floor(Number(current)) : 0;
     if (!Number.isFinite(base)) throw new Error(`Cannot continue channel version "${current}"`);
-    return base + 1 + randomInt(1, 2 ** 30) / 2 ** 30;
+    // Six random decimals: short in every checkpoint's version maps, and two forks pick the same
+    // version of a channel with a chance of one in a million.
+    return base + 1 + randomInt(1, 1_000_000) / 1_000_000;
   }
 
   // ------------------------------------------------------------------------------------------
   // Channel values
 
-  /** The value of a channel at a version (undefined when no blob exists or it is empty). */
+  /** A task's stored writes (sorted by index), or undefined when it has none. */
+  private taskWrites(
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+  ): StoredWrite[] | undefined {
+    const row = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
+    return row ? this.unpackRow(row) : undefined;
+  }
+
+  private unpackRow(row: WritesRow): StoredWrite[] {
+    return unpackWrites(row.zip ? inflateRawSync(row.writes) : row.writes).sort(
+      (a, b) => a.idx - b.idx,
+    );
+  }
+
+  /** The values of stored writes, in order (a spread ref contributes the items of its list). */
+  private async resolveWrites(nsId: number, refs: { checkpoint: string; refs: WriteRef[] }) {
+    const out: unknown[] = [];
+    for (const [taskId, idx, spread] of refs.refs) {
+      const w = this.taskWrites(nsId, refs.checkpoint, taskId)?.find((x) => x.idx === idx);
+      if (!w)
+        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+      const value = await this.decode(w.type, 0, w.data);
+      if (spread) out.push(...(value as unknown[]));
+      else out.push(value);
+    }
+    return out;
+  }
+
+  /** The value of a channel at a version (`found` false when no blob exists). */
   private async readBlob(
-    thread: string,
-    ns: string,
+    nsId: number,
     channel: string,
     version: string,
   ): Promise<{ found: boolean; value?: unknown; row?: BlobRow }> {
-    const key = blobKey(thread, ns, channel, version);
-    const cached = this.values.get(key);
-    const row = this.s.getBlob.get(thread, ns, channel, version) as BlobRow | undefined;
+    const row = this.s.getBlob.get(nsId, channel, version) as BlobRow | undefined;
     if (!row) return { found: false };
     if (row.kind === KIND_EMPTY) return { found: true, row };
+    const key = blobKey(nsId, channel, version);
+    const cached = this.values.get(key);
     if (cached !== undefined) return { found: true, value: cached, row };
     let value: unknown;
     if (row.kind === KIND_FULL) value = await this.decode(row.type, row.zip, row.value);
-    else {
-      const base = await this.readBlob(thread, ns, channel, row.base_version!);
+    else if (row.kind === KIND_WRITE) {
+      value = (await this.resolveWrites(nsId, JSON.parse(String(row.value))))[0];
+    } else {
+      const base =
+        row.base_version === null
+          ? { found: true, value: [] as unknown[] }
+          : await this.readBlob(nsId, channel, row.base_version);
       if (!base.found || !Array.isArray(base.value))
         throw new Error(
-          `IncrementalSqliteSaver: channel "${channel}" version ${version} of thread "${thread}" grows a version that is missing`,
+          `IncrementalSqliteSaver: channel "${channel}" version ${version} grows a version that is missing`,
         );
-      const tail = (await this.decode(row.type, row.zip, row.value)) as unknown[];
+      const tail =
+        row.kind === KIND_APPEND
+          ? ((await this.decode(row.type, row.zip, row.value)) as unknown[])
+          : await this.resolveWrites(nsId, JSON.parse(String(row.value)));
       value = [...base.value, ...tail];
     }
     this.values.set(key, value);
@@ -331,58 +481,128 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   }
 
   /**
+   * References to the parent's task writes whose values, in LangGraph's writes order, are exactly
+   * `items` (the same objects; a written list counts as its items), or undefined.
+   */
+  private writeRefs(
+    writes: CachedWrite[] | undefined,
+    channel: string,
+    items: readonly unknown[],
+    single: boolean,
+  ): WriteRef[] | undefined {
+    const mine = (writes ?? []).filter((w) => w.channel === channel).sort(compareWrites);
+    if (!mine.length) return undefined;
+    if (single) {
+      const last = mine.at(-1)!;
+      return last.value === items[0] ? [[last.taskId, last.idx, 0]] : undefined;
+    }
+    const refs: WriteRef[] = [];
+    let at = 0;
+    for (const w of mine) {
+      if (Array.isArray(w.value)) {
+        for (const v of w.value) if (items[at++] !== v) return undefined;
+        refs.push([w.taskId, w.idx, 1]);
+      } else {
+        if (items[at++] !== w.value) return undefined;
+        refs.push([w.taskId, w.idx, 0]);
+      }
+    }
+    return at === items.length ? refs : undefined;
+  }
+
+  /**
    * The blob row to store `value` of `channel` at `version`, given the version it had in the parent
-   * checkpoint: the new items only when the value is that version's list with items added, else the
-   * whole value.
+   * checkpoint and the writes the parent's tasks made: a reference to a write when the value is what
+   * one task wrote; the new items only (or references to the writes that added them) when the value
+   * is that version's list with items added; else the whole value.
    */
   private async blobFor(
-    thread: string,
-    ns: string,
+    nsId: number,
     channel: string,
     version: string,
     value: unknown,
     present: boolean,
     baseVersion: string | undefined,
+    parent: { id: string; writes?: CachedWrite[] } | undefined,
   ): Promise<unknown[]> {
-    if (!present)
-      return [thread, ns, channel, version, KIND_EMPTY, null, 0, 0, 0, "empty", 0, null];
+    const key = blobKey(nsId, channel, version);
+    if (!present) return [nsId, channel, version, KIND_EMPTY, null, 0, 0, 0, "empty", 0, null];
+    const refsJson = (refs: WriteRef[]) =>
+      Buffer.from(JSON.stringify({ checkpoint: parent!.id, refs }), "utf8");
     if (Array.isArray(value) && baseVersion !== undefined && baseVersion !== version) {
-      const base = await this.readBlob(thread, ns, channel, baseVersion).catch(() => undefined);
+      const base = await this.readBlob(nsId, channel, baseVersion).catch(() => undefined);
       const prev = base?.value;
       if (base?.row && Array.isArray(prev) && prev.length > 0 && prev.length <= value.length) {
         if (await this.isPrefix(prev, value)) {
           const row = base.row;
-          const chain = row.kind === KIND_APPEND ? row.chain + 1 : 1;
-          const snapshotItems = row.kind === KIND_APPEND ? row.snapshot_items : prev.length;
+          const appended = row.kind === KIND_APPEND || row.kind === KIND_APPEND_WRITES;
+          const chain = appended ? row.chain + 1 : 1;
+          const snapshotItems = appended ? row.snapshot_items : prev.length;
           const sinceSnapshot = value.length - snapshotItems;
           // A full copy again once the chain is long and has added as many items as the last copy
           // held: copies at geometrically growing sizes keep storage linear and reads short.
           if (!(chain >= this.minChain && sinceSnapshot >= snapshotItems)) {
             const tail = value.slice(prev.length);
+            this.values.set(key, value);
+            const meta = [baseVersion, chain, value.length, snapshotItems];
+            const refs = parent && this.writeRefs(parent.writes, channel, tail, false);
+            if (refs && JSON.stringify(tail).length > 128)
+              return [
+                nsId,
+                channel,
+                version,
+                KIND_APPEND_WRITES,
+                ...meta,
+                "refs",
+                0,
+                refsJson(refs),
+              ];
             const e = await this.encode(tail);
-            this.values.set(blobKey(thread, ns, channel, version), value);
-            return [
-              thread,
-              ns,
-              channel,
-              version,
-              KIND_APPEND,
-              baseVersion,
-              chain,
-              value.length,
-              snapshotItems,
-              e.type,
-              e.zip,
-              e.data,
-            ];
+            return [nsId, channel, version, KIND_APPEND, ...meta, e.type, e.zip, e.data];
           }
         }
       }
     }
-    const e = await this.encode(value);
-    this.values.set(blobKey(thread, ns, channel, version), value);
+    this.values.set(key, value);
     const items = Array.isArray(value) ? value.length : 0;
-    return [thread, ns, channel, version, KIND_FULL, null, 0, items, items, e.type, e.zip, e.data];
+    const e = await this.encode(value);
+    // A reference costs ~100 bytes: worth it only for a larger value. A list that was empty (or
+    // absent) before is the writes that made it; another value may be the one write made.
+    if (parent && e.data.length > 128) {
+      const fresh = baseVersion === undefined || items === 0;
+      const list =
+        Array.isArray(value) && fresh && this.writeRefs(parent.writes, channel, value, false);
+      if (list)
+        return [
+          nsId,
+          channel,
+          version,
+          KIND_APPEND_WRITES,
+          null,
+          0,
+          items,
+          items,
+          "refs",
+          0,
+          refsJson(list),
+        ];
+      const single = this.writeRefs(parent.writes, channel, [value], true);
+      if (single)
+        return [
+          nsId,
+          channel,
+          version,
+          KIND_WRITE,
+          null,
+          0,
+          items,
+          items,
+          "refs",
+          0,
+          refsJson(single),
+        ];
+    }
+    return [nsId, channel, version, KIND_FULL, null, 0, items, items, e.type, e.zip, e.data];
   }
 
   /** Whether `prev` is the start of `next`: the same objects, else items that serialize the same. */
@@ -433,37 +653,25 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         ),
       );
     } else {
+      const nsId = row.ns_id!;
       const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Omit<
         Checkpoint,
         "channel_values"
       >;
       const channelValues: Record<string, unknown> = {};
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
-        const blob = await this.readBlob(row.thread_id, ns, channel, String(version));
+        const blob = await this.readBlob(nsId, channel, String(version));
         if (blob.found && blob.row?.kind !== KIND_EMPTY) channelValues[channel] = blob.value;
       }
       checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
       metadata = (await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata;
-      const writes = this.s.getWrites.all(row.thread_id, ns, row.checkpoint_id) as Array<{
-        task_id: string;
-        channel: string;
-        type: string;
-        zip: number;
-        value: Buffer | null;
-      }>;
-      pendingWrites = await Promise.all(
-        writes.map(
-          async (w) =>
-            [
-              w.task_id,
-              w.channel,
-              await this.decode(w.type, w.zip, w.value),
-            ] as CheckpointPendingWrite,
-        ),
-      );
+      pendingWrites = [];
+      for (const w of this.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
+        for (const one of this.unpackRow(w))
+          pendingWrites.push([w.task_id, one.channel, await this.decode(one.type, 0, one.data)]);
     }
     if (checkpoint.v < 4 && row.parent_checkpoint_id)
-      await this.migratePendingSends(checkpoint, row.thread_id, ns, row.parent_checkpoint_id);
+      await this.migratePendingSends(checkpoint, row, row.parent_checkpoint_id);
     return {
       config: {
         configurable: {
@@ -492,20 +700,19 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   /** Checkpoints of format v < 4 kept their pending sends in the parent's writes. */
   private async migratePendingSends(
     checkpoint: Checkpoint,
-    thread: string,
-    ns: string,
+    row: CheckpointRow,
     parentId: string,
   ): Promise<void> {
-    const fromNew = this.s.getSends.all(thread, ns, parentId) as Array<{
-      type: string;
-      zip: number;
-      value: Buffer | null;
-    }>;
+    const fromNew: unknown[] = [];
+    if (row.ns_id !== undefined)
+      for (const w of this.s.getWrites.all(row.ns_id, parentId) as WritesRow[])
+        for (const one of this.unpackRow(w))
+          if (one.channel === TASKS) fromNew.push(await this.decode(one.type, 0, one.data));
     const sends = fromNew.length
-      ? await Promise.all(fromNew.map((w) => this.decode(w.type, w.zip, w.value)))
+      ? fromNew
       : await Promise.all(
           (
-            (this.s.legacySends?.all(thread, ns, parentId) ?? []) as Array<{
+            (this.s.legacySends?.all(row.thread_id, row.checkpoint_ns, parentId) ?? []) as Array<{
               type: string | null;
               value: Buffer | null;
             }>
@@ -521,13 +728,18 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   private findRow(thread: string, ns: string, id: string | undefined): CheckpointRow | undefined {
     const s = this.s;
+    const nsId = this.nsId(thread, ns, false);
     if (id) {
-      const row = s.getCheckpoint.get(thread, ns, id) as CheckpointRow | undefined;
+      const row =
+        nsId === undefined
+          ? undefined
+          : (s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined);
       if (row) return row;
       const old = s.legacyCheckpoint?.get(thread, ns, id) as CheckpointRow | undefined;
       return old ? { ...old, legacy: true } : undefined;
     }
-    const row = s.latestCheckpoint.get(thread, ns) as CheckpointRow | undefined;
+    const row =
+      nsId === undefined ? undefined : (s.latestCheckpoint.get(nsId) as CheckpointRow | undefined);
     const old = s.legacyLatest?.get(thread, ns) as CheckpointRow | undefined;
     if (old && (!row || old.checkpoint_id > row.checkpoint_id)) return { ...old, legacy: true };
     return row;
@@ -570,23 +782,20 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const filters = Object.entries(filter ?? {}).filter(([, v]) => v !== undefined);
     for (const [key, value] of filters) {
       // Both sides through json_extract: strings, numbers and objects compare as SQLite values.
-      wheres.push("json_extract(metadata, ?) IS json_extract(?, '$')");
+      wheres.push("json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')");
       args.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
     }
     const where = wheres.length ? `WHERE ${wheres.join(" AND ")}` : "";
     const max = limit !== undefined ? Number.parseInt(String(limit), 10) : undefined;
     const lim = max !== undefined ? ` LIMIT ${max}` : "";
     const rows = this.db
-      .prepare(
-        `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata
-         FROM ${T_CHECKPOINTS} ${where} ORDER BY checkpoint_id DESC${lim}`,
-      )
+      .prepare(`SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${lim}`)
       .all(...args) as CheckpointRow[];
     if (this.s.legacy) {
       const old = this.db
         .prepare(
           `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
-           FROM ${LEGACY_CHECKPOINTS} ${where.replace(/json_extract\(metadata, \?\)/g, "json_extract(CAST(metadata AS TEXT), ?)")} ORDER BY checkpoint_id DESC${lim}`,
+           FROM ${LEGACY_CHECKPOINTS} ${where} ORDER BY checkpoint_id DESC${lim}`,
         )
         .all(...args) as CheckpointRow[];
       for (const r of old) rows.push({ ...r, legacy: true });
@@ -605,13 +814,14 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   // ------------------------------------------------------------------------------------------
   // Writing
 
-  /** The channel versions of a thread's checkpoint (the parent of a put). */
+  /** The channel versions of a checkpoint (the parent of a put), and whether the official saver wrote it. */
   private async versionsOf(
     thread: string,
     ns: string,
+    nsId: number,
     id: string,
   ): Promise<{ versions: ChannelVersions; legacy: boolean } | undefined> {
-    const last = this.lastPut.get(`${thread}\u0000${ns}`);
+    const last = this.lastPut.get(nsId);
     if (last?.id === id) return { versions: last.versions, legacy: false };
     const row = this.findRow(thread, ns, id);
     if (!row) return undefined;
@@ -634,23 +844,24 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     if (!thread) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
     const ns = (config.configurable.checkpoint_ns as string | undefined) ?? "";
     const parentId = config.configurable.checkpoint_id as string | undefined;
+    const nsId = this.nsId(thread, ns, true)!;
     const prepared = copyCheckpoint(checkpoint);
-    const parent = parentId ? await this.versionsOf(thread, ns, parentId) : undefined;
+    const parent = parentId ? await this.versionsOf(thread, ns, nsId, parentId) : undefined;
     // The channels to store: the changed ones; when continuing from a checkpoint of the official
     // saver (values inside its checkpoint row), every channel, once.
     const toStore = parent?.legacy ? { ...prepared.channel_versions } : newVersions;
+    const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
     for (const [channel, version] of Object.entries(toStore)) {
-      const present = Object.hasOwn(prepared.channel_values, channel);
       blobs.push(
         await this.blobFor(
-          thread,
-          ns,
+          nsId,
           channel,
           String(version),
           prepared.channel_values[channel],
-          present,
+          Object.hasOwn(prepared.channel_values, channel),
           parent?.versions[channel] !== undefined ? String(parent.versions[channel]) : undefined,
+          parentId ? { id: parentId, writes } : undefined,
         ),
       );
     }
@@ -663,8 +874,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     this.db.transaction(() => {
       for (const b of blobs) s.putBlob.run(...b);
       s.putCheckpoint.run(
-        thread,
-        ns,
+        nsId,
         checkpoint.id,
         parentId ?? null,
         cp.type,
@@ -673,10 +883,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         metaText,
       );
     })();
-    this.lastPut.set(`${thread}\u0000${ns}`, {
-      id: checkpoint.id,
-      versions: { ...prepared.channel_versions },
-    });
+    this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -691,43 +898,97 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const id = config.configurable.checkpoint_id;
     if (!thread) throw new Error("Missing thread_id field in config.configurable.");
     if (!id) throw new Error("Missing checkpoint_id field in config.configurable.");
-    const ns = config.configurable.checkpoint_ns ?? "";
-    const allSpecial = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    const stmt = allSpecial ? this.s.putWriteReplace : this.s.putWriteIgnore;
-    const rows = await Promise.all(
-      writes.map(async ([channel, value], idx) => {
-        const e = await this.encode(value);
-        return [
-          thread,
-          ns,
-          id,
-          taskId,
-          WRITES_IDX_MAP[channel] ?? idx,
+    const nsId = this.nsId(thread, config.configurable.checkpoint_ns ?? "", true)!;
+    // Special writes (errors, interrupts ...) replace what a task wrote at their index; other writes
+    // never overwrite one (a re-run task keeps its first writes), as in LangGraph's own savers.
+    const replace = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    const encoded = await Promise.all(
+      writes.map(async ([channel, value], i) => {
+        const [type, bytes] = await this.serde.dumpsTyped(value);
+        return {
+          idx: WRITES_IDX_MAP[channel] ?? i,
           channel,
-          taskPath,
-          e.type,
-          e.zip,
-          e.data,
-        ];
+          type,
+          data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+          value,
+        };
       }),
     );
+    const key = `${nsId}\u0000${id}`;
+    const cached = this.writes.get(key) ?? [];
     this.db.transaction(() => {
-      for (const r of rows) stmt.run(...r);
+      const existing = this.taskWrites(nsId, id, taskId) ?? [];
+      const byIdx = new Map(existing.map((w) => [w.idx, w]));
+      for (const w of encoded) {
+        if (byIdx.has(w.idx) && !replace) continue;
+        byIdx.set(w.idx, w);
+        // Only a write this call stored may be referred to by the next checkpoint's values.
+        cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
+      }
+      const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
+      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+      const zip = zipped !== undefined && zipped.length < packed.length;
+      this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
     })();
+    this.writes.set(key, cached);
+  }
+
+  /**
+   * How many checkpoints each thread has in its root namespace (both its own tables and the
+   * official saver's), for all threads or one.
+   */
+  rootCheckpointCounts(threadId?: string): Map<string, number> {
+    this.setup();
+    const counts = new Map<string, number>();
+    const add = (rows: Array<{ thread_id: string; n: number }>) => {
+      for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
+    };
+    const one = threadId === undefined ? "" : "AND n.thread_id = ?";
+    const args = threadId === undefined ? [] : [threadId];
+    add(
+      this.db
+        .prepare(
+          `SELECT n.thread_id, count(*) AS n FROM ${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id
+           WHERE n.checkpoint_ns = '' ${one} GROUP BY n.thread_id`,
+        )
+        .all(...args) as Array<{ thread_id: string; n: number }>,
+    );
+    if (this.s.legacy)
+      add(
+        this.db
+          .prepare(
+            `SELECT thread_id, count(*) AS n FROM ${LEGACY_CHECKPOINTS}
+             WHERE checkpoint_ns = '' ${one.replace("n.", "")} GROUP BY thread_id`,
+          )
+          .all(...args) as Array<{ thread_id: string; n: number }>,
+      );
+    return counts;
   }
 
   async deleteThread(threadId: string): Promise<void> {
     this.setup();
+    const ids = (
+      this.db
+        .prepare(`SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ?`)
+        .all(threadId) as Array<{
+        ns_id: number;
+      }>
+    ).map((r) => r.ns_id);
     this.db.transaction(() => {
       for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
-        this.db.prepare(`DELETE FROM ${t} WHERE thread_id = ?`).run(threadId);
+        for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
+      this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
       if (this.s.legacy) {
         this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
         this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
       }
     })();
-    for (const key of [...this.lastPut.keys()])
-      if (key.startsWith(`${threadId}\u0000`)) this.lastPut.delete(key);
-    this.values.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
+    for (const nsId of ids) {
+      this.lastPut.delete(nsId);
+      this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+    }
+    for (const key of [...this.nsIds.keys()])
+      if (key.startsWith(`${threadId}\u0000`)) this.nsIds.delete(key);
   }
 }

@@ -1,3 +1,4 @@
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
@@ -113,7 +114,8 @@ export class SqliteJournalRows implements JournalRowStore {
 
   putRows(rows: readonly JournalRow[]): void {
     this.db.transaction(() => {
-      for (const row of rows) this.putStmt.run(row);
+      for (const row of rows)
+        this.putStmt.run({ ...row, outcomeJson: packOutcome(row.outcomeJson) });
     })();
   }
 
@@ -126,6 +128,21 @@ export class SqliteJournalRows implements JournalRowStore {
   }
 }
 
+/** Outcomes this long or longer are stored deflated (a BLOB in the TEXT column; shorter ones stay text). */
+const PACK_ABOVE = 256;
+
+/** An outcome as stored: its JSON text, deflated when that makes it smaller. */
+function packOutcome(json: string): string | Buffer {
+  if (json.length < PACK_ABOVE) return json;
+  const packed = deflateRawSync(Buffer.from(json, "utf8"));
+  return packed.length < json.length ? packed : json;
+}
+
+/** The outcome's JSON text, whether it was stored as text or deflated (rows of earlier versions are text). */
+function unpackOutcome(stored: string | Buffer): string {
+  return typeof stored === "string" ? stored : inflateRawSync(stored).toString("utf8");
+}
+
 function fromSql(r: Record<string, any>): JournalRow {
   return {
     threadId: r.thread_id,
@@ -135,7 +152,7 @@ function fromSql(r: Record<string, any>): JournalRow {
     callIndex: r.call_index,
     tool: r.tool,
     argsJson: r.args_json,
-    outcomeJson: r.outcome_json,
+    outcomeJson: unpackOutcome(r.outcome_json),
     recordedAt: r.recorded_at,
   };
 }

@@ -7,16 +7,15 @@ import type { ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./por
  * The thread registry in SQLite (table codehop_threads, next to the checkpoints). A thread marked
  * running whose process is gone (same host, pid dead or reused) lists as "interrupted". Threads
  * created directly through the graph API (no registry row) are still listed, from the checkpoint
- * tables of the checkpointer sharing the connection (`checkpointTables`).
+ * checkpointer sharing the connection (`countCheckpoints`).
  */
 export class ThreadRegistry implements ThreadStore {
   /**
-   * @param checkpointTables the checkpointer's tables of checkpoints (thread_id, checkpoint_ns
-   *   columns), counted per thread (tables that do not exist count nothing).
+   * @param countCheckpoints the checkpointer's root checkpoints per thread (all threads, or one)
    */
   constructor(
     private readonly db: Database.Database,
-    private readonly checkpointTables: readonly string[] = ["checkpoints"],
+    private readonly countCheckpoints: (threadId?: string) => Map<string, number>,
   ) {
     db.exec(`
 CREATE TABLE IF NOT EXISTS codehop_threads (
@@ -129,15 +128,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     const rows = this.db.prepare(`SELECT * FROM codehop_threads ${where}`).all(...args) as Array<
       Record<string, any>
     >;
-    const counts = new Map<string, number>();
-    for (const table of this.checkpointTables.filter((t) => this.hasTable(t))) {
-      const countRows = this.db
-        .prepare(
-          `SELECT thread_id, count(*) AS n FROM ${table} ${where ? `${where} AND` : "WHERE"} checkpoint_ns = '' GROUP BY thread_id`,
-        )
-        .all(...args) as Array<{ thread_id: string; n: number }>;
-      for (const r of countRows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
-    }
+    const counts = this.countCheckpoints(onlyThreadId);
     const out: ThreadRecord[] = rows.map((r) => ({
       threadId: r.thread_id,
       question: r.question,
@@ -176,12 +167,6 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
       });
     }
     return out.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));
-  }
-
-  private hasTable(name: string): boolean {
-    return !!this.db
-      .prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`)
-      .get(name);
   }
 }
 

@@ -38,7 +38,7 @@ export function openSqlitePersistence(
   checkpointer.setup();
   const journalRows = new SqliteJournalRows(db);
   const journal = new SqliteCallJournal(db);
-  const threads = new ThreadRegistry(db, IncrementalSqliteSaver.CHECKPOINT_TABLES);
+  const threads = new ThreadRegistry(db, (threadId) => checkpointer.rootCheckpointCounts(threadId));
   const dbPath = checkpointDbPath(home);
   let closed = false;
   return {
