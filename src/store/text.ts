@@ -20,16 +20,20 @@ export function queryTokens(query: string): string[] {
   return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length > 0);
 }
 
+/** {@link queryTokens} without function words ("the", "of", "which", ...): all of them if only those. */
+export function contentTokens(text: string): string[] {
+  const all = queryTokens(text);
+  const content = all.filter((t) => !STOPWORDS.has(t));
+  return content.length > 0 ? content : all;
+}
+
 /**
  * Builds an FTS5 MATCH expression from free text: every useful word quoted (so FTS5 syntax in the
  * user's text — quotes, AND, NEAR, column filters — is taken literally) and OR-ed, letting BM25
  * rank passages that contain more (and rarer) words first. Returns "" when nothing is searchable.
  */
 export function ftsQuery(query: string): string {
-  const all = [...new Set(queryTokens(query))];
-  const content = all.filter((t) => !STOPWORDS.has(t));
-  const terms = content.length > 0 ? content : all;
-  return terms.map((t) => `"${t}"`).join(" OR ");
+  return [...new Set(contentTokens(query))].map((t) => `"${t}"`).join(" OR ");
 }
 
 /** FTS5 query for the trigram title index: the title's trigrams, OR-ed. */

@@ -66,6 +66,46 @@ describe("local corpus: reading", () => {
     );
   });
 
+  it("page search favours the pages a query names in full: the longest name, its qualifier", async () => {
+    const db = join(tmp.dir, "named.db");
+    const filler = "Wood panels are graded by appearance, strength and moisture resistance.";
+    await ingestDocuments(db, [
+      {
+        title: "Plywood",
+        text: `Plywood is made of thin layers of veneer. Its density depends on the wood: birch plywood density is higher than pine plywood density. ${filler}`,
+      },
+      { title: "Birch", text: `Birch is a thin-leaved deciduous tree. ${filler}` },
+      {
+        title: "Birch plywood",
+        text: `Birch plywood is made from birch veneers; its density is about 680 kg per cubic metre. ${filler}`,
+      },
+      {
+        title: "Mercury (element)",
+        text: "Mercury is a chemical element, a heavy metal that is liquid when hot or cold; mercury thermometers show how hot a room is.",
+      },
+      {
+        title: "Mercury",
+        text: "Mercury is the smallest planet of the Solar System and the closest to the Sun; its days are hot.",
+      },
+    ]);
+    const s = CorpusSource.open(db);
+    try {
+      const first = async (q: string) => (await s.search(q))[0].title;
+      const firstPassage = async (q: string) => (await s.searchPassages(q, { k: 1 }))[0].title;
+      // All three titles are words of the query; only the longest, "Birch plywood", is named,
+      // though the best passage is Plywood's.
+      expect(await firstPassage("birch plywood density")).toBe("Plywood");
+      expect(await first("birch plywood density")).toBe("Birch plywood");
+      // "Mercury" is named in full; "Mercury (element)" only without its qualifier, which counts
+      // for less than the element page's better passage.
+      expect(await firstPassage("how hot is Mercury")).toBe("Mercury (element)");
+      expect(await first("how hot is Mercury")).toBe("Mercury");
+      expect(await first("how hot is the element Mercury")).toBe("Mercury (element)");
+    } finally {
+      await s.close();
+    }
+  });
+
   it("getPage is case-, space- and underscore-insensitive", async () => {
     const lookup = await source.getPage("  empire_state   BUILDING ");
     expect(lookup.status).toBe("found");
