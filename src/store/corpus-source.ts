@@ -9,12 +9,12 @@ import {
 } from "./corpus-db.ts";
 import type { Embedder } from "./embeddings.ts";
 import { IndexTerms } from "./stems.ts";
+import { TitleIndex } from "./titles.ts";
 import {
   contentTokens,
   ftsQuery,
   reciprocalRankFusion,
   summarize,
-  titleKey,
   titleSimilarity,
   trigramQuery,
 } from "./text.ts";
@@ -449,20 +449,16 @@ export class CorpusSource implements KnowledgeSource {
     return named.filter((n) => !named.some((m) => within(n.terms, m.terms)));
   }
 
-  /** Document id for a title or alias (case/underscore/space-insensitive). */
+  /**
+   * Document id for a title or redirect: exact title first, then case-, underscore- and
+   * space-insensitive (see TitleIndex.resolve).
+   */
   private resolveDocId(title: string): number | undefined {
-    const key = titleKey(title);
-    if (!key) return undefined;
-    const direct = this.db.prepare("SELECT id FROM documents WHERE title_key = ?").get(key) as
-      { id: number } | undefined;
-    if (direct) return direct.id;
-    const alias = this.db
-      .prepare(
-        "SELECT d.id FROM aliases a JOIN documents d ON d.title_key = a.target_key WHERE a.alias_key = ?",
-      )
-      .get(key) as { id: number } | undefined;
-    return alias?.id;
+    this.titles ??= new TitleIndex(this.db);
+    return this.titles.resolve(title)?.id;
   }
+
+  private titles?: TitleIndex;
 
   /**
    * Passages across the corpus, best first (BM25, or RRF of BM25 and vector neighbours); pass

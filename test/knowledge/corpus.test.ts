@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestDocuments, ingestPath, openReader } from "../../src/ingest/index.ts";
-import type { IngestDocument } from "../../src/ingest/types.ts";
+import type { IngestDocument, ReaderItem } from "../../src/ingest/types.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
 import { CodehopError } from "../../src/errors.ts";
@@ -224,6 +224,46 @@ describe("local corpus: ingestion", () => {
       url: "https://example.org/gamma",
     });
     await s.close();
+  });
+
+  it("titles differing only in case are two pages within one ingest; redirects keep theirs", async () => {
+    const db = join(tmp.dir, "case.db");
+    const input: ReaderItem[] = [
+      {
+        kind: "document",
+        where: "1",
+        doc: { title: "Red meat", text: "Red meat is mammal meat." },
+      },
+      { kind: "document", where: "2", doc: { title: "Red Meat", text: "Red Meat is a band." } },
+      { kind: "redirect", where: "3", from: "US", to: "United States" },
+      { kind: "document", where: "4", doc: { title: "United States", text: "A country." } },
+      { kind: "document", where: "5", doc: { title: "Us", text: "Us is a 2019 film." } },
+      // Same target as "US" and differing only in case: adds nothing.
+      { kind: "redirect", where: "6", from: "U.S.", to: "United States" },
+      { kind: "redirect", where: "7", from: "u.s.", to: "United States" },
+    ];
+    const report = await ingestDocuments(db, input);
+    expect(report).toMatchObject({ added: 4, updated: 0, aliases: 2 });
+    const s = CorpusSource.open(db);
+    try {
+      expect(s.stats()).toMatchObject({ documents: 4, aliases: 2 });
+      const title = async (t: string) => {
+        const l = await s.getPage(t);
+        return l.status === "found" ? l.page.title : l.status;
+      };
+      expect(await title("Red Meat")).toBe("Red Meat");
+      expect(await title("Red meat")).toBe("Red meat");
+      expect(await title("red meat")).toBe("Red meat");
+      // The redirect "US" survives the page "Us" that came after it.
+      expect(await title("US")).toBe("United States");
+      expect(await title("Us")).toBe("Us");
+      expect(await title("u.s.")).toBe("United States");
+      // Idempotent.
+      expect(await ingestDocuments(db, input)).toMatchObject({ added: 0, unchanged: 4 });
+      expect(s.stats()).toMatchObject({ documents: 4, aliases: 2 });
+    } finally {
+      await s.close();
+    }
   });
 
   it("changing the chunk size re-chunks unchanged documents", async () => {
