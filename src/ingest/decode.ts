@@ -26,9 +26,17 @@ export function detectEncoding(head: Uint8Array, options: { xml?: boolean } = {}
   if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) return "utf-8";
   if (b[0] === 0xff && b[1] === 0xfe) return "utf-16le";
   if (b[0] === 0xfe && b[1] === 0xff) return "utf-16be";
-  // No byte order mark: ASCII text in UTF-16 has a zero byte in every pair.
-  if (b.length >= 4 && b[0] !== 0 && b[1] === 0 && b[2] !== 0 && b[3] === 0) return "utf-16le";
-  if (b.length >= 4 && b[0] === 0 && b[1] !== 0 && b[2] === 0 && b[3] !== 0) return "utf-16be";
+  // No byte order mark: in UTF-16, ASCII characters (markup, digits, spaces) have a zero byte —
+  // the second of the pair in little endian, the first in big endian. UTF-8 text has none.
+  const pairs = Math.min(b.length >> 1, 128);
+  let zeroFirst = 0;
+  let zeroSecond = 0;
+  for (let i = 0; i < pairs; i++) {
+    if (b[2 * i] === 0) zeroFirst++;
+    if (b[2 * i + 1] === 0) zeroSecond++;
+  }
+  if (pairs >= 2 && zeroSecond >= pairs / 4 && zeroFirst <= zeroSecond / 8) return "utf-16le";
+  if (pairs >= 2 && zeroFirst >= pairs / 4 && zeroSecond <= zeroFirst / 8) return "utf-16be";
   if (options.xml) {
     const decl = /^<\?xml[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]+)["']/.exec(
       Buffer.from(b.subarray(0, 200)).toString("latin1"),
