@@ -3,7 +3,8 @@
  * setting) with all their paragraphs pooled into one corpus, ingested by codehop's own ingest, then
  * supporting-page recall@k and both@k of `search_wikipedia`'s page ranking and of plain passage
  * search, side by side. The sample is not in the repository: it is read from ../shared/data/hotpotqa
- * (see README "Benchmarks"); without it the bench says so and keeps the recorded figures.
+ * (see docs/knowledge.md, "Quality and performance"); without it the bench says so and keeps the
+ * recorded figures.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
