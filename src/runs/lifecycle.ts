@@ -4,6 +4,7 @@ import type { StateSnapshot } from "@langchain/langgraph";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
+import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
@@ -111,6 +112,14 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
   return context;
 }
 
+/**
+ * What printed next-step commands repeat for a run: the data directory and corpus it was given
+ * (flags or API options), so `codehop resume ...` reaches the same thread.
+ */
+export function commandContext(options: Pick<RunOptions, "config">): CommandContext {
+  return { home: options.config?.home, corpus: options.config?.corpus };
+}
+
 /** How a failed run is reported: the thread is saved, and the command that continues it. */
 async function failRun(
   session: Session,
@@ -121,7 +130,7 @@ async function failRun(
   const message = err instanceof Error ? err.message : String(err);
   const interrupted = Boolean(options.signal?.aborted);
   await session.persistence.threads.fail(threadId, message, { interrupted });
-  const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
+  const hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], commandContext(options))}\`.`;
   if (interrupted) {
     throw new CodehopError(
       ErrorCodes.RUN_INTERRUPTED,
@@ -289,8 +298,8 @@ export async function startRun(
       // One input per thread: a second one would inherit the first one's steps and limits.
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`codehop resume ${threadId}\`, ` +
-          `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
+        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`${cliCommand(["resume", threadId], commandContext(options))}\`, ` +
+          `re-run it from a checkpoint with \`${cliCommand(["replay", threadId, "--checkpoint", placeholder("id")], commandContext(options))}\`, or choose a new --thread.`,
       );
     }
     await persistence.threads.start(threadId, {
@@ -319,12 +328,13 @@ export async function requireThread(
   persistence: Persistence,
   threadId: string,
   toRun = false,
+  context: CommandContext = {},
 ): Promise<ThreadRecord> {
   const record = await persistence.threads.get(threadId);
   if (!record) {
     throw new CodehopError(
       ErrorCodes.THREAD_NOT_FOUND,
-      `No thread "${threadId}" in ${persistence.location}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+      `No thread "${threadId}" in ${persistence.location}. List threads with \`${cliCommand(["threads"], { home: context.home })}\`${context.home ? "" : " (and check CODEHOP_HOME)"}.`,
     );
   }
   if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
@@ -348,7 +358,12 @@ export async function resumeRun(
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
     let input: Record<string, unknown> | null = null;
     let state: Record<string, unknown> | undefined;
     if (record.checkpoints === 0) {
@@ -395,14 +410,19 @@ export async function replayRun(
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
     const tuple = await session.persistence.checkpointer.getTuple({
       configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
     });
     if (!tuple) {
       throw new CodehopError(
         ErrorCodes.CHECKPOINT_NOT_FOUND,
-        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
+        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`${cliCommand(["history", threadId], { home: options.config?.home })}\`.`,
       );
     }
     await prepareRun(session, options, record.options);
