@@ -15,6 +15,7 @@ import {
   modelSettingsOf,
   type AppConfig,
 } from "./config.ts";
+import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
@@ -126,11 +127,18 @@ async function failRun(
   options: RunOptions,
   threadId: string,
   err: unknown,
+  replayOf?: string,
 ): Promise<never> {
   const message = err instanceof Error ? err.message : String(err);
   const interrupted = Boolean(options.signal?.aborted);
   await session.persistence.threads.fail(threadId, message, { interrupted });
-  const hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], commandContext(options))}\`.`;
+  const context = commandContext(options);
+  let hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], context)}\``;
+  // A replay that failed may have failed because of its edit: the checkpoint it started from is
+  // unchanged, so re-running from there always works.
+  if (replayOf)
+    hint += `, or re-run from the checkpoint you chose with \`${cliCommand(["replay", threadId, "--checkpoint", replayOf], context)}\``;
+  hint += ".";
   if (interrupted) {
     throw new CodehopError(
       ErrorCodes.RUN_INTERRUPTED,
@@ -159,7 +167,13 @@ async function execute(
   options: RunOptions,
   threadId: string,
   input: Record<string, unknown> | null,
-  from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
+  from: {
+    checkpointId?: string;
+    started?: boolean;
+    state?: Record<string, unknown>;
+    /** A replay: the checkpoint the user chose (a fork with an edit starts after it). */
+    replayOf?: string;
+  } = {},
 ): Promise<AskResult> {
   const started = Date.now();
   const { persistence, graph, app } = session;
@@ -188,7 +202,7 @@ async function execute(
     });
     for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
   } catch (err) {
-    return failRun(session, options, threadId, err);
+    return failRun(session, options, threadId, err, from.replayOf);
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
@@ -427,9 +441,21 @@ export async function replayRun(
     }
     await prepareRun(session, options, record.options);
     const from = options.update
-      ? await forkWithUpdate(session.graph, threadId, checkpointId, options.update, options.asNode)
+      ? await forkWithUpdate(
+          session.graph,
+          threadId,
+          checkpointId,
+          options.update,
+          options.asNode,
+          {
+            home: options.config?.home,
+          },
+        )
       : checkpointId;
-    return await execute(session, options, threadId, null, { checkpointId: from });
+    return await execute(session, options, threadId, null, {
+      checkpointId: from,
+      replayOf: checkpointId,
+    });
   } finally {
     await session.close();
   }
@@ -442,6 +468,7 @@ async function forkWithUpdate(
   checkpointId: string,
   update: Record<string, unknown>,
   asNode: string | undefined,
+  context: CommandContext,
 ): Promise<string> {
   // LangGraph drops unknown keys silently: name them instead.
   const known = Object.keys(
@@ -452,6 +479,24 @@ async function forkWithUpdate(
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       `Unknown state key(s) ${unknown.join(", ")}. The state has: ${known.sort().join(", ")}.`,
+    );
+  }
+  // A value of the wrong type would only fail inside the forked run, and every resume of the fork
+  // the same way: check it against its channel first, so nothing is written.
+  const schemas = stateValueSchemas(graph);
+  const problems = Object.entries(update).flatMap(([key, value]) => {
+    const schema = schemas?.[key];
+    const problem = schema && stateValueProblem(schema, value);
+    return problem
+      ? [`"${key}" = ${short(JSON.stringify(value) ?? String(value), 80)}: ${problem}`]
+      : [];
+  });
+  if (problems.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot edit the state at checkpoint ${checkpointId}: ${problems.join("; ")}. ` +
+        `Nothing was written. Values are JSON: a string in quotes ('"text"'), numbers and true/false without. ` +
+        `See the current values with \`${cliCommand(["history", threadId, "--checkpoint", checkpointId], context)}\`.`,
     );
   }
   let forked: RunnableConfig;
@@ -474,4 +519,8 @@ async function forkWithUpdate(
     );
   }
   return forked.configurable?.checkpoint_id as string;
+}
+
+function short(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
