@@ -13,6 +13,7 @@ import { TitleIndex } from "./titles.ts";
 import {
   contentTokens,
   ftsQuery,
+  queryTokens,
   reciprocalRankFusion,
   summarize,
   titleSimilarity,
@@ -428,17 +429,28 @@ export class CorpusSource implements KnowledgeSource {
    * "birch plywood density", "Birch plywood" is named, not "Plywood" or "Birch".
    */
   private namedPages(query: string, docIds: number[]): { docId: number; weight: number }[] {
-    if (docIds.length === 0) return [];
     const titleOf = this.db.prepare("SELECT title FROM documents WHERE id = ?").pluck();
-    const titles = docIds.map((id) => titleOf.get(id) as string);
+    // Words sharing an index term share their start ("albums" / "album"): a cheap test on the
+    // raw words leaves out most candidates before the exact comparison of index terms.
+    const queryWords = plainWords(query);
+    const mayBeNamed = (base: string[]) =>
+      base.every((w) => queryWords.some((q) => sharedPrefix(w, q) >= Math.min(3, w.length - 1)));
+    const candidates = docIds
+      .map((docId) => {
+        const title = titleOf.get(docId) as string;
+        return { docId, title, base: contentTokens(title.replace(QUALIFIER, "")) };
+      })
+      .filter((c) => c.base.length > 0 && mayBeNamed(plainWords(c.base.join(" "))));
+    if (candidates.length === 0) return [];
+    const titles = candidates.map((c) => c.title);
     const qualifiers = titles.map((t) => QUALIFIER.exec(t)?.[1] ?? "");
-    const bases = titles.map((t) => contentTokens(t.replace(QUALIFIER, "")).join(" "));
+    const bases = candidates.map((c) => c.base.join(" "));
     const [queryTerms, ...rest] = this.indexTerms().of([query, ...bases, ...qualifiers]);
     const inQuery = new Set(queryTerms);
     const qualifierNamed = (terms: string[]) =>
       terms.length === 0 || terms.some((t) => inQuery.has(t));
-    const named = docIds
-      .map((docId, i) => ({
+    const named = candidates
+      .map(({ docId }, i) => ({
         docId,
         terms: new Set(rest[i]),
         weight: qualifierNamed(rest[titles.length + i]) ? 1 : QUALIFIED_WEIGHT,
@@ -505,6 +517,18 @@ export class CorpusSource implements KnowledgeSource {
       )
       .all(new Float32Array(vector), Math.min(depth, FUSION_DEPTH)) as RankedPassage[];
   }
+}
+
+/** Lower-cased words without diacritics ("Éire" → "eire"), as the index folds them. */
+function plainWords(text: string): string[] {
+  return queryTokens(text.normalize("NFD").replace(/\p{M}/gu, ""));
+}
+
+/** Length of the common start of two words. */
+function sharedPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
 }
 
 function toPassage(row: PassageRow, score: number): Passage {
