@@ -34,6 +34,11 @@ export interface RunContext {
    */
   taskEpochs?: readonly number[];
   /**
+   * Framework-internal: the names of the agents above the one running (root first), set by the act
+   * node for the tools it calls, so an approval request names the whole path to the call.
+   */
+  agentPath?: readonly string[];
+  /**
    * Framework-internal: where an agent-as-tool call collects its sub-agent's usage as it is spent,
    * so tokens of a sub-agent that fails instead of answering still reach the parent.
    */
