@@ -282,3 +282,57 @@ export function actionApprovals(
     },
   };
 }
+
+/**
+ * The approvals a thread waits for, from its state snapshot (`graph.getState(config)`): the values
+ * of its tasks' interrupts that are codehop approval requests (a sub-agent's request shows on the
+ * root task whose action called it). Codehop asks one at a time, so there is at most one.
+ */
+export function pendingApprovals(snapshot: {
+  tasks?: ReadonlyArray<{ interrupts?: ReadonlyArray<{ value?: unknown }> }>;
+}): ApprovalRequest[] {
+  const found = new Map<string, ApprovalRequest>();
+  for (const task of snapshot.tasks ?? [])
+    for (const i of task.interrupts ?? [])
+      if (isApprovalRequest(i.value)) found.set(i.value.approvalId, i.value);
+  return [...found.values()];
+}
+
+/**
+ * The resume value answering `decision` (validated; its `approvalId` defaults to the pending
+ * approval's) for a thread waiting for `pending`. CODEHOP_CONFIG_INVALID when nothing is pending,
+ * the decision is malformed or names another approval.
+ */
+export function approvalResume(
+  decision: unknown,
+  pending: readonly ApprovalRequest[],
+  threadId: string,
+): ApprovalResume {
+  const parsed = ApprovalDecisionSchema.safeParse(decision);
+  if (!parsed.success) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Invalid approval decision: ${parsed.error.issues.map((i) => `${i.path.join(".") || "decision"}: ${i.message}`).join("; ")} ` +
+        `(expected { decision: "approve" }, { decision: "reject", reason } or { decision: "edit", args: { ... } })`,
+    );
+  }
+  if (!pending.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Thread "${threadId}" is not waiting for an approval.`,
+    );
+  }
+  const approvalId = parsed.data.approvalId ?? pending[0].approvalId;
+  if (!pending.some((p) => p.approvalId === approvalId)) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Thread "${threadId}" is not waiting for approval "${approvalId}" (it waits for ${pending.map((p) => p.approvalId).join(", ")}).`,
+    );
+  }
+  return ApprovalResumeSchema.parse({ ...parsed.data, approvalId });
+}
+
+/** One line naming a pending approval, for messages: `worker: delete_note({"id":"a"})`. */
+export function describeApproval(request: ApprovalRequest): string {
+  return `${request.agent}: ${request.tool}(${JSON.stringify(request.args)})`;
+}

@@ -4,6 +4,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ModelSettings } from "./models.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "./journal.ts";
+import type { CodeTool } from "../tools/define-tool.ts";
 import type { UsageByAgent } from "./usage.ts";
 
 /**
@@ -28,6 +29,11 @@ export interface RunContext {
   modelSettings?: ModelSettings;
   /** Sandbox for every agent of the run that was built without one. */
   sandbox?: CodeSandbox;
+  /**
+   * More tools for this run, by agent name (`"*"`: every agent), after the agent's own: e.g. the
+   * tools of MCP servers (src/tools/mcp.ts). They show in the agent's prompt like its own tools.
+   */
+  agentTools?: Readonly<Record<string, readonly CodeTool<any>[]>>;
   /**
    * Framework-internal: the `taskEpoch` of every agent above the one running (root first), set by
    * the act node for the tools it calls, so a sub-agent's journal keys carry the whole path.

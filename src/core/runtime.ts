@@ -43,7 +43,10 @@ export interface AgentRuntime {
   readonly settings: AgentSettings;
   readonly prompts: CodeAgentPrompts;
   readonly capabilities: readonly string[];
-  /** The tools of a run (static list, or the factory applied to the run's context). */
+  /**
+   * The tools of a run: its own (static list, or the factory applied to the run's context), then
+   * the run context's `agentTools` for it.
+   */
   tools(context: Record<string, unknown>, config: RunnableConfig): CodeTool<any>[];
   /** The chat model for a run (see src/models). */
   model(config: RunnableConfig): BaseChatModel;
@@ -76,8 +79,11 @@ export function makeRuntime(o: RuntimeOptions): AgentRuntime {
     prompts: o.prompts,
     capabilities: o.capabilities,
     tools(context, config) {
-      if (typeof o.tools !== "function") return [...o.tools];
-      const tools = o.tools({ context, config });
+      const own = typeof o.tools !== "function" ? [...o.tools] : o.tools({ context, config });
+      const extra = readRunContext(config).agentTools;
+      const added = [...(extra?.[o.name] ?? []), ...(extra?.["*"] ?? [])];
+      if (typeof o.tools !== "function" && !added.length) return own;
+      const tools = [...own, ...added];
       validateTools(o.name, tools);
       return tools;
     },

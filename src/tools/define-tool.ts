@@ -182,8 +182,10 @@ export function tsType(schema: z.ZodType): string {
       return tsType(def.innerType);
     case "nullable":
       return `${tsType(def.innerType)} | null`;
-    case "array":
-      return `${tsType(def.element)}[]`;
+    case "array": {
+      const element = tsType(def.element);
+      return element.includes("|") ? `(${element})[]` : `${element}[]`;
+    }
     case "enum":
       return Object.values(def.entries as Record<string, string>)
         .map((v) => JSON.stringify(v))
@@ -196,6 +198,22 @@ export function tsType(schema: z.ZodType): string {
         .map(([k, v]) => `${k}${isOptional(v) ? "?" : ""}: ${tsType(v)}`)
         .join("; ")} }`;
     }
+    case "union": {
+      const options = (def.options as z.ZodType[]).map((o) => {
+        const t = tsType(o);
+        // Arrays of unions and functions need parentheses inside a union.
+        return t.includes("=>") ? `(${t})` : t;
+      });
+      return [...new Set(options)].join(" | ");
+    }
+    case "record":
+      return `Record<string, ${tsType(def.valueType)}>`;
+    case "null":
+      return "null";
+    case "tuple":
+      return `[${(def.items as z.ZodType[]).map(tsType).join(", ")}]`;
+    case "pipe":
+      return tsType(def.in);
     default:
       return "any";
   }
