@@ -72,12 +72,15 @@ export async function askDecision(
   request: ApprovalRequest,
   io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream },
 ): Promise<ApprovalDecision | undefined> {
-  const rl = createInterface({ input: io.input, output: io.output, terminal: false });
-  const closed = new Promise<undefined>((resolve) => {
-    rl.on("close", () => resolve(undefined));
-    rl.on("SIGINT", () => rl.close());
-  });
-  const ask = (q: string) => Promise.race([rl.question(q), closed]);
+  const rl = createInterface({ input: io.input, terminal: false });
+  // Lines are read from the iterator, which buffers them: answers typed (or piped) ahead of a
+  // question are not lost.
+  const lines = rl[Symbol.asyncIterator]();
+  const ask = async (question: string): Promise<string | undefined> => {
+    io.output.write(question);
+    const next = await lines.next();
+    return next.done ? undefined : String(next.value);
+  };
   try {
     io.output.write(`${formatApproval(request)}\n`);
     for (;;) {
