@@ -181,6 +181,29 @@ async function pendingApproval(graph: any, config: object): Promise<ApprovalRequ
 
 const requestsOf = (rule: string) => server.requestsFor(rule).length;
 
+/** A one-agent graph with `delete_note` (and its call log), on the shared checkpointer. */
+function deleter(name: string, approval?: ApprovalPolicy<{ id: string }>) {
+  const { ran, deleteNote } = noteTools(approval);
+  const agent = createCodeAgent({
+    name,
+    description: "deletes",
+    tools: [deleteNote],
+    maxSteps: 2,
+    sandbox,
+  });
+  const graph: any = agent.builder.compile({ checkpointer: persistence.checkpointer });
+  return { ran, graph, config: runConfig(`${name}-approval`, agent.recursionLimit) };
+}
+
+/** Answers the pending approval with `decision` (and what it needs). */
+const answer = (
+  graph: any,
+  config: object,
+  request: ApprovalRequest | undefined,
+  decision: object,
+) =>
+  graph.invoke(new Command({ resume: { approvalId: request!.approvalId, ...decision } }), config);
+
 describe("approval inside a nested sub-agent's code", () => {
   it("pauses, is rejected once and approved once; nothing finished runs again", async () => {
     const { ran, readNote, deleteNote, lookup } = noteTools();
@@ -274,49 +297,25 @@ describe("approval inside a nested sub-agent's code", () => {
 
 describe("approvals in one action", () => {
   it("Promise.all of two calls that need approval: the second asks once the first is answered", async () => {
-    const { ran, deleteNote } = noteTools();
-    const agent = createCodeAgent({
-      name: "pair",
-      description: "deletes",
-      tools: [deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const graph: any = agent.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("pair-approval", agent.recursionLimit);
+    const { ran, graph, config } = deleter("pair");
     await graph.invoke({ task: "Delete both at once." }, config);
     const x = await pendingApproval(graph, config);
     expect(x).toMatchObject({ tool: "delete_note", args: { id: "x" }, callIndex: 0, line: 1 });
     expect(ran).toEqual([]);
 
-    await graph.invoke(
-      new Command({ resume: { approvalId: x!.approvalId, decision: "approve" } }),
-      config,
-    );
+    await answer(graph, config, x, { decision: "approve" });
     const y = await pendingApproval(graph, config);
     expect(y).toMatchObject({ tool: "delete_note", args: { id: "y" }, callIndex: 1, line: 1 });
     expect(ran).toEqual(["delete x"]);
 
-    const done = await graph.invoke(
-      new Command({ resume: { approvalId: y!.approvalId, decision: "approve" } }),
-      config,
-    );
+    const done = await answer(graph, config, y, { decision: "approve" });
     expect(done.answer).toBe("deleted x,deleted y");
     expect(ran).toEqual(["delete x", "delete y"]);
     expect(requestsOf("pair")).toBe(1);
   });
 
   it("edits arguments; edited arguments that don't validate reject the call; a value naming no approval asks again", async () => {
-    const { ran, deleteNote } = noteTools();
-    const agent = createCodeAgent({
-      name: "edit",
-      description: "deletes",
-      tools: [deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const graph: any = agent.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("edit-approval", agent.recursionLimit);
+    const { ran, graph, config } = deleter("edit");
     await graph.invoke({ task: "Delete with an edit." }, config);
     const p = await pendingApproval(graph, config);
     expect(p).toMatchObject({ args: { id: "p" }, line: 3 });
@@ -351,16 +350,7 @@ describe("approvals in one action", () => {
   });
 
   it("a predicate on the arguments decides which calls ask", async () => {
-    const { ran, deleteNote } = noteTools(({ id }: { id: string }) => id !== "scratch");
-    const agent = createCodeAgent({
-      name: "guarded",
-      description: "deletes",
-      tools: [deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const graph: any = agent.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("guarded-approval", agent.recursionLimit);
+    const { ran, graph, config } = deleter("guarded", ({ id }: { id: string }) => id !== "scratch");
     await graph.invoke({ task: "Delete only what is allowed." }, config);
     const asked = await pendingApproval(graph, config);
     expect(asked).toMatchObject({ args: { id: "important" }, line: 2 });
