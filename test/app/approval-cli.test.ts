@@ -184,4 +184,44 @@ describe("approvals through the CLI, in a sub-agent's MCP tool calls", { timeout
     expect(late.code).toBe(2);
     expect(late.stderr).toContain('Thread "approve-1" is not waiting for an approval.');
   });
+
+  it("a bad configuration file or a dead MCP server: a clear error (exit 2), before any model call", async () => {
+    const bad = join(world.home, "bad.config.json");
+    writeFileSync(bad, JSON.stringify({ mcpServers: { files: { url: "not a url" } } }));
+    const before = world.server.requests.length;
+    const invalid = await runCli(
+      ["ask", QUESTION, "--thread", "bad-config", "--corpus", world.corpus],
+      world.cliEnv({ CODEHOP_CONFIG: bad }),
+    );
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain(`Invalid ${bad}:\n  mcpServers.files.url: Invalid URL`);
+    expect(invalid.stderr).toContain("[CODEHOP_CONFIG_INVALID]");
+
+    const dead = join(world.home, "dead.config.json");
+    writeFileSync(
+      dead,
+      JSON.stringify({
+        mcpServers: {
+          broken: {
+            command: process.execPath,
+            args: ["-e", "console.error('no token'); process.exit(1)"],
+          },
+        },
+      }),
+    );
+    const failed = await runCli(
+      ["ask", QUESTION, "--thread", "dead-mcp", "--corpus", world.corpus, "--json"],
+      world.cliEnv({ CODEHOP_CONFIG: dead }),
+    );
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toMatch(
+      /MCP server "broken" \(.+\) could not be started: .*\n[\s\S]*no token/,
+    );
+    expect(JSON.parse(failed.stdout)).toMatchObject({
+      error: { code: "CODEHOP_MCP_SERVER_FAILED" },
+      thread_id: "dead-mcp",
+    });
+    // Nothing was asked of the model.
+    expect(world.server.requests.length).toBe(before);
+  });
 });
