@@ -1,9 +1,10 @@
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { action, AGENT_MARKERS } from "../../src/apps/qa/demo-trajectories.ts";
 import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
-import { runCli } from "./cli-helpers.ts";
+import { CODEHOP_BIN, runCli } from "./cli-helpers.ts";
 import { readThread, useDemoWorld } from "./fixtures.ts";
 
 // Human approval end to end through the CLI, inside a nested sub-agent's code: the QA manager asks
@@ -59,6 +60,33 @@ const world = useDemoWorld("codehop-approval-cli-", {
     ]),
 });
 
+// The notes folder and the configuration file (in CODEHOP_HOME) every test here uses.
+beforeAll(() => {
+  notes = join(world.home, "notes");
+  mkdirSync(notes, { recursive: true });
+  const config = join(world.home, "codehop.config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        files: {
+          command: process.execPath,
+          args: [
+            join(
+              process.cwd(),
+              "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+            ),
+            notes,
+          ],
+          tools: ["write_file", "read_text_file"],
+          approval: { write_file: "always" },
+          agents: ["wikipedia_search"],
+        },
+      },
+    }),
+  );
+});
+
 const requests = () => ({
   manager: world.server.requestsFor("manager:notes").length,
   wiki: world.server.requestsFor("wiki:notes").length,
@@ -66,29 +94,6 @@ const requests = () => ({
 
 describe("approvals through the CLI, in a sub-agent's MCP tool calls", { timeout: 240_000 }, () => {
   it("ask pauses (exit 3); resume --reject, --edit, --approve answer; nothing finished re-runs", async () => {
-    notes = join(world.home, "notes");
-    mkdirSync(notes, { recursive: true });
-    const config = join(world.home, "codehop.config.json");
-    writeFileSync(
-      config,
-      JSON.stringify({
-        mcpServers: {
-          files: {
-            command: process.execPath,
-            args: [
-              join(
-                process.cwd(),
-                "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
-              ),
-              notes,
-            ],
-            tools: ["write_file", "read_text_file"],
-            approval: { write_file: "always" },
-            agents: ["wikipedia_search"],
-          },
-        },
-      }),
-    );
     // The configuration file is found in CODEHOP_HOME.
     const env = world.cliEnv({ CODEHOP_MAX_RETRIES: "0" });
     const json = (r: { stdout: string }) => JSON.parse(r.stdout.trim().split("\n").at(-1)!);
@@ -223,5 +228,38 @@ describe("approvals through the CLI, in a sub-agent's MCP tool calls", { timeout
     });
     // Nothing was asked of the model.
     expect(world.server.requests.length).toBe(before);
+  });
+
+  it("in a terminal, ask prompts for each approval and continues with the answers", async () => {
+    // `script` gives the CLI a pseudo-terminal (stdin and stderr are TTYs), as a user's shell does.
+    const quote = (a: string) => `'${a.replace(/'/g, "'\\''")}'`;
+    const command = [process.execPath, CODEHOP_BIN, "ask", QUESTION, "--thread", "tty-1"]
+      .concat(["--corpus", world.corpus])
+      .map(quote)
+      .join(" ");
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      env: world.cliEnv({ CODEHOP_MAX_RETRIES: "0" }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let screen = "";
+    const answers = ["r", "keep a", "a", "a"];
+    const prompts =
+      /\[a\]pprove, \[e\]dit arguments, \[r\]eject\? |Reason \(the agent reads it\): /g;
+    let answered = 0;
+    child.stdout.on("data", (d) => {
+      screen += d;
+      const seen = screen.match(prompts)?.length ?? 0;
+      while (answered < seen && answered < answers.length)
+        child.stdin.write(`${answers[answered++]}\n`);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const text = screen.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+    expect(code, text.slice(-2000)).toBe(0);
+    expect(answered).toBe(4);
+    expect(text).toContain("Approval needed: write_file() called by agent wikipedia_search");
+    expect(text).toMatch(
+      /Answer: refused: The user rejected this call to write_file\(\): keep a \| Successfully wrote to .*b\.txt \| Successfully wrote to .*d\.txt/,
+    );
+    expect(readFileSync(join(notes, "b.txt"), "utf8")).toBe("second");
   });
 });
