@@ -86,14 +86,19 @@ export async function runCodeWithTools(
 ): Promise<CodeRun> {
   const { step } = request;
   const context = readRunContext(config);
-  const journal = context.journal;
+  const journal = rt.journal(config);
   const configurable = (config.configurable ?? {}) as Record<string, unknown>;
   const threadId = String(configurable.thread_id ?? "");
   const checkpointNs = String(configurable.checkpoint_ns ?? "");
   const taskEpochs = [...(context.taskEpochs ?? []), request.taskEpoch ?? 0];
   const agentPath = [...(context.agentPath ?? []), rt.name];
   // Tools get the epochs in their run context: a sub-agent invoked with it keys its calls under them.
-  const toolConfig = withRunContext(config, { taskEpochs, agentPath });
+  // ... and the journal, so agents it calls use this one (also when it is this agent's fallback).
+  const toolConfig = withRunContext(config, {
+    taskEpochs,
+    agentPath,
+    ...(journal ? { journal } : {}),
+  });
   const toolCalls: ToolCallRecord[] = [];
   let fatal: CodehopError | undefined;
   // An approval this action (or a sub-agent it called) asked for: the action stops at once and

@@ -6,6 +6,7 @@ import { type CodeSandbox, toolNameProblem } from "../sandbox/contract.ts";
 import { getDefaultSandbox } from "./default-sandbox.ts";
 import { readRunContext } from "./run-context.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
+import type { CallJournal } from "./journal.ts";
 import type { AgentSettings } from "./settings.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
 
@@ -52,6 +53,8 @@ export interface AgentRuntime {
   model(config: RunnableConfig): BaseChatModel;
   /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
   sandbox(config: RunnableConfig): Promise<CodeSandbox>;
+  /** The call journal of a run: the run context's, else the agent's fallback (createCodeAgent's `journal`). */
+  journal(config: RunnableConfig): CallJournal | undefined;
   /** Prompt context for a tool list. */
   promptContext(tools: readonly CodeTool<any>[]): PromptContext;
 }
@@ -67,6 +70,8 @@ export interface RuntimeOptions {
   model?: string | BaseChatModel;
   /** The agent's own sandbox (createCodeAgent's `sandbox` option), if any. */
   sandbox?: CodeSandbox;
+  /** The journal for runs whose context has none (createCodeAgent's `journal` option). */
+  journal?: CallJournal;
 }
 
 /** Builds the shared runtime of an agent. */
@@ -89,6 +94,7 @@ export function makeRuntime(o: RuntimeOptions): AgentRuntime {
     },
     model: (config) => resolveModel(o.name, config, { model: o.model }),
     sandbox: async (config) => o.sandbox ?? readRunContext(config).sandbox ?? getDefaultSandbox(),
+    journal: (config) => readRunContext(config).journal ?? o.journal,
     promptContext: (tools) => ({
       agentName: o.name,
       agentDescription: o.description,

@@ -29,7 +29,7 @@ beforeAll(async () => {
         task: `Delete note ${id}.`,
         steps: [
           action(
-            `let r;\ntry { r = await delete_note("${id}"); } catch (e) { r = "refused: " + e.message; }\nfinal_answer(r);`,
+            `const words = await count_note("${id}");\nlet r;\ntry { r = await delete_note("${id}"); } catch (e) { r = "refused: " + e.message; }\nfinal_answer(r + " (" + words + " words)");`,
           ),
         ],
       })),
@@ -52,9 +52,9 @@ afterAll(async () => {
   await model?.close();
 });
 
-const deleted = () =>
-  existsSync(join(home, "deleted.log"))
-    ? readFileSync(join(home, "deleted.log"), "utf8").trim().split("\n")
+const calls = () =>
+  existsSync(join(home, "calls.log"))
+    ? readFileSync(join(home, "calls.log"), "utf8").trim().split("\n")
     : [];
 
 async function pending(threadId: string) {
@@ -65,11 +65,11 @@ async function pending(threadId: string) {
 describe("approvals through the LangGraph API server (Studio, SDK)", { timeout: 120_000 }, () => {
   it("pauses with the request in the thread's state; command.resume approves or rejects", async () => {
     for (const [id, resume, answer] of [
-      ["a", { decision: "approve" }, "deleted a"],
+      ["a", { decision: "approve" }, "deleted a (3 words)"],
       [
         "b",
         { decision: "reject", reason: "keep b" },
-        "refused: The user rejected this call to delete_note(): keep b",
+        "refused: The user rejected this call to delete_note(): keep b (3 words)",
       ],
     ] as const) {
       const thread = await client.threads.create();
@@ -83,10 +83,10 @@ describe("approvals through the LangGraph API server (Studio, SDK)", { timeout: 
         agentPath: ["approval_agent"],
         tool: "delete_note",
         args: { id },
-        line: 2,
+        line: 3,
       });
       expect(paused.__interrupt__?.[0]?.value?.approvalId).toBe(request.approvalId);
-      expect(deleted()).toEqual(id === "a" ? [] : ["a"]);
+      expect(calls()).toEqual(id === "a" ? ["count a"] : ["count a", "delete a", "count b"]);
 
       const done = (await client.runs.wait(thread.thread_id, "approval_agent", {
         command: { resume: { approvalId: request.approvalId, ...resume } },
@@ -96,7 +96,8 @@ describe("approvals through the LangGraph API server (Studio, SDK)", { timeout: 
       // One model request per task: the resumed action was not planned again.
       expect(model.requestsFor(`delete:${id}`)).toHaveLength(1);
     }
-    // The approved call ran once; the rejected one never.
-    expect(deleted()).toEqual(["a"]);
+    // The approved call ran once, the rejected one never; count_note, finished before each pause,
+    // was served from the call journal on resume instead of running again.
+    expect(calls()).toEqual(["count a", "delete a", "count b"]);
   });
 });
