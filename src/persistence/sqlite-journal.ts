@@ -117,7 +117,7 @@ export class SqliteJournalRows implements JournalRowStore {
     this.db.transaction(() => {
       for (const row of rows)
         this.putStmt.run({ ...row, outcomeJson: packOutcome(row.outcomeJson) });
-    })();
+    }).immediate();
   }
 
   listRows(threadId: string): JournalRow[] {

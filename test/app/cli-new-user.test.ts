@@ -71,7 +71,7 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
       runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "del-a", "--json"], env),
       runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "del-b", "--json"], env),
     ]);
-    expect([a.code, b.code]).toEqual([0, 0]);
+    expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     expect(rowsOf(home, "del-a").journal).toBeGreaterThan(0);
 
     const del = await runCli(["threads", "--delete", "del-a", "--json"], env);
