@@ -4,6 +4,7 @@ import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
 import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
+import { colorsFor } from "../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 
@@ -79,7 +80,7 @@ export function terminalRun(
     },
     finish() {
       // Idempotent: called on success before printing the result, and again from `finally`.
-      view?.stop();
+      view?.stop({ interrupted: ctrlC.signal.aborted });
       view = undefined;
       ctrlC.dispose();
     },
@@ -118,11 +119,12 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     return;
   }
   const u = result.usage.total;
+  const c = colorsFor(process.stdout);
   // show / history / replay read the data directory; replay takes the thread's own corpus.
   const home = { home: flags.home };
   const lines = [
     "",
-    `Answer: ${result.answer}`,
+    `${c.bold(c.green("Answer:"))} ${result.answer}`,
     result.sources.length
       ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
       : "Sources: (none reported)",

@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
+import { colorsFor } from "../../config/colors.ts";
 
 /** `codehop show <thread>`: the whole run as a tree (manager steps with nested sub-agent runs). */
 export default function showCommand(): Command {
@@ -19,6 +20,7 @@ export default function showCommand(): Command {
         return;
       }
       const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
-      process.stdout.write(`${progress.render("…", width, { expand: true }).join("\n")}\n`);
+      const colors = colorsFor(process.stdout);
+      process.stdout.write(`${progress.render("…", width, { expand: true, colors }).join("\n")}\n`);
     });
 }
