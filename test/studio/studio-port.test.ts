@@ -1,7 +1,6 @@
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenAddress, runStudio } from "../../src/cli/studio.ts";
-import { runCli } from "../app/cli-helpers.ts";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 
