@@ -46,6 +46,19 @@ const STOP = ["<end_action>", "Observation:"];
 /** The line the stop check asks the model to repeat: a server honouring `stop` cuts it at the marker. */
 const STOP_PROBE = "alpha beta <end_action> gamma delta";
 
+/** What the reply to the stop probe says about the endpoint honouring `stop`. */
+export function stopVerdict(text: string): Pick<DoctorCheck, "status" | "detail"> {
+  const shown = JSON.stringify(text.trim().slice(0, 80));
+  if (text.includes("<end_action>") || /gamma|delta/.test(text))
+    return {
+      status: "fail",
+      detail: `the reply went past the stop sequence <end_action> (${shown}): the endpoint ignores "stop", so agents would run past the end of their actions; use a server that honours it (vLLM, llama.cpp, Ollama and OpenAI do)`,
+    };
+  if (/alpha/.test(text))
+    return { status: "ok", detail: `the reply stopped at <end_action> (${shown})` };
+  return { status: "warn", detail: `inconclusive: the model did not repeat the line (${shown})` };
+}
+
 /** The endpoint's model list (`GET <base>/models`), or a failed check saying why not. */
 async function listModels(
   config: AppConfig,
@@ -284,35 +297,13 @@ export async function runDoctor(config: AppConfig, options: DoctorOptions): Prom
           duration_ms: tiny.ms,
         });
         const probe = await ask(renderPrompt("doctor/stop-probe.md", { line: STOP_PROBE }), STOP);
-        if ("error" in probe) {
-          checks.push({
-            name: "stop_sequences",
-            status: "fail",
-            detail: probe.error ?? "",
-            duration_ms: probe.ms,
-          });
-        } else if (probe.text.includes("<end_action>") || /gamma|delta/.test(probe.text)) {
-          checks.push({
-            name: "stop_sequences",
-            status: "fail",
-            detail: `the reply went past the stop sequence <end_action> (${JSON.stringify(probe.text.slice(0, 80))}): the endpoint ignores "stop", so agents would run past the end of their actions; use a server that honours it (vLLM, llama.cpp, Ollama and OpenAI do)`,
-            duration_ms: probe.ms,
-          });
-        } else if (/alpha/.test(probe.text)) {
-          checks.push({
-            name: "stop_sequences",
-            status: "ok",
-            detail: `the reply stopped at <end_action> (${JSON.stringify(probe.text.trim())})`,
-            duration_ms: probe.ms,
-          });
-        } else {
-          checks.push({
-            name: "stop_sequences",
-            status: "warn",
-            detail: `inconclusive: the model did not repeat the line (${JSON.stringify(probe.text.slice(0, 80))})`,
-            duration_ms: probe.ms,
-          });
-        }
+        checks.push({
+          name: "stop_sequences",
+          ...("error" in probe
+            ? { status: "fail" as const, detail: probe.error ?? "" }
+            : stopVerdict(probe.text)),
+          duration_ms: probe.ms,
+        });
         checks.push({
           name: "latency",
           status: tiny.ms > options.slowMs ? "warn" : "ok",
