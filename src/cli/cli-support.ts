@@ -164,3 +164,21 @@ export async function withJsonErrors<T>(
     throw err;
   }
 }
+
+/**
+ * `value` for --json output: every camelCase key of every object in it also under its snake_case
+ * name (`resumedFrom` → `resumed_from`), the casing every codehop JSON output uses. The camelCase
+ * names stay beside them: outputs that printed them before keep working for existing scripts.
+ */
+export function withSnakeCaseKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withSnakeCaseKeys);
+  if (!value || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const converted = withSnakeCaseKeys(v);
+    out[key] = converted;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    if (snake !== key && !(snake in value)) out[snake] = converted;
+  }
+  return out;
+}

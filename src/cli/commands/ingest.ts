@@ -6,6 +6,7 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
 import { type IngestFormat, openReader } from "../../ingest/readers.ts";
 import { createEmbedder } from "../../store/embeddings.ts";
+import { withSnakeCaseKeys } from "../cli-support.ts";
 import { stopOnCtrlC } from "../interrupt.ts";
 
 function int(name: string, min = 0) {
@@ -151,7 +152,9 @@ export default function ingestCommand(): Command {
         bar?.stop();
       }
       if (opts.json)
-        process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify(withSnakeCaseKeys({ db: dbPath, ...report }), null, 2)}\n`,
+        );
       else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
       if (report.interrupted) process.exitCode = 130;
     });
