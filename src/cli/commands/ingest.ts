@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import cliProgress from "cli-progress";
+import { cliCommand, placeholder } from "../../config/cli-command.ts";
 import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
@@ -49,7 +50,10 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
       lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
   }
   if (report.interrupted) lines.push("Run the same command again to resume.");
-  else lines.push(`Search it offline with CODEHOP_CORPUS=${dbPath} (or --corpus ${dbPath}).`);
+  else
+    lines.push(
+      `Search it offline with CODEHOP_CORPUS=${dbPath}, or: ${cliCommand(["ask", placeholder("question"), "--corpus", dbPath])}`,
+    );
   return lines.join("\n");
 }
 
