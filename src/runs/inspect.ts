@@ -1,8 +1,8 @@
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistence, type Persistence } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "./app.ts";
-import { loadAppConfig } from "./config.ts";
+import { loadAppConfig, persistenceLocation } from "./config.ts";
 import { requireThread } from "./lifecycle.ts";
 import { displayTask, RunProgress } from "./progress.ts";
 import { answerText } from "./result.ts";
@@ -250,7 +250,10 @@ async function withThread<T>(
   read: (persistence: Persistence) => Promise<T>,
 ): Promise<T> {
   const persistence =
-    options.persistence ?? openPersistence(loadAppConfig(options.config).home, { mustExist: true });
+    options.persistence ??
+    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
+      mustExist: true,
+    }));
   try {
     await requireThread(persistence, threadId);
     return await read(persistence);

@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
-import { loadAppConfig } from "../../runs/config.ts";
+import { loadAppConfig, persistenceLocation } from "../../runs/config.ts";
 
 /** `codehop threads`: threads in the data directory, most recent first. */
 export default function threadsCommand(): Command {
@@ -12,7 +12,7 @@ export default function threadsCommand(): Command {
     .action(async (flags: RunFlags & { limit: string }) => {
       const { openPersistenceFor } = await import("../../persistence/index.ts");
       const config = loadAppConfig(configFromFlags(flags));
-      const p = await openPersistenceFor({ home: config.home }, { mustExist: true });
+      const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
       try {
         const limit = Math.max(1, Number.parseInt(flags.limit, 10) || 20);
         const threads = (await p.threads.list()).slice(0, limit);

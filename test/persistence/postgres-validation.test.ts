@@ -1,0 +1,47 @@
+import pg from "pg";
+import * as vitest from "vitest";
+import { CodehopPostgresSaver } from "../../src/persistence/index.ts";
+import { freshSchema, postgresMissing, useTestCluster } from "./postgres-cluster.ts";
+
+// LangGraph's own conformance suite for checkpointers (@langchain/langgraph-checkpoint-validation)
+// against the Postgres adapter's saver, each checkpointer in a schema of its own on one throwaway
+// cluster. The suite calls vitest's globals, handed to it here (see
+// test/checkpoint-sqlite/validation.test.ts).
+Object.assign(globalThis, {
+  describe: vitest.describe,
+  it: vitest.it,
+  test: vitest.test,
+  expect: vitest.expect,
+  beforeAll: vitest.beforeAll,
+  afterAll: vitest.afterAll,
+  beforeEach: vitest.beforeEach,
+  afterEach: vitest.afterEach,
+});
+
+const cluster = useTestCluster();
+
+if (postgresMissing) {
+  vitest.describe.skip("CodehopPostgresSaver (LangGraph checkpoint validation)", () => {
+    vitest.it("needs PostgreSQL", () => {});
+  });
+} else {
+  const { validate } = await import("@langchain/langgraph-checkpoint-validation");
+  const pools = new Map<CodehopPostgresSaver, { pool: pg.Pool; schema: string }>();
+  validate({
+    checkpointerName: "codehop CodehopPostgresSaver",
+    async createCheckpointer() {
+      const pool = new pg.Pool({ connectionString: cluster().url, max: 4 });
+      const schema = freshSchema("lgv");
+      const saver = new CodehopPostgresSaver(pool, schema);
+      await saver.setup();
+      pools.set(saver, { pool, schema });
+      return saver;
+    },
+    async destroyCheckpointer(saver) {
+      const { pool, schema } = pools.get(saver)!;
+      await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+      await pool.end();
+      pools.delete(saver);
+    },
+  });
+}
