@@ -79,6 +79,15 @@ export default function evalCommand(): Command {
     )
     .option("--no-judge", "do not run the LLM judge even if CODEHOP_JUDGE_MODEL is set")
     .option("--no-progress", "no progress bar")
+    .option(
+      "--queue <url>",
+      "distributed: put the questions on the Postgres queue at this postgres:// URL (run `codehop worker` processes against it) and build the report from their shared results",
+    )
+    .option(
+      "--queue-schema <name>",
+      "with --queue: schema of the job queue's tables",
+      "codehop_queue",
+    )
     .action(
       async (opts: {
         dataset: string;
@@ -91,6 +100,8 @@ export default function evalCommand(): Command {
         timeout?: number;
         judge?: boolean;
         progress: boolean;
+        queue?: string;
+        queueSchema: string;
       }) => {
         const env = readEnv();
         const out =
@@ -119,6 +130,12 @@ export default function evalCommand(): Command {
             questionTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
             signal: ctrlC.signal,
             progress: opts.progress ? undefined : false,
+            executor: opts.queue
+              ? (await import("../../server/eval-queue.ts")).queueExecutor({
+                  databaseUrl: opts.queue,
+                  queueSchema: opts.queueSchema,
+                })
+              : undefined,
           });
           process.stdout.write(`${terminalTable(res.report)}\n\n`);
           process.stdout.write(
