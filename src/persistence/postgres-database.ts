@@ -56,7 +56,9 @@ export async function openPool(location: PostgresLocation): Promise<pg.Pool> {
   const pool = new pg.Pool({
     connectionString: location.url,
     max: location.poolSize ?? 10,
-    connectionTimeoutMillis: 10_000,
+    // Also how long a query waits for a free connection of the pool: a busy worker's runs queue
+    // for one instead of failing.
+    connectionTimeoutMillis: 60_000,
   });
   // An idle client whose server went away emits "error" on the pool: without a listener that
   // would crash the process; the next query reconnects.
@@ -73,6 +75,28 @@ export async function openPool(location: PostgresLocation): Promise<pg.Pool> {
     );
   }
   return pool;
+}
+
+/** SQLSTATEs of a server that is gone, starting, stopping or out of connections. */
+const UNAVAILABLE_CODES = new Set(["57P01", "57P02", "57P03", "53300", "08000", "08003", "08006"]);
+
+/**
+ * True when `err` (or an error it was caused by) says the database could not be reached or went
+ * away, as opposed to a query that failed: the work can be retried once the database answers.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
+    const message = e instanceof Error ? e.message : "";
+    if (
+      /timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|Client has encountered a connection error/i.test(
+        message,
+      )
+    )
+      return true;
+  }
+  return false;
 }
 
 /**

@@ -390,11 +390,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const graph = threadGraph(thread);
     if (!graph) return [];
     const out = [];
+    // A checkpoint id, a checkpoint ({ checkpoint_id ... }) or a config ({ configurable }).
     const before =
       typeof q.before === "string"
         ? { configurable: { checkpoint_id: q.before } }
         : q.before && typeof q.before === "object"
-          ? { configurable: q.before }
+          ? "configurable" in q.before
+            ? q.before
+            : { configurable: q.before }
           : undefined;
     for await (const state of graph.getStateHistory(
       { configurable: { ...(q.checkpoint as object), thread_id: threadId } },

@@ -20,7 +20,7 @@ export interface BackendOptions {
   leaseSeconds?: number;
   /** Retries of a run after its worker was lost. */
   retryLimit?: number;
-  /** Connections per pool (persistence, queue). */
+  /** Connections of the pool for codehop's tables (the queue has its own 10). Default 10. */
   poolSize?: number;
 }
 
@@ -41,7 +41,6 @@ export function queueOptionsOf(options: BackendOptions): QueueOptions {
     schema: options.queueSchema,
     leaseSeconds: options.leaseSeconds,
     retryLimit: options.retryLimit,
-    poolSize: options.poolSize,
   };
 }
 

@@ -1,4 +1,5 @@
 import { Command } from "@langchain/langgraph";
+import { isDatabaseUnavailable } from "../persistence/postgres-database.ts";
 import type { PostgresPersistence } from "../persistence/postgres.ts";
 import { answerText } from "../runs/result.ts";
 import type { ServedGraph } from "./graphs.ts";
@@ -101,7 +102,8 @@ async function latestCheckpoint(persistence: PostgresPersistence, threadId: stri
 
 /**
  * Runs `run` on `graph` and records its events and outcome. Returns how it ended; never throws
- * for the graph's own errors (they are the run's "error" status), only for database failures.
+ * for the graph's own errors (they are the run's "error" status), only when the database is
+ * unavailable (the caller fails the job, which is retried).
  */
 export async function executeRun(options: {
   run: RunRecord;
@@ -169,6 +171,9 @@ export async function executeRun(options: {
     }
   } catch (err) {
     if (signal.aborted) end = { status: "aborted", reason: signal.reason };
+    // The database, not the run, failed (a connection that timed out, a restarting server): the
+    // job is retried and the run continues from its last checkpoint instead of ending in error.
+    else if (isDatabaseUnavailable(err)) throw err;
     else {
       end = { status: "error", error: serializeError(err) };
       events.push("error", end.error);

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
@@ -46,6 +46,16 @@ export interface GraphRegistry {
 }
 
 /**
+ * The module to import for a graph file: the file itself, or, for a `src/*.ts` file of an
+ * installed codehop that ships only its build, the `dist/*.js` it was compiled to.
+ */
+function builtModule(file: string): string {
+  if (existsSync(file) || !file.endsWith(".ts")) return file;
+  const built = file.replace(/([\\/])src([\\/])/, "$1dist$2").replace(/\.ts$/, ".js");
+  return existsSync(built) ? built : file;
+}
+
+/**
  * Loads every graph of a langgraph.json (`"name": "./path.ts:export"`) and attaches
  * `checkpointer` to each (the graphs of langgraph.json carry none; the server brings its own).
  */
@@ -70,7 +80,7 @@ export async function loadGraphs(
   const graphs = new Map<string, ServedGraph>();
   for (const [graphId, target] of entries) {
     const [modulePath, exportName = "default"] = target.split(":");
-    const full = isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath);
+    const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
     let graph: unknown;
     try {
       const mod = await import(pathToFileURL(full).href);

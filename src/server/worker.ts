@@ -52,7 +52,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const concurrency = options.concurrency ?? 4;
   const lease = leaseSecondsOf(queueOptionsOf(options));
   const log = options.log ?? (() => {});
-  const backend = await openBackend(options);
+  // Each run in progress needs a connection now and then (checkpoints, journal, events): a pool
+  // that grows with the concurrency, within what a default PostgreSQL (100 connections) allows
+  // for a few workers.
+  const backend = await openBackend({
+    ...options,
+    poolSize: options.poolSize ?? Math.min(20, 5 + concurrency),
+  });
   const { store, queue, graphs, persistence } = backend;
   await store.registerWorker(workerId, hostname(), process.pid, concurrency);
   const running = new Map<string, AbortController>();
@@ -70,8 +76,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   const beat = async () => {
     try {
-      const held = await store.heartbeat(workerId, [...running.keys()]);
-      for (const runId of running.keys()) {
+      // Only the runs asked about: a run taken while the query was on its way is not lost.
+      const asked = [...running.keys()];
+      const held = await store.heartbeat(workerId, asked);
+      for (const runId of asked) {
         if (!held.has(runId)) stop(runId, "lost");
         else if (held.get(runId)) stop(runId, "cancel");
       }
@@ -129,7 +137,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           // Handed back: the job fails and is retried at once by another worker.
           throw new Error(`worker ${workerId} shut down during the run`);
         } else {
-          log(`run ${runId} lost to another worker (this worker's lease expired)`);
+          // The run row is no longer this worker's (its lease expired and another worker took
+          // it, or it was deleted): fail this attempt of the job. If the job was already retried,
+          // pg-boss leaves it alone; otherwise it is retried and continues from the checkpoint.
+          log(`run ${runId} lost (this worker no longer holds it)`);
+          throw new Error(`worker ${workerId} no longer holds run ${runId}`);
         }
         return;
       }

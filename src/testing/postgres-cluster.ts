@@ -167,8 +167,14 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  // A test runner that dies must not leave a server behind.
+  // A test runner or bench that exits or is stopped must not leave a server behind.
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopNow();
+    process.kill(process.pid, signal);
+  };
   process.once("exit", stopNow);
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   const url = `postgres://codehop@127.0.0.1:${port}/postgres`;
   return {
     url,
@@ -186,6 +192,8 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
     async stop() {
       process.removeListener("exit", stopNow);
+      process.removeListener("SIGINT", onSignal);
+      process.removeListener("SIGTERM", onSignal);
       stopNow();
     },
   };

@@ -1,23 +1,11 @@
 import pg from "pg";
 import * as vitest from "vitest";
 import { CodehopPostgresSaver } from "../../src/persistence/index.ts";
+import { checkpointValidation } from "../checkpoint-sqlite/validation-suite.ts";
 import { freshSchema, postgresMissing, useTestCluster } from "./postgres-cluster.ts";
 
-// LangGraph's own conformance suite for checkpointers (@langchain/langgraph-checkpoint-validation)
-// against the Postgres adapter's saver, each checkpointer in a schema of its own on one throwaway
-// cluster. The suite calls vitest's globals, handed to it here (see
-// test/checkpoint-sqlite/validation.test.ts).
-Object.assign(globalThis, {
-  describe: vitest.describe,
-  it: vitest.it,
-  test: vitest.test,
-  expect: vitest.expect,
-  beforeAll: vitest.beforeAll,
-  afterAll: vitest.afterAll,
-  beforeEach: vitest.beforeEach,
-  afterEach: vitest.afterEach,
-});
-
+// LangGraph's own conformance suite for checkpointers against the Postgres adapter's saver, each
+// checkpointer in a schema of its own on one throwaway cluster.
 const cluster = useTestCluster();
 
 if (postgresMissing) {
@@ -25,7 +13,7 @@ if (postgresMissing) {
     vitest.it("needs PostgreSQL", () => {});
   });
 } else {
-  const { validate } = await import("@langchain/langgraph-checkpoint-validation");
+  const validate = await checkpointValidation();
   const pools = new Map<CodehopPostgresSaver, { pool: pg.Pool; schema: string }>();
   validate({
     checkpointerName: "codehop CodehopPostgresSaver",

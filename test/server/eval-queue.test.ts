@@ -17,6 +17,7 @@ import {
   scriptedEnv,
 } from "../eval/scripted-eval.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
+import { waitForStderr } from "./processes.ts";
 
 // `codehop eval --queue` with two `codehop worker` processes on a throwaway PostgreSQL cluster:
 // the coordinator enqueues every question × system pair, the workers answer them (agentic runs
@@ -63,12 +64,7 @@ beforeAll(async () => {
       env({ CODEHOP_HOME: join(tmp, `home-${id}`) }),
     );
     workers.push(run);
-    const deadline = Date.now() + 90_000;
-    while (!run.stderr().includes(`${id} ready`)) {
-      if (run.child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`worker ${id} did not start:\n${run.stderr()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitForStderr(run, new RegExp(`${id} ready`), `worker ${id}`);
   }
 }, 180_000);
 

@@ -11,6 +11,7 @@ import {
 import { type Responder, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
 import { type CliRun, spawnCli } from "../app/cli-helpers.ts";
 import { taskOf, useDemoWorld } from "../app/fixtures.ts";
+import { waitForStderr } from "./processes.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
 
 // `codehop serve` and two `codehop worker` processes on a throwaway PostgreSQL cluster, driven
@@ -61,18 +62,6 @@ const env = () =>
     CODEHOP_MAX_RETRIES: "0",
   });
 
-/** Waits until a long-running CLI process prints `pattern` on stderr. */
-async function ready(run: CliRun, pattern: RegExp, what: string): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    const m = pattern.exec(run.stderr());
-    if (m) return m;
-    if (run.child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} did not start:\n${run.stderr()}`);
-}
-
 async function startWorkerProcess(id: string): Promise<void> {
   const run = spawnCli(
     [
@@ -89,7 +78,7 @@ async function startWorkerProcess(id: string): Promise<void> {
     env(),
   );
   workers.set(id, run);
-  await ready(run, new RegExp(`${id} ready`), `worker ${id}`);
+  await waitForStderr(run, new RegExp(`${id} ready`), `worker ${id}`);
 }
 
 /** The worker holding a run, from the runs table. */
@@ -117,7 +106,7 @@ beforeAll(async () => {
     ["serve", "--port", "0", "--graphs", GRAPHS, "--api-key", API_KEY, "--lease", String(LEASE)],
     env(),
   );
-  serverUrl = (await ready(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
+  serverUrl = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
   await Promise.all([startWorkerProcess("w1"), startWorkerProcess("w2")]);
   client = new Client({ apiUrl: serverUrl, apiKey: API_KEY });
 }, 180_000);
