@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
@@ -398,7 +398,7 @@ async function serverBench(cluster: TestCluster): Promise<BenchSection> {
   }
   return {
     title: "Postgres: 200 concurrent runs through codehop serve",
-    description: `${RUNS} runs submitted at once through the LangGraph SDK (threads.create, runs.create, runs.join; one thread each) to \`codehop serve\` with N \`codehop worker\` processes (each running up to ${PER_WORKER} runs at once with its own sandbox pool), all on one throwaway PostgreSQL 15 cluster (fsync on) on this machine. Each run is the code_agent graph with a scripted model answering after ${MODEL_MS} ms: 2 model calls and 2 sandbox actions (so at least ${(2 * MODEL_MS) / 1000} s). Latency = create to join per run; throughput = runs / wall time; a warm-up of 4 runs per worker first. The last row kills one of 2 workers with SIGKILL once ${RUNS / 2} runs have finished: its runs go to the other worker after the ${LEASE} s lease and resume from their checkpoints. Server, workers, model and database share the machine's cores; the 1-minute load average was ${loadBefore} when this section started (above the core count: other jobs were running).`,
+    description: `${RUNS} runs submitted at once through the LangGraph SDK (threads.create, runs.create, runs.join; one thread each) to \`codehop serve\` with N \`codehop worker\` processes (each running up to ${PER_WORKER} runs at once with its own sandbox pool), all on one throwaway PostgreSQL 15 cluster (fsync on) on this machine. Each run is the code_agent graph with a scripted model answering after ${MODEL_MS} ms: 2 model calls and 2 sandbox actions (so at least ${(2 * MODEL_MS) / 1000} s). Latency = create to join per run; throughput = runs / wall time; a warm-up of 4 runs per worker first. The last row kills one of 2 workers with SIGKILL once ${RUNS / 2} runs have finished: its runs go to the other worker after the ${LEASE} s lease and resume from their checkpoints. Server, workers, model and database share the machine's cores; the 1-minute load average was ${loadBefore} when this section started${Number(loadBefore) > cpus().length ? " (above the core count: other jobs were running)" : ""}.`,
     columns: [
       "setup",
       "runs/s",
