@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -32,6 +33,8 @@ export interface AppConfig {
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
+  /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
+  configFile?: string;
   temperature?: number;
   maxTokens?: number;
   maxRetries?: number;
@@ -60,6 +63,7 @@ export function loadAppConfig(
     databaseUrl: pick(overrides.databaseUrl, env.databaseUrl),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
+    configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),
     maxRetries: pick(overrides.maxRetries, env.maxRetries),
@@ -92,7 +96,7 @@ export function modelSetupHelp(agents: readonly string[]): string {
     "  OPENAI_API_KEY    the key (required for api.openai.com; any non-empty string for local servers)",
     "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct (with OPENAI_BASE_URL: default = the first model the endpoint lists)",
     `  (optional) ${agents.map((a) => `CODEHOP_MODEL_${agentEnvKey(a)}`).join(", ")} per agent`,
-    "Or run `codehop demo` for the offline demo with a scripted model.",
+    `Or run \`${cliCommand(["demo"])}\` for the offline demo with a scripted model.`,
   ].join("\n");
 }
 
