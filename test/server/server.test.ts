@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
@@ -32,8 +33,17 @@ function hold(task: string): Promise<void> {
   return reached;
 }
 const release = (task: string) => held.delete(task);
+const approvalAction = (id: string) =>
+  `Thought: go\nCode:\n\`\`\`js\nconst words = await count_note("${id}");\nlet r;\ntry { r = await delete_note("${id}"); } catch (e) { r = "refused: " + e.message; }\nfinal_answer(r + " (" + words + " words)");\n\`\`\`<end_action>`;
 const holdingResponder = (): Responder => {
-  const inner = trajectoryResponder(demoRules());
+  const inner = trajectoryResponder([
+    ...demoRules(),
+    ...["a", "b"].map((id) => ({
+      name: `delete:${id}`,
+      task: `Delete note ${id}.`,
+      steps: [approvalAction(id)],
+    })),
+  ]);
   return async (req, ctx) => {
     const reply = await inner(req, ctx);
     for (const [task, h] of held) {
@@ -138,6 +148,7 @@ describe.skipIf(postgresMissing)(
       const assistants = await client.assistants.search({ limit: 50 });
       expect(assistants.map((a) => a.graph_id).sort()).toEqual([
         "approval",
+        "approval_agent",
         "code_agent",
         "manager",
       ]);
@@ -300,6 +311,58 @@ describe.skipIf(postgresMissing)(
         (r) => r.status === "interrupted",
         "the cancel",
       );
+    });
+
+    it("a tool approval pauses the run; approve and reject resume it on another worker, finished calls not repeated", async () => {
+      const calls = () =>
+        existsSync(join(world.home, "calls.log"))
+          ? readFileSync(join(world.home, "calls.log"), "utf8").trim().split("\n")
+          : [];
+      for (const [id, resume, answer] of [
+        ["a", { decision: "approve" }, "deleted a (3 words)"],
+        [
+          "b",
+          { decision: "reject", reason: "keep b" },
+          "refused: The user rejected this call to delete_note(): keep b (3 words)",
+        ],
+      ] as const) {
+        const thread = await client.threads.create();
+        const paused = (await client.runs.wait(thread.thread_id, "approval_agent", {
+          input: { task: `Delete note ${id}.` },
+        })) as Record<string, any>;
+        const state = await client.threads.getState(thread.thread_id);
+        const [request] = state.tasks.flatMap((t: any) =>
+          (t.interrupts ?? []).map((i: any) => i.value),
+        );
+        expect(request).toMatchObject({
+          type: "codehop.approval",
+          agent: "approval_agent",
+          tool: "delete_note",
+          args: { id },
+        });
+        expect(paused.__interrupt__?.[0]?.value?.approvalId).toBe(request.approvalId);
+        expect((await client.threads.get(thread.thread_id)).status).toBe("interrupted");
+        const [pausedRun] = await client.runs.list(thread.thread_id);
+        const stopped = (await runRow(pausedRun.run_id)).worker_id;
+        // The worker that paused goes away: the decision is carried out by the other one.
+        const leaving = workers.get(stopped)!;
+        leaving.child.kill("SIGTERM");
+        await leaving.done;
+        const done = (await client.runs.wait(thread.thread_id, "approval_agent", {
+          command: { resume: { approvalId: request.approvalId, ...resume } },
+        })) as Record<string, any>;
+        expect(done.answer).toBe(answer);
+        const resumedRun = (await client.runs.list(thread.thread_id)).find(
+          (r) => r.run_id !== pausedRun.run_id,
+        )!;
+        expect((await runRow(resumedRun.run_id)).worker_id).not.toBe(stopped);
+        // One model request per task: the resumed action was not planned again.
+        expect(world.server.requestsFor(`delete:${id}`)).toHaveLength(1);
+        await startWorkerProcess(stopped);
+      }
+      // The approved call ran once, the rejected one never; count_note, finished before each
+      // pause, was served from the Postgres call journal on the other worker, not run again.
+      expect(calls()).toEqual(["count a", "delete a", "count b"]);
     });
   },
 );
