@@ -107,11 +107,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           }),
         },
       ]);
+      // The thread's status first: a client waiting on the run reads the thread when it ends.
+      await store.setThreadOutcome(run.thread_id, { status: "error" });
       await store.finishRun(runId, "error", {
         error: "GraphNotFound",
         message: `graph "${run.graph_id}" not served by worker ${workerId}`,
       });
-      await store.setThreadOutcome(run.thread_id, { status: "error" });
       return;
     }
     const controller = new AbortController();
@@ -130,8 +131,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       });
       if (end.status === "aborted") {
         if (end.reason === "cancel") {
-          await store.finishRun(runId, "interrupted", null, workerId);
+          // The thread is idle before the run reads as ended (`cancel?wait=1` returns then).
           await store.setThreadOutcome(run.thread_id, { status: "idle" });
+          await store.finishRun(runId, "interrupted", null, workerId);
           log(`run ${runId} cancelled`);
         } else if (end.reason === "shutdown") {
           // Handed back: the job fails and is retried at once by another worker.
