@@ -3,8 +3,12 @@
  * same snippets through node:vm (no isolation: the unsafe baseline), and the time to replace a
  * child process killed at its deadline.
  */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import vm from "node:vm";
-import { createSandbox, type HostToolFn } from "../src/sandbox/index.ts";
+import { createSandbox, type CodeSandbox, type HostToolFn } from "../src/sandbox/index.ts";
 import { SandboxChild } from "../src/sandbox/pool.ts";
 import { DEFAULT_LIMITS, DEFAULT_MAX_ADDRESS_SPACE_MB } from "../src/sandbox/limits.ts";
 import { fmt, percentile, type BenchSection } from "./lib.ts";
@@ -48,6 +52,191 @@ function vmRunner(freshContext: boolean): (code: string) => Promise<unknown> {
     ) as () => Promise<unknown>;
     return fn();
   };
+}
+
+/**
+ * The sandbox as it was before the isolation and variables work (issues 11 and 12), measured in the
+ * same run: `git archive` of that commit's src/sandbox (and src/errors.ts) into bench/.baseline/,
+ * imported from there. Null when git or the commit is not available (e.g. an installed package).
+ */
+export const BASELINE_COMMIT = "a2f6175";
+
+export async function loadBaseline(): Promise<{ createSandbox: typeof createSandbox } | null> {
+  const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+  const dir = join(root, "bench", ".baseline", BASELINE_COMMIT);
+  const entry = join(dir, "src", "sandbox", "index.ts");
+  try {
+    if (!existsSync(entry)) {
+      mkdirSync(dir, { recursive: true });
+      const tar = execFileSync(
+        "git",
+        ["archive", BASELINE_COMMIT, "src/sandbox", "src/errors.ts"],
+        {
+          cwd: root,
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
+      execFileSync("tar", ["-x", "-C", dir], { input: tar });
+    }
+    return (await import(pathToFileURL(entry).href)) as { createSandbox: typeof createSandbox };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Guest code leaving ~0.94 MB of plain records (as JSON) in each of `names`: 13,000 records of 72
+ * bytes, just under the 1 MB value limit (one value; two make the "2 MB" snapshot).
+ */
+function plainDataCode(...names: string[]): string {
+  return names
+    .map(
+      (name) =>
+        `const ${name} = Array.from({ length: 13000 }, (_, i) => ({ id: i, name: "item " + i, score: i * 0.5, tags: ["x", "y"], ok: i % 2 === 0 }));`,
+    )
+    .join("\n");
+}
+
+const VAR_WARMUP = 5;
+const VAR_ITERATIONS = 40;
+
+async function timeN(fn: () => Promise<unknown>, n = VAR_ITERATIONS): Promise<number[]> {
+  for (let i = 0; i < VAR_WARMUP; i++) await fn();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+/**
+ * Variables (issue 12): a 1 MB value left at top level, and trivial actions carrying a 2 MB
+ * snapshot, per action, next to node:vm and to the sandbox before the change.
+ */
+export async function variablesSection(baseline: { createSandbox: typeof createSandbox } | null) {
+  const oneMb = plainDataCode("big");
+  const twoMb = plainDataCode("data", "more");
+  const measure = async (sb: CodeSandbox, session: string) => {
+    let n = 0;
+    const top = await timeN(async () => {
+      const r = await sb.run({ code: oneMb, tools: {}, session: `${session}-top-${n++}` } as never);
+      if (!r.ok || !("big" in r.snapshot.values))
+        throw new Error(`1 MB action failed: ${r.error?.message}`);
+    });
+    const first = await sb.run({ code: twoMb, tools: {}, session } as never);
+    if (!first.ok || !("data" in first.snapshot.values) || !("more" in first.snapshot.values))
+      throw new Error(`2 MB action failed: ${first.error?.message}`);
+    let snapshot = first.snapshot;
+    const carried = await timeN(async () => {
+      const r = await sb.run({ code: "const x = 1 + 1;", tools: {}, snapshot, session } as never);
+      if (!r.ok) throw new Error(`carried action failed: ${r.error?.message}`);
+      snapshot = r.snapshot;
+    });
+    const touched = await timeN(async () => {
+      const r = await sb.run({
+        code: "const n = data.length;",
+        tools: {},
+        snapshot,
+        session,
+      } as never);
+      if (!r.ok) throw new Error(`touching action failed: ${r.error?.message}`);
+      snapshot = r.snapshot;
+    });
+    return { top, carried, touched };
+  };
+  const now = createSandbox({ poolSize: 1 });
+  const before = baseline ? baseline.createSandbox({ poolSize: 1 }) : null;
+  try {
+    const after = await measure(now, "bench-now");
+    const old = before ? await measure(before, "bench-before") : null;
+    // node:vm: the same code in one reused context (values simply stay there), and in a fresh
+    // context per action that carries the snapshot as JSON (the same REPL semantics, in-process).
+    const shared = vm.createContext({});
+    const vmTop = await timeN(async () =>
+      vm.runInContext(`(() => { ${oneMb} return big.length })()`, shared),
+    );
+    vm.runInContext(
+      `(() => { ${twoMb} globalThis.data = data; globalThis.more = more })()`,
+      shared,
+    );
+    const vmCarriedShared = await timeN(async () =>
+      vm.runInContext("(() => { const x = 1 + 1; return data.length })()", shared),
+    );
+    const json = vm.runInContext("JSON.stringify({ data, more })", shared) as string;
+    let carriedJson = json;
+    const vmCarriedFresh = await timeN(async () => {
+      const ctx = vm.createContext({ saved: carriedJson });
+      carriedJson = vm.runInContext(
+        "const { data, more } = JSON.parse(saved); const x = 1 + 1; JSON.stringify({ data, more })",
+        ctx,
+      ) as string;
+    });
+    const p50 = (xs: number[] | undefined) => (xs ? percentile(xs, 50) : NaN);
+    const row = (
+      name: string,
+      mine: number[],
+      old: number[] | undefined,
+      vmRef: number[],
+      vmLabel: string,
+    ) => [
+      name,
+      fmt(p50(mine)),
+      fmt(percentile(mine, 95)),
+      old ? fmt(p50(old)) : "n/a",
+      fmt(p50(vmRef), 3),
+      vmLabel,
+      fmt(p50(mine) / p50(vmRef), 1),
+      old ? fmt(p50(old) / p50(mine), 1) : "n/a",
+    ];
+    return {
+      title: "Sandbox: variables per action (ms)",
+      description:
+        `${VAR_ITERATIONS} runs after ${VAR_WARMUP} warm-up runs. "1 MB top-level value": an action that builds ~1 MB of plain records ` +
+        '(JSON) and leaves it in a top-level const (carried to the next step). "2 MB carried": trivial actions (`const x = 1 + 1;`) ' +
+        "after a step that left ~2 MB of plain records in a variable, each passing the previous snapshot (one agent run); " +
+        '"2 MB carried, read": the same but the action reads the value (`data.length`). "before" is the sandbox of commit ' +
+        `${BASELINE_COMMIT} (before issues 11/12) measured in this same run. node:vm: the same code in-process with no isolation.`,
+      columns: [
+        "action",
+        "p50",
+        "p95",
+        "before p50",
+        "node:vm p50",
+        "node:vm variant",
+        "x node:vm",
+        "speed-up vs before",
+      ],
+      rows: [
+        row("1 MB top-level value", after.top, old?.top, vmTop, "reused context"),
+        row(
+          "2 MB carried, trivial action",
+          after.carried,
+          old?.carried,
+          vmCarriedShared,
+          "reused context",
+        ),
+        row(
+          "2 MB carried, trivial action (vs JSON carry)",
+          after.carried,
+          old?.carried,
+          vmCarriedFresh,
+          "fresh context + JSON carry",
+        ),
+        row(
+          "2 MB carried, action reads it",
+          after.touched,
+          old?.touched,
+          vmCarriedFresh,
+          "fresh context + JSON carry",
+        ),
+      ],
+    };
+  } finally {
+    await now.close();
+    await before?.close();
+  }
 }
 
 export default async function sandboxBench(): Promise<BenchSection[]> {
@@ -109,6 +298,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       await child.exited;
     }
     const replacementP50 = percentile(afterKill, 50);
+    const variables = await variablesSection(await loadBaseline());
 
     return [
       {
@@ -157,6 +347,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,
         ],
       },
+      variables,
     ];
   } finally {
     await sandbox.close();

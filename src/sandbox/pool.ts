@@ -9,12 +9,14 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { DEFAULT_MAX_PROCESSES, MAX_NESTING_EXTRA_PROCESSES } from "./limits.ts";
+import { LineBuffer, encodeLine, type HostMessage } from "./child/protocol.mjs";
 
 /** How a child is started (children are only reused for the same spec). */
 export interface ChildSpec {
@@ -27,7 +29,12 @@ export interface ChildSpec {
 export type ChildMessage = { t: string; [key: string]: unknown };
 
 // Real paths: the permission model compares the files the child opens with these.
-const CHILD_ENTRY = realpathSync(fileURLToPath(new URL("./child.mjs", import.meta.url)));
+const CHILD_DIR = realpathSync(fileURLToPath(new URL("./child/", import.meta.url)));
+const CHILD_ENTRY = join(CHILD_DIR, "child.mjs");
+/** The child's modules: the only files (with the SES bundle) it may read. */
+const CHILD_FILES = readdirSync(CHILD_DIR)
+  .filter((f) => f.endsWith(".mjs"))
+  .map((f) => join(CHILD_DIR, f));
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
@@ -75,7 +82,7 @@ export class SandboxChild {
   private reaper: NodeJS.Timeout | null = null;
   private readonly stdin: Writable;
   private readonly out: Readable;
-  private buf = "";
+  private readonly lines = new LineBuffer(MAX_LINE_CHARS);
 
   /**
    * @param spec how the child is identified for reuse
@@ -90,9 +97,9 @@ export class SandboxChild {
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
       PERMISSION_FLAG,
-      `--allow-fs-read=${CHILD_ENTRY}`,
+      ...CHILD_FILES.map((f) => `--allow-fs-read=${f}`),
       `--allow-fs-read=${SES_PATH}`,
-      "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
+      "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
       ...(CAN_DISABLE_WARNINGS
         ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
@@ -140,19 +147,20 @@ export class SandboxChild {
     void this.exited.then((exit) => this.onExit?.(exit));
     this.ready = new Promise((resolve, reject) => {
       const onData = (chunk: string) => {
-        this.buf += chunk;
-        if (this.buf.length > MAX_LINE_CHARS && this.buf.indexOf("\n") < 0) {
+        const lines = this.lines.push(chunk);
+        if (lines === null) {
           this.kill("protocol");
           return;
         }
-        let nl: number;
-        while ((nl = this.buf.indexOf("\n")) >= 0) {
-          const line = this.buf.slice(0, nl);
-          this.buf = this.buf.slice(nl + 1);
+        for (const line of lines) {
           let msg: ChildMessage;
           try {
             msg = JSON.parse(line);
           } catch {
+            this.kill("protocol");
+            return;
+          }
+          if (typeof msg !== "object" || msg === null || typeof msg.t !== "string") {
             this.kill("protocol");
             return;
           }
@@ -185,9 +193,9 @@ export class SandboxChild {
   }
 
   /** Writes one protocol message (ignored once dead). */
-  send(msg: unknown): void {
+  send(msg: HostMessage): void {
     if (this.dead) return;
-    this.stdin.write(JSON.stringify(msg) + "\n");
+    this.stdin.write(encodeLine(msg));
   }
 
   /** Keeps the host alive while an action runs; lets it exit while idle. */

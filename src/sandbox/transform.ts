@@ -248,12 +248,26 @@ function stripHashbang(code: string): string {
   return code.startsWith("#!") ? `//${code.slice(2)}` : code;
 }
 
-function buildActionUnguarded(
-  code: string,
-  previous: VariablesSnapshot | undefined,
-  shadowable: ReadonlySet<string>,
-  available: ReadonlySet<string>,
-): BuiltAction | BuildFailure {
+/** The wrapper's own parameter names, fresh for each action (see {@link wrapperNames}). */
+interface WrapperNames {
+  restore: string;
+  decl: string;
+  ref: string;
+}
+
+/** The persistent binding names of one action, in first-seen order (what `read()` returns). */
+class Bindings {
+  readonly names: string[] = [];
+  private readonly seen = new Set<string>();
+  add = (name: string): void => {
+    if (this.seen.has(name)) return;
+    this.seen.add(name);
+    this.names.push(name);
+  };
+}
+
+/** Phase 1: the guest's code parsed as strict script code (a `#!` line kept as a comment). */
+function parseGuestCode(code: string): { program: AnyNode; source: string } | BuildFailure {
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
   // literals, `let eval`, ...) are reported here with a position instead of failing later without
   // one. The directive goes on line 1 without a newline: line numbers stay the guest's own.
@@ -277,12 +291,20 @@ function buildActionUnguarded(
     return { error: e };
   }
   program.body.shift(); // the directive we added
+  return { program, source };
+}
 
-  const usedIdentifiers = new Set<string>();
+/**
+ * Phase 2: syntax the sandbox refuses (import()), and every identifier the code uses (so the
+ * wrapper's own names never collide with one). Also re-renders string and template literals so
+ * SES's source checks never see `import(`, `<!--` or `-->` inside them.
+ */
+function scanGuestCode(program: AnyNode): { used: Set<string> } | BuildFailure {
+  const used = new Set<string>();
   let failure: GuestError | null = null;
   walk(program, (n) => {
     if (failure) return false;
-    if (n.type === "Identifier") usedIdentifiers.add(n.name);
+    if (n.type === "Identifier") used.add(n.name);
     if (n.type === "ImportExpression") {
       failure = {
         name: "SyntaxError",
@@ -298,131 +320,154 @@ function buildActionUnguarded(
       n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
     return undefined;
   });
-  if (failure) return { error: failure };
+  return failure ? { error: failure } : { used };
+}
 
-  // Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
-  // in an earlier action (those names come back as bindings of this wrapper).
+/**
+ * Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
+ * in an earlier action (those names come back as bindings of this wrapper).
+ */
+function wrapperNames(used: Set<string>, previous: VariablesSnapshot | undefined): WrapperNames {
   if (previous) {
     for (const part of [previous.values, previous.declarations, previous.unserializable]) {
-      if (part && typeof part === "object")
-        for (const k of Object.keys(part)) usedIdentifiers.add(k);
+      if (part && typeof part === "object") for (const k of Object.keys(part)) used.add(k);
     }
   }
   const fresh = (base: string): string => {
     let name = base;
-    for (let i = 0; usedIdentifiers.has(name); i++) name = `${base}${i}`;
-    usedIdentifiers.add(name);
+    for (let i = 0; used.has(name); i++) name = `${base}${i}`;
+    used.add(name);
     return name;
   };
-  const RESTORE = fresh("$restore");
-  const DECL = fresh("$decl");
-  const REF = fresh("$ref");
+  return { restore: fresh("$restore"), decl: fresh("$decl"), ref: fresh("$ref") };
+}
 
-  const names: string[] = [];
-  const nameSet = new Set<string>();
-  const addName = (n: string) => {
-    if (!nameSet.has(n)) {
-      nameSet.add(n);
-      names.push(n);
-    }
-  };
+/** What phase 3 restores from the previous snapshot. */
+interface RestorePlan {
+  statements: AnyNode[];
+  values: Record<string, unknown>;
+  dropped: Record<string, string>;
+}
 
-  // 1. Previous snapshot: values, then declarations (re-parsed, never pasted).
-  const restoreValues: Record<string, unknown> = {};
-  const dropped: Record<string, string> = {};
-  const declarationSources: Record<string, string> = {};
-  const restoreStatements: AnyNode[] = [];
-  if (previous) {
-    for (const [name, value] of Object.entries(previous.values ?? {})) {
-      if (!isBindableName(name)) dropped[name] = "not a valid variable name";
-      else if (shadowable.has(name))
-        dropped[name] = "shadows a built-in or tool name; not carried over";
-      else {
-        addName(name);
-        restoreValues[name] = value;
-        restoreStatements.push(
-          exprStmt(
-            assign(id(name), {
-              type: "MemberExpression",
-              object: id(RESTORE),
-              property: str(name),
-              computed: true,
-              optional: false,
-            }),
-          ),
-        );
-      }
-    }
-    for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
-      // An undefined value is carried over as undefined. A value that could not be carried over is
-      // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
-      // instead of a puzzling error about undefined; declaring it again works as usual.
-      if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name)) addName(name);
-    }
-    for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
-      if (!isBindableName(name)) {
-        dropped[name] = "not a valid variable name";
-        continue;
-      }
-      if (shadowable.has(name)) {
-        dropped[name] = "shadows a built-in or tool name; not carried over";
-        continue;
-      }
-      const parsed = parseDeclarationSource(declSource);
-      if (typeof parsed === "string") {
-        dropped[name] = parsed;
-        continue;
-      }
-      addName(name);
-      declarationSources[name] = declSource;
-      restoreStatements.push(declStatement(name, parsed, DECL));
+/**
+ * Phase 3: the previous snapshot's values, then its declarations (re-parsed, never pasted), as
+ * statements at the start of `run()`. Names of tools and built-ins, invalid names and sources
+ * that are not a single function or class are dropped with the reason.
+ */
+function planRestore(
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string>,
+  bindings: Bindings,
+  declarationSources: Record<string, string>,
+  names: WrapperNames,
+): RestorePlan {
+  const plan: RestorePlan = { statements: [], values: {}, dropped: {} };
+  if (!previous) return plan;
+  for (const [name, value] of Object.entries(previous.values ?? {})) {
+    if (!isBindableName(name)) plan.dropped[name] = "not a valid variable name";
+    else if (shadowable.has(name))
+      plan.dropped[name] = "shadows a built-in or tool name; not carried over";
+    else {
+      bindings.add(name);
+      plan.values[name] = value;
+      plan.statements.push(
+        exprStmt(
+          assign(id(name), {
+            type: "MemberExpression",
+            object: id(names.restore),
+            property: str(name),
+            computed: true,
+            optional: false,
+          }),
+        ),
+      );
     }
   }
+  for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
+    // An undefined value is carried over as undefined. A value that could not be carried over is
+    // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
+    // instead of a puzzling error about undefined; declaring it again works as usual.
+    if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name))
+      bindings.add(name);
+  }
+  for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
+    if (!isBindableName(name)) {
+      plan.dropped[name] = "not a valid variable name";
+      continue;
+    }
+    if (shadowable.has(name)) {
+      plan.dropped[name] = "shadows a built-in or tool name; not carried over";
+      continue;
+    }
+    const parsed = parseDeclarationSource(declSource);
+    if (typeof parsed === "string") {
+      plan.dropped[name] = parsed;
+      continue;
+    }
+    bindings.add(name);
+    declarationSources[name] = declSource;
+    plan.statements.push(declStatement(name, parsed, names.decl));
+  }
+  return plan;
+}
 
-  // 2. Current code: collect and rewrite top-level bindings.
+/** The current action's statements after phase 4. */
+interface RewrittenCode {
+  /** Function declarations, installed before anything else runs (hoisting). */
+  hoisted: AnyNode[];
+  body: AnyNode[];
+}
+
+/**
+ * Phase 4: the current code's top-level bindings become assignments to the wrapper's bindings
+ * (function declarations hoisted, `var` in nested blocks and loops included), the last expression
+ * statement becomes the REPL echo, and every top-level return is boxed.
+ */
+function rewriteTopLevel(
+  program: AnyNode,
+  source: string,
+  bindings: Bindings,
+  declarationSources: Record<string, string>,
+  names: WrapperNames,
+): RewrittenCode {
   const hoisted: AnyNode[] = [];
   const body: AnyNode[] = [];
+  const last = program.body[program.body.length - 1];
   for (const stmt of program.body) {
     if (stmt.type === "FunctionDeclaration") {
-      addName(stmt.id.name);
+      bindings.add(stmt.id.name);
       declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
       hoisted.push(
-        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc),
+        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, names.decl, stmt.loc),
       );
-      continue;
-    }
-    if (stmt.type === "ClassDeclaration") {
-      addName(stmt.id.name);
+    } else if (stmt.type === "ClassDeclaration") {
+      bindings.add(stmt.id.name);
       declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
-      body.push(declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, DECL, stmt.loc));
-      continue;
-    }
-    if (stmt.type === "VariableDeclaration") {
       body.push(
-        rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? {
+        declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, names.decl, stmt.loc),
+      );
+    } else if (stmt.type === "VariableDeclaration") {
+      body.push(
+        rewriteDeclaration(stmt, true, source, bindings.add, declarationSources, names.decl) ?? {
           type: "EmptyStatement",
         },
       );
-      continue;
-    }
-    if (
-      stmt === program.body[program.body.length - 1] &&
+    } else if (
+      stmt === last &&
       stmt.type === "ExpressionStatement" &&
       !isOutputCall(stmt.expression)
     ) {
       // REPL echo: the last expression's value becomes run()'s result (same evaluation, same order).
       body.push({ type: "ReturnStatement", argument: stmt.expression, loc: stmt.loc });
-      continue;
-    }
-    body.push(stmt);
+    } else body.push(stmt);
   }
   // Every top-level return (ours and the guest's) returns its value boxed in an array, so an
   // async run() never adopts a returned promise: `search(q)` as the last line is echoed as a
   // Promise, not silently awaited (and a rejected one doesn't become the action's error).
   for (const stmt of body) boxTopLevelReturns(stmt);
   // `var` nested in top-level blocks and loops is top-level too (function scoped).
-  for (const stmt of body) rewriteNestedVars(stmt, source, addName, declarationSources, DECL);
-
+  for (const stmt of body)
+    rewriteNestedVars(stmt, source, bindings.add, declarationSources, names.decl);
   // A name redeclared as a plain value in this action is no longer a declaration.
   for (const stmt of program.body) {
     if (stmt.type !== "VariableDeclaration") continue;
@@ -433,32 +478,34 @@ function buildActionUnguarded(
       for (const n of ns) delete declarationSources[n];
     }
   }
+  return { hoisted, body };
+}
 
-  const runBody = [...restoreStatements, ...hoisted, ...body];
-  try {
-    guardFreeReferences(runBody, new Set([...names, RESTORE, DECL, REF, ...available]), REF);
-  } catch (err) {
-    return { error: toGuestSyntaxError(err) };
-  }
-  const wrapper: AnyNode = {
+/**
+ * Phase 6: the wrapper program — `(function (restore, decl, ref) { let <bindings>; return { read,
+ * run } })` where `read()` returns the bindings' values and `run()` is an async function holding
+ * the restore statements and the guest's code.
+ */
+function wrapperProgram(bindings: Bindings, names: WrapperNames, runBody: AnyNode[]): AnyNode {
+  return {
     type: "Program",
     sourceType: "script",
     body: [
       exprStmt({
         type: "FunctionExpression",
         id: null,
-        params: [id(RESTORE), id(DECL), id(REF)],
+        params: [id(names.restore), id(names.decl), id(names.ref)],
         async: false,
         generator: false,
         body: {
           type: "BlockStatement",
           body: [
-            ...(names.length > 0
+            ...(bindings.names.length > 0
               ? [
                   {
                     type: "VariableDeclaration",
                     kind: "let",
-                    declarations: names.map((n) => ({
+                    declarations: bindings.names.map((n) => ({
                       type: "VariableDeclarator",
                       id: id(n),
                       init: null,
@@ -476,7 +523,7 @@ function buildActionUnguarded(
                     params: [],
                     expression: true,
                     async: false,
-                    body: { type: "ArrayExpression", elements: names.map(id) },
+                    body: { type: "ArrayExpression", elements: bindings.names.map(id) },
                   }),
                   // A real function (not an arrow) so guest `arguments` / `this` refer to nothing of ours.
                   prop("run", {
@@ -495,12 +542,19 @@ function buildActionUnguarded(
       }),
     ],
   };
+}
 
-  // Record generated -> original line mappings (astring calls addMapping for nodes with `loc`).
+/**
+ * Phase 7: source text of the wrapper, with a map from generated positions to guest lines
+ * (astring reports a mapping for every node that carries a `loc`).
+ */
+function generateWithLineMap(
+  wrapper: AnyNode,
+): { source: string; mapLine: BuiltAction["mapLine"] } | BuildFailure {
   const mappings: { line: number; column: number; original: number }[] = [];
-  let generated: string;
+  let source: string;
   try {
-    generated = generate(wrapper, {
+    source = generate(wrapper, {
       sourceMap: {
         addMapping(m: {
           generated: { line: number; column: number };
@@ -518,13 +572,8 @@ function buildActionUnguarded(
   } catch (err) {
     return { error: toGuestSyntaxError(err) };
   }
-
   return {
-    source: generated,
-    names,
-    declarationSources,
-    restoreValues,
-    dropped,
+    source,
     mapLine(line: number, column: number): number | null {
       // Last mapping at or before (line, column) on the same generated line; else the line's first.
       let best: number | null = null;
@@ -535,6 +584,51 @@ function buildActionUnguarded(
       }
       return best;
     },
+  };
+}
+
+/** The phases of {@link buildAction}, in order. */
+function buildActionUnguarded(
+  code: string,
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string>,
+  available: ReadonlySet<string>,
+): BuiltAction | BuildFailure {
+  const parsed = parseGuestCode(code);
+  if ("error" in parsed) return parsed;
+  const scanned = scanGuestCode(parsed.program);
+  if ("error" in scanned) return scanned;
+  const names = wrapperNames(scanned.used, previous);
+  const bindings = new Bindings();
+  const declarationSources: Record<string, string> = {};
+  const restore = planRestore(previous, shadowable, bindings, declarationSources, names);
+  const current = rewriteTopLevel(
+    parsed.program,
+    parsed.source,
+    bindings,
+    declarationSources,
+    names,
+  );
+  // Phase 5: free names throw ReferenceError when read (SES alone would read them as undefined).
+  const runBody = [...restore.statements, ...current.hoisted, ...current.body];
+  try {
+    guardFreeReferences(
+      runBody,
+      new Set([...bindings.names, names.restore, names.decl, names.ref, ...available]),
+      names.ref,
+    );
+  } catch (err) {
+    return { error: toGuestSyntaxError(err) };
+  }
+  const generated = generateWithLineMap(wrapperProgram(bindings, names, runBody));
+  if ("error" in generated) return generated;
+  return {
+    source: generated.source,
+    names: bindings.names,
+    declarationSources,
+    restoreValues: restore.values,
+    dropped: restore.dropped,
+    mapLine: generated.mapLine,
   };
 }
 

@@ -1,0 +1,477 @@
+// @ts-check
+/**
+ * One code action: a fresh Compartment with the action's endowments (console, print,
+ * final_answer, the tools), the wrapper built by the host evaluated in it, tool calls relayed to
+ * the host, output captured with a head/tail cap, and the outcome reported once.
+ */
+import {
+  Map,
+  Object,
+  Promise,
+  String,
+  apply,
+  defineProperty,
+  floor,
+  functionBind,
+  isArray,
+  jsonParse,
+  min,
+  setImmediate,
+} from "./commons.mjs";
+import { CopyError, toJson, variableNote } from "./copy.mjs";
+import { describeError, describeReference, setMessage } from "./errors.mjs";
+import { formatSpecifiers, formatValue } from "./format.mjs";
+import { send } from "./io.mjs";
+import {
+  Compartment,
+  InitialDate,
+  InitialMath,
+  IntlCapability,
+  floatArrays,
+  harden,
+} from "./lockdown.mjs";
+import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./protocol.mjs";
+
+/** @typedef {import("./protocol.mjs").RunMessage} RunMessage */
+/** @typedef {import("./protocol.mjs").ResultMessage} ResultMessage */
+/** @typedef {import("./protocol.mjs").ReportedError} ReportedError */
+/** @typedef {import("./protocol.mjs").BindingReport} BindingReport */
+/** @typedef {import("./protocol.mjs").ChildLimits} ChildLimits */
+
+/**
+ * A tool call waiting for the host's result.
+ * @typedef {object} PendingCall
+ * @property {(value: unknown) => void} resolve
+ * @property {(error: unknown) => void} reject
+ * @property {Error} site an error created at the call, so an uncaught tool error points at the guest line
+ */
+
+/**
+ * State of the running action.
+ * @typedef {object} Action
+ * @property {number} id
+ * @property {boolean} ended the outcome was reported; later logs and calls are dropped
+ * @property {boolean} settled the guest's run() promise settled
+ * @property {number} calls tool calls made (the next call index)
+ * @property {number} argBytes JSON bytes of all tool arguments so far
+ * @property {number} inflight tool calls sent and not answered
+ * @property {Map<number, PendingCall>} pending
+ * @property {Map<string, unknown>} declared functions/classes recorded by the wrapper's decl(), by name
+ * @property {number} headLeft characters of output still streamed as they come
+ * @property {number} tailMax characters of output kept at the end
+ * @property {string} tail
+ * @property {number} dropped
+ * @property {Record<string, string>} unserializable
+ * @property {(() => unknown[]) | null} read the wrapper's reader of the persistent bindings
+ * @property {string[]} names
+ * @property {ChildLimits} limits
+ * @property {Error} [limitError] the one error every refused call over the limit rejects with
+ */
+
+/**
+ * How an action ended.
+ * @typedef {{ error: ReportedError } | { final: string } | { value: unknown }} Outcome
+ */
+
+/** @typedef {(ctor: string, message: string, name?: string) => Error} GuestErrorFactory */
+
+/** @type {Action | null} */
+let current = null;
+
+/** The action running now (null between actions). */
+export function currentAction() {
+  return current;
+}
+
+// A fresh one each time: reactions a guest attaches die with its action instead of piling up on
+// one shared promise for the life of the process.
+const neverSettles = () => harden(new Promise(() => {}));
+
+/**
+ * A hardened, guest-visible stand-in for one of the child's functions: a bound function, which V8
+ * prints as `function () { [native code] }` (in String(f) and in its own error messages, e.g.
+ * "Cannot assign to read only property 'call' of function ..."), so the child's source never
+ * reaches the guest. Its `name` is the guest-visible name.
+ * @param {(...args: any[]) => unknown} fn
+ * @param {string} name
+ */
+function opaqueFunction(fn, name) {
+  const bound = apply(functionBind, fn, [undefined]);
+  defineProperty(bound, "name", {
+    value: name,
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
+  return harden(bound);
+}
+
+/**
+ * Starts one action (the host's `run` message).
+ * @param {RunMessage} msg
+ */
+export function startAction(msg) {
+  const limits = msg.limits;
+  const caps = msg.capabilities;
+  const half = floor(limits.maxOutputChars / 2);
+  /** @type {Action} */
+  const act = {
+    id: msg.id,
+    ended: false,
+    settled: false,
+    calls: 0,
+    argBytes: 0,
+    inflight: 0,
+    pending: new Map(),
+    declared: new Map(),
+    headLeft: half,
+    tailMax: limits.maxOutputChars - half,
+    tail: "",
+    dropped: 0,
+    unserializable: msg.unserializable || {},
+    read: null,
+    names: msg.names,
+    limits,
+  };
+  current = act;
+
+  /**
+   * @param {string} prefix
+   * @param {string} name
+   */
+  const log = (prefix, name) =>
+    opaqueFunction((/** @type {unknown[]} */ ...args) => {
+      if (act.ended) return;
+      const budget = limits.maxOutputChars + 1;
+      let line = prefix;
+      let i = 0;
+      if (typeof args[0] === "string" && args.length > 1 && args[0].includes("%")) {
+        const formatted = formatSpecifiers(args, budget);
+        line += formatted.text;
+        i = formatted.consumed;
+      }
+      for (; i < args.length; i++) {
+        if (i > 0) line += " ";
+        line += formatValue(args[i], budget);
+        if (line.length > budget) break;
+      }
+      appendLog(act, `${line}\n`);
+    }, name);
+
+  /** @type {GuestErrorFactory | null} */
+  let makeError = null;
+  /** @type {GuestErrorFactory} */
+  const guestError = (ctor, message, name) =>
+    /** @type {GuestErrorFactory} */ (makeError)(ctor, message, name || "");
+
+  /** @param {unknown[]} args */
+  const finalAnswer = (...args) => {
+    if (act.ended) return neverSettles();
+    let json;
+    try {
+      json = toJson(args[0], limits.maxValueBytes, limits.maxValueDepth, "final_answer value");
+    } catch (err) {
+      throw guestError(
+        "TypeError",
+        err instanceof CopyError ? err.message : "final_answer value could not be copied",
+      );
+    }
+    finish(act, { final: json });
+    // The action is over: code after `await final_answer(x)` never runs.
+    return neverSettles();
+  };
+
+  /** @type {Record<string, unknown>} */
+  const globals = {
+    console: harden({
+      log: log("", "log"),
+      info: log("", "info"),
+      debug: log("", "debug"),
+      dir: log("", "dir"),
+      table: log("", "table"),
+      trace: log("", "trace"),
+      warn: log("[warn] ", "warn"),
+      error: log("[error] ", "error"),
+    }),
+    print: log("", "print"),
+    final_answer: opaqueFunction(finalAnswer, "final_answer"),
+  };
+  if (caps.mathRandom) globals.Math = InitialMath;
+  if (caps.dateNow) globals.Date = InitialDate;
+  if (caps.floatArrays) Object.assign(globals, floatArrays);
+  if (caps.intl && IntlCapability) globals.Intl = IntlCapability;
+  for (const tool of msg.tools) {
+    globals[tool] = makeTool(act, tool, guestError);
+  }
+
+  /** @type {() => Promise<unknown>} */
+  let run;
+  try {
+    const compartment = new Compartment({
+      __options__: true,
+      globals: harden(globals),
+      name: "codehop-action",
+    });
+    harden(compartment.globalThis);
+    makeError = compartment.evaluate(
+      "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
+    );
+    const factory = compartment.evaluate(msg.source);
+    const restore = jsonParse(msg.restoreJson);
+    const decl = harden((/** @type {string} */ name, /** @type {unknown} */ fn) => {
+      act.declared.set(name, fn);
+      return fn;
+    });
+    const guestGlobal = /** @type {Record<string, unknown>} */ (compartment.globalThis);
+    const ref = harden((/** @type {unknown} */ name) => {
+      if (typeof name === "string" && name in guestGlobal) return guestGlobal[name];
+      throw describeReference(
+        /** @type {GuestErrorFactory} */ (makeError)(
+          "ReferenceError",
+          `${String(name)} is not defined`,
+        ),
+        act,
+      );
+    });
+    const api = factory(restore, decl, ref);
+    act.read = api.read;
+    run = api.run;
+  } catch (err) {
+    const e = describeError(err, act);
+    finish(act, { error: { name: e.name, message: e.message, frames: [] } });
+    return;
+  }
+  let p;
+  try {
+    p = run();
+  } catch (err) {
+    p = Promise.reject(err);
+  }
+  p.then(
+    (boxed) => {
+      act.settled = true;
+      // Top-level returns are boxed in a one-element array by the transform (see boxTopLevelReturns).
+      finish(act, { value: isArray(boxed) ? boxed[0] : undefined });
+    },
+    (err) => {
+      act.settled = true;
+      finish(act, { error: describeError(err, act) });
+    },
+  );
+  checkStall(act);
+}
+
+/**
+ * Captures guest output: the head is streamed at once (it survives a hang or crash), the rest
+ * keeps only its tail.
+ * @param {Action} act
+ * @param {string} text
+ */
+function appendLog(act, text) {
+  if (act.headLeft > 0) {
+    const head = text.length <= act.headLeft ? text : text.slice(0, act.headLeft);
+    act.headLeft -= head.length;
+    send({ t: "log", id: act.id, text: head });
+    text = text.slice(head.length);
+    if (text.length === 0) return;
+  }
+  const keep = text.length > act.tailMax ? text.slice(text.length - act.tailMax) : text;
+  act.dropped += text.length - keep.length;
+  const combined = act.tail + keep;
+  if (combined.length > act.tailMax) {
+    act.dropped += combined.length - act.tailMax;
+    act.tail = combined.slice(combined.length - act.tailMax);
+  } else act.tail = combined;
+}
+
+/**
+ * The guest-visible function for one tool: copies the arguments out as JSON, assigns the call
+ * index synchronously (in call order), and returns a promise the host's result settles.
+ * @param {Action} act
+ * @param {string} tool
+ * @param {GuestErrorFactory} guestError
+ */
+function makeTool(act, tool, guestError) {
+  /** @param {unknown[]} args */
+  const fn = (...args) => {
+    if (act.ended)
+      return Promise.reject(
+        guestError("Error", `${tool}() was called after the action ended`, "ToolError"),
+      );
+    if (act.calls >= act.limits.maxToolCalls) {
+      // One error object per action: a flood of refused calls must stay cheap.
+      act.limitError ??= guestError(
+        "Error",
+        `Tool call limit reached: at most ${act.limits.maxToolCalls} tool calls per action`,
+        "ToolError",
+      );
+      return Promise.reject(act.limitError);
+    }
+    // Trailing undefined arguments are just omitted optional parameters.
+    let n = args.length;
+    while (n > 0 && args[n - 1] === undefined) n--;
+    let argsJson;
+    try {
+      /** @type {string[]} */
+      const parts = [];
+      let budget = act.limits.maxValueBytes;
+      for (let i = 0; i < n; i++) {
+        const part = toJson(
+          args[i],
+          budget,
+          act.limits.maxValueDepth,
+          `argument ${i + 1} of ${tool}()`,
+        );
+        budget -= part.length + 1;
+        parts.push(part);
+      }
+      argsJson = `[${parts.join(",")}]`;
+    } catch (err) {
+      return Promise.reject(
+        guestError(
+          "TypeError",
+          err instanceof CopyError ? err.message : `arguments of ${tool}() could not be copied`,
+        ),
+      );
+    }
+    // Bounds what one action can make the host hold in queued tool arguments.
+    if (act.argBytes + argsJson.length > act.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
+      return Promise.reject(
+        guestError(
+          "Error",
+          `Tool arguments of this action exceed ${act.limits.maxValueBytes * TOTAL_ARGS_FACTOR} bytes in total`,
+          "ToolError",
+        ),
+      );
+    }
+    act.argBytes += argsJson.length;
+    // Assigned here, synchronously, in call order: deterministic code gets deterministic indexes.
+    const callIndex = act.calls++;
+    act.inflight++;
+    // Created now so an uncaught tool error points at the guest line that made the call.
+    const site = guestError("Error", "", "ToolError");
+    return new Promise((resolve, reject) => {
+      act.pending.set(callIndex, { resolve, reject, site });
+      send({ t: "call", id: act.id, callIndex, tool, argsJson });
+    });
+  };
+  return opaqueFunction(fn, tool);
+}
+
+/**
+ * The host's result of a tool call (ignored when the action or the call is over).
+ * @param {ResultMessage} msg
+ */
+export function deliverResult(msg) {
+  const act = current;
+  if (!act || act.id !== msg.id || act.ended) return; // late result of an ended action
+  const p = act.pending.get(msg.callIndex);
+  if (!p) return;
+  act.pending.delete(msg.callIndex);
+  act.inflight--;
+  if (msg.ok) {
+    // A fresh copy, private to the guest (JSON.parse yields only shared, frozen intrinsics as prototypes).
+    p.resolve(msg.json === undefined ? undefined : jsonParse(msg.json));
+  } else {
+    setMessage(p.site, `${msg.message}`);
+    p.reject(p.site);
+  }
+  checkStall(act);
+}
+
+/**
+ * If nothing can ever resume the guest (no tool call in flight, no timers exist), ends the action.
+ * @param {Action} act
+ */
+function checkStall(act) {
+  if (act.inflight !== 0) return;
+  setImmediate(() => {
+    if (!act.ended && !act.settled && act.inflight === 0) {
+      finish(act, {
+        error: {
+          name: "Error",
+          message:
+            "The code is waiting for a promise that can never settle (no tool call is pending and there are no timers)",
+          frames: [],
+        },
+      });
+    }
+  });
+}
+
+/**
+ * What the action left in each persistent binding: JSON values (within the snapshot budget),
+ * declarations, undefined, or why a value cannot be carried over.
+ * @param {Action} act
+ * @returns {Record<string, BindingReport>}
+ */
+function captureBindings(act) {
+  /** @type {Record<string, BindingReport>} */
+  const out = {};
+  if (!act.read) return out;
+  let values;
+  try {
+    values = act.read();
+  } catch {
+    return out;
+  }
+  const { maxValueBytes, maxValueDepth } = act.limits;
+  // The whole snapshot goes into checkpointed graph state: cap it, not just each value.
+  let budget = maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
+  for (let i = 0; i < act.names.length; i++) {
+    const name = act.names[i];
+    const v = values[i];
+    if (v === undefined) out[name] = { kind: "undefined" };
+    else if (typeof v === "function" && act.declared.get(name) === v) out[name] = { kind: "decl" };
+    else {
+      try {
+        const json = toJson(v, min(maxValueBytes, budget), maxValueDepth, name, true);
+        budget -= json.length;
+        out[name] = { kind: "value", json };
+      } catch (err) {
+        out[name] = {
+          kind: "unserializable",
+          reason:
+            err instanceof CopyError ? variableNote(name, err.message) : "could not be copied",
+        };
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Ends the action once: captures the bindings, rejects calls still pending, reports the outcome,
+ * and (if `reusable`) reports `idle` once the event loop is free again.
+ * @param {Action} act
+ * @param {Outcome} outcome
+ * @param {boolean} [reusable]
+ */
+export function finish(act, outcome, reusable = true) {
+  if (act.ended) return;
+  act.ended = true;
+  const bindings = captureBindings(act);
+  for (const p of act.pending.values()) {
+    setMessage(p.site, "The action ended before this tool call returned");
+    p.reject(p.site);
+  }
+  act.pending.clear();
+  send({
+    t: "done",
+    id: act.id,
+    error: "error" in outcome ? outcome.error : null,
+    isFinal: "final" in outcome,
+    finalJson: "final" in outcome ? outcome.final : null,
+    tail: act.tail,
+    dropped: act.dropped,
+    bindings,
+    toolCalls: act.calls,
+    lastValue:
+      "value" in outcome && outcome.value !== undefined
+        ? formatValue(outcome.value, LAST_VALUE_CHARS)
+        : null,
+  });
+  // Reported only once the event loop is free again: a guest still spinning (microtask loop,
+  // busy code after final_answer) never gets here and the host replaces this process.
+  if (reusable) setImmediate(() => send({ t: "idle", id: act.id }));
+}
