@@ -28,6 +28,26 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * The sandbox session of an agent run: the thread, the agent's own checkpoint namespace (the
+ * running node's namespace without its last segment, the node's task, so every step of one run
+ * shares it and each sub-agent call has its own: it holds the calling task's id), the task epochs
+ * and the agent's name. Actions of one session may share a sandbox process; different runs never
+ * do. A top-level agent run without a thread cannot be told from another one: each of its actions
+ * is a session of its own (undefined).
+ */
+export function sandboxSession(
+  threadId: string,
+  checkpointNs: string,
+  taskEpochs: readonly number[],
+  agent: string,
+): string | undefined {
+  const cut = checkpointNs.lastIndexOf("|");
+  const ownNs = cut < 0 ? "" : checkpointNs.slice(0, cut);
+  if (!threadId && !ownNs) return undefined;
+  return JSON.stringify([threadId, ownNs, taskEpochs, agent]);
+}
+
 /** What running one piece of model code produced. */
 export interface CodeRun {
   /** The sandbox's result (logs, final answer, error, snapshot). */
@@ -193,6 +213,7 @@ export async function runCodeWithTools(
     // The run was aborted (Ctrl-C, or the parent action that called this sub-agent ended): stop
     // the action, or drop it from the sandbox's queue if it is still waiting for a process.
     signal: config.signal,
+    session: sandboxSession(threadId, checkpointNs, taskEpochs, rt.name),
   });
   if (fatal) throw fatal;
   toolCalls.sort((a, b) => a.callIndex - b.callIndex);

@@ -10,6 +10,7 @@ import {
   AcquireRefused,
   currentActionScope,
   newActionScope,
+  type AcquireOptions,
   type ActionScope,
   type ChildMessage,
   type ChildPool,
@@ -18,18 +19,35 @@ import {
 } from "./pool.ts";
 import { TOTAL_ARGS_FACTOR } from "./child/protocol.mjs";
 import { sanitizeErrorMessage } from "./sanitize.ts";
-import { buildAction, UNDEFINED_NOTE, type BuiltAction } from "./transform.ts";
+import { acceptSnapshot, assembleSnapshot, ProtocolViolation } from "./snapshot.ts";
+import { buildAction, type BuiltAction } from "./transform.ts";
 import {
-  isBindableName,
   RESERVED_GLOBALS,
   type ActionResult,
   type GuestError,
   type HostToolFn,
-  type JsonValue,
   type RunActionRequest,
   type SandboxLimits,
   type VariablesSnapshot,
 } from "./contract.ts";
+
+/** Signals of a process that crashed (as opposed to one we killed or that exited). */
+const CRASH_SIGNALS: ReadonlySet<string> = new Set([
+  "SIGSEGV",
+  "SIGBUS",
+  "SIGILL",
+  "SIGFPE",
+  "SIGABRT",
+  "SIGTRAP",
+  "SIGSYS",
+]);
+
+/** Stack positions of an error the host looks at (the child sends at most 20). */
+const MAX_FRAMES = 20;
+/** Longest error message accepted from a child (it caps at 2,000 plus a hint). */
+const MAX_ERROR_MESSAGE_CHARS = 2_600;
+/** A child whose heap holds more than this share of its limit after an action is retired. */
+const RETIRE_HEAP_SHARE = 0.5;
 
 const ABORTED: GuestError = {
   name: "AbortError",
@@ -37,12 +55,11 @@ const ABORTED: GuestError = {
   line: null,
 };
 
-/** An empty snapshot (the first action of a run). */
-export function emptySnapshot(): VariablesSnapshot {
-  return { values: {}, declarations: {}, unserializable: {} };
-}
+export { emptySnapshot } from "./snapshot.ts";
 
 let nextActionId = 1;
+/** Numbers the one-action sessions of actions run without a session. */
+let nextOneOffSession = 1;
 
 function failed(
   started: number,
@@ -65,17 +82,6 @@ function failed(
   };
 }
 
-function safeSnapshot(s: VariablesSnapshot | undefined): VariablesSnapshot {
-  if (!s || typeof s !== "object") return emptySnapshot();
-  const obj = (v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, never>) : {};
-  return {
-    values: obj(s.values),
-    declarations: obj(s.declarations),
-    unserializable: obj(s.unserializable),
-  };
-}
-
 /**
  * Runs one action on a child of `pool` (never throws for anything the guest did).
  */
@@ -87,7 +93,7 @@ export async function runAction(
   capabilities: SandboxCapabilities,
 ): Promise<ActionResult> {
   const started = performance.now();
-  const previous = safeSnapshot(request.snapshot);
+  const previous = acceptSnapshot(request.snapshot, limits);
   const code = request.code;
   if (typeof code !== "string") {
     return failed(started, previous, {
@@ -121,7 +127,14 @@ export async function runAction(
   const scope = newActionScope();
   let child: SandboxChild;
   try {
-    child = await readyChild(pool, spec, scope, signal);
+    // Without a session the action is a session of its own: its process is retired afterwards.
+    child = await readyChild(pool, spec, {
+      scope,
+      signal,
+      session:
+        typeof request.session === "string" ? request.session : `\0one-off:${nextOneOffSession++}`,
+      singleUse: typeof request.session !== "string",
+    });
   } catch (err) {
     if (!(err instanceof AcquireRefused)) throw err;
     if (err.reason === "aborted") return failed(started, previous, { ...ABORTED });
@@ -165,11 +178,10 @@ export async function runAction(
 async function readyChild(
   pool: ChildPool,
   spec: ChildSpec,
-  scope: ActionScope,
-  signal: AbortSignal | undefined,
+  options: AcquireOptions,
 ): Promise<SandboxChild> {
   for (let attempt = 1; ; attempt++) {
-    const child = await pool.acquire(spec, { scope, signal });
+    const child = await pool.acquire(spec, options);
     try {
       await child.ready;
       return child;
@@ -271,6 +283,13 @@ class ActionSession {
         this.onDone(msg);
         return;
       case "idle":
+        // A process whose heap grew this much (e.g. a filled Symbol.for registry, which nothing
+        // can empty) would make the session's next action run out of memory: replace it.
+        if (
+          typeof msg.heapUsed !== "number" ||
+          msg.heapUsed > RETIRE_HEAP_SHARE * this.limits.maxHeapMb * 1024 * 1024
+        )
+          this.child.retire = true;
         if (this.ended) this.releaseChild();
         return;
       default:
@@ -390,6 +409,8 @@ class ActionSession {
     let finalAnswer: unknown = null;
     const isFinal = msg.isFinal === true;
     if (isFinal && typeof msg.finalJson === "string") {
+      // The child caps the answer at maxValueBytes; more is a broken or compromised child.
+      if (msg.finalJson.length > this.limits.maxValueBytes) return this.protocolError();
       try {
         finalAnswer = JSON.parse(msg.finalJson);
       } catch {
@@ -402,7 +423,20 @@ class ActionSession {
       dropped > 0
         ? `${this.head}\n... [${dropped} characters of output truncated] ...\n${tail}`
         : this.head + tail;
-    const { snapshot, notCarriedOver } = this.buildSnapshot(msg.bindings);
+    let assembled;
+    try {
+      assembled = assembleSnapshot({
+        built: this.built,
+        previous: this.previous,
+        shadowable: this.shadowable,
+        bindings: msg.bindings,
+        limits: this.limits,
+      });
+    } catch (err) {
+      if (err instanceof ProtocolViolation) return this.protocolError();
+      throw err;
+    }
+    const { snapshot, notCarriedOver } = assembled;
     this.finish({
       ok: error === null,
       logs,
@@ -411,7 +445,8 @@ class ActionSession {
       error,
       variables: snapshot.values,
       snapshot,
-      toolCalls: typeof msg.toolCalls === "number" ? msg.toolCalls : this.calls,
+      // Counted here, from the calls the host served: never what the child claims.
+      toolCalls: this.calls,
       durationMs: performance.now() - this.started,
       lastValue: typeof msg.lastValue === "string" ? msg.lastValue.slice(0, 2_100) : null,
       notCarriedOver,
@@ -425,81 +460,30 @@ class ActionSession {
     ).unref();
   }
 
+  /** The child's error report, checked and mapped to guest lines. */
   private toGuestError(raw: unknown): GuestError | null {
     if (raw === null || raw === undefined) return null;
-    const e = raw as { name?: unknown; message?: unknown; frames?: unknown };
+    const e = raw as { name?: unknown; message?: unknown; frames?: unknown; compile?: unknown };
     let line: number | null = null;
     if (Array.isArray(e.frames)) {
-      for (const f of e.frames) {
+      for (const f of e.frames.slice(0, MAX_FRAMES)) {
         if (Array.isArray(f) && typeof f[0] === "number" && typeof f[1] === "number") {
           line = this.built.mapLine(f[0], f[1] - 1);
           if (line !== null) break;
         }
       }
     }
-    let message = typeof e.message === "string" ? e.message : "";
-    // SES's source checks report a position in the generated wrapper: translate it.
-    const rejected = /^(.*) at <unknown>:(\d+)(\.?.*)$/s.exec(message);
+    let message = typeof e.message === "string" ? e.message.slice(0, MAX_ERROR_MESSAGE_CHARS) : "";
+    // SES's source checks report a position in the generated wrapper: translate it. (Only for
+    // the wrapper itself: the same text from a guest's eval() refers to the eval'd source.)
+    const rejected = e.compile === true && /^(.*) at <unknown>:(\d+)(\.?.*)$/s.exec(message);
     if (rejected) {
       const guestLine = this.built.mapLine(Number(rejected[2]), Number.MAX_SAFE_INTEGER);
       if (line === null) line = guestLine;
       message = `${rejected[1]}${guestLine === null ? "" : ` on line ${guestLine}`}${rejected[3]}`;
     }
-    return { name: typeof e.name === "string" ? e.name : "Error", message, line };
-  }
-
-  /**
-   * The snapshot after this action, and the names this action left with a value that cannot be
-   * carried over (not those noted by an earlier action and merely kept), with their notes.
-   */
-  private buildSnapshot(raw: unknown): {
-    snapshot: VariablesSnapshot;
-    notCarriedOver: Record<string, string>;
-  } {
-    const notCarriedOver: Record<string, string> = { ...this.built.dropped };
-    const snapshot: VariablesSnapshot = { values: {}, declarations: {}, unserializable: {} };
-    // Notes of names that stayed unbound in this action (not declared again) are kept, so using
-    // such a name later still explains itself.
-    const bound = new Set(this.built.names);
-    for (const [name, note] of Object.entries(this.previous.unserializable)) {
-      if (
-        typeof note === "string" &&
-        note !== UNDEFINED_NOTE &&
-        !bound.has(name) &&
-        isBindableName(name) &&
-        !this.shadowable.has(name)
-      ) {
-        snapshot.unserializable[name] = note;
-      }
-    }
-    const bindings =
-      raw && typeof raw === "object"
-        ? (raw as Record<string, { kind?: string; json?: string; reason?: string }>)
-        : {};
-    for (const name of this.built.names) {
-      const b = bindings[name];
-      if (!b) continue;
-      if (this.shadowable.has(name)) {
-        notCarriedOver[name] = "shadows a built-in or tool name; not carried over";
-        continue;
-      }
-      if (b.kind === "value" && typeof b.json === "string") {
-        try {
-          snapshot.values[name] = JSON.parse(b.json) as JsonValue;
-        } catch {
-          notCarriedOver[name] = "could not be copied";
-        }
-      } else if (b.kind === "decl" && typeof this.built.declarationSources[name] === "string") {
-        snapshot.declarations[name] = this.built.declarationSources[name];
-      } else if (b.kind === "undefined") {
-        snapshot.unserializable[name] = UNDEFINED_NOTE;
-      } else {
-        notCarriedOver[name] =
-          typeof b.reason === "string" ? b.reason.slice(0, 500) : "could not be copied";
-      }
-    }
-    Object.assign(snapshot.unserializable, notCarriedOver);
-    return { snapshot, notCarriedOver };
+    const name = typeof e.name === "string" && e.name ? e.name.slice(0, 100) : "Error";
+    return { name, message, line };
   }
 
   private onExit(exit: { code: number | null; signal: NodeJS.Signals | null }): void {
@@ -519,17 +503,24 @@ class ActionSession {
     } else if (
       /heap out of memory|Allocation failed|out of memory|invalid size error|invalid array length/i.test(
         this.child.stderrTail,
-      ) ||
-      exit.signal === "SIGABRT" ||
-      exit.signal === "SIGSEGV" ||
-      exit.signal === "SIGTRAP" ||
-      exit.code === 134
+      )
     ) {
       // V8 aborts the process (no catchable error) when the heap limit or an internal size limit
-      // is hit; SIGTRAP is V8's fatal "invalid size" check.
+      // is hit, and says so on stderr.
       error = {
         name: "MemoryError",
         message: `The action ran out of memory (limit ${this.limits.maxHeapMb} MB heap) or built a value too large for JavaScript, and was stopped`,
+        line: null,
+      };
+    } else if (
+      (exit.signal !== null && CRASH_SIGNALS.has(exit.signal)) ||
+      exit.code === 134 ||
+      exit.code === 139
+    ) {
+      // A crash in native code (not a memory limit: V8 would have said so).
+      error = {
+        name: "SandboxError",
+        message: `The sandbox process crashed (${exit.signal ?? `code ${exit.code}`}) and was replaced; nothing of this action was kept`,
         line: null,
       };
     } else if (reason === "protocol") {

@@ -18,12 +18,18 @@ import {
   type GuestError,
   type VariablesSnapshot,
 } from "./contract.ts";
+import { GUEST_ECMA_VERSION } from "./ecma-version.ts";
+import { isFunctionLike, planDeclarations, type PlannedDeclaration } from "./restore.ts";
+import { escapeForSes, SES_SAFE_GENERATOR, stringLiteralRaw } from "./ses-escape.ts";
 
 type AnyNode = any;
 
 /** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
 export interface BuiltAction {
-  /** Source of `(function (restore, decl, ref) { ... return { read, run } })`. */
+  /**
+   * Source of `(function (restore, decl, ref, regexp, template) { ... return { read, run } })`
+   * (the child passes its helpers in that order).
+   */
   source: string;
   /** Persistent binding names, in the order `read()` returns their values. */
   names: string[];
@@ -31,8 +37,16 @@ export interface BuiltAction {
   declarationSources: Record<string, string>;
   /** Values to restore before the guest code runs (from the previous snapshot). */
   restoreValues: Record<string, unknown>;
-  /** Snapshot entries that could not be re-installed (bad names or sources), with the reason. */
+  /**
+   * Snapshot entries that could not be re-installed (bad names or sources, classes whose creation
+   * runs code), with the reason. Kept out of the next snapshot, with that note.
+   */
   dropped: Record<string, string>;
+  /**
+   * Every name written anywhere in this action's code and in the declarations it restores: a
+   * persistent binding not in this set cannot have been read, assigned or mutated by the action.
+   */
+  mentioned: ReadonlySet<string>;
   /** Maps a 1-based line/column of the generated source to the 1-based guest line, if any. */
   mapLine(line: number, column: number): number | null;
 }
@@ -52,7 +66,8 @@ const TYPESCRIPT_HINT =
   /(?:\b(?:const|let|var)\s+\w+|\(\s*\w+|,\s*\w+|\))\s*:\s*(?:string|number|boolean|any|unknown|void|never|object|Record<|Array<|Promise<|\{)|\binterface\s+\w+\s*\{|\btype\s+\w+\s*=|\bas\s+(?:const|string|number|any|unknown)\b/;
 
 const PARSE_OPTIONS: acorn.Options = {
-  ecmaVersion: "latest",
+  // The child's own edition: syntax its V8 cannot compile is a syntax error with a position here.
+  ecmaVersion: GUEST_ECMA_VERSION,
   sourceType: "script",
   allowAwaitOutsideFunction: true,
   allowReturnOutsideFunction: true,
@@ -111,7 +126,7 @@ function patternNames(pattern: AnyNode, out: string[]): void {
 }
 
 const id = (name: string): AnyNode => ({ type: "Identifier", name });
-const str = (value: string): AnyNode => ({ type: "Literal", value, raw: JSON.stringify(value) });
+const str = (value: string): AnyNode => ({ type: "Literal", value, raw: stringLiteralRaw(value) });
 const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
   type: "AssignmentExpression",
   operator: "=",
@@ -147,15 +162,6 @@ function isOutputCall(expr: AnyNode): boolean {
   );
 }
 
-function isFunctionLike(node: AnyNode): boolean {
-  return (
-    node != null &&
-    (node.type === "ArrowFunctionExpression" ||
-      node.type === "FunctionExpression" ||
-      node.type === "ClassExpression")
-  );
-}
-
 function toGuestSyntaxError(err: unknown): GuestError {
   if (err instanceof SyntaxError && (err as any).loc) {
     const loc = (err as any).loc as { line: number; column: number };
@@ -180,32 +186,6 @@ function toGuestSyntaxError(err: unknown): GuestError {
     line: null,
     column: null,
   };
-}
-
-/**
- * SES rejects sources that merely *contain* `import(`, `<!--`, `-->` or `eval(` (a regex check,
- * not a parse). Inside string and template literals those sequences are harmless, so escape one
- * character of each with a unicode escape that denotes the same string.
- */
-function neutralizeLiteralText(raw: string): string {
-  return raw
-    .replace(/\b(import|eval)(\s*)\(/g, "$1$2\\u0028")
-    .replace(/<!--/g, "<!\\u002d-")
-    .replace(/-->/g, "-\\u002d>");
-}
-
-/** Parses a stored declaration source as a single function/class expression. */
-function parseDeclarationSource(source: string): AnyNode | string {
-  if (typeof source !== "string") return "declaration source is not a string";
-  let node: AnyNode;
-  try {
-    node = acorn.parseExpressionAt(source, 0, { ecmaVersion: "latest" });
-  } catch (err) {
-    return `declaration source does not parse: ${(err as Error).message}`;
-  }
-  if (source.slice(node.end).trim() !== "") return "declaration source has trailing code";
-  if (!isFunctionLike(node)) return "declaration source is not a function or class";
-  return node;
 }
 
 /**
@@ -253,6 +233,8 @@ interface WrapperNames {
   restore: string;
   decl: string;
   ref: string;
+  regexp: string;
+  template: string;
 }
 
 /** The persistent binding names of one action, in first-seen order (what `read()` returns). */
@@ -294,10 +276,16 @@ function parseGuestCode(code: string): { program: AnyNode; source: string } | Bu
   return { program, source };
 }
 
+/** Adds every identifier name in `root` to `used`. */
+function collectIdentifiers(root: AnyNode, used: Set<string>): void {
+  walk(root, (n) => {
+    if (n.type === "Identifier") used.add(n.name);
+  });
+}
+
 /**
  * Phase 2: syntax the sandbox refuses (import()), and every identifier the code uses (so the
- * wrapper's own names never collide with one). Also re-renders string and template literals so
- * SES's source checks never see `import(`, `<!--` or `-->` inside them.
+ * wrapper's own names never collide with one).
  */
 function scanGuestCode(program: AnyNode): { used: Set<string> } | BuildFailure {
   const used = new Set<string>();
@@ -314,10 +302,6 @@ function scanGuestCode(program: AnyNode): { used: Set<string> } | BuildFailure {
       };
       return false;
     }
-    if (n.type === "Literal" && typeof n.value === "string")
-      n.raw = neutralizeLiteralText(JSON.stringify(n.value));
-    if (n.type === "TemplateElement")
-      n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
     return undefined;
   });
   return failure ? { error: failure } : { used };
@@ -325,62 +309,60 @@ function scanGuestCode(program: AnyNode): { used: Set<string> } | BuildFailure {
 
 /**
  * Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
- * in an earlier action (those names come back as bindings of this wrapper).
+ * in an earlier action (those names come back as bindings of this wrapper, or are written in the
+ * declarations it restores).
  */
-function wrapperNames(used: Set<string>, previous: VariablesSnapshot | undefined): WrapperNames {
-  if (previous) {
-    for (const part of [previous.values, previous.declarations, previous.unserializable]) {
-      if (part && typeof part === "object") for (const k of Object.keys(part)) used.add(k);
-    }
-  }
+function wrapperNames(used: Set<string>): WrapperNames {
   const fresh = (base: string): string => {
     let name = base;
     for (let i = 0; used.has(name); i++) name = `${base}${i}`;
     used.add(name);
     return name;
   };
-  return { restore: fresh("$restore"), decl: fresh("$decl"), ref: fresh("$ref") };
+  return {
+    restore: fresh("$restore"),
+    decl: fresh("$decl"),
+    ref: fresh("$ref"),
+    regexp: fresh("$regexp"),
+    template: fresh("$template"),
+  };
 }
 
 /** What phase 3 restores from the previous snapshot. */
 interface RestorePlan {
-  statements: AnyNode[];
+  /** Values by name (installed from the child's copy). */
   values: Record<string, unknown>;
+  /** Declarations to install, in a hoisting-valid order (see restore.ts). */
+  declarations: PlannedDeclaration[];
+  /** Entries not restored, with the reason. */
   dropped: Record<string, string>;
 }
 
 /**
- * Phase 3: the previous snapshot's values, then its declarations (re-parsed, never pasted), as
- * statements at the start of `run()`. Names of tools and built-ins, invalid names and sources
- * that are not a single function or class are dropped with the reason.
+ * Phase 3: what the previous snapshot gives back, as data: values, names holding undefined, and
+ * the declarations that can be installed without running model code (restore.ts), in order.
+ * Names of tools and built-ins, invalid names and unusable sources are dropped with the reason.
+ * Adds every name the restored declarations mention to `used`.
  */
 function planRestore(
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string>,
   bindings: Bindings,
-  declarationSources: Record<string, string>,
-  names: WrapperNames,
+  used: Set<string>,
 ): RestorePlan {
-  const plan: RestorePlan = { statements: [], values: {}, dropped: {} };
+  const plan: RestorePlan = { values: {}, declarations: [], dropped: {} };
   if (!previous) return plan;
+  for (const part of [previous.values, previous.declarations, previous.unserializable]) {
+    if (part && typeof part === "object") for (const k of Object.keys(part)) used.add(k);
+  }
   for (const [name, value] of Object.entries(previous.values ?? {})) {
-    if (!isBindableName(name)) plan.dropped[name] = "not a valid variable name";
+    if (!isBindableName(name) || name === "__proto__")
+      plan.dropped[name] = "not a valid variable name";
     else if (shadowable.has(name))
       plan.dropped[name] = "shadows a built-in or tool name; not carried over";
     else {
       bindings.add(name);
       plan.values[name] = value;
-      plan.statements.push(
-        exprStmt(
-          assign(id(name), {
-            type: "MemberExpression",
-            object: id(names.restore),
-            property: str(name),
-            computed: true,
-            optional: false,
-          }),
-        ),
-      );
     }
   }
   for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
@@ -390,25 +372,45 @@ function planRestore(
     if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name))
       bindings.add(name);
   }
-  for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
-    if (!isBindableName(name)) {
-      plan.dropped[name] = "not a valid variable name";
-      continue;
-    }
-    if (shadowable.has(name)) {
-      plan.dropped[name] = "shadows a built-in or tool name; not carried over";
-      continue;
-    }
-    const parsed = parseDeclarationSource(declSource);
-    if (typeof parsed === "string") {
-      plan.dropped[name] = parsed;
-      continue;
-    }
-    bindings.add(name);
-    declarationSources[name] = declSource;
-    plan.statements.push(declStatement(name, parsed, names.decl));
+  const { order, problems } = planDeclarations(previous.declarations ?? {}, shadowable);
+  Object.assign(plan.dropped, problems);
+  for (const d of order) {
+    bindings.add(d.name);
+    collectIdentifiers(d.node, used);
+    plan.declarations.push(d);
   }
   return plan;
+}
+
+/** The restore statements: values from the restore object, then each declaration, in order. */
+function restoreStatements(plan: RestorePlan, names: WrapperNames): AnyNode[] {
+  const out: AnyNode[] = [];
+  for (const name of Object.keys(plan.values)) {
+    out.push(
+      exprStmt(
+        assign(id(name), {
+          type: "MemberExpression",
+          object: id(names.restore),
+          property: str(name),
+          computed: true,
+          optional: false,
+        }),
+      ),
+    );
+  }
+  for (const d of plan.declarations) {
+    // A class extending a standard constructor reads it from the guest's globals: this action may
+    // declare a binding of that name, which would otherwise be read (undefined) instead.
+    if (d.extendsGlobal)
+      d.node.superClass = {
+        type: "CallExpression",
+        callee: id(names.ref),
+        arguments: [str(d.extendsGlobal)],
+        optional: false,
+      };
+    out.push(declStatement(d.name, d.node, names.decl));
+  }
+  return out;
 }
 
 /** The current action's statements after phase 4. */
@@ -482,8 +484,8 @@ function rewriteTopLevel(
 }
 
 /**
- * Phase 6: the wrapper program — `(function (restore, decl, ref) { let <bindings>; return { read,
- * run } })` where `read()` returns the bindings' values and `run()` is an async function holding
+ * Phase 7: the wrapper program — `(function (restore, decl, ref, regexp, template) { let
+ * <bindings>; return { read, run } })` where `read()` returns the bindings' values and `run()` is an async function holding
  * the restore statements and the guest's code.
  */
 function wrapperProgram(bindings: Bindings, names: WrapperNames, runBody: AnyNode[]): AnyNode {
@@ -494,7 +496,13 @@ function wrapperProgram(bindings: Bindings, names: WrapperNames, runBody: AnyNod
       exprStmt({
         type: "FunctionExpression",
         id: null,
-        params: [id(names.restore), id(names.decl), id(names.ref)],
+        params: [
+          id(names.restore),
+          id(names.decl),
+          id(names.ref),
+          id(names.regexp),
+          id(names.template),
+        ],
         async: false,
         generator: false,
         body: {
@@ -545,7 +553,7 @@ function wrapperProgram(bindings: Bindings, names: WrapperNames, runBody: AnyNod
 }
 
 /**
- * Phase 7: source text of the wrapper, with a map from generated positions to guest lines
+ * Phase 8: source text of the wrapper (names written SES-safe), with a map from generated positions to guest lines
  * (astring reports a mapping for every node that carries a `loc`).
  */
 function generateWithLineMap(
@@ -555,6 +563,7 @@ function generateWithLineMap(
   let source: string;
   try {
     source = generate(wrapper, {
+      generator: SES_SAFE_GENERATOR,
       sourceMap: {
         addMapping(m: {
           generated: { line: number; column: number };
@@ -598,10 +607,16 @@ function buildActionUnguarded(
   if ("error" in parsed) return parsed;
   const scanned = scanGuestCode(parsed.program);
   if ("error" in scanned) return scanned;
-  const names = wrapperNames(scanned.used, previous);
+  const used = scanned.used;
+  // Names the action can touch: its own code's and those of the declarations it restores (a
+  // restored helper called by the action may change a binding its source mentions).
+  const mentioned = new Set(used);
   const bindings = new Bindings();
+  const restore = planRestore(previous, shadowable, bindings, used);
+  for (const d of restore.declarations) collectIdentifiers(d.node, mentioned);
+  const names = wrapperNames(used);
   const declarationSources: Record<string, string> = {};
-  const restore = planRestore(previous, shadowable, bindings, declarationSources, names);
+  for (const d of restore.declarations) declarationSources[d.name] = d.source;
   const current = rewriteTopLevel(
     parsed.program,
     parsed.source,
@@ -610,16 +625,26 @@ function buildActionUnguarded(
     names,
   );
   // Phase 5: free names throw ReferenceError when read (SES alone would read them as undefined).
-  const runBody = [...restore.statements, ...current.hoisted, ...current.body];
+  const runBody = [...restoreStatements(restore, names), ...current.hoisted, ...current.body];
   try {
     guardFreeReferences(
       runBody,
-      new Set([...bindings.names, names.restore, names.decl, names.ref, ...available]),
+      new Set([
+        ...bindings.names,
+        names.restore,
+        names.decl,
+        names.ref,
+        names.regexp,
+        names.template,
+        ...available,
+      ]),
       names.ref,
     );
   } catch (err) {
     return { error: toGuestSyntaxError(err) };
   }
+  // Phase 6: literal and name text SES's source checks would reject, written another way.
+  escapeForSes(runBody, { regexp: names.regexp, template: names.template });
   const generated = generateWithLineMap(wrapperProgram(bindings, names, runBody));
   if ("error" in generated) return generated;
   return {
@@ -628,6 +653,7 @@ function buildActionUnguarded(
     declarationSources,
     restoreValues: restore.values,
     dropped: restore.dropped,
+    mentioned,
     mapLine: generated.mapLine,
   };
 }

@@ -1,14 +1,19 @@
 import { describe } from "vitest";
 import type { CodeSandbox, SandboxLimits } from "../../src/sandbox/contract.ts";
+import { describeBoundary } from "./conformance/boundary.ts";
 import { describeDenialOfService } from "./conformance/denial-of-service.ts";
+import { describeFailedActions } from "./conformance/failed-actions.ts";
+import { describeIsolation } from "./conformance/isolation.ts";
+import { describeRestoreAsData } from "./conformance/restore-as-data.ts";
 import { describeSemantics } from "./conformance/semantics.ts";
 import { describeToolSignals } from "./conformance/tool-signals.ts";
 
 /**
  * The sandbox port's conformance suite: what every backend of `CodeSandbox`
  * (src/sandbox/contract.ts) must do, as the agent core and the apps rely on it — REPL semantics,
- * variables carried over as data, tool calls, errors reported to the model, cancellation, limits
- * under attack. A backend's test file calls {@link describeSandboxConformance} with a factory
+ * variables carried over as data (restore runs no model code), tool calls, errors reported to the
+ * model, cancellation, limits under attack, failed actions that keep the run's variables, the
+ * boundary's budgets and notes, and isolation between agent runs (sessions). A backend's test file calls {@link describeSandboxConformance} with a factory
  * (test/sandbox/ses-conformance.test.ts does it for the SES child-process backend). Tests of one
  * backend's own mechanisms (its pool, its lockdown, its CLI) stay in that backend's test files.
  */
@@ -28,5 +33,9 @@ export function describeSandboxConformance(factory: SandboxFactory): void {
     describe("semantics", () => describeSemantics(factory));
     describe("denial of service", () => describeDenialOfService(factory));
     describe("tool signals", () => describeToolSignals(factory));
+    describe("isolation between runs", () => describeIsolation(factory));
+    describe("restore is data", () => describeRestoreAsData(factory));
+    describe("failed actions keep everything", () => describeFailedActions(factory));
+    describe("the boundary", () => describeBoundary(factory));
   });
 }

@@ -10,11 +10,13 @@ import {
   Promise,
   String,
   apply,
+  create,
   defineProperty,
   floor,
   functionBind,
   isArray,
   jsonParse,
+  heapUsed,
   min,
   setImmediate,
 } from "./commons.mjs";
@@ -66,11 +68,14 @@ import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./p
  * @property {string[]} names
  * @property {ChildLimits} limits
  * @property {Error} [limitError] the one error every refused call over the limit rejects with
+ * @property {{ outcome: Outcome, reusable: boolean, attempts: number } | null} [unreported] an
+ *   outcome finish() could not report yet (see flush)
  */
 
 /**
- * How an action ended.
- * @typedef {{ error: ReportedError } | { final: string } | { value: unknown }} Outcome
+ * How an action ended: an error, a final answer (copied, or still to copy when final_answer ran
+ * out of stack), or the value of its last expression.
+ * @typedef {{ error: ReportedError } | { final: string } | { finalValue: unknown } | { value: unknown }} Outcome
  */
 
 /** @typedef {(ctor: string, message: string, name?: string) => Error} GuestErrorFactory */
@@ -167,16 +172,16 @@ export function startAction(msg) {
   /** @param {unknown[]} args */
   const finalAnswer = (...args) => {
     if (act.ended) return neverSettles();
-    let json;
+    /** @type {string | null} */
+    let json = null;
     try {
       json = toJson(args[0], limits.maxValueBytes, limits.maxValueDepth, "final_answer value");
     } catch (err) {
-      throw guestError(
-        "TypeError",
-        err instanceof CopyError ? err.message : "final_answer value could not be copied",
-      );
+      if (err instanceof CopyError) throw guestError("TypeError", err.message);
+      // Out of stack (final_answer called at the bottom of a deep recursion): finish() copies
+      // the value again from a fresh stack instead of losing the answer.
     }
-    finish(act, { final: json });
+    finish(act, json === null ? { finalValue: args[0] } : { final: json });
     // The action is over: code after `await final_answer(x)` never runs.
     return neverSettles();
   };
@@ -216,7 +221,23 @@ export function startAction(msg) {
     makeError = compartment.evaluate(
       "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
     );
-    const factory = compartment.evaluate(msg.source);
+    // The wrapper's helpers for literals SES would reject as text (see src/sandbox/ses-escape.ts),
+    // made in the compartment from its own intrinsics.
+    const regexp = harden(compartment.evaluate("(pattern, flags) => new RegExp(pattern, flags)"));
+    const template = harden(
+      compartment.evaluate(
+        "(() => { const sites = new Map(); return (site, cooked, raw) => { let strings = sites.get(site); if (!strings) { strings = Object.freeze(Object.defineProperty([...cooked], 'raw', { value: Object.freeze([...raw]) })); sites.set(site, strings); } return strings; }; })()",
+      ),
+    );
+    /** @type {(...args: unknown[]) => { read: () => unknown[], run: () => Promise<unknown> }} */
+    let factory;
+    try {
+      factory = compartment.evaluate(msg.source);
+    } catch (err) {
+      // The wrapper did not compile (V8 or SES refused it): nothing of the action ran.
+      finish(act, { error: { ...describeError(err, act), frames: [], compile: true } });
+      return;
+    }
     const restore = jsonParse(msg.restoreJson);
     const decl = harden((/** @type {string} */ name, /** @type {unknown} */ fn) => {
       act.declared.set(name, fn);
@@ -233,12 +254,12 @@ export function startAction(msg) {
         act,
       );
     });
-    const api = factory(restore, decl, ref);
+    const api = factory(restore, decl, ref, regexp, template);
     act.read = api.read;
     run = api.run;
   } catch (err) {
-    const e = describeError(err, act);
-    finish(act, { error: { name: e.name, message: e.message, frames: [] } });
+    // Nothing of the guest's code ran (the compartment or the wrapper's setup failed).
+    finish(act, { error: { ...describeError(err, act), frames: [], compile: true } });
     return;
   }
   let p;
@@ -251,11 +272,13 @@ export function startAction(msg) {
     (boxed) => {
       act.settled = true;
       // Top-level returns are boxed in a one-element array by the transform (see boxTopLevelReturns).
-      finish(act, { value: isArray(boxed) ? boxed[0] : undefined });
+      if (act.ended) flush(act);
+      else finish(act, { value: isArray(boxed) ? boxed[0] : undefined });
     },
     (err) => {
       act.settled = true;
-      finish(act, { error: describeError(err, act) });
+      if (act.ended) flush(act);
+      else finish(act, { error: describeError(err, act) });
     },
   );
   checkStall(act);
@@ -386,7 +409,8 @@ export function deliverResult(msg) {
 function checkStall(act) {
   if (act.inflight !== 0) return;
   setImmediate(() => {
-    if (!act.ended && !act.settled && act.inflight === 0) {
+    if (act.ended) flush(act);
+    else if (!act.settled && act.inflight === 0) {
       finish(act, {
         error: {
           name: "Error",
@@ -406,8 +430,9 @@ function checkStall(act) {
  * @returns {Record<string, BindingReport>}
  */
 function captureBindings(act) {
+  // No prototype: a binding named __proto__ is an ordinary key here (the host refuses it, with a note).
   /** @type {Record<string, BindingReport>} */
-  const out = {};
+  const out = create(null);
   if (!act.read) return out;
   let values;
   try {
@@ -429,11 +454,9 @@ function captureBindings(act) {
         budget -= json.length;
         out[name] = { kind: "value", json };
       } catch (err) {
-        out[name] = {
-          kind: "unserializable",
-          reason:
-            err instanceof CopyError ? variableNote(name, err.message) : "could not be copied",
-        };
+        // Out of stack: finish() captures everything again from a fresh stack.
+        if (!(err instanceof CopyError)) throw err;
+        out[name] = { kind: "unserializable", reason: variableNote(name, err.message) };
       }
     }
   }
@@ -441,8 +464,13 @@ function captureBindings(act) {
 }
 
 /**
- * Ends the action once: captures the bindings, rejects calls still pending, reports the outcome,
+ * Ends the action once: reports the outcome with the bindings, rejects the calls still pending,
  * and (if `reusable`) reports `idle` once the event loop is free again.
+ *
+ * When the guest ended it at the bottom of a deep recursion (final_answer with no stack left),
+ * building the report runs out of stack — as may any call made to recover. So the outcome is first
+ * stored (an assignment needs no stack), and whatever runs next from a fresh stack (the action's
+ * promise settling, the stall check, a retry) reports it: the real answer is never lost.
  * @param {Action} act
  * @param {Outcome} outcome
  * @param {boolean} [reusable]
@@ -450,7 +478,66 @@ function captureBindings(act) {
 export function finish(act, outcome, reusable = true) {
   if (act.ended) return;
   act.ended = true;
-  const bindings = captureBindings(act);
+  act.unreported = { outcome, reusable, attempts: 0 };
+  flush(act);
+}
+
+/**
+ * Reports the stored outcome if it was not reported yet. A second failure (not for lack of
+ * stack, then) reports an error without the bindings instead.
+ * @param {Action} act
+ */
+function flush(act) {
+  const pending = act.unreported;
+  if (!pending) return;
+  try {
+    if (pending.attempts++ < 2) report(act, pending.outcome, pending.reusable, true);
+    else {
+      const error = {
+        name: "RangeError",
+        message: "The action's result could not be copied",
+        frames: [],
+      };
+      report(act, { error }, pending.reusable, false);
+    }
+    act.unreported = null;
+  } catch {
+    try {
+      setImmediate(() => flush(act));
+    } catch {
+      // No stack even for this: the action's promise settling (or the stall check) flushes.
+    }
+  }
+}
+
+/**
+ * Builds the `done` message (everything that can run out of stack), then sends it.
+ * @param {Action} act
+ * @param {Outcome} outcome
+ * @param {boolean} reusable
+ * @param {boolean} withBindings
+ */
+function report(act, outcome, reusable, withBindings) {
+  if ("finalValue" in outcome) {
+    try {
+      outcome = {
+        final: toJson(
+          outcome.finalValue,
+          act.limits.maxValueBytes,
+          act.limits.maxValueDepth,
+          "final_answer value",
+        ),
+      };
+    } catch (err) {
+      if (!(err instanceof CopyError)) throw err;
+      outcome = { error: { name: "TypeError", message: err.message, frames: [] } };
+    }
+  }
+  const bindings = withBindings ? captureBindings(act) : {};
+  const lastValue =
+    "value" in outcome && outcome.value !== undefined
+      ? formatValue(outcome.value, LAST_VALUE_CHARS)
+      : null;
   for (const p of act.pending.values()) {
     setMessage(p.site, "The action ended before this tool call returned");
     p.reject(p.site);
@@ -466,12 +553,9 @@ export function finish(act, outcome, reusable = true) {
     dropped: act.dropped,
     bindings,
     toolCalls: act.calls,
-    lastValue:
-      "value" in outcome && outcome.value !== undefined
-        ? formatValue(outcome.value, LAST_VALUE_CHARS)
-        : null,
+    lastValue,
   });
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.
-  if (reusable) setImmediate(() => send({ t: "idle", id: act.id }));
+  if (reusable) setImmediate(() => send({ t: "idle", id: act.id, heapUsed: heapUsed() }));
 }

@@ -10,6 +10,7 @@
 /* eslint-disable no-restricted-globals */
 import { writeSync } from "node:fs";
 import { types } from "node:util";
+import { getHeapStatistics } from "node:v8";
 
 /** The child's global object (SES installs lockdown, harden and Compartment on it). */
 export const universalThis = /** @type {Record<string, any>} */ (
@@ -99,6 +100,11 @@ export const arrayPush = Array.prototype.push;
 
 export const { isProxy } = types;
 export { writeSync };
+
+/** Bytes of the V8 heap in use now (garbage included). */
+export function heapUsed() {
+  return getHeapStatistics().used_heap_size;
+}
 
 // Node's process-level objects and timers (the guest never sees them).
 export const { process, Buffer, setImmediate, setInterval } = globalThis;

@@ -26,8 +26,22 @@ import {
   objectPrototype,
   ownKeys,
   regexpExec,
+  regexpTest,
   typedArrayPrototype,
 } from "./commons.mjs";
+
+const PLAIN_KEY = /^[A-Za-z_$][\w$]*$/;
+
+/**
+ * The path of property `key` below `path`, written so that a key never reads as text of its own
+ * (`obj.name`, `obj["a key\nwith: anything"]`): paths go into notes the framework prints.
+ * @param {string} path
+ * @param {string} key
+ * @returns {string}
+ */
+function keyPath(path, key) {
+  return apply(regexpTest, PLAIN_KEY, [key]) ? `${path}.${key}` : `${path}[${jsonStringify(key)}]`;
+}
 
 /** Why a value could not be copied (the message names the value and says why). */
 export class CopyError extends Error {}
@@ -168,13 +182,14 @@ export function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
         if (typeof k !== "string") continue;
         const d = getOwnPropertyDescriptor(obj, k);
         if (!d || !d.enumerable) continue;
-        if (!("value" in d)) throw new CopyError(`${path}.${k} is a getter, which is not copied`);
+        if (!("value" in d))
+          throw new CopyError(`${keyPath(path, k)} is a getter, which is not copied`);
         if (d.value === undefined) continue;
         if (!first) push(",");
         first = false;
         push(jsonStringify(k));
         push(":");
-        visit(d.value, depth + 1, `${path}.${k}`);
+        visit(d.value, depth + 1, keyPath(path, k));
       }
       push("}");
     } else {

@@ -6,9 +6,14 @@
  * each hardened. Runs once, when the child starts, before any guest code.
  */
 import { createRequire } from "node:module";
-import { Intl, process, universalThis as realm } from "./commons.mjs";
+import { Intl, Symbol, getPrototypeOf, process, universalThis as realm } from "./commons.mjs";
+import { TextDecoder, TextEncoder } from "./encoding.mjs";
 
 createRequire(import.meta.url)(process.argv[2]);
+
+// Sampled by lockdown() as the shared TextEncoder/TextDecoder of every compartment (encoding.mjs).
+realm.TextEncoder = TextEncoder;
+realm.TextDecoder = TextDecoder;
 
 // Every option explicit: LOCKDOWN_* environment variables must not change the configuration
 // (the child also runs with an empty environment).
@@ -46,5 +51,24 @@ export const floatArrays = sesHarden({
   Float32Array: /** @type {Float32ArrayConstructor} */ (realm.Float32Array),
   Float64Array: /** @type {Float64ArrayConstructor} */ (realm.Float64Array),
 });
-/** The host's Intl, hardened (undefined when Node was built without it). */
-export const IntlCapability = Intl ? sesHarden(Intl) : undefined;
+/**
+ * The host's Intl, hardened (undefined when Node was built without it), with the prototypes V8
+ * creates lazily and no property of Intl reaches: those of Intl.Segmenter's segments and of their
+ * iterator. Unhardened, one guest could patch them (e.g. `next`) and run inside any later action
+ * of the process that segments text.
+ */
+export const IntlCapability = Intl ? hardenIntl(Intl) : undefined;
+
+/**
+ * @param {typeof globalThis.Intl} intl
+ * @returns {typeof globalThis.Intl}
+ */
+function hardenIntl(intl) {
+  sesHarden(intl);
+  if (typeof intl.Segmenter === "function") {
+    const segments = new intl.Segmenter("en").segment("a");
+    sesHarden(getPrototypeOf(segments));
+    sesHarden(getPrototypeOf(segments[Symbol.iterator]()));
+  }
+  return intl;
+}

@@ -81,6 +81,7 @@ export const LAST_VALUE_CHARS = 2_000;
  * @property {string} name
  * @property {string} message
  * @property {[number, number][]} frames
+ * @property {boolean} [compile] the wrapper never ran (it did not compile, or its setup failed)
  */
 
 /**
@@ -103,7 +104,7 @@ export const LAST_VALUE_CHARS = 2_000;
  *   | { t: "log", id: number, text: string }
  *   | { t: "call", id: number, callIndex: number, tool: string, argsJson: string }
  *   | DoneMessage
- *   | { t: "idle", id: number }
+ *   | { t: "idle", id: number, heapUsed: number }
  *   | { t: "fatal", message: string }
  *   | { t: "pong" }} ChildMessageShape
  */
