@@ -239,6 +239,78 @@ export async function variablesSection(baseline: { createSandbox: typeof createS
   }
 }
 
+const ISO_ACTIONS = 30;
+
+/**
+ * Isolation (issue 11): per-action latency when actions belong to one agent run (a session: its
+ * process is reused), to a new run each time (a process no run used before), or to no run at all
+ * (a process per action), back to back and with a 200 ms model call between actions; next to the
+ * sandbox before the change, where every action reused any idle process.
+ */
+export async function isolationSection(baseline: { createSandbox: typeof createSandbox } | null) {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Creates a sandbox, lets its warm pool settle, times the actions, closes it. */
+  const measure = async (
+    make: typeof createSandbox,
+    session: (i: number) => string | undefined,
+    gapMs: number,
+  ) => {
+    const sb = make({ poolSize: 1 });
+    try {
+      for (let i = 0; i < 3; i++)
+        await sb.run({ code: "const w = 1;", tools: {}, session: session(-1 - i) } as never);
+      await sleep(1_000); // replacement processes started by the warm-up are up
+      const out: number[] = [];
+      for (let i = 0; i < ISO_ACTIONS; i++) {
+        if (gapMs) await sleep(gapMs);
+        const t0 = performance.now();
+        const r = await sb.run({
+          code: "const x = 1 + 1;",
+          tools: {},
+          session: session(i),
+        } as never);
+        out.push(performance.now() - t0);
+        if (!r.ok) throw new Error(`isolation bench action failed: ${r.error?.message}`);
+      }
+      return out;
+    } finally {
+      await sb.close();
+    }
+  };
+  const cases: { name: string; session: (i: number) => string | undefined; gap: number }[] = [
+    { name: "one agent run (same session), back to back", session: () => "run", gap: 0 },
+    { name: "a new agent run each action, back to back", session: (i) => `run-${i}`, gap: 0 },
+    {
+      name: "a new agent run each action, 200 ms model call between",
+      session: (i) => `r200-${i}`,
+      gap: 200,
+    },
+    { name: "no session (a process per action), back to back", session: () => undefined, gap: 0 },
+  ];
+  const rows: (string | number)[][] = [];
+  for (const c of cases) {
+    const after = await measure(createSandbox, c.session, c.gap);
+    const old = baseline ? await measure(baseline.createSandbox, c.session, c.gap) : null;
+    rows.push([
+      c.name,
+      fmt(percentile(after, 50)),
+      fmt(percentile(after, 95)),
+      old ? fmt(percentile(old, 50)) : "n/a",
+      old ? fmt(percentile(old, 95)) : "n/a",
+      old ? fmt(percentile(after, 50) / percentile(old, 50), 1) : "n/a",
+    ]);
+  }
+  return {
+    title: "Sandbox: per-action latency with per-run processes (ms)",
+    description:
+      `${ISO_ACTIONS} trivial actions per row, one sandbox with a warm pool of 1. A process serves one agent run ` +
+      '(session) and is never lent to another; actions without a session get a process of their own. "before" is the ' +
+      `sandbox of commit ${BASELINE_COMMIT}, which lent any idle process to any action, measured in this same run.`,
+    columns: ["actions", "p50", "p95", "before p50", "before p95", "x before"],
+    rows,
+  };
+}
+
 export default async function sandboxBench(): Promise<BenchSection[]> {
   const sandbox = createSandbox({ poolSize: 1 });
   const vmFresh = vmRunner(true);
@@ -298,7 +370,9 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       await child.exited;
     }
     const replacementP50 = percentile(afterKill, 50);
-    const variables = await variablesSection(await loadBaseline());
+    const baseline = await loadBaseline();
+    const isolation = await isolationSection(baseline);
+    const variables = await variablesSection(baseline);
 
     return [
       {
@@ -347,6 +421,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,
         ],
       },
+      isolation,
       variables,
     ];
   } finally {

@@ -83,6 +83,28 @@ import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./p
 /** @type {Action | null} */
 let current = null;
 
+/**
+ * Helpers made once, from guest-compartment intrinsics (shared by every compartment): guest-side
+ * errors, and what the wrapper calls for literals SES would reject as text (see
+ * src/sandbox/ses-escape.ts) — a RegExp from its pattern, and a tagged template's strings array,
+ * one per call site of the action.
+ */
+const helpers = (() => {
+  const c = new Compartment({ __options__: true, globals: {}, name: "codehop-helpers" });
+  harden(c.globalThis);
+  /** @type {GuestErrorFactory} */
+  const makeError = c.evaluate(
+    "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
+  );
+  /** @type {(pattern: string, flags: string) => RegExp} */
+  const regexp = harden(c.evaluate("(pattern, flags) => new RegExp(pattern, flags)"));
+  /** @type {() => (site: number, cooked: unknown[], raw: string[]) => TemplateStringsArray} */
+  const newTemplateCache = c.evaluate(
+    "() => { const sites = new Map(); return (site, cooked, raw) => { let strings = sites.get(site); if (!strings) { strings = Object.freeze(Object.defineProperty([...cooked], 'raw', { value: Object.freeze([...raw]) })); sites.set(site, strings); } return strings; }; }",
+  );
+  return { makeError: harden(makeError), regexp, newTemplateCache };
+})();
+
 /** The action running now (null between actions). */
 export function currentAction() {
   return current;
@@ -218,17 +240,8 @@ export function startAction(msg) {
       name: "codehop-action",
     });
     harden(compartment.globalThis);
-    makeError = compartment.evaluate(
-      "(ctor, message, name) => { const C = ctor === 'TypeError' ? TypeError : ctor === 'RangeError' ? RangeError : ctor === 'ReferenceError' ? ReferenceError : Error; const e = new C(message); if (name) Object.defineProperty(e, 'name', { value: name, writable: true, configurable: true, enumerable: false }); return e; }",
-    );
-    // The wrapper's helpers for literals SES would reject as text (see src/sandbox/ses-escape.ts),
-    // made in the compartment from its own intrinsics.
-    const regexp = harden(compartment.evaluate("(pattern, flags) => new RegExp(pattern, flags)"));
-    const template = harden(
-      compartment.evaluate(
-        "(() => { const sites = new Map(); return (site, cooked, raw) => { let strings = sites.get(site); if (!strings) { strings = Object.freeze(Object.defineProperty([...cooked], 'raw', { value: Object.freeze([...raw]) })); sites.set(site, strings); } return strings; }; })()",
-      ),
-    );
+    makeError = helpers.makeError;
+    const template = harden(helpers.newTemplateCache());
     /** @type {(...args: unknown[]) => { read: () => unknown[], run: () => Promise<unknown> }} */
     let factory;
     try {
@@ -254,7 +267,7 @@ export function startAction(msg) {
         act,
       );
     });
-    const api = factory(restore, decl, ref, regexp, template);
+    const api = factory(restore, decl, ref, helpers.regexp, template);
     act.read = api.read;
     run = api.run;
   } catch (err) {
