@@ -82,6 +82,12 @@ export class SandboxChild {
   retire = false;
   /** When it last became idle (least recently used idle children are retired first). */
   idleSince = 0;
+  /**
+   * The values this child holds for its session, as the host knows them (by name: the frozen value
+   * objects of the snapshot its last action produced). An action whose snapshot still has the same
+   * object under a name does not send that value again.
+   */
+  kept = new Map<string, unknown>();
   /** Set when we killed it on purpose (timeout, grace expiry, close). */
   killedBy: string | null = null;
   stderrTail = "";
@@ -207,8 +213,13 @@ export class SandboxChild {
 
   /** Writes one protocol message (ignored once dead). */
   send(msg: HostMessage): void {
+    this.sendLine(encodeLine(msg));
+  }
+
+  /** Writes one protocol line made by the protocol module (ignored once dead). */
+  sendLine(line: string): void {
     if (this.dead) return;
-    this.stdin.write(encodeLine(msg));
+    this.stdin.write(line);
   }
 
   /** Keeps the host alive while an action runs; lets it exit while idle. */

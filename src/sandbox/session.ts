@@ -17,9 +17,15 @@ import {
   type ChildSpec,
   type SandboxChild,
 } from "./pool.ts";
-import { TOTAL_ARGS_FACTOR } from "./child/protocol.mjs";
+import { encodeRunLine, TOTAL_ARGS_FACTOR } from "./child/protocol.mjs";
 import { sanitizeErrorMessage } from "./sanitize.ts";
-import { acceptSnapshot, assembleSnapshot, ProtocolViolation } from "./snapshot.ts";
+import {
+  acceptSnapshot,
+  assembleSnapshot,
+  isSettled,
+  ProtocolViolation,
+  valueJson,
+} from "./snapshot.ts";
 import { buildAction, type BuiltAction } from "./transform.ts";
 import {
   RESERVED_GLOBALS,
@@ -243,17 +249,33 @@ class ActionSession {
     const unserializable: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.previous.unserializable))
       if (typeof v === "string") unserializable[k] = v;
-    this.child.send({
-      t: "run",
-      id: this.id,
-      source: this.built.source,
-      names: this.built.names,
-      restoreJson: JSON.stringify(this.built.restoreValues),
-      tools: Object.keys(this.tools),
-      unserializable,
-      limits: this.limits,
-      capabilities,
-    });
+    // Values this child already holds for its session (the same frozen objects) are not sent
+    // again; the others are, as the JSON text the host has for them.
+    const held = this.child.kept;
+    const keep: string[] = [];
+    const restore: [string, string][] = [];
+    for (const [name, value] of Object.entries(this.built.restoreValues)) {
+      if (held.has(name) && held.get(name) === value && isSettled(value)) keep.push(name);
+      else restore.push([name, valueJson(value)]);
+    }
+    this.child.kept = new Map(); // until this action's report says what it holds
+    this.child.sendLine(
+      encodeRunLine(
+        {
+          t: "run",
+          id: this.id,
+          source: this.built.source,
+          names: this.built.names,
+          keep,
+          mentioned: this.built.names.filter((n) => this.built.mentioned.has(n)),
+          tools: Object.keys(this.tools),
+          unserializable,
+          limits: this.limits,
+          capabilities,
+        },
+        restore,
+      ),
+    );
   }
 
   /** Called when the action ended, whichever way (cleanup hook for the caller). */
@@ -437,6 +459,12 @@ class ActionSession {
       throw err;
     }
     const { snapshot, notCarriedOver } = assembled;
+    // What the child holds now: the values it reported (new or the same) that were carried over.
+    const reports = msg.bindings as Record<string, { kind?: unknown }>;
+    for (const [name, value] of Object.entries(snapshot.values)) {
+      const kind = Object.hasOwn(reports, name) ? reports[name]?.kind : undefined;
+      if (kind === "value" || kind === "same") this.child.kept.set(name, value);
+    }
     this.finish({
       ok: error === null,
       logs,

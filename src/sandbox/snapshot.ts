@@ -30,8 +30,8 @@ export function emptySnapshot(): VariablesSnapshot {
 /** A child broke the protocol (the action's process is killed). */
 export class ProtocolViolation extends Error {}
 
-/** Checked values (deep-frozen) with their JSON size. */
-const checked = new WeakMap<object, number>();
+/** Checked values (deep-frozen) with their JSON text. */
+const checked = new WeakMap<object, string>();
 
 /**
  * JSON size of `value` if it is plain JSON data within the limits, else why not. Objects are
@@ -43,7 +43,7 @@ export function checkValue(
 ): number | string {
   if (value !== null && typeof value === "object") {
     const known = checked.get(value);
-    if (known !== undefined) return known;
+    if (known !== undefined) return known.length;
   }
   // Iterative: a crafted value nested a million levels deep must not overflow the host's stack.
   const stack: [unknown, number][] = [[value, 0]];
@@ -69,12 +69,59 @@ export function checkValue(
       stack.push([d.value, depth + 1]);
     }
   }
-  const size = JSON.stringify(value)?.length ?? 0;
-  if (size > limits.maxValueBytes)
+  const json = JSON.stringify(value) ?? "null";
+  if (json.length > limits.maxValueBytes)
     return `value is too large (over ${limits.maxValueBytes} bytes as JSON)`;
   for (const o of seen) Object.freeze(o);
-  if (value !== null && typeof value === "object") checked.set(value, size);
-  return size;
+  if (value !== null && typeof value === "object") checked.set(value, json);
+  return json.length;
+}
+
+/**
+ * Records `value`, parsed from `json` (a child's report), as checked: deep-frozen, with that text.
+ * Returns its size, or why it is not acceptable.
+ */
+function checkParsed(
+  value: unknown,
+  json: string,
+  limits: Pick<SandboxLimits, "maxValueBytes" | "maxValueDepth">,
+): number | string {
+  if (value !== null && typeof value === "object") {
+    const problem = freezeWithin(value, limits.maxValueDepth);
+    if (problem) return problem;
+    checked.set(value, json);
+  }
+  return json.length;
+}
+
+/** Deep-freezes parsed JSON data, or says it is nested deeper than `maxDepth`. */
+function freezeWithin(value: object, maxDepth: number): string | null {
+  const stack: [object, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [o, depth] = stack.pop()!;
+    if (depth >= maxDepth) return `value is nested too deeply (more than ${maxDepth} levels)`;
+    Object.freeze(o);
+    for (const v of Object.values(o))
+      if (v !== null && typeof v === "object") stack.push([v, depth + 1]);
+  }
+  return null;
+}
+
+/**
+ * The JSON text of a checked value (the text it was parsed from or checked with; values are
+ * frozen, so it still holds), else its JSON.stringify.
+ */
+export function valueJson(value: unknown): string {
+  if (value !== null && typeof value === "object") {
+    const known = checked.get(value);
+    if (known !== undefined) return known;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The value is one the sandbox checked and froze (or a primitive): it cannot have changed. */
+export function isSettled(value: unknown): boolean {
+  return value === null || typeof value !== "object" || checked.has(value);
 }
 
 /** A note as the framework prints it: one line, no control characters, capped. */
@@ -232,9 +279,15 @@ export function assembleSnapshot(options: {
       } catch {
         throw new ProtocolViolation(`value of ${name} is not JSON`);
       }
-      const size = checkValue(value, limits);
+      const size = checkParsed(value, b.json, limits);
       if (typeof size === "string") throw new ProtocolViolation(`value of ${name}: ${size}`);
       if (keep(name, size)) snapshot.values[name] = value as JsonValue;
+    } else if (b.kind === "same") {
+      // Unchanged: the very value the action was restored with (no text crossed the boundary).
+      if (!Object.hasOwn(previous.values, name)) throw new ProtocolViolation(`same ${name}`);
+      const size = checkValue(previous.values[name], limits);
+      if (typeof size === "number" && keep(name, size))
+        snapshot.values[name] = previous.values[name];
     } else if (b.kind === "decl") {
       const source = built.declarationSources[name];
       if (typeof source !== "string") throw new ProtocolViolation(`declaration ${name}`);

@@ -1,6 +1,7 @@
 import { describe } from "vitest";
 import type { CodeSandbox, SandboxLimits } from "../../src/sandbox/contract.ts";
 import { describeBoundary } from "./conformance/boundary.ts";
+import { describeCarriedValues } from "./conformance/carried-values.ts";
 import { describeDenialOfService } from "./conformance/denial-of-service.ts";
 import { describeFailedActions } from "./conformance/failed-actions.ts";
 import { describeIsolation } from "./conformance/isolation.ts";
@@ -35,6 +36,7 @@ export function describeSandboxConformance(factory: SandboxFactory): void {
     describe("tool signals", () => describeToolSignals(factory));
     describe("isolation between runs", () => describeIsolation(factory));
     describe("restore is data", () => describeRestoreAsData(factory));
+    describe("carried values are what the snapshot says", () => describeCarriedValues(factory));
     describe("failed actions keep everything", () => describeFailedActions(factory));
     describe("the boundary", () => describeBoundary(factory));
   });

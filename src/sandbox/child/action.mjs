@@ -5,9 +5,11 @@
  * the host, output captured with a head/tail cap, and the outcome reported once.
  */
 import {
+  Error,
   Map,
   Object,
   Promise,
+  Set,
   String,
   apply,
   create,
@@ -17,6 +19,8 @@ import {
   isArray,
   jsonParse,
   heapUsed,
+  jsonStringify,
+  keys,
   min,
   setImmediate,
 } from "./commons.mjs";
@@ -66,6 +70,8 @@ import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./p
  * @property {Record<string, string>} unserializable
  * @property {(() => unknown[]) | null} read the wrapper's reader of the persistent bindings
  * @property {string[]} names
+ * @property {Map<string, KeptValue>} restored the values restored for this action, by name
+ * @property {Set<string>} mentioned names the action can touch (others are restored values unread)
  * @property {ChildLimits} limits
  * @property {Error} [limitError] the one error every refused call over the limit rejects with
  * @property {{ outcome: Outcome, reusable: boolean, attempts: number } | null} [unreported] an
@@ -82,6 +88,20 @@ import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./p
 
 /** @type {Action | null} */
 let current = null;
+
+/**
+ * A value the child holds for its session between actions: parsed from JSON (so nothing but its
+ * binding refers to it) and never touched by guest code since, with its JSON text once known.
+ * @typedef {{ value: unknown, json: string | null }} KeptValue
+ */
+
+/**
+ * The values this process holds for its session (a process serves one session): what its last
+ * action left, as the host was told. The host's `keep` list says which of them the next action
+ * restores; the others are dropped.
+ * @type {Map<string, KeptValue>}
+ */
+let kept = new Map();
 
 /**
  * Helpers made once, from guest-compartment intrinsics (shared by every compartment): guest-side
@@ -158,6 +178,8 @@ export function startAction(msg) {
     unserializable: msg.unserializable || {},
     read: null,
     names: msg.names,
+    restored: new Map(),
+    mentioned: new Set(msg.mentioned),
     limits,
   };
   current = act;
@@ -251,7 +273,7 @@ export function startAction(msg) {
       finish(act, { error: { ...describeError(err, act), frames: [], compile: true } });
       return;
     }
-    const restore = jsonParse(msg.restoreJson);
+    const restore = restoreValues(msg, act);
     const decl = harden((/** @type {string} */ name, /** @type {unknown} */ fn) => {
       act.declared.set(name, fn);
       return fn;
@@ -295,6 +317,39 @@ export function startAction(msg) {
     },
   );
   checkStall(act);
+}
+
+/**
+ * The values the wrapper restores: those the host lists in `keep` from what this process holds,
+ * the others as sent. Records each in `act.restored`, with its JSON text when the action mentions
+ * it (taken now, before guest code runs: "same" is then decided by comparing texts).
+ * @param {RunMessage} msg
+ * @param {Action} act
+ * @returns {Record<string, unknown>}
+ */
+function restoreValues(msg, act) {
+  const held = kept;
+  kept = new Map(); // until this action's report says what is held next
+  /** @type {Record<string, unknown>} */
+  const restore = create(null);
+  for (const name of msg.keep) {
+    const entry = held.get(name);
+    if (!entry)
+      throw new Error(`the host's keep list names ${name}, which this process does not hold`);
+    act.restored.set(name, entry);
+    restore[name] = entry.value;
+  }
+  for (const name of keys(msg.restore)) {
+    const value = msg.restore[name];
+    act.restored.set(name, { value, json: null });
+    restore[name] = value;
+  }
+  for (const name of msg.mentioned) {
+    const entry = act.restored.get(name);
+    if (entry && entry.json === null)
+      entry.json = /** @type {string} */ (jsonStringify(entry.value));
+  }
+  return restore;
 }
 
 /**
@@ -437,8 +492,10 @@ function checkStall(act) {
 }
 
 /**
- * What the action left in each persistent binding: JSON values (within the snapshot budget),
- * declarations, undefined, or why a value cannot be carried over.
+ * What the action left in each persistent binding: a new JSON value, "same" (the value it was
+ * restored with: a binding the action does not mention is not even read, one it mentions is
+ * compared as JSON text), a declaration, undefined, or why the value cannot be carried over. New
+ * values together are capped (the host checks the snapshot's exact budget).
  * @param {Action} act
  * @returns {Record<string, BindingReport>}
  */
@@ -454,18 +511,23 @@ function captureBindings(act) {
     return out;
   }
   const { maxValueBytes, maxValueDepth } = act.limits;
-  // The whole snapshot goes into checkpointed graph state: cap it, not just each value.
   let budget = maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
   for (let i = 0; i < act.names.length; i++) {
     const name = act.names[i];
     const v = values[i];
+    const restored = act.restored.get(name);
     if (v === undefined) out[name] = { kind: "undefined" };
     else if (typeof v === "function" && act.declared.get(name) === v) out[name] = { kind: "decl" };
+    else if (restored && !act.mentioned.has(name) && restored.value === v)
+      out[name] = { kind: "same" };
     else {
       try {
         const json = toJson(v, min(maxValueBytes, budget), maxValueDepth, name, true);
-        budget -= json.length;
-        out[name] = { kind: "value", json };
+        if (restored && restored.json === json) out[name] = { kind: "same" };
+        else {
+          budget -= json.length;
+          out[name] = { kind: "value", json };
+        }
       } catch (err) {
         // Out of stack: finish() captures everything again from a fresh stack.
         if (!(err instanceof CopyError)) throw err;
@@ -474,6 +536,30 @@ function captureBindings(act) {
     }
   }
   return out;
+}
+
+/**
+ * What this process holds for its session after an action: every binding reported "value" or
+ * "same". Values the action may have touched are parsed again from their JSON (guest code left
+ * running after the report — a promise chain, code after final_answer — may still change the live
+ * ones); values it did not mention are kept as they are.
+ * @param {Action} act
+ * @param {Record<string, BindingReport>} bindings
+ */
+function keepValues(act, bindings) {
+  /** @type {Map<string, KeptValue>} */
+  const next = new Map();
+  for (const name of keys(bindings)) {
+    const b = bindings[name];
+    const restored = act.restored.get(name);
+    if (b.kind === "value") next.set(name, { value: jsonParse(b.json), json: b.json });
+    else if (b.kind === "same" && restored) {
+      if (!act.mentioned.has(name)) next.set(name, restored);
+      else if (restored.json !== null)
+        next.set(name, { value: jsonParse(restored.json), json: restored.json });
+    }
+  }
+  kept = next;
 }
 
 /**
@@ -568,6 +654,8 @@ function report(act, outcome, reusable, withBindings) {
     toolCalls: act.calls,
     lastValue,
   });
+  // After the report, so the host has it first: what the process holds for the next action.
+  keepValues(act, bindings);
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.
   if (reusable) setImmediate(() => send({ t: "idle", id: act.id, heapUsed: heapUsed() }));

@@ -16,13 +16,13 @@ import {
   WeakSet,
   apply,
   arrayPrototype,
-  dateGetTime,
-  dateToISOString,
   getOwnPropertyDescriptor,
   getPrototypeOf,
+  hasOwn,
   isArray,
   isProxy,
   jsonStringify,
+  keys,
   objectPrototype,
   ownKeys,
   regexpExec,
@@ -90,8 +90,15 @@ function describeKind(v) {
  * Serializes a guest value to JSON text. `undefined` object properties are omitted and `undefined`
  * array elements become null (JSON's own rules); anything else that JSON would silently change
  * (NaN, Date, Map, functions, getters, proxies, cycles) is rejected with a reason. With
- * `nestedDates`, a Date below the root becomes its ISO string (what JSON.stringify's toJSON gives,
- * computed with the intrinsic, never a guest toJSON): one date field must not lose a whole object.
+ * `nestedDates`, a Date below the root becomes its ISO string (what JSON.stringify's toJSON gives):
+ * one date field must not lose a whole object.
+ *
+ * Two passes, so the text itself is made by the engine's JSON.stringify: first a walk
+ * ({@link plainJsonSize}; {@link JsonCheck} when that one finds a problem, to say which) checks the
+ * value without calling guest code (own property descriptors, proxies detected,
+ * prototypes compared with the intrinsics) and bounds its size from below; once the value is known
+ * to hold only plain data, with no getter, proxy or `toJSON` of the guest's, JSON.stringify cannot
+ * run guest code either and gives exactly the text the walk checked.
  * @param {unknown} value
  * @param {number} maxBytes
  * @param {number} maxDepth
@@ -100,105 +107,243 @@ function describeKind(v) {
  * @returns {string}
  */
 export function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
-  let size = 0;
-  /** @type {object[]} */
-  const seen = [];
-  /** @type {string[]} */
-  const parts = [];
-  /** @param {string} s */
-  const push = (s) => {
-    size += s.length;
-    if (size > maxBytes)
+  if (typeof value === "string") {
+    if (value.length > maxBytes)
       throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
-    parts.push(s);
-  };
+  } else if (plainJsonSize(value, 0, maxDepth, maxBytes, []) < 0) {
+    // Not plain data, too large or too deep: the detailed walk says why (or accepts nested dates).
+    new JsonCheck(maxBytes, maxDepth, what, nestedDates).value(value, 0);
+  }
+  const json = value === undefined ? "null" : /** @type {string} */ (jsonStringify(value));
+  if (json.length > maxBytes)
+    throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
+  return json;
+}
+
+/**
+ * The fast checking pass of {@link toJson}, for the common case: a lower bound of the JSON size of
+ * `v` if it is plain data (plain objects and arrays of strings, finite numbers, booleans and null,
+ * own data properties only, no proxy, no own `toJSON`, no cycle, within `maxDepth` and `maxBytes`),
+ * else -1 without saying why. Reads only own property descriptors: no guest code runs.
+ * @param {unknown} v an object or array (or anything else: -1)
+ * @param {number} depth
+ * @param {number} maxDepth
+ * @param {number} maxBytes
+ * @param {unknown[]} ancestors
+ * @returns {number}
+ */
+function plainJsonSize(v, depth, maxDepth, maxBytes, ancestors) {
+  if (typeof v !== "object" || v === null) return v === null ? 4 : -1;
+  if (depth >= maxDepth || isProxy(v)) return -1;
+  for (let i = 0; i < depth; i++) if (ancestors[i] === v) return -1;
+  ancestors[depth] = v;
+  if (hasOwn(v, "toJSON")) return -1;
+  const proto = getPrototypeOf(v);
+  let size = 2;
+  if (isArray(v)) {
+    if (proto !== arrayPrototype) return -1;
+    const n = v.length;
+    for (let i = 0; i < n; i++) {
+      const d = getOwnPropertyDescriptor(v, i);
+      size += 1;
+      if (d === undefined) {
+        size += 4; // a hole: null
+        continue;
+      }
+      const x = d.value;
+      if (x === undefined) {
+        if (d.get !== undefined || d.set !== undefined) return -1;
+        size += 4;
+      } else if (typeof x === "string") size += x.length + 2;
+      else if (typeof x === "number") {
+        if (x - x !== 0) return -1;
+        size += 1;
+      } else if (typeof x === "boolean") size += 4;
+      else {
+        const s = plainJsonSize(x, depth + 1, maxDepth, maxBytes - size, ancestors);
+        if (s < 0) return -1;
+        size += s;
+      }
+      if (size > maxBytes) return -1;
+    }
+  } else {
+    if (proto !== objectPrototype && proto !== null) return -1;
+    const ks = keys(v);
+    for (let i = 0; i < ks.length; i++) {
+      const k = ks[i];
+      const d = /** @type {PropertyDescriptor} */ (getOwnPropertyDescriptor(v, k));
+      const x = d.value;
+      if (x === undefined) {
+        if (d.get !== undefined || d.set !== undefined) return -1;
+        continue;
+      }
+      size += k.length + 4;
+      if (typeof x === "string") size += x.length + 2;
+      else if (typeof x === "number") {
+        if (x - x !== 0) return -1;
+        size += 1;
+      } else if (typeof x === "boolean") size += 4;
+      else {
+        const s = plainJsonSize(x, depth + 1, maxDepth, maxBytes - size, ancestors);
+        if (s < 0) return -1;
+        size += s;
+      }
+      if (size > maxBytes) return -1;
+    }
+  }
+  return size;
+}
+
+/**
+ * The checking pass of {@link toJson}: one walk, no guest code called. Counts a lower bound of the
+ * JSON size as it goes, so a huge (or exponentially shared) value is refused early; keeps the path
+ * of the node being visited as parts, and builds the path text only for an error message.
+ */
+class JsonCheck {
+  /**
+   * @param {number} maxBytes
+   * @param {number} maxDepth
+   * @param {string} what
+   * @param {boolean} nestedDates
+   */
+  constructor(maxBytes, maxDepth, what, nestedDates) {
+    this.maxBytes = maxBytes;
+    this.maxDepth = maxDepth;
+    this.what = what;
+    this.nestedDates = nestedDates;
+    /** Lower bound of the JSON size so far. */
+    this.size = 0;
+    /** @type {object[]} objects on the path from the root (for cycles) */
+    this.ancestors = [];
+    /** @type {(string | number)[]} the key of each level of the path */
+    this.keys = [];
+  }
+
+  /**
+   * The path of the node at `depth` (`x.a[0]`), for messages.
+   * @param {number} depth
+   */
+  path(depth) {
+    let path = this.what;
+    for (let i = 0; i < depth; i++) {
+      const k = this.keys[i];
+      path = typeof k === "number" ? `${path}[${k}]` : keyPath(path, k);
+    }
+    return path;
+  }
+
+  /** @param {number} add */
+  grow(add) {
+    this.size += add;
+    if (this.size > this.maxBytes)
+      throw new CopyError(`${this.what} is too large (over ${this.maxBytes} bytes as JSON)`);
+  }
+
   /**
    * @param {unknown} v
    * @param {number} depth
-   * @param {string} path
    */
-  const visit = (v, depth, path) => {
+  value(v, depth) {
     switch (typeof v) {
       case "string":
-        if (v.length > maxBytes)
-          throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
-        push(jsonStringify(v));
+        this.grow(v.length + 2);
         return;
       case "number":
         if (v !== v || v === Infinity || v === -Infinity)
-          throw new CopyError(`${path} is ${v}, which is not JSON-serializable`);
-        push(jsonStringify(v));
+          throw new CopyError(`${this.path(depth)} is ${v}, which is not JSON-serializable`);
+        this.grow(1);
         return;
       case "boolean":
-        push(v ? "true" : "false");
+        this.grow(4);
         return;
       case "undefined":
-        push("null");
-        return;
+        return; // omitted in objects, null in arrays (counted there)
       case "bigint":
-        throw new CopyError(`${path} is a BigInt, which is not JSON-serializable (use String(x))`);
+        throw new CopyError(
+          `${this.path(depth)} is a BigInt, which is not JSON-serializable (use String(x))`,
+        );
       case "symbol":
-        throw new CopyError(`${path} is a Symbol, which is not JSON-serializable`);
+        throw new CopyError(`${this.path(depth)} is a Symbol, which is not JSON-serializable`);
       case "function":
-        throw new CopyError(`${path} is a function, which is not JSON-serializable`);
+        throw new CopyError(`${this.path(depth)} is a function, which is not JSON-serializable`);
     }
     if (v === null) {
-      push("null");
+      this.grow(4);
       return;
     }
     const obj = /** @type {object} */ (v);
-    if (depth >= maxDepth)
-      throw new CopyError(`${what} is nested too deeply (more than ${maxDepth} levels)`);
-    if (isProxy(obj)) throw new CopyError(`${path} is a Proxy, which cannot leave the sandbox`);
-    for (let i = 0; i < seen.length; i++)
-      if (seen[i] === obj) throw new CopyError(`${path} is a circular reference`);
+    if (depth >= this.maxDepth)
+      throw new CopyError(`${this.what} is nested too deeply (more than ${this.maxDepth} levels)`);
+    if (isProxy(obj))
+      throw new CopyError(`${this.path(depth)} is a Proxy, which cannot leave the sandbox`);
+    const ancestors = this.ancestors;
+    for (let i = 0; i < depth; i++)
+      if (ancestors[i] === obj) throw new CopyError(`${this.path(depth)} is a circular reference`);
+    ancestors[depth] = obj;
+    // JSON.stringify calls an own `toJSON` function, even a non-enumerable one the walk skips.
+    if (hasOwn(obj, "toJSON")) {
+      const d = /** @type {PropertyDescriptor} */ (getOwnPropertyDescriptor(obj, "toJSON"));
+      if (!("value" in d) || typeof d.value === "function")
+        throw new CopyError(`${this.path(depth)} has a toJSON method, which is not called`);
+    }
     const proto = getPrototypeOf(obj);
-    if (nestedDates && depth > 0 && proto === Date.prototype) {
-      const t = apply(dateGetTime, obj, []);
-      // Invalid Date: JSON.stringify gives null.
-      push(t === t ? jsonStringify(apply(dateToISOString, obj, [])) : "null");
-      return;
-    }
-    seen.push(obj);
-    if (isArray(obj) && proto === arrayPrototype) {
-      const len = /** @type {PropertyDescriptor} */ (getOwnPropertyDescriptor(obj, "length")).value;
-      push("[");
-      for (let i = 0; i < len; i++) {
-        if (i > 0) push(",");
-        const d = getOwnPropertyDescriptor(obj, i);
-        if (d === undefined)
-          push("null"); // hole (size cap stops huge sparse arrays early)
-        else if (!("value" in d))
-          throw new CopyError(`${path}[${i}] is a getter, which is not copied`);
-        else visit(d.value, depth + 1, `${path}[${i}]`);
+    if (isArray(obj) && proto === arrayPrototype) this.array(obj, depth);
+    else if (proto === objectPrototype || proto === null) this.object(obj, depth);
+    else if (this.nestedDates && depth > 0 && proto === Date.prototype && ownKeys(obj).length === 0)
+      // JSON.stringify gives it Date.prototype.toJSON's ISO string (null when invalid): intrinsics
+      // only, since the date has no own property to override them.
+      this.grow(4);
+    else
+      throw new CopyError(
+        `${this.path(depth)} is ${describeKind(obj)}, which is not JSON-serializable`,
+      );
+  }
+
+  /**
+   * @param {unknown[]} a
+   * @param {number} depth
+   */
+  array(a, depth) {
+    const n = /** @type {PropertyDescriptor} */ (getOwnPropertyDescriptor(a, "length")).value;
+    this.grow(n + 1);
+    for (let i = 0; i < n; i++) {
+      const d = getOwnPropertyDescriptor(a, i);
+      if (d === undefined) {
+        this.grow(4); // a hole: null (a huge sparse array is refused here, early)
+        continue;
       }
-      push("]");
-    } else if (proto === objectPrototype || proto === null) {
-      push("{");
-      let first = true;
-      const keys = ownKeys(obj);
-      for (let i = 0; i < keys.length; i++) {
-        const k = keys[i];
-        if (typeof k !== "string") continue;
-        const d = getOwnPropertyDescriptor(obj, k);
-        if (!d || !d.enumerable) continue;
-        if (!("value" in d))
-          throw new CopyError(`${keyPath(path, k)} is a getter, which is not copied`);
-        if (d.value === undefined) continue;
-        if (!first) push(",");
-        first = false;
-        push(jsonStringify(k));
-        push(":");
-        visit(d.value, depth + 1, keyPath(path, k));
+      if (!("value" in d)) {
+        this.keys[depth] = i;
+        throw new CopyError(`${this.path(depth + 1)} is a getter, which is not copied`);
       }
-      push("}");
-    } else {
-      throw new CopyError(`${path} is ${describeKind(obj)}, which is not JSON-serializable`);
+      const x = d.value;
+      if (x === undefined) this.grow(4);
+      else {
+        this.keys[depth] = i;
+        this.value(x, depth + 1);
+      }
     }
-    seen.pop();
-  };
-  visit(value, 0, what);
-  return parts.join("");
+  }
+
+  /**
+   * @param {object} o
+   * @param {number} depth
+   */
+  object(o, depth) {
+    const ks = keys(o);
+    this.grow(2);
+    for (let i = 0; i < ks.length; i++) {
+      const k = ks[i];
+      const d = /** @type {PropertyDescriptor} */ (getOwnPropertyDescriptor(o, k));
+      this.keys[depth] = k;
+      if (!("value" in d))
+        throw new CopyError(`${this.path(depth + 1)} is a getter, which is not copied`);
+      const x = d.value;
+      if (x === undefined) continue;
+      this.grow(k.length + 4);
+      this.value(x, depth + 1);
+    }
+  }
 }
 
 const NOTE =

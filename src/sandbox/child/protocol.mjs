@@ -50,7 +50,12 @@ export const LAST_VALUE_CHARS = 2_000;
  * @property {number} id action id (every later message of the action carries it)
  * @property {string} source the wrapper built by transform.ts: `(function (restore, decl, ref) {...})`
  * @property {string[]} names persistent binding names, in the order the wrapper's `read()` returns them
- * @property {string} restoreJson JSON object of the values to restore, by name
+ * @property {Record<string, unknown>} restore values to restore that the child does not hold, by
+ *   name (written into the line as the host's JSON text: parsed once, with the message)
+ * @property {string[]} keep names whose values the child holds from its session's previous action
+ *   (reported "value" or "same" then, and kept since): restored from what it holds
+ * @property {string[]} mentioned binding names the action's code (or a declaration it restores)
+ *   mentions; a restored binding not among them cannot change, and is reported "same" unread
  * @property {string[]} tools guest-visible tool names
  * @property {Record<string, string>} unserializable notes of names left unbound (for ReferenceError hints)
  * @property {ChildLimits} limits
@@ -71,8 +76,10 @@ export const LAST_VALUE_CHARS = 2_000;
 /** @typedef {RunMessage | ResultMessage | { t: "ping" }} HostMessage */
 
 /**
- * What an action left in one persistent binding.
- * @typedef {{ kind: "value", json: string } | { kind: "decl" } | { kind: "undefined" } | { kind: "unserializable", reason: string }} BindingReport
+ * What an action left in one persistent binding: a new value (its JSON), the value it was restored
+ * with ("same": nothing crosses the boundary), a declaration, undefined, or why it cannot be
+ * carried over.
+ * @typedef {{ kind: "value", json: string } | { kind: "same" } | { kind: "decl" } | { kind: "undefined" } | { kind: "unserializable", reason: string }} BindingReport
  */
 
 /**
@@ -116,6 +123,21 @@ export const LAST_VALUE_CHARS = 2_000;
  */
 export function encodeLine(message) {
   return `${jsonStringify(message)}\n`;
+}
+
+/**
+ * A `run` message as a protocol line, with the values to restore spliced in as JSON text the host
+ * already has (the values are not serialized again, and the child parses them once, with the line).
+ * @param {Omit<RunMessage, "restore">} message
+ * @param {[name: string, json: string][]} restore
+ * @returns {string}
+ */
+export function encodeRunLine(message, restore) {
+  const head = jsonStringify(message);
+  let values = "";
+  for (let i = 0; i < restore.length; i++)
+    values += `${i ? "," : ""}${jsonStringify(restore[i][0])}:${restore[i][1]}`;
+  return `${head.slice(0, -1)},"restore":{${values}}}\n`;
 }
 
 /** Splits a stream of text into protocol lines. */
