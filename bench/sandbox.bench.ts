@@ -119,9 +119,9 @@ export async function variablesSection(baseline: { createSandbox: typeof createS
   const oneMb = plainDataCode("big");
   const twoMb = plainDataCode("data", "more");
   const measure = async (sb: CodeSandbox, session: string) => {
-    let n = 0;
+    // Each action of one run builds the value anew and leaves it at top level.
     const top = await timeN(async () => {
-      const r = await sb.run({ code: oneMb, tools: {}, session: `${session}-top-${n++}` } as never);
+      const r = await sb.run({ code: oneMb, tools: {}, session: `${session}-top` } as never);
       if (!r.ok || !("big" in r.snapshot.values))
         throw new Error(`1 MB action failed: ${r.error?.message}`);
     });
@@ -157,6 +157,11 @@ export async function variablesSection(baseline: { createSandbox: typeof createS
     const vmTop = await timeN(async () =>
       vm.runInContext(`(() => { ${oneMb} return big.length })()`, shared),
     );
+    // The same, carrying the value to the next step as JSON text (stringify, and parse it back).
+    const vmTopJson = await timeN(async () => {
+      const ctx = vm.createContext({});
+      JSON.parse(vm.runInContext(`(() => { ${oneMb} return JSON.stringify(big) })()`, ctx));
+    });
     vm.runInContext(
       `(() => { ${twoMb} globalThis.data = data; globalThis.more = more })()`,
       shared,
@@ -210,6 +215,13 @@ export async function variablesSection(baseline: { createSandbox: typeof createS
       ],
       rows: [
         row("1 MB top-level value", after.top, old?.top, vmTop, "reused context"),
+        row(
+          "1 MB top-level value (vs JSON carry)",
+          after.top,
+          old?.top,
+          vmTopJson,
+          "fresh context + JSON carry",
+        ),
         row(
           "2 MB carried, trivial action",
           after.carried,
