@@ -210,6 +210,14 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
   private readonly lastPut = new Map<number, { id: string; versions: ChannelVersions }>();
+  /**
+   * The channel values of the latest checkpoint put per namespace id, by channel: version and
+   * value. Reading the latest state (every invoke, every resume) is served from here even after a
+   * long list() has cycled the value cache.
+   */
+  private readonly latestValues = new Lru<number, Map<string, { version: string; value: unknown }>>(
+    64,
+  );
   private readonly nsIds = new Map<string, number>();
   private statements?: ReturnType<IncrementalSqliteSaver["prepare"]>;
 
@@ -659,7 +667,13 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         "channel_values"
       >;
       const channelValues: Record<string, unknown> = {};
+      const latest = this.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
+        const known = latest?.get(channel);
+        if (known && known.version === String(version)) {
+          channelValues[channel] = known.value;
+          continue;
+        }
         const blob = await this.readBlob(nsId, channel, String(version));
         if (blob.found && blob.row?.kind !== KIND_EMPTY) channelValues[channel] = blob.value;
       }
@@ -871,19 +885,40 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const metaText = Buffer.from(metaBytes).toString("utf8");
     const s = this.s;
-    this.db.transaction(() => {
-      for (const b of blobs) s.putBlob.run(...b);
-      s.putCheckpoint.run(
-        nsId,
-        checkpoint.id,
-        parentId ?? null,
-        cp.type,
-        cp.data,
-        cp.zip,
-        metaText,
-      );
-    })();
+    // Every write transaction here is IMMEDIATE: it takes the write lock at BEGIN, where the busy
+    // timeout applies. A deferred one that reads first fails at once with SQLITE_BUSY when another
+    // process commits before it upgrades to writing (two runs sharing one database file).
+    this.db
+      .transaction(() => {
+        for (const b of blobs) s.putBlob.run(...b);
+        s.putCheckpoint.run(
+          nsId,
+          checkpoint.id,
+          parentId ?? null,
+          cp.type,
+          cp.data,
+          cp.zip,
+          metaText,
+        );
+      })
+      .immediate();
     this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
+    // What this put stored, plus the values still current from the previous put (same version);
+    // a value the caller passed for a channel it did not list as new was not stored, so it is not
+    // served either.
+    const previous = this.latestValues.get(nsId);
+    const latest = new Map<string, { version: string; value: unknown }>();
+    for (const [channel, v] of Object.entries(prepared.channel_versions)) {
+      const version = String(v);
+      if (Object.hasOwn(toStore, channel)) {
+        if (Object.hasOwn(prepared.channel_values, channel))
+          latest.set(channel, { version, value: prepared.channel_values[channel] });
+      } else {
+        const kept = previous?.get(channel);
+        if (kept?.version === version) latest.set(channel, kept);
+      }
+    }
+    this.latestValues.set(nsId, latest);
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -916,20 +951,22 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     );
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
-    this.db.transaction(() => {
-      const existing = this.taskWrites(nsId, id, taskId) ?? [];
-      const byIdx = new Map(existing.map((w) => [w.idx, w]));
-      for (const w of encoded) {
-        if (byIdx.has(w.idx) && !replace) continue;
-        byIdx.set(w.idx, w);
-        // Only a write this call stored may be referred to by the next checkpoint's values.
-        cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
-      }
-      const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
-      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
-      const zip = zipped !== undefined && zipped.length < packed.length;
-      this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
-    })();
+    this.db
+      .transaction(() => {
+        const existing = this.taskWrites(nsId, id, taskId) ?? [];
+        const byIdx = new Map(existing.map((w) => [w.idx, w]));
+        for (const w of encoded) {
+          if (byIdx.has(w.idx) && !replace) continue;
+          byIdx.set(w.idx, w);
+          // Only a write this call stored may be referred to by the next checkpoint's values.
+          cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
+        }
+        const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
+        const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+        const zip = zipped !== undefined && zipped.length < packed.length;
+        this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
+      })
+      .immediate();
     this.writes.set(key, cached);
   }
 
@@ -974,17 +1011,20 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         ns_id: number;
       }>
     ).map((r) => r.ns_id);
-    this.db.transaction(() => {
-      for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
-        for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
-      this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
-      if (this.s.legacy) {
-        this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
-        this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
-      }
-    })();
+    this.db
+      .transaction(() => {
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
+          for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
+        this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
+        if (this.s.legacy) {
+          this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
+          this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
+        }
+      })
+      .immediate();
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
+      this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     }

@@ -3,8 +3,11 @@ import type { Command } from "commander";
 import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
 import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
+import { cliCommand, placeholder } from "../config/cli-command.ts";
+import { colorsFor } from "../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
+import { approvalCommands, formatApproval } from "./approval-prompt.ts";
 
 /** Flags shared by commands that run the agents. */
 export interface RunFlags {
@@ -42,7 +45,10 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
 }
 
 /** What {@link terminalRun} hands to a run (start, resume, replay: src/runs/lifecycle.ts). */
-export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal">;
+export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal" | "onWarning">;
+
+/** Exit code of a command whose run paused for a human approval (the thread waits for it). */
+export const EXIT_AWAITING_APPROVAL = 3;
 
 /**
  * Wires a run to the terminal: prints the thread id as soon as it is known (stderr), draws the
@@ -75,10 +81,11 @@ export function terminalRun(
         }
       },
       onEvent: (e) => view?.onEvent(e),
+      onWarning: (message) => process.stderr.write(`codehop: warning: ${message}\n`),
     },
     finish() {
       // Idempotent: called on success before printing the result, and again from `finally`.
-      view?.stop();
+      view?.stop({ interrupted: ctrlC.signal.aborted });
       view = undefined;
       ctrlC.dispose();
     },
@@ -90,21 +97,45 @@ export function terminalRun(
  * the {@link terminalRun} options, the result is printed with {@link printResult}, and the live
  * tree and the Ctrl-C handler are gone afterwards, whatever happens. With `json`, a failure under
  * --json also prints `{ error, thread_id }` on stdout ({@link withJsonErrors}).
+ *
+ * A run that pauses for a human approval: in a terminal (stdin and stderr TTYs, no --json) the
+ * user is asked (approve / edit / reject) and the thread resumed with the answer, until the run
+ * ends or the user leaves; otherwise the pending approval is printed with the commands that
+ * answer it, and the exit code is {@link EXIT_AWAITING_APPROVAL}.
  */
 export async function runInTerminal(
   flags: RunFlags,
   header: string,
   run: (options: TerminalRunOptions) => Promise<AskResult>,
-  json?: { threadId: string },
+  json?: { threadId: string; config?: RunOptions["config"] },
 ): Promise<void> {
-  const term = terminalRun(flags, header);
+  let term = terminalRun(flags, header);
   try {
-    const result = await (json
+    let result = await (json
       ? withJsonErrors(flags, json.threadId, () => run(term.options))
       : run(term.options));
+    const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY && !flags.json);
+    while (result.approval && interactive) {
+      term.finish();
+      const { askDecision } = await import("./approval-prompt.ts");
+      const decision = await askDecision(result.approval, {
+        input: process.stdin,
+        output: process.stderr,
+      });
+      if (!decision) break;
+      const { resumeThread } = await import("../apps/index.ts");
+      term = terminalRun(flags, "codehop resume");
+      const threadId = result.thread_id;
+      result = await resumeThread(threadId, {
+        config: json?.config,
+        ...term.options,
+        approval: decision,
+      });
+    }
     // The final tree goes out before the result is printed under it.
     term.finish();
     printResult(result, flags);
+    if (result.approval) process.exitCode = EXIT_AWAITING_APPROVAL;
   } finally {
     term.finish();
   }
@@ -116,10 +147,19 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
+  if (result.approval) {
+    process.stdout.write(
+      `\n${formatApproval(result.approval)}\nThread: ${result.thread_id} (waiting for this approval; checkpoints: ${result.checkpoint_db})\n${approvalCommands(result.thread_id)}\n`,
+    );
+    return;
+  }
   const u = result.usage.total;
+  const c = colorsFor(process.stdout);
+  // show / history / replay read the data directory; replay takes the thread's own corpus.
+  const home = { home: flags.home };
   const lines = [
     "",
-    `Answer: ${result.answer}`,
+    `${c.bold(c.green("Answer:"))} ${result.answer}`,
     result.sources.length
       ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
       : "Sources: (none reported)",
@@ -129,9 +169,9 @@ export function printResult(result: AskResult, flags: RunFlags): void {
         .join(", "),
     `Thread: ${result.thread_id} (status ${result.status}, ${result.steps} manager steps, ${(result.duration_ms / 1000).toFixed(1)} s)`,
     `Checkpoints: ${result.checkpoint_db}`,
-    `  codehop show ${result.thread_id}               # the whole run as a tree`,
-    `  codehop history ${result.thread_id}            # list checkpoints`,
-    `  codehop replay ${result.thread_id} --checkpoint <id>   # re-run / fork from one`,
+    `  ${cliCommand(["show", result.thread_id], home)}   # the whole run as a tree`,
+    `  ${cliCommand(["history", result.thread_id], home)}   # list checkpoints`,
+    `  ${cliCommand(["replay", result.thread_id, "--checkpoint", placeholder("id")], home)}   # re-run / fork from one`,
     "",
   ];
   process.stdout.write(lines.join("\n"));
@@ -158,4 +198,22 @@ export async function withJsonErrors<T>(
     }
     throw err;
   }
+}
+
+/**
+ * `value` for --json output: every camelCase key of every object in it also under its snake_case
+ * name (`resumedFrom` → `resumed_from`), the casing every codehop JSON output uses. The camelCase
+ * names stay beside them: outputs that printed them before keep working for existing scripts.
+ */
+export function withSnakeCaseKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withSnakeCaseKeys);
+  if (!value || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const converted = withSnakeCaseKeys(v);
+    out[key] = converted;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    if (snake !== key && !(snake in value)) out[snake] = converted;
+  }
+  return out;
 }

@@ -18,6 +18,7 @@ import {
 import { type CodeAgentPrompts, loadPromptSet, renderAllPrompts } from "../core/prompts.ts";
 import { routeAfterObserve, routeEntry, routeStart } from "../core/routing.ts";
 import { RunContextSchema } from "../core/run-context.ts";
+import { registerStateValues } from "../core/state-values.ts";
 import { type AgentRuntime, type ToolsFactory, makeRuntime } from "../core/runtime.ts";
 import {
   AgentInput,
@@ -34,6 +35,7 @@ import { makeNewTaskNode } from "../nodes/new-task.ts";
 import { makeWriteActionNode } from "../nodes/write-action.ts";
 import { makePlanningNode } from "../nodes/planning.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
+import type { CallJournal } from "../core/journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 
 /**
@@ -77,6 +79,12 @@ export interface CodeAgentOptions extends AgentSettingsInput {
   model?: string | BaseChatModel;
   /** Sandbox for code actions (default: the run context's `sandbox`, else a lazily created process-wide one). */
   sandbox?: CodeSandbox;
+  /**
+   * Call journal for runs whose context brings none (e.g. graphs served by `langgraphjs dev`,
+   * src/graphs/entries.ts): the agent passes it on to the agents it calls. A run context's
+   * `journal` wins.
+   */
+  journal?: CallJournal;
   /** Capability lines for the system prompt (default DEFAULT_CAPABILITIES). */
   capabilities?: readonly string[];
   /**
@@ -301,6 +309,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     tools = [],
     model,
     sandbox,
+    journal,
     capabilities,
     subgraphs,
     input: mapping,
@@ -339,6 +348,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     tools,
     model,
     sandbox,
+    journal,
   });
   const nested =
     subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));
@@ -347,6 +357,13 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     mapping === undefined
       ? buildGraph(rt, nested, context)
       : buildMappedGraph(rt, nested, mapping, context);
+  // State edits (updateState, `codehop replay --set`) are checked against the channels' types.
+  registerStateValues(
+    builder,
+    mapping === undefined
+      ? {}
+      : (getInteropZodObjectShape(mapping.schema) as Record<string, z.ZodType>),
+  );
   // One more super-step for the start node of a custom input.
   const recursionLimit = recursionLimitFor(settings) + (mapping === undefined ? 0 : 1);
   // The compiled graph carries the recursion limit its steps need, so callers that don't pass one

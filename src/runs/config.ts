@@ -1,6 +1,8 @@
 import { join, resolve } from "node:path";
+import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
+import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -29,6 +31,8 @@ export interface AppConfig {
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
+  /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
+  configFile?: string;
   temperature?: number;
   maxTokens?: number;
   maxRetries?: number;
@@ -56,6 +60,7 @@ export function loadAppConfig(
     home: resolve(pick(overrides.home, env.home) ?? ".codehop"),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
+    configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),
     maxRetries: pick(overrides.maxRetries, env.maxRetries),
@@ -88,7 +93,7 @@ export function modelSetupHelp(agents: readonly string[]): string {
     "  OPENAI_API_KEY    the key (required for api.openai.com; any non-empty string for local servers)",
     "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct (with OPENAI_BASE_URL: default = the first model the endpoint lists)",
     `  (optional) ${agents.map((a) => `CODEHOP_MODEL_${agentEnvKey(a)}`).join(", ")} per agent`,
-    "Or run `codehop demo` for the offline demo with a scripted model.",
+    `Or run \`${cliCommand(["demo"])}\` for the offline demo with a scripted model.`,
   ].join("\n");
 }
 
@@ -134,7 +139,14 @@ export async function detectModel(
       headers: config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {},
       signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    if (/\btext\/html\b/i.test(res.headers.get("content-type") ?? "")) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(
+        `it answered an HTML page (HTTP ${res.status}), not an OpenAI-compatible model list${v1Hint(config.baseURL)}`,
+      );
+    }
+    if (!res.ok)
+      throw new Error(`HTTP ${res.status}${res.status === 404 ? v1Hint(config.baseURL) : ""}`);
     const body = (await res.json()) as { data?: Array<{ id?: unknown }> };
     ids = (body.data ?? [])
       .map((m) => m.id)

@@ -1,9 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { StateSnapshot } from "@langchain/langgraph";
+import { Command, type StateSnapshot } from "@langchain/langgraph";
+import {
+  type ApprovalDecision,
+  approvalResume,
+  describeApproval,
+  pendingApprovals,
+} from "../core/approval.ts";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
+import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
@@ -14,9 +21,11 @@ import {
   modelSettingsOf,
   type AppConfig,
 } from "./config.ts";
+import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
+import { openRunMcp, type RunMcp } from "./mcp.ts";
 
 /**
  * The run lifecycle every app shares: start a thread, resume it, replay it from a checkpoint, read
@@ -32,6 +41,8 @@ export interface Session {
   readonly graph: AppGraph;
   /** The run's services, once prepared. */
   services?: RunServices;
+  /** The run's MCP servers and their tools, once prepared (none configured: undefined). */
+  mcp?: RunMcp;
   close(): Promise<void>;
 }
 
@@ -54,6 +65,7 @@ export async function openSession(
     },
     async close() {
       await session.services?.close().catch(() => {});
+      await session.mcp?.close().catch(() => {});
       if (!options.persistence) await persistence.close();
     },
   };
@@ -91,6 +103,7 @@ async function prepareRun(
   if (stored) applyStoredModel(session.config, stored);
   if (!options.model) await requireModel(session);
   session.services = await session.app.openServices(session.config, options, stored);
+  session.mcp = await openRunMcp(session.config, options, session.app.team);
 }
 
 /** The run context of a run: models, journal, the app's services, the caller's extras. */
@@ -101,6 +114,7 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
     journal: replay ? persistence.journal.forReplay() : persistence.journal,
     modelSettings: modelSettingsOf(config),
     ...session.services?.context,
+    ...(session.mcp ? { agentTools: session.mcp.agentTools } : {}),
     ...options.context,
   };
   if (options.model) context.model = options.model;
@@ -111,17 +125,32 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
   return context;
 }
 
+/**
+ * What printed next-step commands repeat for a run: the data directory and corpus it was given
+ * (flags or API options), so `codehop resume ...` reaches the same thread.
+ */
+export function commandContext(options: Pick<RunOptions, "config">): CommandContext {
+  return { home: options.config?.home, corpus: options.config?.corpus };
+}
+
 /** How a failed run is reported: the thread is saved, and the command that continues it. */
 async function failRun(
   session: Session,
   options: RunOptions,
   threadId: string,
   err: unknown,
+  replayOf?: string,
 ): Promise<never> {
   const message = err instanceof Error ? err.message : String(err);
   const interrupted = Boolean(options.signal?.aborted);
   await session.persistence.threads.fail(threadId, message, { interrupted });
-  const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
+  const context = commandContext(options);
+  let hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], context)}\``;
+  // A replay that failed may have failed because of its edit: the checkpoint it started from is
+  // unchanged, so re-running from there always works.
+  if (replayOf)
+    hint += `, or re-run from the checkpoint you chose with \`${cliCommand(["replay", threadId, "--checkpoint", replayOf], context)}\``;
+  hint += ".";
   if (interrupted) {
     throw new CodehopError(
       ErrorCodes.RUN_INTERRUPTED,
@@ -149,8 +178,14 @@ async function execute(
   session: Session,
   options: RunOptions,
   threadId: string,
-  input: Record<string, unknown> | null,
-  from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
+  input: Record<string, unknown> | Command | null,
+  from: {
+    checkpointId?: string;
+    started?: boolean;
+    state?: Record<string, unknown>;
+    /** A replay: the checkpoint the user chose (a fork with an edit starts after it). */
+    replayOf?: string;
+  } = {},
 ): Promise<AskResult> {
   const started = Date.now();
   const { persistence, graph, app } = session;
@@ -179,12 +214,26 @@ async function execute(
     });
     for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
   } catch (err) {
-    return failRun(session, options, threadId, err);
+    return failRun(session, options, threadId, err, from.replayOf);
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
-  await persistence.threads.finish(threadId, result.answer, result.duration_ms);
+  if (result.approval) await markAwaitingApproval(persistence, threadId, result);
+  else await persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
+}
+
+/** A thread paused for an approval stays resumable: recorded as interrupted, saying for what. */
+async function markAwaitingApproval(
+  persistence: Persistence,
+  threadId: string,
+  result: AskResult,
+): Promise<void> {
+  await persistence.threads.fail(
+    threadId,
+    `Waiting for approval ${result.approval!.approvalId} (${describeApproval(result.approval!)}).`,
+    { interrupted: true },
+  );
 }
 
 /** An {@link AskResult} from a thread's latest state snapshot. */
@@ -195,15 +244,18 @@ function shapeResult(
   durationMs: number,
 ): AskResult {
   const values = (snapshot.values ?? {}) as Record<string, unknown>;
+  const approval = pendingApprovals(snapshot)[0] ?? null;
   return {
     answer: answerText(values.answer),
     thread_id: threadId,
-    status:
-      typeof values.status === "string"
+    status: approval
+      ? "awaiting_approval"
+      : typeof values.status === "string"
         ? values.status
         : snapshot.next.length
           ? "interrupted"
           : "unknown",
+    approval,
     sources: shapeSources(values.sources),
     usage: shapeUsage(values.usage as UsageByAgent | undefined),
     steps: typeof values.stepCount === "number" ? values.stepCount : 0,
@@ -239,10 +291,11 @@ async function latest(
   session: Session,
   options: RunOptions,
   record: ThreadRecord,
-): Promise<{ stored: AskResult } | { state: Record<string, unknown> }> {
+): Promise<{ stored: AskResult } | { state: Record<string, unknown>; snapshot: StateSnapshot }> {
   const { persistence } = session;
   const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
-  if (snapshot.next.length > 0) return { state: snapshot.values as Record<string, unknown> };
+  if (snapshot.next.length > 0)
+    return { state: snapshot.values as Record<string, unknown>, snapshot };
   options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
   // A stored result reports how long the run that finished it took.
   const stored = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
@@ -289,8 +342,8 @@ export async function startRun(
       // One input per thread: a second one would inherit the first one's steps and limits.
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`codehop resume ${threadId}\`, ` +
-          `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
+        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`${cliCommand(["resume", threadId], commandContext(options))}\`, ` +
+          `re-run it from a checkpoint with \`${cliCommand(["replay", threadId, "--checkpoint", placeholder("id")], commandContext(options))}\`, or choose a new --thread.`,
       );
     }
     await persistence.threads.start(threadId, {
@@ -302,7 +355,10 @@ export async function startRun(
     try {
       await prepareRun(session, options);
     } catch (err) {
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      // Stopped by its user while preparing (Ctrl-C): interrupted, not failed.
+      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
+        interrupted: Boolean(options.signal?.aborted),
+      });
       throw err;
     }
     return await execute(session, options, threadId, app.input(text), { started: true });
@@ -319,12 +375,13 @@ export async function requireThread(
   persistence: Persistence,
   threadId: string,
   toRun = false,
+  context: CommandContext = {},
 ): Promise<ThreadRecord> {
   const record = await persistence.threads.get(threadId);
   if (!record) {
     throw new CodehopError(
       ErrorCodes.THREAD_NOT_FOUND,
-      `No thread "${threadId}" in ${persistence.location}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+      `No thread "${threadId}" in ${persistence.location}. List threads with \`${cliCommand(["threads"], { home: context.home })}\`${context.home ? "" : " (and check CODEHOP_HOME)"}.`,
     );
   }
   if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
@@ -336,21 +393,40 @@ export async function requireThread(
   return record;
 }
 
+/** Options of {@link resumeRun}. */
+export interface ResumeOptions extends RunOptions {
+  /**
+   * The decision on the approval the thread waits for (`result.approval` of the run that paused):
+   * `{ decision: "approve" }`, `{ decision: "reject", reason }` or `{ decision: "edit", args }`;
+   * `approvalId` defaults to the pending approval's. Without it, a thread waiting for an approval
+   * returns its result (status "awaiting_approval") and nothing runs.
+   */
+  approval?: ApprovalDecision;
+}
+
 /**
  * Continues a thread from its last checkpoint — after a crash, a kill -9, an endpoint failure or
- * Ctrl-C. Sub-agent and tool calls that had finished are served from the call journal, not re-run.
- * A thread that already finished returns its stored result without calling the model.
+ * Ctrl-C, or with the decision on the approval it waits for. Sub-agent and tool calls that had
+ * finished are served from the call journal, not re-run. A thread that already finished returns its
+ * stored result without calling the model.
  */
 export async function resumeRun(
   app: RunApp,
   threadId: string,
-  options: RunOptions = {},
+  options: ResumeOptions = {},
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
-    let input: Record<string, unknown> | null = null;
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
+    let input: Record<string, unknown> | Command | null = null;
     let state: Record<string, unknown> | undefined;
+    if (options.approval && record.checkpoints === 0)
+      approvalResume(options.approval, [], threadId);
     if (record.checkpoints === 0) {
       // The run died before its first checkpoint: start it again from the recorded input.
       if (!record.question)
@@ -361,8 +437,21 @@ export async function resumeRun(
       input = app.input(record.question);
     } else {
       const found = await latest(session, options, record);
-      if ("stored" in found) return found.stored;
+      if ("stored" in found) {
+        if (options.approval) approvalResume(options.approval, [], threadId);
+        return found.stored;
+      }
       state = found.state;
+      const pending = pendingApprovals(found.snapshot);
+      if (options.approval) {
+        input = new Command({ resume: approvalResume(options.approval, pending, threadId) });
+      } else if (pending.length) {
+        // Waiting for a decision: running now would only ask again.
+        options.onStart?.({ threadId, dbPath: session.persistence.location, state });
+        const result = shapeResult(session.persistence, threadId, found.snapshot, 0);
+        await markAwaitingApproval(session.persistence, threadId, result);
+        return result;
+      }
     }
     await prepareRun(session, options, record.options);
     return await execute(session, options, threadId, input, { state });
@@ -395,21 +484,38 @@ export async function replayRun(
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
     const tuple = await session.persistence.checkpointer.getTuple({
       configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
     });
     if (!tuple) {
       throw new CodehopError(
         ErrorCodes.CHECKPOINT_NOT_FOUND,
-        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
+        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`${cliCommand(["history", threadId], { home: options.config?.home })}\`.`,
       );
     }
     await prepareRun(session, options, record.options);
     const from = options.update
-      ? await forkWithUpdate(session.graph, threadId, checkpointId, options.update, options.asNode)
+      ? await forkWithUpdate(
+          session.graph,
+          threadId,
+          checkpointId,
+          options.update,
+          options.asNode,
+          {
+            home: options.config?.home,
+          },
+        )
       : checkpointId;
-    return await execute(session, options, threadId, null, { checkpointId: from });
+    return await execute(session, options, threadId, null, {
+      checkpointId: from,
+      replayOf: checkpointId,
+    });
   } finally {
     await session.close();
   }
@@ -422,6 +528,7 @@ async function forkWithUpdate(
   checkpointId: string,
   update: Record<string, unknown>,
   asNode: string | undefined,
+  context: CommandContext,
 ): Promise<string> {
   // LangGraph drops unknown keys silently: name them instead.
   const known = Object.keys(
@@ -432,6 +539,24 @@ async function forkWithUpdate(
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       `Unknown state key(s) ${unknown.join(", ")}. The state has: ${known.sort().join(", ")}.`,
+    );
+  }
+  // A value of the wrong type would only fail inside the forked run, and every resume of the fork
+  // the same way: check it against its channel first, so nothing is written.
+  const schemas = stateValueSchemas(graph);
+  const problems = Object.entries(update).flatMap(([key, value]) => {
+    const schema = schemas?.[key];
+    const problem = schema && stateValueProblem(schema, value);
+    return problem
+      ? [`"${key}" = ${short(JSON.stringify(value) ?? String(value), 80)}: ${problem}`]
+      : [];
+  });
+  if (problems.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot edit the state at checkpoint ${checkpointId}: ${problems.join("; ")}. ` +
+        `Nothing was written. Values are JSON: a string in quotes ('"text"'), numbers and true/false without. ` +
+        `See the current values with \`${cliCommand(["history", threadId, "--checkpoint", checkpointId], context)}\`.`,
     );
   }
   let forked: RunnableConfig;
@@ -454,4 +579,8 @@ async function forkWithUpdate(
     );
   }
   return forked.configurable?.checkpoint_id as string;
+}
+
+function short(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
