@@ -8,7 +8,7 @@
  * passed as the same arrays — so a valid action (and a helper restored from an earlier step) is
  * never rejected. Template raw text (`String.raw`) is never changed.
  */
-import { GENERATOR } from "astring";
+import { GENERATOR, type Generator } from "astring";
 
 type AnyNode = any;
 
@@ -67,7 +67,7 @@ function escapeName(name: string): string {
 }
 
 /** astring's generator, writing every name through {@link escapeName}. */
-export const SES_SAFE_GENERATOR = {
+export const SES_SAFE_GENERATOR: Generator = {
   ...GENERATOR,
   Identifier(node: AnyNode, state: { write(text: string, node?: AnyNode): void }) {
     state.write(escapeName(node.name), node);
