@@ -7,12 +7,18 @@ import { getDefaultSandbox } from "./default-sandbox.ts";
 import { readRunContext } from "./run-context.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { AgentSettings } from "./settings.ts";
+import type { StepRecord } from "./state.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
 
-/** Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). */
+/**
+ * Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). `steps`
+ * is the agent's trajectory so far (checkpointed, so the same after a resume): a tool can derive
+ * from it what earlier actions did, e.g. how much of a budget they used.
+ */
 export type ToolsFactory = (ctx: {
   context: Record<string, unknown>;
   config: RunnableConfig;
+  steps: readonly StepRecord[];
 }) => CodeTool<any>[];
 
 /**
@@ -43,8 +49,12 @@ export interface AgentRuntime {
   readonly settings: AgentSettings;
   readonly prompts: CodeAgentPrompts;
   readonly capabilities: readonly string[];
-  /** The tools of a run (static list, or the factory applied to the run's context). */
-  tools(context: Record<string, unknown>, config: RunnableConfig): CodeTool<any>[];
+  /** The tools of a run (static list, or the factory applied to the run's context and trajectory). */
+  tools(
+    context: Record<string, unknown>,
+    config: RunnableConfig,
+    steps?: readonly StepRecord[],
+  ): CodeTool<any>[];
   /** The chat model for a run (see src/models). */
   model(config: RunnableConfig): BaseChatModel;
   /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
@@ -75,9 +85,9 @@ export function makeRuntime(o: RuntimeOptions): AgentRuntime {
     settings: o.settings,
     prompts: o.prompts,
     capabilities: o.capabilities,
-    tools(context, config) {
+    tools(context, config, steps = []) {
       if (typeof o.tools !== "function") return [...o.tools];
-      const tools = o.tools({ context, config });
+      const tools = o.tools({ context, config, steps });
       validateTools(o.name, tools);
       return tools;
     },

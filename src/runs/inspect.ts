@@ -203,7 +203,10 @@ export async function traceThread(
     const ordered = tuples.filter(inBranch).sort((a, b) => idOf(a).localeCompare(idOf(b)));
 
     const progress = new RunProgress({ rootName: app.team.root });
-    const seen = new Map<string, { steps: number; pending: number; done: boolean }>();
+    const seen = new Map<
+      string,
+      { steps: number; pending: number; done: boolean; stage?: string }
+    >();
     for (const t of ordered) {
       const ns = nsOf(t);
       const path = ns ? ns.split("|") : [];
@@ -219,6 +222,11 @@ export async function traceThread(
         ]);
         state = { steps: 0, pending: 0, done: false };
         seen.set(ns, state);
+      }
+      // A pipeline node's stage line (plain nodes of app graphs), once per change.
+      if (typeof values.stage === "string" && values.stage && values.stage !== state.stage) {
+        state.stage = values.stage;
+        progress.apply([path, "updates", { stage: { stage: values.stage } }]);
       }
       const done = typeof values.stepCount === "number" ? values.stepCount : 0;
       const pending = values.pending;

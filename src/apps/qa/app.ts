@@ -15,8 +15,7 @@ import {
 import type { RunProgress } from "../../runs/progress.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
-import { openSourceFor } from "../common/knowledge-source.ts";
-import { configForStoredSource } from "../common/source-record.ts";
+import { openKnowledgeServices } from "../common/knowledge-source.ts";
 import { qaRecording } from "./recording.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
 
@@ -31,14 +30,7 @@ export const qaApp: RunApp = {
   recursionLimit: MANAGER_RECURSION_LIMIT,
   input: (question) => ({ question }),
   inputText: (input) => String(input.question ?? ""),
-  async openServices(config: AppConfig, options: RunOptions, stored?: Record<string, unknown>) {
-    if (options.source)
-      return { context: { knowledgeSource: options.source }, close: async () => {} };
-    const source = await openSourceFor(
-      configForStoredSource(config, Boolean(options.config?.corpus), stored),
-    );
-    return { context: { knowledgeSource: source }, close: () => source.close() };
-  },
+  openServices: openKnowledgeServices,
 };
 
 /** Options of {@link ask}. */

@@ -1,0 +1,53 @@
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { CodeAgent } from "../../../framework/code-agent.ts";
+import { answerText } from "../../../runs/result.ts";
+import { notesIn, passagesIn, questionsIn } from "../base/records.ts";
+import { researchSettingsOf } from "../base/settings.ts";
+import type { ResearchStateValue, ResearchUpdate } from "../base/state.ts";
+
+/** The planner's task for a topic (what its first user message says). */
+export function plannerTask(topic: string, maxQuestions: number): string {
+  return `Research topic: ${topic}\nResearch at most ${maxQuestions} sub-questions.`;
+}
+
+/** Longest planner answer taken as the report's title. */
+const MAX_TITLE_CHARS = 120;
+
+/**
+ * research: runs the planner agent on the topic. The planner fans its sub-questions out to the
+ * researcher pipelines (its `research` tool); what they found comes back as records in its
+ * sources: each sub-question's outcome, the notes, and the passages the notes came from. The
+ * planner's final answer is the report's title when it is one short line.
+ */
+export function makeResearchNode(planner: CodeAgent) {
+  return async function research(
+    state: ResearchStateValue,
+    config: LangGraphRunnableConfig,
+  ): Promise<ResearchUpdate> {
+    const settings = researchSettingsOf(config, state.maxQuestions);
+    const topic = state.task || state.topic;
+    const out = await planner.graph.invoke(
+      {
+        task: plannerTask(topic, settings.maxQuestions),
+        context: { maxQuestions: settings.maxQuestions, concurrency: settings.concurrency },
+        agent: planner.name,
+      },
+      { ...config, recursionLimit: planner.recursionLimit },
+    );
+    const notes = notesIn(out.sources);
+    const cited = new Set(notes.flatMap((n) => n.passages));
+    const answer = answerText(out.answer)
+      .trim()
+      .replace(/^["'“]|["'”]$/g, "");
+    const title =
+      answer && !answer.includes("\n") && answer.length <= MAX_TITLE_CHARS ? answer : topic;
+    return {
+      title,
+      stepCount: typeof out.stepCount === "number" ? out.stepCount : 0,
+      questions: questionsIn(out.sources),
+      notes,
+      passages: passagesIn(out.sources).filter((p) => cited.has(p.id)),
+      usage: out.usage ?? {},
+    };
+  };
+}
