@@ -91,11 +91,12 @@ export function terminalRun(
  * tree and the Ctrl-C handler are gone afterwards, whatever happens. With `json`, a failure under
  * --json also prints `{ error, thread_id }` on stdout ({@link withJsonErrors}).
  */
-export async function runInTerminal(
+export async function runInTerminal<R extends AskResult>(
   flags: RunFlags,
   header: string,
-  run: (options: TerminalRunOptions) => Promise<AskResult>,
+  run: (options: TerminalRunOptions) => Promise<R>,
   json?: { threadId: string },
+  print: (result: R, flags: RunFlags) => void | Promise<void> = printResult,
 ): Promise<void> {
   const term = terminalRun(flags, header);
   try {
@@ -104,14 +105,20 @@ export async function runInTerminal(
       : run(term.options));
     // The final tree goes out before the result is printed under it.
     term.finish();
-    printResult(result, flags);
+    await print(result, flags);
   } finally {
     term.finish();
   }
 }
 
 /** Prints a finished run: one JSON object with --json, else the answer and how to continue. */
-export function printResult(result: AskResult, flags: RunFlags): void {
+export async function printResult(result: AskResult, flags: RunFlags): Promise<void> {
+  // A research thread (resumed or replayed) prints its report (loaded only then).
+  const r = result as AskResult & { report?: unknown; citations?: unknown };
+  if (typeof r.report === "string" && Array.isArray(r.citations)) {
+    const { printResearchResult } = await import("./research-output.ts");
+    return printResearchResult(r as any, flags);
+  }
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
@@ -123,6 +130,7 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     result.sources.length
       ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
       : "Sources: (none reported)",
+    ...verificationLines(result),
     `Usage: ${u.calls} model calls, ${u.input_tokens} input tokens (${u.cached_input_tokens} cached), ${u.output_tokens} output tokens — ` +
       Object.entries(result.usage.by_agent)
         .map(([a, x]) => `${a} ${x.calls} calls`)
@@ -135,6 +143,30 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     "",
   ];
   process.stdout.write(lines.join("\n"));
+}
+
+/** What `ask --verify` found, claim by claim (nothing for an unverified result). */
+function verificationLines(result: AskResult): string[] {
+  const v = (result as { verification?: any }).verification;
+  const citations = (result as { citations?: any[] }).citations ?? [];
+  if (!v || !Array.isArray(v.claims)) return [];
+  const mark: Record<string, string> = {
+    supported: "supported",
+    fixed: "partly supported",
+    unsupported: "NOT supported",
+    unverified: "not verified",
+  };
+  return [
+    `Verification: ${v.supported} of ${v.checked} claim(s) supported by the source passages (${v.usage?.calls ?? 0} verifier call(s))`,
+    ...v.claims.map(
+      (c: any) =>
+        `  - ${mark[c.verdict] ?? c.verdict}${c.citations?.length ? ` [${c.citations.join("][")}]` : ""}: ${c.text}${c.fixed_text ? ` → ${c.fixed_text}` : ""}${c.reason ? ` (${c.reason})` : ""}`,
+    ),
+    ...citations.map(
+      (c: any) =>
+        `  [${c.n}] ${c.title}${c.section ? ` — ${c.section}` : ""} (passage ${c.passage_id})`,
+    ),
+  ];
 }
 
 /**

@@ -69,6 +69,7 @@ function summarizeState(values: Record<string, any>, next: readonly string[] | u
     summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
   } else if (last)
     summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
+  else if (typeof values.stage === "string" && values.stage) summary = values.stage;
   else if (values.question) summary = `question: ${values.question}`;
   else if (values.task) summary = `task: ${displayTask(String(values.task))}`;
   return summary.replace(/\s+/g, " ").trim();

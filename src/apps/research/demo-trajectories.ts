@@ -6,7 +6,7 @@ import {
   type ScriptedReply,
   type TrajectoryRule,
 } from "../../testing/scripted-openai-server.ts";
-import { action } from "../qa/demo-trajectories.ts";
+import { action, demoRules } from "../qa/demo-trajectories.ts";
 
 /**
  * The scripted research run over the demo corpus (data/demo-corpus.jsonl), for `codehop demo
@@ -416,4 +416,9 @@ export function researchResponder(script: ResearchScript = demoResearchScript())
       }),
     };
   });
+}
+
+/** Every demo's scripted model: the QA questions' trajectories, then the research run's. */
+export function allDemosResponder(): Responder {
+  return trajectoryResponder(demoRules(), researchResponder());
 }

@@ -2,11 +2,15 @@ import { Annotation } from "@langchain/langgraph";
 import { z } from "zod";
 import { appendUnique, lastValue, type Source } from "../../../core/state.ts";
 import { type UsageByAgent, mergeUsage } from "../../../core/usage.ts";
+import type { Citation } from "../../common/citations.ts";
 import type { VerificationReport } from "../../common/verifier.ts";
 import type { CitedPassage, Note, QuestionRecord } from "./records.ts";
 import { MAX_QUESTIONS, MAX_TOPIC_CHARS } from "./settings.ts";
 
 const last = lastValue;
+
+/** A citation of the finished report, as printed in its References section and in `--json`. */
+export type { Citation };
 
 /** Input of the researcher graph (the CLI, `research()`, Studio). */
 export const ResearchInput = z.object({
@@ -34,21 +38,6 @@ export interface ReportSection {
 export interface ReportReference {
   n: number;
   passage: CitedPassage;
-}
-
-/** A citation of the finished report, as printed in its References section and in `--json`. */
-export interface Citation {
-  /** The number used in the text (`[n]`). */
-  n: number;
-  /** Passage id in its source. */
-  passage_id: string;
-  doc_id?: string;
-  title: string;
-  section: string;
-  url?: string;
-  source: string;
-  /** The passage's text (what the cited sentences were checked against). */
-  text: string;
 }
 
 /**

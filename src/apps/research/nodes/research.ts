@@ -41,13 +41,17 @@ export function makeResearchNode(planner: CodeAgent) {
       .replace(/^["'“]|["'”]$/g, "");
     const title =
       answer && !answer.includes("\n") && answer.length <= MAX_TITLE_CHARS ? answer : topic;
+    const questions = questionsIn(out.sources);
+    const passages = passagesIn(out.sources).filter((p) => cited.has(p.id));
+    const answered = questions.filter((q) => q.status === "answered").length;
     return {
       title,
       stepCount: typeof out.stepCount === "number" ? out.stepCount : 0,
-      questions: questionsIn(out.sources),
+      questions,
       notes,
-      passages: passagesIn(out.sources).filter((p) => cited.has(p.id)),
+      passages,
       usage: out.usage ?? {},
+      stage: `${questions.length} sub-question(s) researched, ${answered} answered: ${notes.length} note(s) from ${passages.length} passage(s)`,
     };
   };
 }

@@ -5,7 +5,7 @@ import { stripThinkBlocks } from "../../../core/parser.ts";
 import { type UsageTotals, addUsage, emptyUsage, usageFromMessage } from "../../../core/usage.ts";
 import { loadPrompt, renderPrompt } from "../../../prompts/render.ts";
 import { mapPool } from "../../../util/concurrency.ts";
-import { citationNumbers } from "../../common/claims.ts";
+import { citationNumbers, splitSentences } from "../../common/claims.ts";
 import type { Note } from "../base/records.ts";
 import { researchSettingsOf } from "../base/settings.ts";
 import type {
@@ -137,13 +137,15 @@ export async function write(
     : "";
   const summary = parseSection(summaryReply, "").text;
   const draft: ReportSection[] = [{ heading: "", question: "", text: summary }, ...written];
-  const cited = draft.reduce((n, s) => n + (citationNumbers(s.text).length ? 1 : 0), 0);
+  const cited = draft
+    .flatMap((s) => splitSentences(s.text))
+    .filter((x) => citationNumbers(x).length).length;
   const own = { [WRITER]: usage };
   return {
     draft,
     references,
     usage: own,
     nodeUsage: own,
-    stage: `drafted ${written.length} section(s) and a summary (${cited} with citations) from ${state.notes.length} note(s)`,
+    stage: `drafted ${written.length} section(s) and a summary: ${cited} cited sentence(s) from ${state.notes.length} note(s)`,
   };
 }

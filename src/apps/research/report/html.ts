@@ -1,12 +1,10 @@
 import { Marked, type Tokens } from "marked";
-import type { VerificationReport } from "../../common/verifier.ts";
 import type { Citation } from "../base/state.ts";
 
 /** What the HTML page is rendered from: the report's Markdown and its citations. */
 export interface ReportHtmlInput {
   markdown: string;
   citations: readonly Citation[];
-  verification?: VerificationReport | null;
 }
 
 function escapeHtml(text: string): string {

@@ -1,20 +1,13 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { formatLookupProblem, formatPassages } from "../../../store/messages.ts";
-import type { KnowledgeSource, Passage } from "../../../store/types.ts";
+import type { KnowledgeSource } from "../../../store/types.ts";
 import { type CodeTool, defineTool } from "../../../tools/define-tool.ts";
+import { passageId } from "../../common/citations.ts";
 import { type CitedPassage, passageRecord } from "../base/records.ts";
 
 const parameters = z.object({
   query: z.string().describe('what to look for on the page, e.g. "year construction completed"'),
 });
-
-/** A passage's id: the source's own, else one made from its page and text (stable for the same text). */
-export function passageId(p: Passage): string {
-  if (p.id) return p.id;
-  const digest = createHash("sha256").update(p.text).digest("hex").slice(0, 12);
-  return `${p.title}#${digest}`;
-}
 
 /**
  * `retrieve_passages(query)` for a page reader of the research team, bound to one page: the same
