@@ -74,5 +74,5 @@ export const GRAPH_ENTRIES: Readonly<Record<string, GraphEntry>> = {
   wikipedia_search: { graph: wikipedia_search, team: qaTeam, agent: "wikipedia_search" },
   page_search: { graph: page_search, team: qaTeam, agent: "page_search" },
   code_agent: { graph: code_agent },
-  researcher: { graph: researcher, team: researchTeam, agent: "planner" },
+  researcher: { graph: researcher, team: researchTeam },
 };
