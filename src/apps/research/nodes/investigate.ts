@@ -1,4 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { withoutInheritedAbortSignals } from "../../../core/pregel-internals.ts";
 import { renderManagedTask } from "../../../core/prompts.ts";
 import { isFatalInTool } from "../../../errors.ts";
 import type { CodeAgent } from "../../../framework/code-agent.ts";
@@ -31,7 +32,7 @@ export function makeInvestigateNode(researcher: CodeAgent) {
     try {
       const out = await researcher.graph.invoke(
         { task, context: {}, agent: researcher.name },
-        { ...config, recursionLimit: researcher.recursionLimit },
+        { ...withoutInheritedAbortSignals(config), recursionLimit: researcher.recursionLimit },
       );
       const read = passagesIn(out.sources);
       const findings = answerText(out.answer);

@@ -1,4 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { withoutInheritedAbortSignals } from "../../../core/pregel-internals.ts";
 import type { CodeAgent } from "../../../framework/code-agent.ts";
 import { answerText } from "../../../runs/result.ts";
 import { notesIn, passagesIn, questionsIn } from "../base/records.ts";
@@ -32,7 +33,7 @@ export function makeResearchNode(planner: CodeAgent) {
         context: { maxQuestions: settings.maxQuestions, concurrency: settings.concurrency },
         agent: planner.name,
       },
-      { ...config, recursionLimit: planner.recursionLimit },
+      { ...withoutInheritedAbortSignals(config), recursionLimit: planner.recursionLimit },
     );
     const notes = notesIn(out.sources);
     const cited = new Set(notes.flatMap((n) => n.passages));
