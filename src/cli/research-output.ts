@@ -3,6 +3,7 @@ import { dirname, extname, resolve } from "node:path";
 import type { ResearchResult } from "../apps/research/app.ts";
 import { researchHtml } from "../apps/research/app.ts";
 import { verificationLine } from "../apps/research/report/markdown.ts";
+import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { ensureDir } from "../util/fs-safe.ts";
 import type { AskResult } from "../runs/result.ts";
 import type { RunFlags } from "./cli-support.ts";
@@ -53,6 +54,8 @@ export function printResearchResult(
   }
   if (!written) process.stdout.write(`\n${result.report}`);
   const u = result.usage.total;
+  // show / history / replay read the data directory.
+  const home = { home: flags.home };
   const answered = result.questions.filter((q) => q.status === "answered").length;
   const lines = [
     "",
@@ -64,7 +67,9 @@ export function printResearchResult(
         .map(([a, x]) => `${a} ${x.calls}`)
         .join(", "),
     `Thread: ${result.thread_id} (status ${result.status}, ${(result.duration_ms / 1000).toFixed(1)} s); checkpoints: ${result.checkpoint_db}`,
-    `  codehop show ${result.thread_id}      codehop history ${result.thread_id}      codehop resume ${result.thread_id}`,
+    `  ${cliCommand(["show", result.thread_id], home)}   # the whole run as a tree`,
+    `  ${cliCommand(["history", result.thread_id], home)}   # list checkpoints`,
+    `  ${cliCommand(["replay", result.thread_id, "--checkpoint", placeholder("id")], home)}   # re-run from one (e.g. before write)`,
     "",
   ];
   process.stderr.write(lines.join("\n"));

@@ -1,24 +1,33 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
+import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
 import { loadAppConfig } from "../../runs/config.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
-const SCRIPTED_NOTE = [
-  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
-  "replies (src/apps/qa/demo-trajectories.ts, src/apps/research/demo-trajectories.ts) over real HTTP;",
-  "the agents, sandbox, tools, corpus search, citations, verification",
-  "and SQLite checkpoints are real. To use a real model instead:",
-  "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
-  "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",
-  "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
-  '  codehop ask "Does birch plywood float in ethanol?" --corpus <corpus.db>   # omit --corpus for online Wikipedia',
-  '  codehop research "How the Eiffel Tower was built" --corpus <corpus.db> --out report.md',
-].join("\n");
+/** Printed once, before the first question. */
+const SCRIPTED_NOTE =
+  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded replies\n" +
+  "(src/apps/qa/demo-trajectories.ts, src/apps/research/demo-trajectories.ts) over real HTTP; the agents,\n" +
+  "sandbox, tools, corpus search, citations, verification and SQLite checkpoints are real. How to use a\n" +
+  "real model is printed at the end.";
 
 /** The `--question` name of the scripted research run (src/apps/research/demo-trajectories.ts). */
 const RESEARCH_DEMO = "research";
+
+/** Printed once, at the end: how to run the same question with a real model. */
+function realModelHelp(corpus: string, context: CommandContext): string {
+  return [
+    "To use a real model instead of the scripted one:",
+    "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
+    "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",
+    "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
+    `  ${cliCommand(["doctor"], { home: context.home })}   # checks the endpoint and the data directory`,
+    `  ${cliCommand(["ask", DEMO_QUESTIONS.plywood], { ...context, corpus })}   # omit --corpus for online Wikipedia`,
+    `  ${cliCommand(["research", "How the Eiffel Tower was built", "--out", "report.md"], { ...context, corpus })}`,
+  ].join("\n");
+}
 
 /** `codehop demo`: the offline demo — real agents over the demo corpus with a scripted model. */
 export default function demoCommand(): Command {
@@ -45,6 +54,8 @@ export default function demoCommand(): Command {
         flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
       ) => {
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
+        const context: CommandContext = { home: flags.home };
+        const thread = placeholder("thread");
         const choices = [...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO];
         const names =
           flags.question === "all" ? choices : flags.question.split(",").map((s) => s.trim());
@@ -74,7 +85,7 @@ export default function demoCommand(): Command {
             [
               `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
               "In another terminal, resume or replay demo threads with it:",
-              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted codehop replay <thread> --checkpoint <id>`,
+              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
               "Ctrl-C stops it.",
               "",
             ].join("\n"),
@@ -83,6 +94,7 @@ export default function demoCommand(): Command {
           await server.close();
           return;
         }
+        const threads: string[] = [];
         try {
           if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
           // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
@@ -95,6 +107,8 @@ export default function demoCommand(): Command {
             models: {},
           };
           for (const name of names) {
+            const threadId = randomUUID();
+            threads.push(`${name} ${threadId}`);
             if (name === RESEARCH_DEMO) {
               if (!flags.json) process.stderr.write(`Research topic: ${DEMO_RESEARCH.topic}\n`);
               const { research } = await import("../../apps/research/app.ts");
@@ -103,11 +117,7 @@ export default function demoCommand(): Command {
                 flags,
                 "codehop demo (research)",
                 (options) =>
-                  research(DEMO_RESEARCH.topic, {
-                    threadId: randomUUID(),
-                    config: demoConfig,
-                    ...options,
-                  }),
+                  research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
                 undefined,
                 printResearchResult,
               );
@@ -116,22 +126,22 @@ export default function demoCommand(): Command {
             const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
             if (!flags.json) process.stderr.write(`Question: ${question}\n`);
             await runInTerminal(flags, `codehop demo (${name})`, (options) =>
-              ask(question, { threadId: randomUUID(), config: demoConfig, ...options }),
+              ask(question, { threadId, config: demoConfig, ...options }),
             );
           }
           if (!flags.json) {
             process.stderr.write(
               [
                 "",
-                `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
-                "  codehop threads                                   # the demo threads",
-                "  codehop show <thread>                             # a whole run as a tree",
-                "  codehop history <thread>                          # their checkpoints",
-                "  codehop history <thread> --checkpoint <id>        # the state at one step",
-                "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
-                "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
+                `Checkpoints and the call journal are in ${config.home}/checkpoints.db (threads: ${threads.join(", ")}). Try:`,
+                `  ${cliCommand(["threads"], context)}   # the demo threads`,
+                `  ${cliCommand(["show", thread], context)}   # a whole run as a tree`,
+                `  ${cliCommand(["history", thread], context)}   # its checkpoints`,
+                `  ${cliCommand(["history", thread, "--checkpoint", placeholder("id")], context)}   # the state at one step`,
+                `  ${cliCommand(["demo", "--serve"], context)}   # then, in another terminal, with the printed OPENAI_BASE_URL:`,
+                `  ${cliCommand(["resume", thread], context)}  /  ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
                 "",
-                SCRIPTED_NOTE,
+                realModelHelp(corpus, context),
                 "",
               ].join("\n"),
             );
