@@ -1,12 +1,10 @@
 import { createHash } from "node:crypto";
 import type { Passage } from "../../store/types.ts";
 
-/** A numbered citation as a result prints it (a research report's References, `ask --verify`). */
-export interface Citation {
-  /** The number used in the text (`[n]`). */
-  n: number;
+/** A passage that was read, with everything a citation needs. */
+export interface CitedPassage {
   /** Passage id in its source (corpus passage row id, or `<title>#<chunk>` online). */
-  passage_id: string;
+  id: string;
   /** Document id (corpus document row id, or the page title online). */
   doc_id?: string;
   title: string;
@@ -20,6 +18,14 @@ export interface Citation {
   text: string;
 }
 
+/** A numbered citation as a result prints it (a research report's References, `ask --verify`). */
+export interface Citation extends Omit<CitedPassage, "id"> {
+  /** The number used in the text (`[n]`). */
+  n: number;
+  /** The passage's id in its source ({@link CitedPassage.id}). */
+  passage_id: string;
+}
+
 /** A passage's id: the source's own, else one made from its page and text (stable for the same text). */
 export function passageId(p: Pick<Passage, "id" | "title" | "text">): string {
   if (p.id) return p.id;
@@ -27,20 +33,21 @@ export function passageId(p: Pick<Passage, "id" | "title" | "text">): string {
   return `${p.title}#${digest}`;
 }
 
-/** A retrieved passage as citation `n`. */
-export function citationOf(
-  p: Passage,
-  n: number,
-  extra: { url?: string; source: string },
-): Citation {
+/** A retrieved passage with where it came from: what a citation of it needs. */
+export function citedPassage(p: Passage, from: { url?: string; source: string }): CitedPassage {
   return {
-    n,
-    passage_id: passageId(p),
+    id: passageId(p),
     ...(p.docId ? { doc_id: p.docId } : {}),
     title: p.title,
     section: p.section,
-    ...(extra.url ? { url: extra.url } : {}),
-    source: extra.source,
+    ...(from.url ? { url: from.url } : {}),
+    source: from.source,
     text: p.text,
   };
+}
+
+/** A passage as citation `n`. */
+export function citationOf(p: CitedPassage, n: number): Citation {
+  const { id, ...rest } = p;
+  return { n, passage_id: id, ...rest };
 }

@@ -3,7 +3,7 @@ import { emptyUsage } from "../../core/usage.ts";
 import type { SourceReport } from "../../runs/result.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import { splitSentences, withoutCitations } from "../common/claims.ts";
-import { type Citation, citationOf, passageId } from "../common/citations.ts";
+import { type Citation, citationOf, citedPassage, passageId } from "../common/citations.ts";
 import {
   type ClaimResult,
   type EvidencePassage,
@@ -69,7 +69,10 @@ export async function verifyAnswer(
       if (seen.has(id)) continue;
       seen.add(id);
       citations.push(
-        citationOf(p, citations.length + 1, { url: lookup.page.url, source: options.source.kind }),
+        citationOf(
+          citedPassage(p, { url: lookup.page.url, source: options.source.kind }),
+          citations.length + 1,
+        ),
       );
     }
   }

@@ -1,5 +1,6 @@
 import type { Source } from "../../../core/state.ts";
 import type { UsageByAgent } from "../../../core/usage.ts";
+import type { CitedPassage } from "../../common/citations.ts";
 
 /**
  * What the research pipeline passes from step to step, and how it travels through agents: tools
@@ -7,21 +8,8 @@ import type { UsageByAgent } from "../../../core/usage.ts";
  * a resumed run gets them back), tagged by `kind` so they can be told from plain page sources.
  */
 
-/** A passage that was read, with everything a citation needs. */
-export interface CitedPassage {
-  /** Passage id in its source (corpus passage row id, or `<title>#<chunk>` online). */
-  id: string;
-  /** Document id (corpus document row id, or the page title online). */
-  doc_id?: string;
-  title: string;
-  /** Section heading ("" for the lead). */
-  section: string;
-  /** Page URL (online sources; a corpus document's own URL when it has one). */
-  url?: string;
-  /** "corpus" or "wikipedia". */
-  source: string;
-  text: string;
-}
+/** A passage that was read, with everything a citation needs (see src/apps/common/citations.ts). */
+export type { CitedPassage };
 
 /** A short note condensed from what was read, tied to the exact passages it came from. */
 export interface Note {

@@ -9,6 +9,16 @@ import { MAX_QUESTIONS, MAX_TOPIC_CHARS } from "./settings.ts";
 
 const last = lastValue;
 
+/** A usage channel: tokens and model calls per agent name; the reducer sums. */
+const usageChannel = () =>
+  Annotation<UsageByAgent>({
+    reducer: (left, right) => mergeUsage(left, right),
+    default: () => ({}),
+  });
+/** A sources channel: records appended, duplicates (same JSON) dropped. */
+const sourcesChannel = () =>
+  Annotation<Source[]>({ reducer: (left, right) => appendUnique(left, right), default: () => [] });
+
 /** A citation of the finished report, as printed in its References section and in `--json`. */
 export type { Citation };
 
@@ -78,15 +88,9 @@ export const ResearchState = Annotation.Root({
   /** "running"; then "final_answer" (a report with findings) or "no_evidence" (nothing relevant found) (report). */
   status: last<string>(() => "running"),
   /** Tokens and model calls per agent and step; reducer sums (research, write, verify). */
-  usage: Annotation<UsageByAgent>({
-    reducer: (left, right) => mergeUsage(left, right),
-    default: () => ({}),
-  }),
+  usage: usageChannel(),
   /** Documents the report cites, `{ title, url? }` (report); reducer appends, dropping duplicates. */
-  sources: Annotation<Source[]>({
-    reducer: (left, right) => appendUnique(left, right),
-    default: () => [],
-  }),
+  sources: sourcesChannel(),
   /** What the last pipeline node did, one line for the live tree (every node). */
   stage: last<string>(() => ""),
   /** The model usage of the last node's own calls (write, verify), for the live tree's totals. */
@@ -121,15 +125,9 @@ export const QuestionState = Annotation.Root({
   /** "running", then "final_answer" (condense). */
   status: last<string>(() => "running"),
   /** Usage per agent: the researcher's team and the condensation; reducer sums. */
-  usage: Annotation<UsageByAgent>({
-    reducer: (left, right) => mergeUsage(left, right),
-    default: () => ({}),
-  }),
+  usage: usageChannel(),
   /** The question's record, its notes and their passages, for the planner (condense); reducer appends. */
-  sources: Annotation<Source[]>({
-    reducer: (left, right) => appendUnique(left, right),
-    default: () => [],
-  }),
+  sources: sourcesChannel(),
   /** What the last node did, for the live tree. */
   stage: last<string>(() => ""),
   /** The model usage of the last node's own calls (condense), for the live tree's totals. */

@@ -1,3 +1,4 @@
+import { citationOf } from "../../common/citations.ts";
 import { citationNumbers, renumberCitations } from "../../common/claims.ts";
 import type { VerificationReport } from "../../common/verifier.ts";
 import type { QuestionRecord } from "../base/records.ts";
@@ -103,19 +104,9 @@ export function assembleReport(parts: ReportParts): AssembledReport {
     lines.push(s.text, "");
   }
   if (gaps.length) lines.push("## Gaps", "", ...gaps, "");
-  const citations: Citation[] = [...renumber.entries()].map(([draft, n]) => {
-    const p = byNumber.get(draft)!;
-    return {
-      n,
-      passage_id: p.id,
-      ...(p.doc_id ? { doc_id: p.doc_id } : {}),
-      title: p.title,
-      section: p.section,
-      ...(p.url ? { url: p.url } : {}),
-      source: p.source,
-      text: p.text,
-    };
-  });
+  const citations: Citation[] = [...renumber.entries()].map(([draft, n]) =>
+    citationOf(byNumber.get(draft)!, n),
+  );
   lines.push("## References", "", ...citations.map(referenceLine), "");
   if (parts.verification) lines.push("---", "", verificationLine(parts.verification), "");
   return { markdown: `${lines.join("\n").trim()}\n`, citations, renumber, empty };
