@@ -74,7 +74,9 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trimStart().startsWith(`# ${DEMO_RESEARCH.title}`)).toBe(true);
     expect(r.stdout).toContain("## References");
-    expect(r.stderr).toContain("Verification: 12 cited sentence(s) checked");
+    expect(r.stderr).toContain(
+      "Verification: 12 sentence(s) checked against the passages they cite",
+    );
     expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered; 4 reference(s).");
   });
 

@@ -9,6 +9,7 @@ import { parseVerdicts, type VerificationReport } from "../../src/apps/common/ve
 import type { CitedPassage } from "../../src/apps/research/base/records.ts";
 import type { ReportSection, ResearchStateValue } from "../../src/apps/research/base/state.ts";
 import { condense, parseNotes } from "../../src/apps/research/nodes/condense.ts";
+import { parseSection } from "../../src/apps/research/nodes/write.ts";
 import { FLAG_UNVERIFIED, verify } from "../../src/apps/research/nodes/verify.ts";
 import {
   ScriptedOpenAIServer,
@@ -129,9 +130,16 @@ describe("condense node", () => {
   it("keeps at most maxNotesPerQuestion notes", () => {
     const reply = Array.from({ length: 9 }, (_, i) => `- fact ${i} [1]`).join("\n");
     expect(parseNotes(reply, 1, 6).notes).toHaveLength(6);
-    expect(parseNotes("<think>[1] hmm</think>\n1. A fact [1]\n* Another [2]", 2, 6).notes).toEqual([
+    expect(
+      parseNotes(
+        "<think>[1] hmm</think>\n1. A fact [1]\n* Another [P2]\n- Third [Passage 1][2]",
+        2,
+        6,
+      ).notes,
+    ).toEqual([
       { text: "A fact", cites: [1] },
       { text: "Another", cites: [2] },
+      { text: "Third", cites: [1, 2] },
     ]);
   });
 });
@@ -150,6 +158,7 @@ function draftState(sections: string[]): ResearchStateValue {
       text,
     })),
     references: READ.map((p, i) => ({ n: i + 1, passage: p })),
+    notes: [],
     maxQuestions: undefined,
   } as any;
 }
@@ -179,19 +188,22 @@ describe("verify node", () => {
       ]),
       config({ verifyBatchSize: 2 }),
     );
-    // Four sentences to judge (the [9] one resolves to nothing), two per call.
-    expect(server.requests.length - first).toBe(2);
+    // Five sentences to judge (the [9] one resolves to nothing; the uncited one is checked
+    // against its section's passages), two per call.
+    expect(server.requests.length - first).toBe(3);
     // A call shows only the passages its claims cite.
     expect(seen[0]).toContain("[1] (Eiffel Tower — Construction)");
-    expect(seen[0]).toContain("[2] (Eiffel Tower — Height)");
-    expect(seen[0]).not.toContain("[3] (Eiffel Tower — Legacy)");
+    expect(seen[0]).not.toContain("[2] (Eiffel Tower — Height)");
+    expect(seen[1]).toContain("[1] (Eiffel Tower — Construction)");
+    expect(seen[1]).toContain("[2] (Eiffel Tower — Height)");
+    expect(seen[1]).not.toContain("[3] (Eiffel Tower — Legacy)");
     expect(out.verified.map((s) => s.text)).toEqual([
-      "Work began on 28 January 1887 [1]. It is a tower.",
+      "Work began on 28 January 1887 [1]. It is a tower [1].",
       `At completion the tower was 300 metres tall [2]. Copies mumble [3]. ${FLAG_UNVERIFIED}`,
     ]);
     expect(out.verification).toMatchObject({
-      checked: 5,
-      supported: 1,
+      checked: 6,
+      supported: 2,
       fixed: 1,
       dropped: 2,
       flagged: 1,
@@ -211,7 +223,12 @@ describe("verify node", () => {
       action: "dropped",
       citations: [],
     });
-    expect(out.usage).toEqual({ verifier: expect.objectContaining({ calls: 2 }) });
+    expect(claims.find((c) => c.text === "It is a tower.")).toMatchObject({
+      action: "kept",
+      citations: [1],
+      reason: expect.stringContaining("without a citation"),
+    });
+    expect(out.usage).toEqual({ verifier: expect.objectContaining({ calls: 3 }) });
   });
 
   it("flags instead of dropping with onUnsupported: flag, and does nothing without a draft", async () => {
@@ -227,6 +244,24 @@ describe("verify node", () => {
     const empty = await runVerify({ draft: [], references: [] } as any, config());
     expect(server.requests.length).toBe(first);
     expect(empty.verification).toMatchObject({ checked: 0 });
+  });
+});
+
+describe("write node's reply parsing", () => {
+  it("reads a heading and a paragraph, tolerating Markdown headings, labels and labelled citations", () => {
+    expect(
+      parseSection(
+        "## Building the tower\nParagraph: It began in 1887 [P1].\nIt ended in 1889 [Source 2].",
+        "fallback",
+      ),
+    ).toEqual({
+      heading: "Building the tower",
+      text: "It began in 1887 [1]. It ended in 1889 [2].",
+    });
+    expect(parseSection("It began in 1887 [1].", "When was it built")).toEqual({
+      heading: "When was it built",
+      text: "It began in 1887 [1].",
+    });
   });
 });
 

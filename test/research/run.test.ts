@@ -169,6 +169,41 @@ describe("research over the demo corpus", { timeout: 120_000 }, () => {
     }
   });
 
+  it("checks a sentence written without a citation against its section's passages: cited when supported, removed when not", async () => {
+    script = demoResearchScript();
+    const writer = researchResponder(script);
+    const uncited: Responder = async (req, ctx) => {
+      const reply: any = await writer(req, ctx);
+      if (reply?.content?.startsWith("Heading: Height and record"))
+        return {
+          ...reply,
+          content: `${reply.content} Antennas brought its height to about 330 m. It is repainted every 7 years.`,
+        };
+      return reply;
+    };
+    const previous = world.server.responder;
+    world.server.responder = uncited;
+    try {
+      const result = await run(DEMO_RESEARCH.topic, { threadId: "research-uncited" });
+      const v = result.verification!;
+      expect(v.uncited).toBe(2);
+      expect(v.claims.find((c) => c.text.startsWith("Antennas brought"))).toMatchObject({
+        verdict: "supported",
+        action: "kept",
+        citations: [2],
+      });
+      expect(v.claims.find((c) => c.text.startsWith("It is repainted"))).toMatchObject({
+        verdict: "unsupported",
+        action: "dropped",
+      });
+      expect(result.report).toContain("Antennas brought its height to about 330 m [2].");
+      expect(result.report).not.toContain("repainted");
+      expectCitationsResolve(result, world.corpus);
+    } finally {
+      world.server.responder = previous;
+    }
+  });
+
   it("keeps an unsupported claim, flagged, when asked to flag instead of drop", async () => {
     script = demoResearchScript();
     script.sections[Q2].sentences.push({ text: "It was painted red in 1968.", from: ["312 m"] });

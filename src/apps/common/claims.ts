@@ -10,6 +10,14 @@ const LEADING_MARKERS = /^(?:\s*\[\^?\d{1,4}(?:\s*[,;]\s*\^?\d{1,4})*\])+/;
 
 const segmenter = new Intl.Segmenter("en", { granularity: "sentence" });
 
+/** Labelled markers small models write for a numbered source: `[P2]`, `[Passage 2]`, `[source 2]`. */
+const LABELLED = /\[(?:p|passage|source|src|note|ref)\.?\s*(\d{1,4})\]/gi;
+
+/** The text with labelled citation markers (`[P2]`, `[Passage 2]` ...) written as `[2]`. */
+export function normalizeCitationMarkers(text: string): string {
+  return text.replace(LABELLED, "[$1]");
+}
+
 /**
  * The sentences of a paragraph, in order. Citation markers written after a sentence's full stop
  * ("... in 1889. [1] The tower ...") stay with the sentence they follow.

@@ -77,7 +77,7 @@ export interface VerificationReport {
   dropped: number;
   /** Claims kept with a flag: unsupported (flag mode) or without a usable verdict. */
   flagged: number;
-  /** Sentences with no citation (not checked). */
+  /** Sentences written without a citation (research: checked against their section's passages). */
   uncited: number;
   claims: ClaimResult[];
   usage: VerifierUsage;

@@ -4,7 +4,11 @@ import { callModel, messageText, resolveModel } from "../../../core/models.ts";
 import { stripThinkBlocks } from "../../../core/parser.ts";
 import { type UsageByAgent, mergeUsage, usageFromMessage } from "../../../core/usage.ts";
 import { renderPrompt } from "../../../prompts/render.ts";
-import { citationNumbers, withoutCitations } from "../../common/claims.ts";
+import {
+  citationNumbers,
+  normalizeCitationMarkers,
+  withoutCitations,
+} from "../../common/claims.ts";
 import {
   type CitedPassage,
   type Note,
@@ -30,7 +34,7 @@ export function parseNotes(
 ): { notes: Array<{ text: string; cites: number[] }>; dropped: number } {
   const notes: Array<{ text: string; cites: number[] }> = [];
   let dropped = 0;
-  for (const raw of stripThinkBlocks(reply).split("\n")) {
+  for (const raw of normalizeCitationMarkers(stripThinkBlocks(reply)).split("\n")) {
     const line = raw.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, "").trim();
     if (!line || /^none\b/i.test(line) || /^notes?:?$/i.test(line)) continue;
     const numbers = citationNumbers(line);

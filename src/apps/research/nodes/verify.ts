@@ -46,7 +46,10 @@ interface SentenceSlot {
  * the same citations); unsupported ones are removed (or kept and flagged with
  * `onUnsupported: "flag"`); a sentence the verifier said nothing usable about is kept and flagged.
  * Citation numbers that do not resolve are removed from the text, and a sentence citing only such
- * numbers is removed without a model call. Sentences without any citation are kept and counted.
+ * numbers is removed without a model call. A sentence written without any citation is checked
+ * against the passages its section cites (the summary's: those of the whole draft) and, when
+ * supported, gets the citations of the passages the verifier names — so every sentence that stays
+ * in the report is tied to a passage that supports it.
  */
 export async function verify(
   state: ResearchStateValue,
@@ -69,14 +72,30 @@ export async function verify(
   );
   const slots: SentenceSlot[] = [];
   const claims: ClaimToCheck[] = [];
+  const numberOf = new Map(state.references.map((r) => [r.passage.id, r.n]));
+  /** What an uncited sentence of a section is checked against. */
+  const sectionCites = (section: ReportSection, sentences: string[]): number[] => {
+    const cited = sentences.flatMap(citationNumbers).filter((n) => refs.has(n));
+    const fromNotes = (state.notes ?? [])
+      .filter((n) => section.question && n.question === section.question)
+      .flatMap((n) => n.passages.map((id) => numberOf.get(id)))
+      .filter((n): n is number => n !== undefined);
+    const pick = cited.length ? cited : fromNotes.length ? fromNotes : [...refs.keys()];
+    return [...new Set(pick)].sort((a, b) => a - b);
+  };
   state.draft.forEach((section, index) => {
-    for (const raw of splitSentences(section.text)) {
+    const sentences = splitSentences(section.text);
+    for (const raw of sentences) {
       const numbers = citationNumbers(raw);
       const cites = numbers.filter((n) => refs.has(n));
       const body = withoutCitations(raw);
       const slot: SentenceSlot = { section: index, raw, body, cites };
-      if (!numbers.length) slot.uncited = true;
-      else if (!cites.length) {
+      if (!numbers.length) {
+        slot.uncited = true;
+        slot.cites = sectionCites(section, sentences);
+        slot.claim = claims.length;
+        claims.push({ id: slot.claim, text: body, cites: slot.cites });
+      } else if (!cites.length) {
         slot.result = {
           text: body,
           verdict: "unsupported",
@@ -104,29 +123,38 @@ export async function verify(
   const results: ClaimResult[] = [];
   const kept: string[][] = state.draft.map(() => []);
   for (const slot of slots) {
-    if (slot.uncited) {
-      kept[slot.section].push(slot.body);
-      continue;
-    }
     if (slot.result) {
       results.push(slot.result);
       continue;
     }
     const j = judgements[slot.claim!];
     const passageIds = slot.cites.map((n) => refs.get(n)!.id);
-    const base = { text: slot.body, verdict: j.verdict, passage_ids: passageIds };
+    // A sentence written with citations keeps them; one written without gets those named as support.
+    const cites = slot.uncited ? j.supportedBy : slot.cites;
+    const base = {
+      text: slot.body,
+      verdict: j.verdict,
+      passage_ids: passageIds,
+      ...(slot.uncited
+        ? { reason: "written without a citation: checked against its section's passages" }
+        : {}),
+    };
     if (j.verdict === "supported") {
-      kept[slot.section].push(withCitations(slot.body, slot.cites));
-      results.push({ ...base, action: "kept", citations: slot.cites });
+      kept[slot.section].push(withCitations(slot.body, cites));
+      results.push({ ...base, action: "kept", citations: cites });
     } else if (j.verdict === "fixed") {
-      kept[slot.section].push(withCitations(j.fix!, slot.cites));
-      results.push({ ...base, action: "fixed", fixed_text: j.fix, citations: slot.cites });
-    } else if (j.verdict === "unsupported" && settings.onUnsupported === "drop") {
-      results.push({ ...base, action: "dropped", citations: slot.cites });
+      kept[slot.section].push(withCitations(j.fix!, cites));
+      results.push({ ...base, action: "fixed", fixed_text: j.fix, citations: cites });
     } else {
-      const flag = j.verdict === "unsupported" ? FLAG_UNSUPPORTED : FLAG_UNVERIFIED;
-      kept[slot.section].push(`${withCitations(slot.body, slot.cites)} ${flag}`);
-      results.push({ ...base, action: "flagged", citations: slot.cites });
+      // Not supported: the citations it was written with (none for an uncited sentence).
+      const written = slot.uncited ? [] : slot.cites;
+      if (j.verdict === "unsupported" && settings.onUnsupported === "drop") {
+        results.push({ ...base, action: "dropped", citations: written });
+      } else {
+        const flag = j.verdict === "unsupported" ? FLAG_UNSUPPORTED : FLAG_UNVERIFIED;
+        kept[slot.section].push(`${withCitations(slot.body, written)} ${flag}`);
+        results.push({ ...base, action: "flagged", citations: written });
+      }
     }
   }
   const verified: ReportSection[] = state.draft.map((s, i) => ({ ...s, text: kept[i].join(" ") }));

@@ -5,7 +5,7 @@ import { stripThinkBlocks } from "../../../core/parser.ts";
 import { type UsageTotals, addUsage, emptyUsage, usageFromMessage } from "../../../core/usage.ts";
 import { loadPrompt, renderPrompt } from "../../../prompts/render.ts";
 import { mapPool } from "../../../util/concurrency.ts";
-import { citationNumbers, splitSentences } from "../../common/claims.ts";
+import { citationNumbers, normalizeCitationMarkers, splitSentences } from "../../common/claims.ts";
 import type { Note } from "../base/records.ts";
 import { researchSettingsOf } from "../base/settings.ts";
 import type {
@@ -57,7 +57,7 @@ function noteLine(note: Note, numberOf: ReadonlyMap<string, number>): string {
 export function parseSection(reply: string, fallback: string): { heading: string; text: string } {
   let heading = "";
   const lines: string[] = [];
-  for (const raw of stripThinkBlocks(reply).split("\n")) {
+  for (const raw of normalizeCitationMarkers(stripThinkBlocks(reply)).split("\n")) {
     const line = raw.trim();
     if (!line) continue;
     const h =

@@ -62,8 +62,10 @@ export function verificationLine(v: VerificationReport): string {
     `${v.dropped} removed as unsupported`,
     ...(v.flagged ? [`${v.flagged} flagged`] : []),
   ];
-  const uncited = v.uncited ? ` ${v.uncited} sentence(s) without a citation were not checked.` : "";
-  return `_Verification: ${v.checked} cited sentence(s) checked against their passages: ${parts.join(", ")}.${uncited}_`;
+  const uncited = v.uncited
+    ? ` ${v.uncited} of them were written without a citation and checked against their section's passages.`
+    : "";
+  return `_Verification: ${v.checked} sentence(s) checked against the passages they cite: ${parts.join(", ")}.${uncited}_`;
 }
 
 /**
