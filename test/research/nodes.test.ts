@@ -10,6 +10,7 @@ import type { CitedPassage } from "../../src/apps/research/base/records.ts";
 import type { ReportSection, ResearchStateValue } from "../../src/apps/research/base/state.ts";
 import { condense, parseNotes } from "../../src/apps/research/nodes/condense.ts";
 import { parseSection } from "../../src/apps/research/nodes/write.ts";
+import { assembleReport } from "../../src/apps/research/report/markdown.ts";
 import { FLAG_UNVERIFIED, verify } from "../../src/apps/research/nodes/verify.ts";
 import {
   ScriptedOpenAIServer,
@@ -285,5 +286,58 @@ describe("claims and verdicts", () => {
       [3, { verdict: "fix", rest: "Shorter." }],
       [4, { verdict: "fix", rest: "" }],
     ]);
+  });
+});
+
+describe("report assembly", () => {
+  const refs = READ.map((p, i) => ({ n: i + 1, passage: p }));
+  const base = {
+    title: "Towers",
+    topic: "Towers",
+    references: refs,
+    verification: null,
+    sourceName: "the corpus",
+  };
+
+  it("renumbers citations by first appearance, prints only numbers that resolve, and lists gaps", () => {
+    const out = assembleReport({
+      ...base,
+      sections: [
+        { heading: "", question: "", text: "Summary cites the height [2] and the legacy [3]." },
+        { heading: "Height", question: "Q1", text: "It was 300 metres tall [2][7]." },
+        { heading: "Emptied", question: "Q2", text: "" },
+      ],
+      questions: [
+        { question: "Q1", status: "answered", notes: 1 },
+        { question: "Q2", status: "answered", notes: 1 },
+        { question: "Q3", status: "failed", notes: 0, reason: "the researcher failed: boom" },
+      ],
+    });
+    expect(out.markdown).toContain("Summary cites the height [1] and the legacy [2].");
+    expect(out.markdown).toContain("It was 300 metres tall [1].");
+    expect(out.markdown).not.toContain("[7]");
+    expect(out.markdown).not.toContain("## Emptied");
+    expect(out.citations.map((c) => [c.n, c.passage_id])).toEqual([
+      [1, "32"],
+      [2, "33"],
+    ]);
+    expect(out.markdown).toContain('"Q2": its section was removed');
+    expect(out.markdown).toContain('"Q3": research failed — the researcher failed: boom.');
+    expect(out.markdown).toContain(
+      '1. **Eiffel Tower**, section "Height" — passage 32, document 7 (corpus)',
+    );
+  });
+
+  it("says nothing was found, or nothing was researched, instead of writing from memory", () => {
+    const none = assembleReport({
+      ...base,
+      sections: [],
+      questions: [{ question: "Q1", status: "no_evidence", notes: 0, reason: "NONE" }],
+    });
+    expect(none.empty).toBe(true);
+    expect(none.markdown).toContain("No relevant information was found in the corpus");
+    const nothing = assembleReport({ ...base, sections: [], questions: [] });
+    expect(nothing.markdown).toContain("No sub-question was researched");
+    expect(nothing.citations).toEqual([]);
   });
 });

@@ -37,9 +37,13 @@ export function makeResearchNode(planner: CodeAgent) {
     );
     const notes = notesIn(out.sources);
     const cited = new Set(notes.flatMap((n) => n.passages));
-    const answer = answerText(out.answer)
-      .trim()
-      .replace(/^["'“]|["'”]$/g, "");
+    // `final_answer("Title")`, or an object with a title (small models like to return one).
+    const given = out.answer as unknown;
+    const raw =
+      given && typeof given === "object" && typeof (given as { title?: unknown }).title === "string"
+        ? (given as { title: string }).title
+        : answerText(given);
+    const answer = raw.trim().replace(/^["'“]|["'”]$/g, "");
     const title =
       answer && !answer.includes("\n") && answer.length <= MAX_TITLE_CHARS ? answer : topic;
     const questions = questionsIn(out.sources);

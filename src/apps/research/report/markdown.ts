@@ -95,7 +95,9 @@ export function assembleReport(parts: ReportParts): AssembledReport {
     lines.push(
       drafted
         ? `None of the drafted statements was supported by the passages of ${parts.sourceName} they cited, so all were removed: there is nothing to report.`
-        : `No relevant information was found in ${parts.sourceName} for this topic, so there is nothing to report: nothing was written from memory.`,
+        : parts.questions.length
+          ? `No relevant information was found in ${parts.sourceName} for this topic, so there is nothing to report: nothing was written from memory.`
+          : `No sub-question was researched for this topic, so there is nothing to report: nothing was written from memory.`,
       "",
     );
     if (parts.questions.length) lines.push("Sub-questions researched:", "", ...gaps, "");
