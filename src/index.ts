@@ -4,7 +4,7 @@
  * - The reference application: `ask`, `resume`, `replay`, `history`, `createManagerGraph` and the
  *   QA team (manager → wikipedia_search → page_search); the run lifecycle every app shares.
  * - The framework: `createCodeAgent`, `defineTeam`, `agentAsTool`, `defineTool`, the run context,
- *   `resolveModel`, `createSandbox`.
+ *   `resolveModel`, `createSandbox`, human approval of tool calls, MCP tools.
  * - Knowledge sources, persistence and the scripted OpenAI-compatible server used for tests/demos.
  */
 
@@ -29,7 +29,7 @@ export {
   traceOfThread,
 } from "./apps/index.ts";
 export { startRun, resumeRun, replayRun, readRunResult } from "./runs/lifecycle.ts";
-export type { StartOptions, ReplayOptions } from "./runs/lifecycle.ts";
+export type { StartOptions, ReplayOptions, ResumeOptions } from "./runs/lifecycle.ts";
 export { threadHistory, traceThread, type CheckpointSummary } from "./runs/inspect.ts";
 export type { RunApp, RunOptions, RunServices, AppGraph } from "./runs/app.ts";
 export type { AskResult, UsageReport, SourceReport } from "./runs/result.ts";
@@ -118,7 +118,40 @@ export {
   renderToolDoc,
   type CodeTool,
   type ToolCallContext,
+  type ApprovalPolicy,
 } from "./tools/define-tool.ts";
+// Human approval of tool calls (interrupt payload and resume value schemas)
+export {
+  APPROVAL_INTERRUPT_TYPE,
+  ApprovalRequestSchema,
+  ApprovalResumeSchema,
+  ApprovalDecisionSchema,
+  isApprovalRequest,
+  pendingApprovals,
+  approvalResume,
+  type ApprovalRequest,
+  type ApprovalResume,
+  type ApprovalDecision,
+} from "./core/approval.ts";
+// MCP tools and the configuration file
+export {
+  connectMcpServers,
+  codeNameOf,
+  type McpToolSet,
+  type McpServerTools,
+  type McpServerOptions,
+  type McpApproval,
+} from "./tools/mcp.ts";
+export {
+  CONFIG_FILE_NAME,
+  CodehopConfigFileSchema,
+  McpServerConfigSchema,
+  findConfigFile,
+  readConfigFile,
+  parseConfig,
+  type CodehopConfigFile,
+  type McpServerConfig,
+} from "./config/config-file.ts";
 export { resolveModel } from "./core/models.ts";
 export { createSandbox } from "./sandbox/index.ts";
 export type {

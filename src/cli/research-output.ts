@@ -42,10 +42,15 @@ export function writeReport(
  * else the report in Markdown on stdout (unless it went to --out files) and how the run went on
  * stderr, so `codehop research ... > report.md` keeps only the report.
  */
-export function printResearchResult(
+export async function printResearchResult(
   result: ResearchResult,
   flags: RunFlags & { out?: string },
-): void {
+): Promise<void> {
+  // A run paused for an approval has no report yet: printed as any paused run.
+  if (result.approval) {
+    const { printResult } = await import("./cli-support.ts");
+    return printResult(result, flags);
+  }
   const written = flags.out ? writeReport(result, flags.out) : undefined;
   if (flags.json) {
     const { html: _html, ...json } = result;

@@ -40,7 +40,7 @@ export default function askCommand(): Command {
         flags,
         "codehop ask",
         (options) => ask(question, { threadId, config, verify: flags.verify, ...options }),
-        { threadId },
+        { threadId, config },
       );
     });
 }

@@ -1,4 +1,4 @@
-import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { isGraphBubbleUp, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { withoutInheritedAbortSignals } from "../../../core/pregel-internals.ts";
 import { renderManagedTask } from "../../../core/prompts.ts";
 import { isFatalInTool } from "../../../errors.ts";
@@ -60,7 +60,8 @@ export function makeInvestigateNode(researcher: CodeAgent) {
         stage: failure,
       };
     } catch (err) {
-      if (isFatalInTool(err) || config.signal?.aborted) throw err;
+      // A pause for a human approval inside the researcher, framework errors and aborts go up.
+      if (isFatalInTool(err) || isGraphBubbleUp(err) || config.signal?.aborted) throw err;
       const failure = `the researcher failed: ${oneLine(err instanceof Error ? err.message : String(err), 300)}`;
       return { agent: QUESTION_GRAPH, read: [], failure, stage: failure };
     }

@@ -1,3 +1,4 @@
+import { isGraphBubbleUp } from "@langchain/langgraph";
 import { z } from "zod";
 import { agentAsTool } from "../../../core/agent-as-tool.ts";
 import type { StepRecord } from "../../../core/state.ts";
@@ -53,7 +54,9 @@ export function createResearchTool(researcher: CodeAgent): CodeTool<typeof param
         return await inner.invoke(args, ctx);
       } catch (err) {
         const run = (ctx.config as { signal?: AbortSignal } | undefined)?.signal;
-        if (isFatalInTool(err) || ctx.signal.aborted || run?.aborted) throw err;
+        // A pause for a human approval, framework errors and aborts go up as they are.
+        if (isFatalInTool(err) || isGraphBubbleUp(err) || ctx.signal.aborted || run?.aborted)
+          throw err;
         const question = args.question.trim();
         const reason = err instanceof Error ? err.message : String(err);
         ctx.report?.({
