@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { KnowledgeSource } from "../../store/types.ts";
-import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
+import type { AppGraph, RunApp } from "../../runs/app.ts";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { resolveModel } from "../../core/models.ts";
 import { detectModel, loadAppConfig, modelSettingsOf, type AppConfig } from "../../runs/config.ts";
