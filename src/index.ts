@@ -41,6 +41,50 @@ export { ensureDemoCorpus, startDemoModelServer } from "./apps/qa/demo.ts";
 export { demoRules, DEMO_QUESTIONS, DEMO_ANSWERS } from "./apps/qa/demo-trajectories.ts";
 export { sourceFromConfig, openSourceFor, lazySource } from "./apps/common/knowledge-source.ts";
 
+// The research app (planner → researcher → page_reader, then writer, verifier, report)
+export { research, researchApp, researchHtml, researchResultFields } from "./apps/research/app.ts";
+export type {
+  ResearchOptions,
+  ResearchResult,
+  ResearchQuestionReport,
+} from "./apps/research/app.ts";
+export {
+  researchTeam,
+  createResearcherGraph,
+  createResearcherBuilder,
+  createPlannerAgent,
+  RESEARCH_AGENT_NAMES,
+  RESEARCH_MODEL_USERS,
+  RESEARCH_RECURSION_LIMIT,
+} from "./apps/research/team.ts";
+export type { ResearchAgentOptions, ResearcherGraphOptions } from "./apps/research/team.ts";
+export {
+  ResearchSettingsSchema,
+  resolveResearchSettings,
+  checkTopic,
+  MAX_TOPIC_CHARS,
+  MAX_QUESTIONS,
+} from "./apps/research/base/settings.ts";
+export type { ResearchSettings, ResearchSettingsInput } from "./apps/research/base/settings.ts";
+export { ResearchInput } from "./apps/research/base/state.ts";
+export type { Citation, ReportSection } from "./apps/research/base/state.ts";
+export type { CitedPassage, Note, QuestionRecord } from "./apps/research/base/records.ts";
+export { renderReportHtml } from "./apps/research/report/html.ts";
+export {
+  demoResearchScript,
+  researchResponder,
+  DEMO_RESEARCH,
+} from "./apps/research/demo-trajectories.ts";
+export { judgeClaims, parseVerdicts } from "./apps/common/verifier.ts";
+export type {
+  ClaimJudgement,
+  ClaimResult,
+  ClaimToCheck,
+  ClaimVerdict,
+  EvidencePassage,
+  VerificationReport,
+} from "./apps/common/verifier.ts";
+
 // The QA team (manager → wikipedia_search → page_search)
 export {
   qaTeam,

@@ -7,9 +7,10 @@ import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "..
 import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
 import { qaApp } from "./qa/app.ts";
+import { researchApp } from "./research/app.ts";
 
 /** Every app by name: what a thread's record (`options.app`) names. */
-export const APPS: Readonly<Record<string, RunApp>> = { qa: qaApp };
+export const APPS: Readonly<Record<string, RunApp>> = { qa: qaApp, research: researchApp };
 
 /** The app a thread was started with (threads recorded before apps existed are QA threads). */
 export function appNamed(name: unknown): RunApp {

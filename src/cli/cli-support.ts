@@ -103,11 +103,12 @@ export function terminalRun(
  * ends or the user leaves; otherwise the pending approval is printed with the commands that
  * answer it, and the exit code is {@link EXIT_AWAITING_APPROVAL}.
  */
-export async function runInTerminal(
+export async function runInTerminal<R extends AskResult>(
   flags: RunFlags,
   header: string,
-  run: (options: TerminalRunOptions) => Promise<AskResult>,
+  run: (options: TerminalRunOptions) => Promise<R>,
   json?: { threadId: string; config?: RunOptions["config"] },
+  print: (result: R, flags: RunFlags) => void | Promise<void> = printResult,
 ): Promise<void> {
   let term = terminalRun(flags, header);
   try {
@@ -126,15 +127,16 @@ export async function runInTerminal(
       const { resumeThread } = await import("../apps/index.ts");
       term = terminalRun(flags, "codehop resume");
       const threadId = result.thread_id;
-      result = await resumeThread(threadId, {
+      // The same app continues the thread: its result has the same shape.
+      result = (await resumeThread(threadId, {
         config: json?.config,
         ...term.options,
         approval: decision,
-      });
+      })) as R;
     }
     // The final tree goes out before the result is printed under it.
     term.finish();
-    printResult(result, flags);
+    await print(result, flags);
     if (result.approval) process.exitCode = EXIT_AWAITING_APPROVAL;
   } finally {
     term.finish();
@@ -142,7 +144,13 @@ export async function runInTerminal(
 }
 
 /** Prints a finished run: one JSON object with --json, else the answer and how to continue. */
-export function printResult(result: AskResult, flags: RunFlags): void {
+export async function printResult(result: AskResult, flags: RunFlags): Promise<void> {
+  // A research thread (resumed or replayed) prints its report (loaded only then).
+  const r = result as AskResult & { report?: unknown; citations?: unknown };
+  if (typeof r.report === "string" && Array.isArray(r.citations) && !result.approval) {
+    const { printResearchResult } = await import("./research-output.ts");
+    return printResearchResult(r as any, flags);
+  }
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
@@ -163,6 +171,7 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     result.sources.length
       ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
       : "Sources: (none reported)",
+    ...verificationLines(result),
     `Usage: ${u.calls} model calls, ${u.input_tokens} input tokens (${u.cached_input_tokens} cached), ${u.output_tokens} output tokens — ` +
       Object.entries(result.usage.by_agent)
         .map(([a, x]) => `${a} ${x.calls} calls`)
@@ -175,6 +184,30 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     "",
   ];
   process.stdout.write(lines.join("\n"));
+}
+
+/** What `ask --verify` found, claim by claim (nothing for an unverified result). */
+function verificationLines(result: AskResult): string[] {
+  const v = (result as { verification?: any }).verification;
+  const citations = (result as { citations?: any[] }).citations ?? [];
+  if (!v || !Array.isArray(v.claims)) return [];
+  const mark: Record<string, string> = {
+    supported: "supported",
+    fixed: "partly supported",
+    unsupported: "NOT supported",
+    unverified: "not verified",
+  };
+  return [
+    `Verification: ${v.supported} of ${v.checked} claim(s) supported by the source passages (${v.usage?.calls ?? 0} verifier call(s))`,
+    ...v.claims.map(
+      (c: any) =>
+        `  - ${mark[c.verdict] ?? c.verdict}${c.citations?.length ? ` [${c.citations.join("][")}]` : ""}: ${c.text}${c.fixed_text ? ` → ${c.fixed_text}` : ""}${c.reason ? ` (${c.reason})` : ""}`,
+    ),
+    ...citations.map(
+      (c: any) =>
+        `  [${c.n}] ${c.title}${c.section ? ` — ${c.section}` : ""} (passage ${c.passage_id})`,
+    ),
+  ];
 }
 
 /**

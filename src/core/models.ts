@@ -286,7 +286,10 @@ export async function callModel(
 ): Promise<AIMessage | AIMessageChunk> {
   const callOptions: Record<string, unknown> = {};
   if (options.stop?.length) callOptions.stop = options.stop;
-  if (options.signal) callOptions.signal = options.signal;
+  // Each call listens on a signal of its own that follows the caller's: the OpenAI client adds an
+  // abort listener per request to the signal it is given, so a node making many calls on its one
+  // signal (a writer's sections, a verifier's batches) would trip Node's MaxListeners warning.
+  if (options.signal) callOptions.signal = AbortSignal.any([options.signal]);
   const once = async (): Promise<AIMessage | AIMessageChunk> => {
     if (!options.stream) {
       try {

@@ -8,12 +8,18 @@ import { readRunContext } from "./run-context.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { CallJournal } from "./journal.ts";
 import type { AgentSettings } from "./settings.ts";
+import type { StepRecord } from "./state.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
 
-/** Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). */
+/**
+ * Builds an agent's tools for one run from its input context (e.g. bind a tool to a page). `steps`
+ * is the agent's trajectory so far (checkpointed, so the same after a resume): a tool can derive
+ * from it what earlier actions did, e.g. how much of a budget they used.
+ */
 export type ToolsFactory = (ctx: {
   context: Record<string, unknown>;
   config: RunnableConfig;
+  steps: readonly StepRecord[];
 }) => CodeTool<any>[];
 
 /**
@@ -45,10 +51,14 @@ export interface AgentRuntime {
   readonly prompts: CodeAgentPrompts;
   readonly capabilities: readonly string[];
   /**
-   * The tools of a run: its own (static list, or the factory applied to the run's context), then
-   * the run context's `agentTools` for it.
+   * The tools of a run: its own (static list, or the factory applied to the run's context and
+   * trajectory), then the run context's `agentTools` for it.
    */
-  tools(context: Record<string, unknown>, config: RunnableConfig): CodeTool<any>[];
+  tools(
+    context: Record<string, unknown>,
+    config: RunnableConfig,
+    steps?: readonly StepRecord[],
+  ): CodeTool<any>[];
   /** The chat model for a run (see src/models). */
   model(config: RunnableConfig): BaseChatModel;
   /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
@@ -83,8 +93,9 @@ export function makeRuntime(o: RuntimeOptions): AgentRuntime {
     settings: o.settings,
     prompts: o.prompts,
     capabilities: o.capabilities,
-    tools(context, config) {
-      const own = typeof o.tools !== "function" ? [...o.tools] : o.tools({ context, config });
+    tools(context, config, steps = []) {
+      const own =
+        typeof o.tools !== "function" ? [...o.tools] : o.tools({ context, config, steps });
       const extra = readRunContext(config).agentTools;
       const added = [...(extra?.[o.name] ?? []), ...(extra?.["*"] ?? [])];
       if (typeof o.tools !== "function" && !added.length) return own;

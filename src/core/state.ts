@@ -79,10 +79,13 @@ export interface ActionOutcome {
 /** Why the run ended (or "running"). */
 export type AgentStatus = "running" | "final_answer" | "max_steps" | "repeated_action";
 
-const last = <T>(fallback: () => T) =>
+/** A "last value" channel with a default (for app graphs' state too). */
+export const lastValue = <T>(fallback: () => T) =>
   Annotation<T>({ reducer: (_left: T, right: T) => right, default: fallback });
+const last = lastValue;
 
-function appendUnique(left: Source[], right: Source[] | undefined): Source[] {
+/** Reducer of `sources` channels: appends, dropping records already present (same JSON). */
+export function appendUnique(left: Source[], right: Source[] | undefined): Source[] {
   if (!right?.length) return left;
   const seen = new Set(left.map((s) => JSON.stringify(s)));
   const out = [...left];

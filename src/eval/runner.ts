@@ -16,7 +16,7 @@ import { htmlReport } from "./html.ts";
 import { AnswerJudge } from "./judge.ts";
 import { scoreAnswer } from "./metrics.ts";
 import { createChatModel, evalModelSettings, type EvalModelSettings } from "./model.ts";
-import { runPool } from "./pool.ts";
+import { runPool } from "../util/concurrency.ts";
 import { EvalRecorder } from "./recorder.ts";
 import { markdownReport, summarize, terminalTable, type EvalReport } from "./report.ts";
 import { ResultsStore, resultKey } from "./results-store.ts";

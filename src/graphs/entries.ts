@@ -16,6 +16,11 @@ import {
   qaTeam,
   type ReferenceAgentOptions,
 } from "../apps/qa/team.ts";
+import {
+  createResearcherGraph,
+  researchTeam,
+  type ResearchAgentOptions,
+} from "../apps/research/team.ts";
 import type { ApprovalJournal } from "../core/approval.ts";
 import type { CallJournal, ReplayableJournal } from "../core/journal.ts";
 import { createCodeAgent } from "../framework/code-agent.ts";
@@ -69,6 +74,16 @@ export const manager = createManagerGraph(qaDeps);
 export const wikipedia_search = createWikipediaSearchAgent(qaDeps).graph;
 /** The page_search agent on its own (input `{ task, context: { page } }`). */
 export const page_search = createPageSearchAgent(qaDeps).graph;
+const researchDeps: ResearchAgentOptions = {
+  fallbackSource: fromEnvironment,
+  journal: environmentJournal,
+};
+
+/**
+ * The research app: `{ topic, maxQuestions? }` in; planner → researcher pipelines → writer →
+ * verifier → report; the cited, verified report in `answer`, with `citations` and `verification`.
+ */
+export const researcher = createResearcherGraph(researchDeps);
 /** A generic code agent with no tools (plain JavaScript only). */
 export const code_agent = createCodeAgent({
   name: "code_agent",
@@ -90,4 +105,5 @@ export const GRAPH_ENTRIES: Readonly<Record<string, GraphEntry>> = {
   wikipedia_search: { graph: wikipedia_search, team: qaTeam, agent: "wikipedia_search" },
   page_search: { graph: page_search, team: qaTeam, agent: "page_search" },
   code_agent: { graph: code_agent },
+  researcher: { graph: researcher, team: researchTeam },
 };

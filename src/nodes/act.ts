@@ -45,7 +45,7 @@ export function makeActNode(rt: AgentRuntime) {
       };
     }
 
-    const tools = rt.tools(state.context ?? {}, config);
+    const tools = rt.tools(state.context ?? {}, config, state.steps);
     const { result, toolCalls, usage, sources } = await runCodeWithTools(rt, tools, config, {
       code: pending.code,
       step,

@@ -49,7 +49,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     state: AgentState,
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
-    const tools = rt.tools(state.context ?? {}, config);
+    const tools = rt.tools(state.context ?? {}, config, state.steps);
     const messages = promptMessages(rt, state, tools, "final_answer");
     const { text, usage } = await callAgentModel(rt, config, messages);
     const parsed = parseAction(text);

@@ -39,7 +39,7 @@ export function makeObserveNode(rt: AgentRuntime) {
         `Agent "${rt.name}": observe reached without an outcome for step ${step}`,
       );
     }
-    const toolNames = rt.tools(state.context ?? {}, config).map((t) => t.name);
+    const toolNames = rt.tools(state.context ?? {}, config, state.steps).map((t) => t.name);
     const { text, isError } = formatObservation(
       outcome,
       toolNames,

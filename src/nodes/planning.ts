@@ -18,7 +18,7 @@ export function makePlanningNode(rt: AgentRuntime) {
     state: AgentState,
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
-    const tools = rt.tools(state.context ?? {}, config);
+    const tools = rt.tools(state.context ?? {}, config, state.steps);
     const messages = promptMessages(rt, state, tools, "planning");
     const reply = await callAgentModel(rt, config, messages, [END_PLAN]);
     const text = reply.text.replace(END_PLAN, "").trim();

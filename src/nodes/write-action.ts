@@ -17,7 +17,7 @@ export function makeWriteActionNode(rt: AgentRuntime) {
     state: AgentState,
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
-    const tools = rt.tools(state.context ?? {}, config);
+    const tools = rt.tools(state.context ?? {}, config, state.steps);
     const messages = promptMessages(rt, state, tools, "action");
     const { text, usage } = await callAgentModel(rt, config, messages, rt.settings.stopSequences);
     const parsed = parseAction(text);

@@ -42,6 +42,16 @@ export interface RunApp {
    */
   record(config: AppConfig, given: Pick<RunOptions, "source">): Record<string, unknown>;
   /**
+   * Fields the app adds to a run's result besides the common ones (answer, sources, usage ...), read
+   * from the thread's latest state values (e.g. a report's citations). Optional.
+   */
+  result?(values: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * Names of model callers outside the team's agents (plain graph nodes that call a model, e.g. a
+   * writer), checked like the agents before a run and configurable with CODEHOP_MODEL_<NAME>.
+   */
+  readonly modelUsers?: readonly string[];
+  /**
    * Opens the run's services. `stored` is the thread's record: a thread continues with what it
    * started with unless the caller names something else explicitly.
    */

@@ -70,6 +70,7 @@ function summarizeState(values: Record<string, any>, next: readonly string[] | u
     summary = `about to run step ${pending.step}: ${pending.thought ?? ""}`;
   } else if (last)
     summary = `observed step ${last.step}: ${last.observation || last.thought || ""}`;
+  else if (typeof values.stage === "string" && values.stage) summary = values.stage;
   else if (values.question) summary = `question: ${values.question}`;
   else if (values.task) summary = `task: ${displayTask(String(values.task))}`;
   return summary.replace(/\s+/g, " ").trim();
@@ -204,7 +205,10 @@ export async function traceThread(
     const ordered = tuples.filter(inBranch).sort((a, b) => idOf(a).localeCompare(idOf(b)));
 
     const progress = new RunProgress({ rootName: app.team.root });
-    const seen = new Map<string, { steps: number; pending: number; done: boolean }>();
+    const seen = new Map<
+      string,
+      { steps: number; pending: number; done: boolean; stage?: string }
+    >();
     for (const t of ordered) {
       const ns = nsOf(t);
       const path = ns ? ns.split("|") : [];
@@ -220,6 +224,11 @@ export async function traceThread(
         ]);
         state = { steps: 0, pending: 0, done: false };
         seen.set(ns, state);
+      }
+      // A pipeline node's stage line (plain nodes of app graphs), once per change.
+      if (typeof values.stage === "string" && values.stage && values.stage !== state.stage) {
+        state.stage = values.stage;
+        progress.apply([path, "updates", { stage: { stage: values.stage } }]);
       }
       const done = typeof values.stepCount === "number" ? values.stepCount : 0;
       const pending = values.pending;

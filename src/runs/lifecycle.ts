@@ -74,10 +74,15 @@ export async function openSession(
   return session;
 }
 
+/** Every name a model is resolved for in `app`: its agents, then its other model callers. */
+function modelUsersOf(app: RunApp): string[] {
+  return [...app.team.members.map((m) => m.name), ...(app.modelUsers ?? [])];
+}
+
 /** Fills in the endpoint's first model when none is configured, then checks every agent has one. */
 async function requireModel(session: Session): Promise<void> {
   const { config, app } = session;
-  const agents = app.team.members.map((m) => m.name);
+  const agents = modelUsersOf(app);
   if (!config.model && config.baseURL) config.model = await detectModel(config, agents);
   assertModelConfigured(config, agents);
 }
@@ -219,7 +224,7 @@ async function execute(
     return failRun(session, options, threadId, err, from.replayOf);
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
-  const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
+  const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
   if (result.approval) await markAwaitingApproval(persistence, threadId, result);
   else await persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
@@ -238,8 +243,9 @@ async function markAwaitingApproval(
   );
 }
 
-/** An {@link AskResult} from a thread's latest state snapshot. */
+/** An {@link AskResult} from a thread's latest state snapshot (plus the app's own fields). */
 function shapeResult(
+  app: RunApp,
   persistence: Persistence,
   threadId: string,
   snapshot: StateSnapshot,
@@ -264,6 +270,7 @@ function shapeResult(
     checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
     checkpoint_db: persistence.location,
     duration_ms: durationMs,
+    ...app.result?.(values),
   };
 }
 
@@ -282,7 +289,7 @@ export async function readRunResult(
     started !== undefined
       ? Date.now() - started
       : ((await persistence.threads.get(threadId))?.durationMs ?? 0);
-  return shapeResult(persistence, threadId, snapshot, durationMs);
+  return shapeResult(app, persistence, threadId, snapshot, durationMs);
 }
 
 /**
@@ -300,7 +307,13 @@ async function latest(
     return { state: snapshot.values as Record<string, unknown>, snapshot };
   options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
   // A stored result reports how long the run that finished it took.
-  const stored = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
+  const stored = shapeResult(
+    session.app,
+    persistence,
+    record.threadId,
+    snapshot,
+    record.durationMs ?? 0,
+  );
   if (record.status !== "done") await persistence.threads.finish(record.threadId, stored.answer);
   return { stored };
 }
@@ -313,6 +326,11 @@ export interface StartOptions extends RunOptions {
    * checkpoints is rejected.
    */
   threadId?: string;
+  /**
+   * More graph input besides the text (e.g. `{ maxQuestions: 3 }`), merged over `app.input(text)`
+   * and recorded with the thread, so a run that dies before its first checkpoint restarts with it.
+   */
+  input?: Record<string, unknown>;
 }
 
 /**
@@ -327,7 +345,7 @@ export async function startRun(
 ): Promise<AskResult> {
   if (!text.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The input is empty.");
   const config = loadAppConfig(options.config);
-  const agents = app.team.members.map((m) => m.name);
+  const agents = modelUsersOf(app);
   // Nothing to ask the endpoint about: fail before touching the data directory.
   if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
   const session = await openSession(app, options, config);
@@ -350,7 +368,10 @@ export async function startRun(
     }
     await persistence.threads.start(threadId, {
       question: text,
-      options: runRecord(app, config, options),
+      options: {
+        ...runRecord(app, config, options),
+        ...(options.input ? { input: options.input } : {}),
+      },
       replaceQuestion: true,
     });
     options.onStart?.({ threadId, dbPath: persistence.location });
@@ -363,7 +384,13 @@ export async function startRun(
       });
       throw err;
     }
-    return await execute(session, options, threadId, app.input(text), { started: true });
+    return await execute(
+      session,
+      options,
+      threadId,
+      { ...app.input(text), ...options.input },
+      { started: true },
+    );
   } finally {
     await session.close();
   }
@@ -436,7 +463,11 @@ export async function resumeRun(
           ErrorCodes.THREAD_NOT_FOUND,
           `Thread "${threadId}" has no checkpoints.`,
         );
-      input = app.input(record.question);
+      const recorded = record.options.input;
+      input = {
+        ...app.input(record.question),
+        ...(recorded && typeof recorded === "object" ? (recorded as Record<string, unknown>) : {}),
+      };
     } else {
       const found = await latest(session, options, record);
       if ("stored" in found) {
@@ -450,7 +481,7 @@ export async function resumeRun(
       } else if (pending.length) {
         // Waiting for a decision: running now would only ask again.
         options.onStart?.({ threadId, dbPath: session.persistence.location, state });
-        const result = shapeResult(session.persistence, threadId, found.snapshot, 0);
+        const result = shapeResult(session.app, session.persistence, threadId, found.snapshot, 0);
         await markAwaitingApproval(session.persistence, threadId, result);
         return result;
       }

@@ -35,6 +35,11 @@ export interface AgentView {
   plan?: string;
   answer?: string;
   status?: string;
+  /**
+   * What the graph's plain (non-agent) nodes reported, in order: the `stage` line a pipeline node
+   * writes (e.g. "verified 12 claims: 11 supported, 1 dropped").
+   */
+  stages?: string[];
 }
 
 /** Options for {@link RunProgress}. */
@@ -278,12 +283,13 @@ export class RunProgress {
       if (!update || typeof update !== "object") continue;
       const u = update as Record<string, any>;
       // Nodes that call the model write their own call's usage; act nodes only roll up children.
-      if (
-        (node === "plan" || node === "planning" || node === "final_answer") &&
-        u.usage &&
-        typeof u.usage === "object"
-      ) {
-        for (const x of Object.values(u.usage as Record<string, any>)) {
+      // Plain nodes of app graphs write their own calls' usage as `nodeUsage` (their `usage` may
+      // roll up agents they ran, already counted).
+      const stage = typeof u.stage === "string" && u.stage ? u.stage : undefined;
+      const own =
+        node === "plan" || node === "planning" || node === "final_answer" ? u.usage : u.nodeUsage;
+      if (own && typeof own === "object") {
+        for (const x of Object.values(own as Record<string, any>)) {
           this.totals.calls += Number(x?.calls ?? 0);
           this.totals.inputTokens += Number(x?.inputTokens ?? 0);
           this.totals.outputTokens += Number(x?.outputTokens ?? 0);
@@ -308,6 +314,10 @@ export class RunProgress {
         this.emit(agent, `step ${step.step} thought: ${oneLine(step.thought, 160)}`);
         if (step.code) for (const l of clip(step.code, 6, 120)) this.emit(agent, `  | ${l}`);
         else if (p.parseError) this.emit(agent, `  (no code: ${oneLine(str(p.parseError), 120)})`);
+      }
+      if (stage) {
+        (agent.stages ??= []).push(stage);
+        this.emit(agent, `${node}: ${oneLine(stage, 200)}`);
       }
       if (typeof u.plan === "string" && u.plan) {
         agent.plan = u.plan;
@@ -416,6 +426,8 @@ export class RunProgress {
           for (const l of shown.slice(1)) lines.push(tint(`${inner}    ${l}`));
         }
       }
+      for (const stage of agent.stages ?? [])
+        lines.push(c.dim(`${inner}• ${oneLine(stage, Math.max(20, width - inner.length - 2))}`));
       if (agent.phase === "failed")
         lines.push(
           c.red(

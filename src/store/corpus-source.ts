@@ -532,7 +532,14 @@ function sharedPrefix(a: string, b: string): number {
 }
 
 function toPassage(row: PassageRow, score: number): Passage {
-  return { title: row.title, section: row.section, text: row.text, score };
+  return {
+    title: row.title,
+    section: row.section,
+    text: row.text,
+    score,
+    id: String(row.id),
+    docId: String(row.doc_id),
+  };
 }
 
 function safeJson(text: string): Record<string, any> {

@@ -7,6 +7,10 @@ export interface Candidate {
   title: string;
   section: string;
   text: string;
+  /** Stable passage id, carried into the ranked passage (see `Passage.id`). */
+  id?: string;
+  /** Document id, carried into the ranked passage (see `Passage.docId`). */
+  docId?: string;
 }
 
 /**

@@ -35,6 +35,14 @@ export interface Passage {
   text: string;
   /** Higher is better; comparable only within one result list. */
   score: number;
+  /**
+   * Stable id of the passage within its source, for citations: the corpus row id of the passage
+   * (one corpus file), or `<page title>#<chunk index>` for a page fetched online (same page text,
+   * same chunking, same id).
+   */
+  id?: string;
+  /** Id of the document the passage belongs to (the corpus document row id, or the page title online). */
+  docId?: string;
 }
 
 /** Where agents look things up. */

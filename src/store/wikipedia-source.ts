@@ -281,10 +281,13 @@ export class WikipediaSource implements KnowledgeSource {
   private async chunksOf(title: string, text: string): Promise<Candidate[]> {
     let chunks = this.chunkCache.get(title);
     if (!chunks) {
-      chunks = (await this.chunker.chunk(text)).map((c) => ({
+      // The chunk's index is its id: the same cached page text always chunks the same way.
+      chunks = (await this.chunker.chunk(text)).map((c, i) => ({
         title,
         section: c.section,
         text: c.text,
+        id: `${title}#${i}`,
+        docId: title,
       }));
       // A small LRU: pages are re-read often within one question, rarely across many.
       if (this.chunkCache.size >= 32) this.chunkCache.delete(this.chunkCache.keys().next().value!);

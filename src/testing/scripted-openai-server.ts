@@ -318,6 +318,16 @@ export class ScriptedOpenAIServer {
 
 const RULE_META = Symbol("codehop.scripted.rule");
 
+/**
+ * A reply tagged with the name of what produced it, as trajectory rules tag theirs: the request
+ * log then shows `rule` (and `requestsFor(rule)` finds it) for replies a responder computes.
+ */
+export function namedReply(reply: ScriptedReply, rule: string, step = 0): ScriptedReply {
+  const tagged: any = typeof reply === "string" ? { content: reply } : { ...reply };
+  tagged[RULE_META] = { rule, step };
+  return tagged;
+}
+
 /** One scripted agent trajectory. */
 export interface TrajectoryRule {
   /** Name used in the request log (e.g. "manager", "wiki:eiffel"). */

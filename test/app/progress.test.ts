@@ -216,6 +216,46 @@ describe("run progress tree", () => {
   });
 });
 
+describe("RunProgress: plain nodes of app graphs", () => {
+  it("shows each node's stage line and counts only the model calls a node made itself (nodeUsage)", () => {
+    const lines: string[] = [];
+    const p = new RunProgress({ onLine: (l) => lines.push(l) });
+    const u = (calls: number) => ({
+      calls,
+      inputTokens: 10 * calls,
+      outputTokens: calls,
+      cachedInputTokens: 0,
+    });
+    p.apply([
+      [],
+      "updates",
+      { start: { agent: "research", task: "Towers", stage: "up to 4 sub-question(s)" } },
+    ]);
+    // The research node rolls up the planner's usage (already counted from its own nodes): no nodeUsage.
+    p.apply([[], "updates", { research: { usage: { planner: u(5) }, stage: "3 researched" } }]);
+    p.apply([
+      [],
+      "updates",
+      {
+        write: {
+          usage: { writer: u(4) },
+          nodeUsage: { writer: u(4) },
+          stage: "drafted 3 section(s)",
+        },
+      },
+    ]);
+    expect(p.totals).toEqual({ calls: 4, inputTokens: 40, outputTokens: 4 });
+    expect(p.root?.name).toBe("research");
+    expect(p.root?.stages).toEqual([
+      "up to 4 sub-question(s)",
+      "3 researched",
+      "drafted 3 section(s)",
+    ]);
+    expect(p.render("…").join("\n")).toContain("• drafted 3 section(s)");
+    expect(lines).toContain("[research] write: drafted 3 section(s)");
+  });
+});
+
 describe("errors, interruptions and colour in the tree", () => {
   const started = (): RunProgress => {
     const p = new RunProgress();

@@ -6,6 +6,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus, startDemoModelServer } from "../../src/apps/qa/demo.ts";
 import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
+import { allDemosResponder, DEMO_RESEARCH } from "../../src/apps/research/demo-trajectories.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { ROOT, startDevServer, type DevServer } from "./dev-server.ts";
 
@@ -21,7 +22,7 @@ let client: Client;
 beforeAll(async () => {
   const home = mkdtempSync(join(tmpdir(), "codehop-studio-"));
   const corpus = await ensureDemoCorpus(home);
-  model = await startDemoModelServer();
+  model = await startDemoModelServer({ responder: allDemosResponder() });
   api = await startDevServer(ROOT, {
     ...process.env,
     OPENAI_BASE_URL: model.baseURL,
@@ -45,7 +46,13 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     const assistants = await client.assistants.search({ limit: 50 });
     const graphIds = assistants.map((a) => a.graph_id).sort();
     expect(graphIds).toEqual(
-      expect.arrayContaining(["code_agent", "manager", "page_search", "wikipedia_search"]),
+      expect.arrayContaining([
+        "code_agent",
+        "manager",
+        "page_search",
+        "wikipedia_search",
+        "researcher",
+      ]),
     );
   });
 
@@ -77,6 +84,19 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     expect((history[history.length - 1].values as any).answer ?? null).toBeNull();
     const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
     expect((state.values as any).question).toBe(DEMO_QUESTIONS.towers);
+  }, 120_000);
+
+  it("writes a cited, verified research report with the researcher graph", async () => {
+    const [researcher] = await client.assistants.search({ graphId: "researcher" });
+    const thread = await client.threads.create();
+    const values = (await client.runs.wait(thread.thread_id, researcher.assistant_id, {
+      input: { topic: DEMO_RESEARCH.topic },
+    })) as Record<string, any>;
+    expect(values.status).toBe("final_answer");
+    expect(values.answer).toContain(`# ${DEMO_RESEARCH.title}`);
+    expect(values.answer).toContain("## References");
+    expect(values.citations).toHaveLength(4);
+    expect(values.verification).toMatchObject({ checked: 12, supported: 12 });
   }, 120_000);
 
   it("a model endpoint answering HTML: the run's error is a readable sentence, not raw JSON", async () => {

@@ -5,7 +5,9 @@ import { readRunContext, RunContextSchema } from "../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
+import type { RunOptions, RunServices } from "../../runs/app.ts";
 import { wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
+import { configForStoredSource } from "./source-record.ts";
 
 declare module "../../core/run-context.ts" {
   interface RunContext {
@@ -47,6 +49,24 @@ export async function openSourceFor(config: AppConfig): Promise<KnowledgeSource>
     wikipediaApi: config.wikipediaApi,
     cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
   });
+}
+
+/**
+ * The run services of an app whose agents search a knowledge source (`RunApp.openServices`): the
+ * caller's source when given, else the thread's own (its recorded corpus, or online Wikipedia)
+ * unless the caller names a corpus explicitly; closed when the run ends.
+ */
+export async function openKnowledgeServices(
+  config: AppConfig,
+  options: RunOptions,
+  stored?: Record<string, unknown>,
+): Promise<RunServices> {
+  if (options.source)
+    return { context: { knowledgeSource: options.source }, close: async () => {} };
+  const source = await openSourceFor(
+    configForStoredSource(config, Boolean(options.config?.corpus), stored),
+  );
+  return { context: { knowledgeSource: source }, close: () => source.close() };
 }
 
 /**

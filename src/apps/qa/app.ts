@@ -1,8 +1,10 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { KnowledgeSource } from "../../store/types.ts";
-import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
-import { modelSettingsOf, type AppConfig } from "../../runs/config.ts";
+import type { AppGraph, RunApp } from "../../runs/app.ts";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { resolveModel } from "../../core/models.ts";
+import { detectModel, loadAppConfig, modelSettingsOf, type AppConfig } from "../../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../../runs/inspect.ts";
 import {
   readRunResult,
@@ -16,8 +18,9 @@ import {
 import type { RunProgress } from "../../runs/progress.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
-import { openSourceFor } from "../common/knowledge-source.ts";
-import { configForStoredSource } from "../common/source-record.ts";
+import type { Citation } from "../common/citations.ts";
+import { openKnowledgeServices, openSourceFor } from "../common/knowledge-source.ts";
+import { type AnswerVerification, verifyAnswer } from "./verify.ts";
 import { qaRecording } from "./recording.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
 
@@ -32,28 +35,82 @@ export const qaApp: RunApp = {
   recursionLimit: MANAGER_RECURSION_LIMIT,
   input: (question) => ({ question }),
   inputText: (input) => String(input.question ?? ""),
-  async openServices(config: AppConfig, options: RunOptions, stored?: Record<string, unknown>) {
-    if (options.source)
-      return { context: { knowledgeSource: options.source }, close: async () => {} };
-    const source = await openSourceFor(
-      configForStoredSource(config, Boolean(options.config?.corpus), stored),
-    );
-    return { context: { knowledgeSource: source }, close: () => source.close() };
-  },
+  openServices: openKnowledgeServices,
 };
 
 /** Options of {@link ask}. */
-export type AskOptions = StartOptions;
+export interface AskOptions extends StartOptions {
+  /**
+   * Verify the final answer: the verifier (the research app's, src/apps/common/verifier.ts)
+   * checks each sentence of the answer against passages of the pages the agents used, and the
+   * result gains `citations` and `verification`. Its model is CODEHOP_MODEL_VERIFIER, else the
+   * run's model.
+   */
+  verify?: boolean;
+}
+
+/** A result of {@link ask} with `verify`: the answer's evidence and what the verifier said. */
+export interface VerifiedAskResult extends AskResult {
+  /** The passages the answer was checked against, numbered. */
+  citations: Citation[];
+  /** Claim by claim: supported or not, by which citations; figures and the verifier's usage. */
+  verification: AnswerVerification;
+}
 
 /**
  * Answers a question with the three-agent system (manager → wikipedia_search → page_search),
  * checkpointing every step to `<CODEHOP_HOME>/checkpoints.db`. The thread (question, knowledge
  * source, model names) is recorded before anything slow happens, so a run killed at any point can
- * be continued with {@link resume}.
+ * be continued with {@link resume}. With `verify`, the answer is then checked against its sources
+ * ({@link VerifiedAskResult}); every other field is the same as without.
  */
-export function ask(question: string, options: AskOptions = {}): Promise<AskResult> {
-  return startRun(qaApp, question, options);
+export async function ask(
+  question: string,
+  options: AskOptions & { verify: true },
+): Promise<VerifiedAskResult>;
+export async function ask(question: string, options?: AskOptions): Promise<AskResult>;
+export async function ask(question: string, options: AskOptions = {}): Promise<AskResult> {
+  const { verify, ...start } = options;
+  const result = await startRun(qaApp, question, start);
+  // A run paused for an approval has no answer yet: nothing to verify.
+  if (!verify || result.approval) return result;
+  return { ...result, ...(await verifyResult(question, result, start)) };
 }
+
+/** Runs the verifier on a finished QA result, with the run's source and model configuration. */
+async function verifyResult(
+  question: string,
+  result: AskResult,
+  options: StartOptions,
+): Promise<Pick<VerifiedAskResult, "citations" | "verification">> {
+  const config = loadAppConfig(options.config);
+  const model =
+    options.model ??
+    (config.models[VERIFIER_MODEL] ||
+      config.model ||
+      (await detectModel(config, [VERIFIER_MODEL])));
+  const context = {
+    ...(model ? { model } : {}),
+    ...(Object.keys(config.models).length ? { models: config.models } : {}),
+    modelSettings: modelSettingsOf(config),
+  };
+  const source = options.source ?? (await openSourceFor(config));
+  try {
+    return await verifyAnswer(
+      { question, answer: result.answer, sources: result.sources },
+      {
+        source,
+        model: resolveModel(VERIFIER_MODEL, { context } as RunnableConfig),
+        signal: options.signal,
+      },
+    );
+  } finally {
+    if (!options.source) await source.close();
+  }
+}
+
+/** Model name of the answer verifier (CODEHOP_MODEL_VERIFIER). */
+const VERIFIER_MODEL = "verifier";
 
 /**
  * Continues a QA thread from its last checkpoint — after a crash, a kill -9, an endpoint failure

@@ -8,6 +8,7 @@ import type { IngestDocument } from "../../ingest/types.ts";
 import {
   ScriptedOpenAIServer,
   trajectoryResponder,
+  type Responder,
   type TrajectoryRule,
 } from "../../testing/scripted-openai-server.ts";
 import { demoRules } from "./demo-trajectories.ts";
@@ -50,6 +51,8 @@ export async function ensureDemoCorpus(home: string): Promise<string> {
 /** Options of {@link startDemoModelServer}. */
 export interface DemoServerOptions {
   rules?: TrajectoryRule[];
+  /** A whole responder instead of `rules` (e.g. the QA and research demos together). */
+  responder?: Responder;
   /** Port (0 = a free port). */
   port?: number;
   /** Simulated model latency per reply, so the live tree can be watched (default 0). */
@@ -61,7 +64,7 @@ export async function startDemoModelServer(
   options: DemoServerOptions = {},
 ): Promise<ScriptedOpenAIServer> {
   const { rules = demoRules(), port = 0, delayMs = 0 } = options;
-  const replay = trajectoryResponder(rules);
+  const replay = options.responder ?? trajectoryResponder(rules);
   return ScriptedOpenAIServer.start({
     port,
     responder: async (req, ctx) => {

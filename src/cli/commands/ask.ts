@@ -19,11 +19,15 @@ export default function askCommand(): Command {
       "print one JSON object (answer, thread_id, usage, sources ...) instead of the live tree",
     )
     .option("-q, --quiet", "no live tree; just the answer")
+    .option(
+      "--verify",
+      "check each claim of the answer against passages of its source pages (the JSON gains citations and verification)",
+    )
     .addHelpText(
       "after",
       "\nModel endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL (per agent: CODEHOP_MODEL_MANAGER, _WIKIPEDIA_SEARCH, _PAGE_SEARCH).",
     )
-    .action(async (words: string[], flags: RunFlags & { thread?: string }) => {
+    .action(async (words: string[], flags: RunFlags & { thread?: string; verify?: boolean }) => {
       const threadId = flags.thread ?? randomUUID();
       const question = words.join(" ");
       const config = configFromFlags(flags);
@@ -35,7 +39,7 @@ export default function askCommand(): Command {
       await runInTerminal(
         flags,
         "codehop ask",
-        (options) => ask(question, { threadId, config, ...options }),
+        (options) => ask(question, { threadId, config, verify: flags.verify, ...options }),
         { threadId, config },
       );
     });

@@ -9,8 +9,12 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 /** Printed once, before the first question. */
 const SCRIPTED_NOTE =
   "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded replies\n" +
-  "(src/apps/qa/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search and SQLite\n" +
-  "checkpoints are real. How to use a real model is printed at the end.";
+  "(src/apps/qa/demo-trajectories.ts, src/apps/research/demo-trajectories.ts) over real HTTP; the agents,\n" +
+  "sandbox, tools, corpus search, citations, verification and SQLite checkpoints are real. How to use a\n" +
+  "real model is printed at the end.";
+
+/** The `--question` name of the scripted research run (src/apps/research/demo-trajectories.ts). */
+const RESEARCH_DEMO = "research";
 
 /** Printed once, at the end: how to run the same question with a real model. */
 function realModelHelp(corpus: string, context: CommandContext): string {
@@ -21,6 +25,7 @@ function realModelHelp(corpus: string, context: CommandContext): string {
     "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
     `  ${cliCommand(["doctor"], { home: context.home })}   # checks the endpoint and the data directory`,
     `  ${cliCommand(["ask", DEMO_QUESTIONS.plywood], { ...context, corpus })}   # omit --corpus for online Wikipedia`,
+    `  ${cliCommand(["research", "How the Eiffel Tower was built", "--out", "report.md"], { ...context, corpus })}`,
   ].join("\n");
 }
 
@@ -28,11 +33,11 @@ function realModelHelp(corpus: string, context: CommandContext): string {
 export default function demoCommand(): Command {
   return new Command("demo")
     .description(
-      "offline demo: the three agents answer demo questions over data/demo-corpus.jsonl with a scripted model",
+      "offline demo: the QA agents answer demo questions (or the research team writes a report, --question research) over data/demo-corpus.jsonl with a scripted model",
     )
     .option(
       "--question <name>",
-      `which demo question: ${Object.keys(DEMO_QUESTIONS).join(", ")} or all`,
+      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report) or all`,
       "plywood,towers",
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -51,23 +56,27 @@ export default function demoCommand(): Command {
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
         const context: CommandContext = { home: flags.home };
         const thread = placeholder("thread");
+        const choices = [...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO];
         const names =
-          flags.question === "all"
-            ? Object.keys(DEMO_QUESTIONS)
-            : flags.question.split(",").map((s) => s.trim());
+          flags.question === "all" ? choices : flags.question.split(",").map((s) => s.trim());
         for (const n of names) {
-          if (!(n in DEMO_QUESTIONS)) {
+          if (!choices.includes(n)) {
             throw new CodehopError(
               ErrorCodes.CONFIG_INVALID,
-              `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`,
+              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, all.`,
             );
           }
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
         const { ensureDemoCorpus, startDemoModelServer } = await import("../../apps/qa/demo.ts");
         const { ask } = await import("../../apps/qa/app.ts");
+        const { allDemosResponder, DEMO_RESEARCH } =
+          await import("../../apps/research/demo-trajectories.ts");
         const corpus = await ensureDemoCorpus(config.home);
+        // One scripted server for every demo (QA questions and the research run), so a demo
+        // thread of either app can be resumed or replayed against `--serve`.
         const server = await startDemoModelServer({
+          responder: allDemosResponder(),
           port: Number(flags.port) || 0,
           delayMs: Math.max(0, Number(flags.delay) || 0),
         });
@@ -88,25 +97,36 @@ export default function demoCommand(): Command {
         const threads: string[] = [];
         try {
           if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
+          // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
+          const demoConfig = {
+            home: config.home,
+            corpus,
+            baseURL: server.baseURL,
+            apiKey: "scripted",
+            model: "scripted-demo",
+            models: {},
+          };
           for (const name of names) {
-            const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
-            if (!flags.json) process.stderr.write(`Question: ${question}\n`);
             const threadId = randomUUID();
             threads.push(`${name} ${threadId}`);
+            if (name === RESEARCH_DEMO) {
+              if (!flags.json) process.stderr.write(`Research topic: ${DEMO_RESEARCH.topic}\n`);
+              const { research } = await import("../../apps/research/app.ts");
+              const { printResearchResult } = await import("../research-output.ts");
+              await runInTerminal(
+                flags,
+                "codehop demo (research)",
+                (options) =>
+                  research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
+                undefined,
+                printResearchResult,
+              );
+              continue;
+            }
+            const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
+            if (!flags.json) process.stderr.write(`Question: ${question}\n`);
             await runInTerminal(flags, `codehop demo (${name})`, (options) =>
-              ask(question, {
-                threadId,
-                // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
-                config: {
-                  home: config.home,
-                  corpus,
-                  baseURL: server.baseURL,
-                  apiKey: "scripted",
-                  model: "scripted-demo",
-                  models: {},
-                },
-                ...options,
-              }),
+              ask(question, { threadId, config: demoConfig, ...options }),
             );
           }
           if (!flags.json) {

@@ -1,22 +1,43 @@
 import { z } from "zod";
-import { type CodeTool, defineTool } from "../../../tools/define-tool.ts";
+import { type CodeTool, type ToolCallContext, defineTool } from "../../../tools/define-tool.ts";
 import { formatLookupProblem, formatPassages } from "../../../store/messages.ts";
-import type { KnowledgeSource } from "../../../store/types.ts";
+import type { KnowledgeSource, Page, Passage } from "../../../store/types.ts";
 
 const parameters = z.object({
   query: z.string().describe('what to look for on the page, e.g. "year construction completed"'),
 });
 
+/** What a `retrieve_passages` call showed: the page it read and the passages, best first. */
+export interface PassagesShown {
+  page: Page;
+  passages: Passage[];
+}
+
+/** The default report of `retrieve_passages`: the page as a source, with the sections shown. */
+function reportPage({ page, passages }: PassagesShown, ctx: ToolCallContext, kind: string): void {
+  // The page the answer came from, for the agent's `sources` (citations in the final answer).
+  const sections = [...new Set(passages.map((p) => p.section).filter(Boolean))];
+  ctx.report?.({
+    sources: [
+      { title: page.title, ...(page.url ? { url: page.url } : {}), source: kind, sections },
+    ],
+  });
+}
+
 /**
  * `retrieve_passages(query)` for the page-search agent, bound to one page: up to 5 passages of
  * that page ranked for the query, as 'Retrieved passages for query "<q>":\nPassage 0: ...'.
  * An unknown page answers with close titles; a disambiguation page with its options. Reports the
- * page as a source (`ctx.report({ sources: [{ title, url?, source, sections }] })`) when it answered.
+ * page as a source (`ctx.report({ sources: [{ title, url?, source, sections }] })`) when it answered,
+ * or what `options.report` reports instead (the research app reports each passage, with its id).
  */
 export function createRetrievePassagesTool(
   source: KnowledgeSource,
   pageTitle: string,
-  options: { k?: number } = {},
+  options: {
+    k?: number;
+    report?: (shown: PassagesShown, ctx: ToolCallContext) => void;
+  } = {},
 ): CodeTool<typeof parameters.shape> {
   return defineTool({
     name: "retrieve_passages",
@@ -35,18 +56,9 @@ export function createRetrievePassagesTool(
       if (problem) return problem;
       if (passages.length === 0) return `The page "${pageTitle}" has no text to search.`;
       if (lookup.status === "found") {
-        // The page the answer came from, for the agent's `sources` (citations in the final answer).
-        const sections = [...new Set(passages.map((p) => p.section).filter(Boolean))];
-        ctx.report?.({
-          sources: [
-            {
-              title: lookup.page.title,
-              ...(lookup.page.url ? { url: lookup.page.url } : {}),
-              source: source.kind,
-              sections,
-            },
-          ],
-        });
+        const shown = { page: lookup.page, passages };
+        if (options.report) options.report(shown, ctx);
+        else reportPage(shown, ctx, source.kind);
       }
       return formatPassages(q, passages);
     },

@@ -1,0 +1,152 @@
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
+import { allDemosResponder, DEMO_RESEARCH } from "../../src/apps/research/demo-trajectories.ts";
+import { runCli } from "../app/cli-helpers.ts";
+import { useDemoWorld } from "../app/fixtures.ts";
+
+// `codehop research` and `codehop ask --verify` end to end: the real CLI process against the
+// scripted model over HTTP and the demo corpus.
+
+const world = useDemoWorld("codehop-research-cli-", { responder: allDemosResponder });
+
+describe("codehop research", { timeout: 180_000 }, () => {
+  it("--out writes the report as Markdown and self-contained HTML; --json prints the result", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "codehop-report-")), "eiffel", "report.md");
+    const r = await runCli(
+      [
+        "research",
+        DEMO_RESEARCH.topic,
+        "--corpus",
+        world.corpus,
+        "--out",
+        out,
+        "--json",
+        "--max-questions",
+        "3",
+      ],
+      world.cliEnv(),
+    );
+    expect(r.stderr).not.toContain("Error:");
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({
+      status: "final_answer",
+      topic: DEMO_RESEARCH.topic,
+      title: DEMO_RESEARCH.title,
+    });
+    // The fields every run prints, then the report's own (no HTML in the JSON).
+    for (const key of [
+      "answer",
+      "thread_id",
+      "sources",
+      "usage",
+      "steps",
+      "checkpoint_id",
+      "checkpoint_db",
+      "duration_ms",
+      "report",
+      "citations",
+      "verification",
+      "questions",
+    ])
+      expect(result).toHaveProperty(key);
+    expect(result).not.toHaveProperty("html");
+    expect(result.citations).toHaveLength(4);
+    expect(result.verification).toMatchObject({ checked: 12, supported: 12, dropped: 0 });
+    expect(readFileSync(out, "utf8")).toBe(result.report);
+    const html = readFileSync(join(out, "..", "report.html"), "utf8");
+    expect(html).toContain(`<title>${DEMO_RESEARCH.title}</title>`);
+    expect(html).toContain('<a class="cite" href="#ref-1">');
+    expect(html).toContain('<li id="ref-4">');
+    expect(html).not.toMatch(/<script|https?:\/\/(?!.*wikipedia)/i);
+    // The thread id went to stderr at once, with the live tree kept out of --json's stdout.
+    expect(r.stderr).toContain(`codehop research — thread ${result.thread_id}`);
+  });
+
+  it("prints the report on stdout and how the run went on stderr", async () => {
+    const r = await runCli(
+      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "-q"],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimStart().startsWith(`# ${DEMO_RESEARCH.title}`)).toBe(true);
+    expect(r.stdout).toContain("## References");
+    expect(r.stderr).toContain(
+      "Verification: 12 sentence(s) checked against the passages they cite",
+    );
+    expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered; 4 reference(s).");
+  });
+
+  it("rejects an empty topic, a huge one and a bad --max-questions with a clear error (exit 2)", async () => {
+    const env = world.cliEnv();
+    const empty = await runCli(["research", "  "], env);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/topic is empty.*\[CODEHOP_INPUT_INVALID\]/s);
+    const huge = await runCli(["research", "word ".repeat(400)], env);
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toContain("the limit is 1000");
+    const bad = await runCli(["research", "Towers", "--max-questions", "0"], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--max-questions must be a whole number from 1 to 12");
+  });
+
+  it("demo --question research runs the scripted research over the demo corpus", async () => {
+    const r = await runCli(
+      [
+        "demo",
+        "--question",
+        "research",
+        "--delay",
+        "0",
+        "--home",
+        mkdtempSync(join(tmpdir(), "codehop-demo-")),
+        "--json",
+      ],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result.title).toBe(DEMO_RESEARCH.title);
+    expect(result.verification.checked).toBe(12);
+  });
+});
+
+describe("codehop ask --verify", { timeout: 180_000 }, () => {
+  it("adds citations and a verification of each claim, and keeps every field of ask's JSON", async () => {
+    const plain = JSON.parse(
+      (
+        await runCli(
+          ["ask", DEMO_QUESTIONS.plywood, "--corpus", world.corpus, "--json"],
+          world.cliEnv(),
+        )
+      ).stdout,
+    );
+    const r = await runCli(
+      ["ask", DEMO_QUESTIONS.plywood, "--corpus", world.corpus, "--json", "--verify"],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(Object.keys(result)).toEqual([...Object.keys(plain), "citations", "verification"]);
+    expect(result.answer).toBe(DEMO_ANSWERS.plywood);
+    expect(result.citations.map((c: any) => c.title)).toEqual(
+      expect.arrayContaining(["Birch plywood", "Ethanol"]),
+    );
+    for (const c of result.citations)
+      expect(c).toMatchObject({
+        passage_id: expect.any(String),
+        source: "corpus",
+        text: expect.any(String),
+      });
+    expect(result.verification).toMatchObject({ checked: 1, supported: 1, all_supported: true });
+    expect(result.verification.claims[0]).toMatchObject({ supported: true, verdict: "supported" });
+    expect(result.verification.claims[0].text).toContain("0.789 g/cm³");
+    expect(result.verification.usage.calls).toBe(1);
+    // The agents' usage is the same as without verification: the verifier's is apart.
+    expect(result.usage.total.calls).toBe(plain.usage.total.calls);
+    expect(existsSync(result.checkpoint_db)).toBe(true);
+  });
+});
