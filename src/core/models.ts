@@ -192,10 +192,18 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export async function callModel(
   model: BaseChatModel,
   messages: BaseMessage[],
-  options: { agentName: string; stop?: string[]; stream?: boolean; signal?: AbortSignal },
+  options: {
+    agentName: string;
+    stop?: string[];
+    stream?: boolean;
+    signal?: AbortSignal;
+    /** Tags of the call's run (e.g. LangGraph's no-stream tag for a call that is not a reply). */
+    tags?: string[];
+  },
 ): Promise<AIMessage | AIMessageChunk> {
   const callOptions: Record<string, unknown> = {};
   if (options.stop?.length) callOptions.stop = options.stop;
+  if (options.tags?.length) callOptions.tags = options.tags;
   if (options.signal) callOptions.signal = options.signal;
   const once = async (): Promise<AIMessage | AIMessageChunk> => {
     if (!options.stream) {

@@ -205,6 +205,20 @@ export async function ingestDocuments(
   }
 }
 
+/**
+ * Removes a document (by title, case-insensitive) and its passages, index entries and vectors from
+ * the corpus at `dbPath`; returns whether it was there.
+ */
+export function removeDocument(dbPath: string, title: string): boolean {
+  const db = openCorpusDb(dbPath);
+  try {
+    const writer = new CorpusWriter(db, undefined);
+    return db.transaction(() => writer.remove(titleKey(title)))();
+  } finally {
+    db.close();
+  }
+}
+
 async function prepare(doc: IngestDocument, chunker: Chunker): Promise<Prepared> {
   const { chunkSize, chunkOverlap } = chunker.options;
   const hash = createHash("sha1")
@@ -346,6 +360,21 @@ class CorpusWriter {
     if (p.vectors) this.writeVectors(ids, p.vectors);
     this.writeAliases(doc, p.key);
     return existing ? "updated" : "added";
+  }
+
+  /** Deletes the document with title key `key` and everything indexed for it; false if none. */
+  remove(key: string): boolean {
+    const existing = this.findDoc.get(key) as { id: number } | undefined;
+    if (!existing) return false;
+    const vec = this.vectors();
+    for (const pid of this.docPassages.all(existing.id) as number[]) {
+      this.deleteFts.run(pid);
+      vec?.del.run(BigInt(pid));
+      this.deletePassage.run(pid);
+    }
+    this.deleteTitle.run(existing.id);
+    this.db.prepare("DELETE FROM documents WHERE id = ?").run(existing.id);
+    return true;
   }
 
   /** Stores a redirect `from` → `to`; false if it would shadow a real page. */

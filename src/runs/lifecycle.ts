@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { StateSnapshot } from "@langchain/langgraph";
+import type { Command, StateSnapshot } from "@langchain/langgraph";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
@@ -149,7 +149,7 @@ async function execute(
   session: Session,
   options: RunOptions,
   threadId: string,
-  input: Record<string, unknown> | null,
+  input: Record<string, unknown> | Command | null,
   from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
 ): Promise<AskResult> {
   const started = Date.now();
@@ -182,13 +182,14 @@ async function execute(
     return failRun(session, options, threadId, err);
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
-  const result = shapeResult(persistence, threadId, snapshot, Date.now() - started);
+  const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
   await persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
 }
 
-/** An {@link AskResult} from a thread's latest state snapshot. */
+/** An {@link AskResult} from a thread's latest state snapshot (with the app's own fields). */
 function shapeResult(
+  app: RunApp,
   persistence: Persistence,
   threadId: string,
   snapshot: StateSnapshot,
@@ -210,6 +211,7 @@ function shapeResult(
     checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
     checkpoint_db: persistence.location,
     duration_ms: durationMs,
+    ...app.shapeResult?.(snapshot),
   };
 }
 
@@ -228,7 +230,7 @@ export async function readRunResult(
     started !== undefined
       ? Date.now() - started
       : ((await persistence.threads.get(threadId))?.durationMs ?? 0);
-  return shapeResult(persistence, threadId, snapshot, durationMs);
+  return shapeResult(app, persistence, threadId, snapshot, durationMs);
 }
 
 /**
@@ -245,7 +247,13 @@ async function latest(
   if (snapshot.next.length > 0) return { state: snapshot.values as Record<string, unknown> };
   options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
   // A stored result reports how long the run that finished it took.
-  const stored = shapeResult(persistence, record.threadId, snapshot, record.durationMs ?? 0);
+  const stored = shapeResult(
+    session.app,
+    persistence,
+    record.threadId,
+    snapshot,
+    record.durationMs ?? 0,
+  );
   if (record.status !== "done") await persistence.threads.finish(record.threadId, stored.answer);
   return { stored };
 }
@@ -306,6 +314,70 @@ export async function startRun(
       throw err;
     }
     return await execute(session, options, threadId, app.input(text), { started: true });
+  } finally {
+    await session.close();
+  }
+}
+
+/** Options of {@link runTurn}. */
+export interface TurnOptions extends StartOptions {
+  /**
+   * Continues a round paused by an interrupt (e.g. an approval) with this value — LangGraph's
+   * `Command({ resume })` — instead of sending a new input.
+   */
+  resume?: unknown;
+}
+
+/**
+ * Runs one more input on a thread of a multi-turn app (a conversation), or starts the thread when
+ * it has none. The registry keeps the thread's first input as its question and its latest reply
+ * as its answer; a thread of another app, or one another live process is running, is refused.
+ * Like {@link startRun}, it records the thread before anything slow happens and leaves a stopped
+ * or failed round resumable.
+ */
+export async function runTurn(
+  app: RunApp,
+  text: string,
+  input: Record<string, unknown> | Command,
+  options: TurnOptions = {},
+): Promise<AskResult> {
+  if (!app.multiTurn) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `The ${app.name} app takes one input per thread; start it with startRun.`,
+    );
+  }
+  const config = loadAppConfig(options.config);
+  const agents = app.team.members.map((m) => m.name);
+  if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
+  const session = await openSession(app, options, config);
+  try {
+    const { persistence } = session;
+    const threadId = options.threadId ?? randomUUID();
+    const existing = await persistence.threads.get(threadId);
+    if (existing) {
+      await requireThread(persistence, threadId, true);
+      // Threads without a registry row (made through the graph API) name no app.
+      const owner = existing.status === "unknown" ? app.name : (existing.options.app ?? "qa");
+      if (owner !== app.name) {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `Thread "${threadId}" belongs to the ${String(owner)} app, not ${app.name}; choose another thread.`,
+        );
+      }
+    }
+    await persistence.threads.start(threadId, {
+      ...(text.trim() ? { question: text } : {}),
+      options: runRecord(app, config, options),
+    });
+    options.onStart?.({ threadId, dbPath: persistence.location });
+    try {
+      await prepareRun(session, options, existing?.options);
+    } catch (err) {
+      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    return await execute(session, options, threadId, input, { started: true });
   } finally {
     await session.close();
   }
