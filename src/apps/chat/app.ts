@@ -16,7 +16,9 @@ import {
 } from "./conversation/attachments.ts";
 import type { Citation } from "./conversation/citations.ts";
 import { ChatFiles, type ThreadFile } from "./conversation/knowledge-base.ts";
-import { messageContentText, roundsOf } from "./conversation/memory.ts";
+import { messageContentText, roundsOf, type Round } from "./conversation/memory.ts";
+import { openPersistenceFor } from "../../persistence/index.ts";
+import type { Persistence } from "../../persistence/port.ts";
 import {
   chatSettingsFromEnv,
   resolveChatSettings,
@@ -107,10 +109,7 @@ export const chatApp: RunApp = {
     return last ? messageContentText(last) : "";
   },
   async openServices(config: AppConfig) {
-    const files = new ChatFiles(config.home);
-    // Retention: every chat run first removes the file indexes idle for too long.
-    files.sweep(chatSettingsFromEnv().filesRetentionDays);
-    return { context: { chatFiles: files }, close: async () => {} };
+    return { context: { chatFiles: new ChatFiles(config.home) }, close: async () => {} };
   },
   shapeResult: (snapshot) => chatResultFields(snapshot),
   async deleteThread(config, threadId) {
@@ -213,4 +212,28 @@ export function removeThreadFile(
   options: ChatFilesOptions = {},
 ): boolean {
   return filesOf(options).remove(threadId, name);
+}
+
+/**
+ * A conversation's rounds so far (each user message and the reply), read from the thread's latest
+ * checkpoint; none for a thread that does not exist.
+ */
+export async function chatHistory(
+  threadId: string,
+  options: ChatFilesOptions & { persistence?: Persistence } = {},
+): Promise<Round[]> {
+  const home = loadAppConfig(options.config).home;
+  const persistence =
+    options.persistence ??
+    (await openPersistenceFor({ home }, { mustExist: true }).catch(() => undefined));
+  if (!persistence) return [];
+  try {
+    const snapshot = await chatApp
+      .graph(persistence.checkpointer)
+      .getState({ configurable: { thread_id: threadId } });
+    const messages = (snapshot.values as { messages?: BaseMessage[] } | undefined)?.messages;
+    return roundsOf(messages ?? []);
+  } finally {
+    if (!options.persistence) await persistence.close();
+  }
 }

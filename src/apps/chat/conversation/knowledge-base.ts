@@ -219,6 +219,18 @@ export class ChatFiles {
     return removed;
   }
 
+  private lastSweep = 0;
+
+  /**
+   * {@link sweep}, at most once per `intervalMs` (default an hour) for this store: what every
+   * round calls, so a long-running server applies the retention too.
+   */
+  sweepIfDue(retentionDays: number, intervalMs = 60 * 60 * 1000, now = Date.now()): string[] {
+    if (now - this.lastSweep < intervalMs) return [];
+    this.lastSweep = now;
+    return this.sweep(retentionDays, now);
+  }
+
   /** Marks the thread's index as used now (what {@link sweep} measures idleness by). */
   private touch(threadId: string): void {
     const path = this.pathFor(threadId);

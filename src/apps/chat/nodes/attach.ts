@@ -18,6 +18,10 @@ export function makeAttachNode(deps: ChatFilesDeps) {
     state: ChatStateValue,
     config: LangGraphRunnableConfig,
   ): Promise<ChatUpdate> {
+    const settings = chatSettingsOf(config);
+    const files = chatFilesOf(config, deps);
+    // Retention: indexes of conversations idle for too long go (at most once an hour).
+    files.sweepIfDue(settings.filesRetentionDays);
     const inputs: AttachmentInput[] = [...(state.attach ?? [])];
     const update: ChatUpdate = { attachments: [] };
     const last = state.messages[state.messages.length - 1];
@@ -36,10 +40,10 @@ export function makeAttachNode(deps: ChatFilesDeps) {
     }
     if (!inputs.length) return update;
     update.attachments = await attachAll(
-      chatFilesOf(config, deps),
+      files,
       threadIdOf(config),
       inputs,
-      chatSettingsOf(config),
+      settings,
       config.signal,
     );
     return update;
