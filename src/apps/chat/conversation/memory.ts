@@ -119,7 +119,7 @@ function capWords(text: string, words: number): string {
 export function extractiveSummary(previous: string, rounds: readonly Round[]): string {
   const first = (text: string) => {
     const t = text.replace(/\s+/g, " ").trim();
-    const m = /^(.{20,240}?[.!?])(\s|$)/.exec(t);
+    const m = /^(.{8,240}?[.!?])(\s|$)/.exec(t);
     return m ? m[1] : t.slice(0, 240);
   };
   const lines = rounds.map(
