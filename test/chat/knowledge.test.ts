@@ -11,6 +11,7 @@ import {
   DEMO_VISITOR_PAGE,
 } from "../../src/apps/chat/demo-trajectories.ts";
 import { deleteThread } from "../../src/apps/index.ts";
+import type { Source } from "../../src/core/state.ts";
 import { extractDocument } from "../../src/ingest/documents.ts";
 import { makeDocx, makePdf } from "./documents.ts";
 
@@ -157,7 +158,7 @@ describe("the per-thread knowledge base", () => {
 });
 
 describe("citations", () => {
-  const sources = [
+  const sources: Source[] = [
     { file: "r.pdf", section: "p. 2", page: 2, cite: "r.pdf, p. 2" },
     { file: "r.pdf", section: "p. 3", page: 3, cite: "r.pdf, p. 3" },
     { file: "b.docx", section: "Budget", cite: "b.docx § Budget" },
