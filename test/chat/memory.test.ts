@@ -32,15 +32,18 @@ describe("rounds of a conversation", () => {
       new AIMessage("hello"),
       new HumanMessage({
         content: [
-          { type: "text", text: "what is " },
-          { type: "text", text: "this?" },
+          { type: "text", text: "what is this?" },
+          { type: "text", text: "[attached file: a.pdf]" },
         ],
       }),
     ];
-    expect(roundsOf(messages)).toEqual([{ user: "hi", reply: "hello" }, { user: "what is this?" }]);
+    expect(roundsOf(messages)).toEqual([
+      { user: "hi", reply: "hello" },
+      { user: "what is this?\n[attached file: a.pdf]" },
+    ]);
     expect(currentTurn(messages)).toEqual({
       earlier: [{ user: "hi", reply: "hello" }],
-      message: "what is this?",
+      message: "what is this?\n[attached file: a.pdf]",
     });
     expect(currentTurn(messages.slice(0, 4)).message).toBe("");
   });

@@ -221,12 +221,12 @@ export function scriptedSummary(req: ChatRequest): string {
   return all.slice(Math.max(0, all.length - words)).join(" ");
 }
 
-/** Trajectory rules for `rounds`: one per round, recognised by its message. */
+/** Trajectory rules for `rounds`: one per round, recognised by its message (the first line: notes of uploaded files may follow). */
 export function chatRules(rounds: readonly DemoRound[] = DEMO_ROUNDS): TrajectoryRule[] {
   return rounds.map((round, i) => ({
     name: `chat:round${i + 1}`,
     system: CHAT_AGENT_MARKER,
-    task: (req: ChatRequest) => newMessageOf(req) === round.message,
+    task: (req: ChatRequest) => newMessageOf(req).split("\n")[0] === round.message,
     steps: round.steps,
   }));
 }

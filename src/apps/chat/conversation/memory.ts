@@ -20,9 +20,14 @@ export interface Round {
   reply?: string;
 }
 
-/** The text of a message's content (text parts of a multi-part message). */
+/** The text of a message's content (the text parts of a multi-part message, one per line). */
 export function messageContentText(message: BaseMessage): string {
-  return contentText(message.content).trim();
+  const { content } = message;
+  if (!Array.isArray(content)) return contentText(content).trim();
+  return content
+    .map((part) => contentText(typeof part === "string" ? part : [part]).trim())
+    .filter(Boolean)
+    .join("\n");
 }
 
 /**
