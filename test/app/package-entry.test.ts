@@ -79,4 +79,25 @@ describe("the built package", { timeout: 90_000 }, () => {
       process.exit(0);`);
     expect(JSON.parse(out)).toMatchObject({ answer: DEMO_ANSWERS.towers, status: "final_answer" });
   });
+
+  it("holds a chat round over the shipped demo PDF and DOCX from dist/ (unpdf, mammoth under plain Node)", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-pkg-chat-"));
+    const out = await nodeEval(`
+      const { chat, startChatDemo, DEMO_ROUNDS } = await import("codehop");
+      const demo = await startChatDemo();
+      const round = DEMO_ROUNDS[0];
+      const result = await chat("pkg", round.message, {
+        ...demo.attachments(round),
+        config: { baseURL: demo.model.baseURL, apiKey: "k", model: "scripted", models: {}, home: ${JSON.stringify(home)} },
+      });
+      await demo.close();
+      console.log(JSON.stringify(result));
+      process.exit(0);`);
+    const result = JSON.parse(out);
+    expect(result.attachments.map((a: { ok: boolean }) => a.ok)).toEqual([true, true]);
+    expect(result.citations.map((c: { cite: string }) => c.cite)).toEqual([
+      "harbor-bridge-report.pdf, p. 1",
+      "budget-2025.docx § Budget",
+    ]);
+  });
 });

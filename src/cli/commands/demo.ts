@@ -23,7 +23,7 @@ export default function demoCommand(): Command {
     )
     .option(
       "--question <name>",
-      `which demo question: ${Object.keys(DEMO_QUESTIONS).join(", ")} or all`,
+      `which demo: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all (those three), or chat (a scripted file dialogue)`,
       "plywood,towers",
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -40,15 +40,22 @@ export default function demoCommand(): Command {
         flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
       ) => {
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
-        const names =
+        const asked =
           flags.question === "all"
             ? Object.keys(DEMO_QUESTIONS)
             : flags.question.split(",").map((s) => s.trim());
+        // "chat" is the conversation demo (src/cli/chat-demo.ts); the rest are QA questions.
+        const names = asked.filter((n) => n !== "chat");
+        if (asked.includes("chat") && !flags.serve) {
+          const { runChatDemo } = await import("../chat-demo.ts");
+          await runChatDemo(flags, config.home);
+          if (!names.length) return;
+        }
         for (const n of names) {
           if (!(n in DEMO_QUESTIONS)) {
             throw new CodehopError(
               ErrorCodes.CONFIG_INVALID,
-              `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all.`,
+              `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all, chat.`,
             );
           }
         }
