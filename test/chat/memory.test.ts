@@ -52,15 +52,25 @@ describe("rounds of a conversation", () => {
     expect(roundsToSummarize(rounds(6), { text: "", rounds: 0 }, 2)).toEqual(rounds(4));
     expect(roundsToSummarize(rounds(6), { text: "s", rounds: 4 }, 2)).toEqual([]);
     expect(roundsToSummarize(rounds(2), { text: "", rounds: 0 }, 4)).toEqual([]);
-    const view = renderConversation(rounds(6), { text: "They talked.", rounds: 4 }, 2);
+    // In batches: nothing until `batch` rounds are beyond the window, then all of them.
+    expect(roundsToSummarize(rounds(6), { text: "", rounds: 0 }, 4, 3)).toEqual([]);
+    expect(roundsToSummarize(rounds(7), { text: "", rounds: 0 }, 4, 3)).toEqual(rounds(3));
+    expect(roundsToSummarize(rounds(9), { text: "s", rounds: 3 }, 4, 3)).toEqual([]);
+    expect(roundsToSummarize(rounds(10), { text: "s", rounds: 3 }, 4, 3)).toEqual(
+      rounds(6).slice(3),
+    );
+    const view = renderConversation(rounds(6), { text: "They talked.", rounds: 4 });
     expect(view).toBe(
       "Summary of the earlier conversation:\nThey talked.\n\nRecent conversation:\n" +
         "User: question 5\nAssistant: answer 5\nUser: question 6\nAssistant: answer 6\n\n",
     );
-    expect(renderConversation([], { text: "", rounds: 0 }, 4)).toBe("");
-    // keepRounds 0: only the summary.
-    expect(renderConversation(rounds(2), { text: "S.", rounds: 2 }, 0)).toBe(
+    expect(renderConversation([], { text: "", rounds: 0 })).toBe("");
+    // Everything summarized (keepRounds 0): only the summary.
+    expect(renderConversation(rounds(2), { text: "S.", rounds: 2 })).toBe(
       "Summary of the earlier conversation:\nS.\n\n",
+    );
+    expect(renderConversation(rounds(2), { text: "", rounds: 0 })).toBe(
+      "The conversation so far:\nUser: question 1\nAssistant: answer 1\nUser: question 2\nAssistant: answer 2\n\n",
     );
   });
 });
@@ -115,21 +125,34 @@ describe("round-based retention in a conversation", () => {
     await model?.close();
   });
 
-  it("with keepRounds 2, summarizes each round that leaves the window, and shows the rest verbatim", async () => {
+  it("with keepRounds 2 and summaryBatch 2, folds two rounds in one call, and shows the rest verbatim", async () => {
     const home = mkdtempSync(join(tmpdir(), "codehop-memory-"));
     const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-memory-docs-")));
     const config = { home, baseURL: model.baseURL, apiKey: "x", model: "scripted", models: {} };
     let last;
     for (const round of DEMO_ROUNDS.slice(0, 5)) {
       const files = (round.attach ?? []).map((k) => docs[k as "report" | "budget"]);
-      last = await chat("mem", round.message, { config, files, settings: { keepRounds: 2 } });
+      last = await chat("mem", round.message, {
+        config,
+        files,
+        settings: { keepRounds: 2, summaryBatch: 2 },
+      });
     }
     const summaries = model.requests.filter((r) =>
       r.request.messages[0].content.includes(SUMMARIZER_MARKER),
     );
-    // Rounds 4 and 5 each push one round out of the window of 2.
-    expect(summaries).toHaveLength(2);
-    expect(last!.usage.by_agent.chat_summary.calls).toBe(2);
+    // Round 4 sees rounds 1-3 verbatim (one beyond the window: less than a batch); round 5 folds
+    // rounds 1 and 2 in one call.
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0].request.messages[1].content).toContain(`User: ${DEMO_ROUNDS[1].message}`);
+    expect(summaries[0].request.messages[1].content).not.toContain(
+      `User: ${DEMO_ROUNDS[2].message}`,
+    );
+    expect(last!.usage.by_agent.chat_summary.calls).toBe(1);
+    const fourth = model
+      .requestsFor("chat:round4")[0]
+      .request.messages.find((m) => m.role === "user")!.content;
+    expect(fourth).toContain(`User: ${DEMO_ROUNDS[0].message}`);
     const task = model
       .requestsFor("chat:round5")[0]
       .request.messages.find((m) => m.role === "user")!.content;

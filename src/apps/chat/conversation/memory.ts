@@ -9,7 +9,7 @@ import type { ConversationSummary } from "./state.ts";
 /**
  * What the chat agent remembers of earlier rounds (round-based retention): the last
  * `keepRounds` rounds verbatim, everything older folded into one rolling summary by a model call
- * (prompts/chat_memory/) as rounds leave the verbatim window. The record — every message — stays in
+ * (prompts/chat_memory/) as rounds leave the verbatim window — `summaryBatch` of them per call. The record — every message — stays in
  * the `messages` channel; this is only the view the agent is given, so changing `keepRounds`
  * changes what the next round sees, never what is stored.
  */
@@ -60,16 +60,20 @@ export function currentTurn(messages: readonly BaseMessage[]): {
   return { earlier: rounds.slice(0, -1), message: last.user };
 }
 
-/** Rounds that have left the verbatim window but are not in the summary yet. */
+/**
+ * Rounds to fold into the summary now: none until `batch` rounds beyond the last `keepRounds` are
+ * unsummarized, then all of them (so one summary call covers `batch` rounds, and between calls the
+ * agent sees from `keepRounds` up to `keepRounds + batch - 1` rounds verbatim).
+ */
 export function roundsToSummarize(
   earlier: readonly Round[],
   summary: ConversationSummary,
   keepRounds: number,
+  batch = 1,
 ): Round[] {
-  return earlier.slice(
-    Math.min(summary.rounds, earlier.length),
-    Math.max(0, earlier.length - keepRounds),
-  );
+  const from = Math.min(summary.rounds, earlier.length);
+  const to = Math.max(0, earlier.length - keepRounds);
+  return to - from >= Math.max(1, batch) ? earlier.slice(from, to) : [];
 }
 
 /** Longest verbatim message the view keeps (longer ones are cut with a note). */
@@ -92,15 +96,15 @@ export function transcript(rounds: readonly Round[]): string {
 }
 
 /**
- * The conversation as the agent sees it this round: the summary of older rounds, then the last
- * `keepRounds` rounds verbatim ("" for the first round).
+ * The conversation as the agent sees it this round: the summary of older rounds, then the rounds
+ * it does not cover, verbatim ("" for the first round).
  */
 export function renderConversation(
   earlier: readonly Round[],
   summary: ConversationSummary,
-  keepRounds: number,
 ): string {
-  const verbatim = earlier.slice(Math.max(summary.rounds, earlier.length - keepRounds));
+  // Every round the summary does not cover: the summarize step keeps that to the window.
+  const verbatim = earlier.slice(summary.rounds);
   const parts: string[] = [];
   if (summary.text.trim())
     parts.push(`Summary of the earlier conversation:\n${summary.text.trim()}`);

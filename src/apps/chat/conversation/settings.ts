@@ -17,6 +17,13 @@ export const ChatSettingsSchema = z.object({
     .describe(
       "rounds (a user message and its reply) the agent sees verbatim; older ones are summarized",
     ),
+  summaryBatch: z
+    .number()
+    .int()
+    .min(1)
+    .describe(
+      "rounds folded into the summary in one call: up to keepRounds + summaryBatch - 1 rounds stay verbatim between calls",
+    ),
   summaryWords: z
     .number()
     .int()
@@ -39,6 +46,7 @@ export type ChatSettings = z.infer<typeof ChatSettingsSchema>;
 /** Defaults of every chat setting. */
 export const CHAT_DEFAULTS: Readonly<ChatSettings> = {
   keepRounds: 4,
+  summaryBatch: 4,
   summaryWords: 200,
   maxFileBytes: 50 * 1024 * 1024,
   maxUrlBytes: 20 * 1024 * 1024,

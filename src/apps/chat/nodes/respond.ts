@@ -75,7 +75,7 @@ export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
     }
     const files = chatFilesOf(config, deps).list(threadId);
     const task = renderPrompt("chat/round.md", {
-      conversation: renderConversation(earlier, state.summary, settings.keepRounds),
+      conversation: renderConversation(earlier, state.summary),
       files: renderFiles(files, state.attachments ?? []),
       message,
     });

@@ -10,7 +10,8 @@ export const SUMMARY_USAGE_KEY = "chat_summary";
 /** Whether rounds have left the verbatim window unsummarized (the router runs `summarize` then). */
 export function needsSummary(state: ChatStateValue, config: LangGraphRunnableConfig): boolean {
   const { earlier } = currentTurn(state.messages);
-  return roundsToSummarize(earlier, state.summary, chatSettingsOf(config).keepRounds).length > 0;
+  const { keepRounds, summaryBatch } = chatSettingsOf(config);
+  return roundsToSummarize(earlier, state.summary, keepRounds, summaryBatch).length > 0;
 }
 
 /**
@@ -25,7 +26,12 @@ export function makeSummarizeNode(agentName: string) {
   ): Promise<ChatUpdate> {
     const settings = chatSettingsOf(config);
     const { earlier } = currentTurn(state.messages);
-    const rounds = roundsToSummarize(earlier, state.summary, settings.keepRounds);
+    const rounds = roundsToSummarize(
+      earlier,
+      state.summary,
+      settings.keepRounds,
+      settings.summaryBatch,
+    );
     if (!rounds.length) return {};
     const { summary, usage } = await summarize(
       resolveModel(agentName, config),
