@@ -11,7 +11,6 @@ import { withCitations } from "../conversation/citations.ts";
 import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
 import type { ThreadFile } from "../conversation/knowledge-base.ts";
 import { currentTurn, renderConversation } from "../conversation/memory.ts";
-import { chatSettingsOf } from "../conversation/settings.ts";
 import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
 
 const KIND_LABEL: Record<ThreadFile["kind"], string> = {
@@ -64,7 +63,6 @@ export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
     state: ChatStateValue,
     config: LangGraphRunnableConfig,
   ): Promise<ChatUpdate> {
-    const settings = chatSettingsOf(config);
     const threadId = threadIdOf(config);
     const { earlier, message } = currentTurn(state.messages);
     if (!message) {
