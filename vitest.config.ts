@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ["default"],
+    // In-process runs read the environment too: a developer's .env must not change what tests see.
+    env: { CODEHOP_ENV_FILE: "none" },
   },
 });

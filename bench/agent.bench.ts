@@ -13,6 +13,7 @@ import { renderManagedTask } from "../src/core/prompts.ts";
 import { ScriptedChatModel } from "../src/testing/scripted-chat-model.ts";
 import { ScriptedToolCallingModel } from "../src/testing/scripted-tool-calling-model.ts";
 import { defineTool } from "../src/tools/define-tool.ts";
+import { IncrementalSqliteSaver } from "../src/checkpoint-sqlite/index.ts";
 import { createCodeAgent } from "../src/framework/code-agent.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import { CorpusSource } from "../src/store/corpus-source.ts";
@@ -355,16 +356,23 @@ function sqliteBytes(path: string): number {
 /**
  * codehop's agent next to LangGraph's own tool-calling agent (createReactAgent) on the same work:
  * N steps, each calling one tool that returns a 2 KB observation, then a final answer; zero-latency
- * in-process models; each with a SQLite checkpointer in its own file.
+ * in-process models; each with a SQLite checkpointer in its own file. codehop runs with its own
+ * checkpointer (IncrementalSqliteSaver, what `openPersistence` gives it) and, for reference, with
+ * the official SqliteSaver; createReactAgent with the official SqliteSaver.
  */
 async function versusReact(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), "codehop-bench-react-"));
   const page = (i: number) =>
     `Passage ${i}: ${"lorem ipsum dolor sit amet ".repeat(80)}`.slice(0, 2048);
+  type Saver = "incremental" | "official";
+  const openSaver = (kind: Saver, file: string) =>
+    kind === "incremental"
+      ? IncrementalSqliteSaver.fromConnString(file)
+      : SqliteSaver.fromConnString(file);
   try {
-    const codehop = async (steps: number, run: string) => {
+    const codehop = async (steps: number, run: string, kind: Saver = "incremental") => {
       const file = join(dir, `codehop-${run}.db`);
-      const saver = SqliteSaver.fromConnString(file);
+      const saver = openSaver(kind, file);
       const lookupTool = defineTool({
         name: "lookup",
         description: "Returns passage i.",
@@ -427,39 +435,55 @@ async function versusReact(sandbox: ReturnType<typeof createSandbox>): Promise<B
     await react(3, "warm");
     const rows: (string | number)[][] = [];
     const verdicts: string[] = [];
-    for (const steps of [10, 50]) {
+    const perStepKiB: number[] = [];
+    for (const steps of [10, 50, 200]) {
+      // 200 steps run once (the official saver's file grows quadratically: tens of MB).
+      const runs = steps >= 200 ? 1 : 3;
       const c: Array<{ ms: number; bytes: number }> = [];
       const r: Array<{ ms: number; bytes: number }> = [];
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < runs; i++) {
         c.push(await codehop(steps, `c${steps}-${i}`));
         r.push(await react(steps, `r${steps}-${i}`));
       }
+      const official = await codehop(steps, `o${steps}`, "official");
       const med = (xs: number[]) => percentile(xs, 50);
       const cms = med(c.map((x) => x.ms)) / (steps + 1);
       const rms = med(r.map((x) => x.ms)) / (steps + 1);
+      const bytesRatio = c[0].bytes / r[0].bytes;
+      perStepKiB.push(c[0].bytes / 1024 / steps);
       rows.push([
         steps,
         fmt(cms, 2),
         fmt(rms, 2),
         `${fmt(cms / rms, 2)}x`,
         fmt(c[0].bytes / 1024, 0),
+        fmt(c[0].bytes / 1024 / steps, 1),
+        fmt(official.bytes / 1024, 0),
         fmt(r[0].bytes / 1024, 0),
-        `${fmt(c[0].bytes / r[0].bytes, 2)}x`,
+        `${fmt(bytesRatio, 3)}x`,
       ]);
       verdicts.push(
         `${steps} steps: codehop ms/step <= 1.0x createReactAgent: ${cms <= rms ? "MET" : "NOT MET"} (${fmt(cms / rms, 2)}x)`,
+        `${steps} steps: codehop bytes <= 0.25x createReactAgent + official SqliteSaver: ${bytesRatio <= 0.25 ? "MET" : "NOT MET"} (${fmt(bytesRatio, 3)}x)`,
       );
     }
+    // Linear growth: bytes per step at 200 steps within 1.5x of bytes per step at 50 steps.
+    const growth = perStepKiB[2] / perStepKiB[1];
+    verdicts.push(
+      `codehop bytes grow linearly (KiB/step at 200 steps <= 1.5x KiB/step at 50): ${growth <= 1.5 ? "MET" : "NOT MET"} (${fmt(growth, 2)}x)`,
+    );
     return {
       title: "Code agent vs createReactAgent: time and bytes per step",
       description:
-        "The same work for both: N steps, each calling one tool that returns a 2 KB passage, then a final answer; zero-latency in-process scripted models (codehop: a reply with code calling the tool, run in the sandbox; createReactAgent: a tool call, run by LangGraph's ToolNode); each graph checkpointed to its own SQLite file with the official SqliteSaver. Median of 3 runs per model call; bytes = the SQLite file after a WAL checkpoint.",
+        "The same work for both: N steps, each calling one tool that returns a 2 KB passage, then a final answer; zero-latency in-process scripted models (codehop: a reply with code calling the tool, run in the sandbox; createReactAgent: a tool call, run by LangGraph's ToolNode). codehop is checkpointed by its own IncrementalSqliteSaver (its default) and, for reference, by the official SqliteSaver; createReactAgent by the official SqliteSaver; each graph to its own SQLite file. Time: median of 3 runs (1 at 200 steps) per model call; bytes = the SQLite file after a WAL checkpoint.",
       columns: [
         "steps",
         "codehop ms/step",
         "createReactAgent ms/step",
         "ratio",
         "codehop KiB",
+        "codehop KiB/step",
+        "codehop + official saver KiB",
         "createReactAgent KiB",
         "bytes ratio",
       ],

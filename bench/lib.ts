@@ -15,6 +15,14 @@ export interface BenchSection {
   verdicts?: string[];
 }
 
+/**
+ * Thrown by a bench that cannot run here (e.g. its data set is absent): the runner prints the
+ * reason and keeps the figures already recorded in docs/benchmarks.md instead of failing.
+ */
+export class BenchSkipped extends Error {
+  override readonly name = "BenchSkipped";
+}
+
 export type BenchFn = () => Promise<BenchSection | BenchSection[]>;
 
 /** Percentile (0..100) of a list of numbers (nearest-rank). */

@@ -6,13 +6,14 @@
  * markers and stamped with the date and machine it ran on; a filtered run replaces only the
  * blocks it ran and keeps the others, so figures are never silently mixed across machines
  * without saying so. A bench that throws is reported (in the terminal and in its block) and the
- * runner exits non-zero after running the rest.
+ * runner exits non-zero after running the rest; one that throws `BenchSkipped` (its data is absent)
+ * is reported as skipped and its recorded block is kept.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem, platform, release, arch } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { type BenchFn, type BenchSection, markdownTable } from "./lib.ts";
+import { type BenchFn, type BenchSection, BenchSkipped, markdownTable } from "./lib.ts";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const DOC = join(BENCH_DIR, "..", "docs", "benchmarks.md");
@@ -98,6 +99,34 @@ export function mergeDoc(existing: string, blocks: Map<string, string>, known: s
   return `${HEADER}\n${body.join("\n\n")}\n`;
 }
 
+/** What running one bench file gave: its sections, an error, or why it was skipped. */
+export interface BenchOutcome {
+  sections?: BenchSection[];
+  error?: string;
+  stack?: string;
+  /** Set when the bench threw {@link BenchSkipped}: the reason. */
+  skipped?: string;
+  ms: number;
+}
+
+/** Runs `<dir>/<name>.bench.ts` (its default export), never throwing. */
+export async function runBenchFile(name: string, dir = BENCH_DIR): Promise<BenchOutcome> {
+  const started = performance.now();
+  try {
+    const mod = await import(pathToFileURL(join(dir, `${name}.bench.ts`)).href);
+    const fn = mod.default as BenchFn | undefined;
+    if (typeof fn !== "function")
+      throw new Error(`bench/${name}.bench.ts must default-export an async function`);
+    const res = await withTimeout(fn(), BENCH_TIMEOUT_MS, `bench/${name}.bench.ts`);
+    return { sections: Array.isArray(res) ? res : [res], ms: performance.now() - started };
+  } catch (err) {
+    const ms = performance.now() - started;
+    if (err instanceof BenchSkipped) return { skipped: err.message, ms };
+    const message = err instanceof Error ? err.message : String(err);
+    return { error: message, stack: err instanceof Error ? err.stack : undefined, ms };
+  }
+}
+
 async function main(): Promise<void> {
   const filter = process.argv[2];
   const names = benchNames(filter);
@@ -112,26 +141,20 @@ async function main(): Promise<void> {
   let failed = 0;
   for (const name of names) {
     process.stdout.write(`\n=== ${name} ===\n`);
-    const started = performance.now();
     const when = new Date();
-    let outcome: { sections?: BenchSection[]; error?: string; ms: number };
-    try {
-      const mod = await import(pathToFileURL(join(BENCH_DIR, `${name}.bench.ts`)).href);
-      const fn = mod.default as BenchFn | undefined;
-      if (typeof fn !== "function")
-        throw new Error(`bench/${name}.bench.ts must default-export an async function`);
-      const res = await withTimeout(fn(), BENCH_TIMEOUT_MS, `bench/${name}.bench.ts`);
-      const sections = Array.isArray(res) ? res : [res];
-      outcome = { sections, ms: performance.now() - started };
-      for (const s of sections) {
-        process.stdout.write(`\n${s.title}\n${textTable(s)}\n`);
-        for (const v of s.verdicts ?? []) process.stdout.write(`  ${v}\n`);
-      }
-    } catch (err) {
+    const outcome = await runBenchFile(name);
+    if (outcome.skipped !== undefined) {
+      // Nothing measured: say why, and keep the block recorded earlier.
+      process.stdout.write(`skipped ${name}: ${outcome.skipped}\n`);
+      continue;
+    }
+    if (outcome.error) {
       failed++;
-      const message = err instanceof Error ? err.message : String(err);
-      process.stderr.write(`bench ${name} FAILED: ${err instanceof Error ? err.stack : message}\n`);
-      outcome = { error: message, ms: performance.now() - started };
+      process.stderr.write(`bench ${name} FAILED: ${outcome.stack ?? outcome.error}\n`);
+    }
+    for (const s of outcome.sections ?? []) {
+      process.stdout.write(`\n${s.title}\n${textTable(s)}\n`);
+      for (const v of s.verdicts ?? []) process.stdout.write(`  ${v}\n`);
     }
     blocks.set(name, benchBlock(name, outcome, when, machine));
   }

@@ -1,8 +1,16 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly through tsx's ESM loader (no build step), so `npx codehop`
-// works right after `npm install` in a fresh clone.
-import { register } from "tsx/esm/api";
+// In a clone (src/ is there) the CLI runs the TypeScript sources through tsx's ESM loader, so
+// `npx codehop` works right after `npm install` and always runs the code as it is now. The
+// installed package ships no src/ (package.json "files") and runs its build in dist/ instead.
+import { existsSync } from "node:fs";
 
-register();
-const { main } = await import("../src/cli/main.ts");
+const source = new URL("../src/cli/main.ts", import.meta.url);
+let main;
+if (existsSync(source)) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  ({ main } = await import(source.href));
+} else {
+  ({ main } = await import("../dist/cli/main.js"));
+}
 await main(process.argv);

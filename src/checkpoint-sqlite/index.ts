@@ -210,6 +210,14 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
   private readonly lastPut = new Map<number, { id: string; versions: ChannelVersions }>();
+  /**
+   * The channel values of the latest checkpoint put per namespace id, by channel: version and
+   * value. Reading the latest state (every invoke, every resume) is served from here even after a
+   * long list() has cycled the value cache.
+   */
+  private readonly latestValues = new Lru<number, Map<string, { version: string; value: unknown }>>(
+    64,
+  );
   private readonly nsIds = new Map<string, number>();
   private statements?: ReturnType<IncrementalSqliteSaver["prepare"]>;
 
@@ -659,7 +667,13 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         "channel_values"
       >;
       const channelValues: Record<string, unknown> = {};
+      const latest = this.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
+        const known = latest?.get(channel);
+        if (known && known.version === String(version)) {
+          channelValues[channel] = known.value;
+          continue;
+        }
         const blob = await this.readBlob(nsId, channel, String(version));
         if (blob.found && blob.row?.kind !== KIND_EMPTY) channelValues[channel] = blob.value;
       }
@@ -884,6 +898,22 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       );
     })();
     this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
+    // What this put stored, plus the values still current from the previous put (same version);
+    // a value the caller passed for a channel it did not list as new was not stored, so it is not
+    // served either.
+    const previous = this.latestValues.get(nsId);
+    const latest = new Map<string, { version: string; value: unknown }>();
+    for (const [channel, v] of Object.entries(prepared.channel_versions)) {
+      const version = String(v);
+      if (Object.hasOwn(toStore, channel)) {
+        if (Object.hasOwn(prepared.channel_values, channel))
+          latest.set(channel, { version, value: prepared.channel_values[channel] });
+      } else {
+        const kept = previous?.get(channel);
+        if (kept?.version === version) latest.set(channel, kept);
+      }
+    }
+    this.latestValues.set(nsId, latest);
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -985,6 +1015,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     })();
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
+      this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     }

@@ -81,7 +81,7 @@ export async function runChatDemo(
           `The conversation is thread ${threadId} in ${home}/checkpoints.db; its files are indexed in ${home}/chat-files/. Try:`,
           `  codehop chat --thread ${threadId}     # continue it (needs a model: see the note above)`,
           `  codehop history ${threadId}           # its checkpoints`,
-          `  codehop delete ${threadId}            # delete it and its files`,
+          `  codehop threads --delete ${threadId}  # delete it and its files`,
           "",
         ].join("\n"),
       );

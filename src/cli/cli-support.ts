@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
 import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
+import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 
@@ -117,6 +118,8 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     return;
   }
   const u = result.usage.total;
+  // show / history / replay read the data directory; replay takes the thread's own corpus.
+  const home = { home: flags.home };
   const lines = [
     "",
     `Answer: ${result.answer}`,
@@ -129,9 +132,9 @@ export function printResult(result: AskResult, flags: RunFlags): void {
         .join(", "),
     `Thread: ${result.thread_id} (status ${result.status}, ${result.steps} manager steps, ${(result.duration_ms / 1000).toFixed(1)} s)`,
     `Checkpoints: ${result.checkpoint_db}`,
-    `  codehop show ${result.thread_id}               # the whole run as a tree`,
-    `  codehop history ${result.thread_id}            # list checkpoints`,
-    `  codehop replay ${result.thread_id} --checkpoint <id>   # re-run / fork from one`,
+    `  ${cliCommand(["show", result.thread_id], home)}   # the whole run as a tree`,
+    `  ${cliCommand(["history", result.thread_id], home)}   # list checkpoints`,
+    `  ${cliCommand(["replay", result.thread_id, "--checkpoint", placeholder("id")], home)}   # re-run / fork from one`,
     "",
   ];
   process.stdout.write(lines.join("\n"));

@@ -1,8 +1,12 @@
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { Command } from "commander";
-import { CodehopError } from "../errors.ts";
+import { Command, CommanderError } from "commander";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import { cliCommand } from "../config/cli-command.ts";
+
+/** Command modules: `<name>.ts` when running the sources (tsx), `<name>.js` in the built package. */
+const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
 
 /**
  * The `codehop` CLI. Each subcommand lives in src/cli/commands/<name>.ts and default-exports a
@@ -12,16 +16,15 @@ import { CodehopError } from "../errors.ts";
 export async function buildProgram(argv?: string[]): Promise<Command> {
   const program = new Command("codehop")
     .description("Multi-agent code-action agents on LangGraph.js")
-    .version("0.1.0")
-    .showHelpAfterError();
+    .version("0.1.0");
   const dir = join(dirname(fileURLToPath(import.meta.url)), "commands");
-  let files = (existsSync(dir) ? readdirSync(dir) : [])
-    .filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts") && !f.startsWith("_"))
-    .sort();
+  // `.d.ts` files sit beside the `.js` ones in dist/: the pattern leaves them out.
+  let files = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => COMMAND_FILE.test(f)).sort();
   // Running one command loads only its module: the others pull in the whole agent stack, and
   // `ask` must record its thread as early as possible (a kill during startup loses nothing else).
   const name = argv?.slice(2).find((a) => !a.startsWith("-"));
-  if (name && files.includes(`${name}.ts`)) files = [`${name}.ts`];
+  const own = files.filter((f) => f.replace(/\.(ts|js)$/, "") === name);
+  if (own.length) files = own;
   for (const file of files) {
     const mod = await import(pathToFileURL(join(dir, file)).href);
     const make = mod.default as (() => Command) | undefined;
@@ -29,15 +32,50 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
       throw new Error(`src/cli/commands/${file} must default-export a Command factory`);
     program.addCommand(make());
   }
-  return program;
+  return ownErrorFormat(program);
+}
+
+/**
+ * Makes commander throw its parse errors (unknown flag, bad value, missing argument) instead of
+ * printing them and exiting with its own code, so they reach {@link main} and come out like every
+ * other codehop error: `codehop: <message> [CODEHOP_CONFIG_INVALID]`, exit code 2. Help and
+ * --version still print and exit 0. Applied to every subcommand: `addCommand` does not pass
+ * these settings down.
+ */
+function ownErrorFormat(command: Command): Command {
+  command.exitOverride().configureOutput({ outputError: () => {} });
+  for (const sub of command.commands) ownErrorFormat(sub);
+  return command;
+}
+
+/** The command path of a parse error's command ("ask", "threads"), for the --help hint. */
+function commandName(argv: string[], program: Command | undefined): string | undefined {
+  const names = new Set(program?.commands.map((c) => c.name()) ?? []);
+  return argv.slice(2).find((a) => names.has(a));
 }
 
 /** Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack). */
 export async function main(argv = process.argv): Promise<void> {
+  let program: Command | undefined;
   try {
-    const program = await buildProgram(argv);
+    program = await buildProgram(argv);
     await program.parseAsync(argv);
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help, --version, and a bare `codehop` (help on stderr): nothing went wrong.
+      if (err.exitCode === 0 || err.code === "commander.help") {
+        process.exitCode = err.exitCode;
+        return;
+      }
+      const message = err.message.replace(/^error: /, "");
+      const name = commandName(argv, program);
+      const help = cliCommand(name ? [name, "--help"] : ["--help"]);
+      process.stderr.write(
+        `codehop: ${message} (see \`${help}\`) [${ErrorCodes.CONFIG_INVALID}]\n`,
+      );
+      process.exitCode = 2;
+      return;
+    }
     if (CodehopError.isInstance(err)) {
       process.stderr.write(`codehop: ${err.message} [${err.code}]\n`);
       process.exitCode = 2;

@@ -1,6 +1,17 @@
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { delimiter, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseDotenv } from "dotenv";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
 /**
  * The ONLY module that reads process.env. Everything else receives configuration as arguments,
  * so tests and library users can pass values explicitly and nothing is read behind their back.
+ *
+ * A `.env` file in the current directory (or the file CODEHOP_ENV_FILE names; `none` turns it off)
+ * supplies values the environment does not set. Precedence, highest first: CLI flags and API
+ * options, then the process environment, then the .env file, then the defaults. The file is read
+ * into codehop's snapshot only: process.env is left as it is.
  */
 
 /** Snapshot of the environment variables codehop understands. */
@@ -58,7 +69,8 @@ function num(name: string, value: string | undefined): number | undefined {
   const v = nonEmpty(value);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${v}"`);
+  if (!Number.isFinite(n))
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${name} must be a number, got "${v}".`);
   return n;
 }
 
@@ -68,8 +80,54 @@ function num(name: string, value: string | undefined): number | undefined {
  */
 export const NON_AGENT_MODEL_KEYS: ReadonlySet<string> = new Set(["CODEHOP_MODEL_TIMEOUT_MS"]);
 
-/** Reads the environment (default: process.env) into a typed snapshot. */
-export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
+/** CODEHOP_ENV_FILE value that turns .env loading off. */
+export const NO_ENV_FILE = "none";
+
+/** The `.env` file codehop reads (undefined when turned off); see {@link readEnv}. */
+export function envFilePath(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const named = nonEmpty(env.CODEHOP_ENV_FILE);
+  if (named === NO_ENV_FILE) return undefined;
+  return resolve(named ?? ".env");
+}
+
+/**
+ * The variables of the `.env` file (empty when there is none). A file CODEHOP_ENV_FILE names
+ * explicitly must exist; the default `.env` is optional.
+ */
+export function readEnvFile(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const path = envFilePath(env);
+  if (!path) return {};
+  const named = nonEmpty(env.CODEHOP_ENV_FILE) !== undefined;
+  let stat: ReturnType<typeof statSync> | undefined;
+  try {
+    stat = statSync(path);
+  } catch {
+    stat = undefined;
+  }
+  if (!stat) {
+    if (named)
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `CODEHOP_ENV_FILE names ${path}, which does not exist (set CODEHOP_ENV_FILE=${NO_ENV_FILE} to read no file).`,
+      );
+    return {};
+  }
+  if (!stat.isFile())
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `The env file ${path} is not a file.`);
+  // Read on every readEnv() (model resolution calls it often): parsed again only when it changed.
+  const key = `${path}:${stat.mtimeMs}:${stat.size}`;
+  if (envFileCache?.key !== key) envFileCache = { key, values: parseDotenv(readFileSync(path)) };
+  return envFileCache.values;
+}
+
+let envFileCache: { key: string; values: Record<string, string> } | undefined;
+
+/**
+ * Reads the environment into a typed snapshot: by default process.env over the `.env` file (see
+ * the module comment); an explicit `env` object is read as it is (no file).
+ */
+export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
+  const env: NodeJS.ProcessEnv = given ?? { ...readEnvFile(process.env), ...process.env };
   const agentModels: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     const m = /^CODEHOP_MODEL_([A-Z0-9_]+)$/.exec(key);
@@ -107,4 +165,41 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CodehopEnv {
 /** Env key suffix of an agent name ("page_search" → "PAGE_SEARCH" in CODEHOP_MODEL_PAGE_SEARCH). */
 export function agentEnvKey(agentName: string): string {
   return agentName.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase();
+}
+
+/** Where the `codehop` executable of this copy of codehop is (bin/codehop.mjs beside src/ or dist/). */
+const OWN_BIN = fileURLToPath(new URL("../../bin/codehop.mjs", import.meta.url));
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+let program: string | undefined;
+
+/**
+ * How a printed next-step command should start: `codehop` when that name on PATH is this very
+ * CLI (a global install, or a project's node_modules/.bin on PATH), else `npx codehop` (a clone
+ * or a project dependency, where only npx finds it). Under npm (`npx codehop`, `npm run demo`)
+ * npm has put node_modules/.bin on PATH for this process only, so it is `npx codehop` too.
+ */
+export function cliProgram(env: NodeJS.ProcessEnv = process.env): string {
+  if (env === process.env && program) return program;
+  let found = "npx codehop";
+  if (!nonEmpty(env.npm_command)) {
+    const own = realpathOrSelf(OWN_BIN);
+    for (const dir of (env.PATH ?? "").split(delimiter)) {
+      if (!dir) continue;
+      const candidate = join(dir, "codehop");
+      if (existsSync(candidate) && realpathOrSelf(candidate) === own) {
+        found = "codehop";
+        break;
+      }
+    }
+  }
+  if (env === process.env) program = found;
+  return found;
 }

@@ -18,6 +18,7 @@ import {
 import { type CodeAgentPrompts, loadPromptSet, renderAllPrompts } from "../core/prompts.ts";
 import { routeAfterObserve, routeEntry, routeStart } from "../core/routing.ts";
 import { RunContextSchema } from "../core/run-context.ts";
+import { registerStateValues } from "../core/state-values.ts";
 import { type AgentRuntime, type ToolsFactory, makeRuntime } from "../core/runtime.ts";
 import {
   AgentInput,
@@ -347,6 +348,13 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     mapping === undefined
       ? buildGraph(rt, nested, context)
       : buildMappedGraph(rt, nested, mapping, context);
+  // State edits (updateState, `codehop replay --set`) are checked against the channels' types.
+  registerStateValues(
+    builder,
+    mapping === undefined
+      ? {}
+      : (getInteropZodObjectShape(mapping.schema) as Record<string, z.ZodType>),
+  );
   // One more super-step for the start node of a custom input.
   const recursionLimit = recursionLimitFor(settings) + (mapping === undefined ? 0 : 1);
   // The compiled graph carries the recursion limit its steps need, so callers that don't pass one

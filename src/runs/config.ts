@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -88,7 +89,7 @@ export function modelSetupHelp(agents: readonly string[]): string {
     "  OPENAI_API_KEY    the key (required for api.openai.com; any non-empty string for local servers)",
     "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct (with OPENAI_BASE_URL: default = the first model the endpoint lists)",
     `  (optional) ${agents.map((a) => `CODEHOP_MODEL_${agentEnvKey(a)}`).join(", ")} per agent`,
-    "Or run `codehop demo` for the offline demo with a scripted model.",
+    `Or run \`${cliCommand(["demo"])}\` for the offline demo with a scripted model.`,
   ].join("\n");
 }
 

@@ -1,4 +1,5 @@
 import type { CheckpointTuple } from "@langchain/langgraph";
+import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistence, type Persistence } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "./app.ts";
@@ -158,7 +159,7 @@ export async function threadHistory(
     if (options.checkpointId && out.length === 0) {
       throw new CodehopError(
         ErrorCodes.CHECKPOINT_NOT_FOUND,
-        `Thread "${threadId}" has no checkpoint "${options.checkpointId}". List them with \`codehop history ${threadId}\`.`,
+        `Thread "${threadId}" has no checkpoint "${options.checkpointId}". List them with \`${cliCommand(["history", threadId], { home: options.config?.home })}\`.`,
       );
     }
     return out;
@@ -252,7 +253,7 @@ async function withThread<T>(
   const persistence =
     options.persistence ?? openPersistence(loadAppConfig(options.config).home, { mustExist: true });
   try {
-    await requireThread(persistence, threadId);
+    await requireThread(persistence, threadId, false, { home: options.config?.home });
     return await read(persistence);
   } finally {
     if (!options.persistence) await persistence.close();

@@ -4,6 +4,7 @@ import type { Command, StateSnapshot } from "@langchain/langgraph";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
+import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
@@ -14,6 +15,7 @@ import {
   modelSettingsOf,
   type AppConfig,
 } from "./config.ts";
+import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
@@ -111,17 +113,32 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
   return context;
 }
 
+/**
+ * What printed next-step commands repeat for a run: the data directory and corpus it was given
+ * (flags or API options), so `codehop resume ...` reaches the same thread.
+ */
+export function commandContext(options: Pick<RunOptions, "config">): CommandContext {
+  return { home: options.config?.home, corpus: options.config?.corpus };
+}
+
 /** How a failed run is reported: the thread is saved, and the command that continues it. */
 async function failRun(
   session: Session,
   options: RunOptions,
   threadId: string,
   err: unknown,
+  replayOf?: string,
 ): Promise<never> {
   const message = err instanceof Error ? err.message : String(err);
   const interrupted = Boolean(options.signal?.aborted);
   await session.persistence.threads.fail(threadId, message, { interrupted });
-  const hint = `The thread is saved: continue it with \`codehop resume ${threadId}\`.`;
+  const context = commandContext(options);
+  let hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], context)}\``;
+  // A replay that failed may have failed because of its edit: the checkpoint it started from is
+  // unchanged, so re-running from there always works.
+  if (replayOf)
+    hint += `, or re-run from the checkpoint you chose with \`${cliCommand(["replay", threadId, "--checkpoint", replayOf], context)}\``;
+  hint += ".";
   if (interrupted) {
     throw new CodehopError(
       ErrorCodes.RUN_INTERRUPTED,
@@ -150,7 +167,13 @@ async function execute(
   options: RunOptions,
   threadId: string,
   input: Record<string, unknown> | Command | null,
-  from: { checkpointId?: string; started?: boolean; state?: Record<string, unknown> } = {},
+  from: {
+    checkpointId?: string;
+    started?: boolean;
+    state?: Record<string, unknown>;
+    /** A replay: the checkpoint the user chose (a fork with an edit starts after it). */
+    replayOf?: string;
+  } = {},
 ): Promise<AskResult> {
   const started = Date.now();
   const { persistence, graph, app } = session;
@@ -179,7 +202,7 @@ async function execute(
     });
     for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
   } catch (err) {
-    return failRun(session, options, threadId, err);
+    return failRun(session, options, threadId, err, from.replayOf);
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
@@ -297,8 +320,8 @@ export async function startRun(
       // One input per thread: a second one would inherit the first one's steps and limits.
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`codehop resume ${threadId}\`, ` +
-          `re-run it from a checkpoint with \`codehop replay ${threadId} --checkpoint <id>\`, or choose a new --thread.`,
+        `Thread "${threadId}" already holds a run (status ${existing.status}). Continue it with \`${cliCommand(["resume", threadId], commandContext(options))}\`, ` +
+          `re-run it from a checkpoint with \`${cliCommand(["replay", threadId, "--checkpoint", placeholder("id")], commandContext(options))}\`, or choose a new --thread.`,
       );
     }
     await persistence.threads.start(threadId, {
@@ -391,12 +414,13 @@ export async function requireThread(
   persistence: Persistence,
   threadId: string,
   toRun = false,
+  context: CommandContext = {},
 ): Promise<ThreadRecord> {
   const record = await persistence.threads.get(threadId);
   if (!record) {
     throw new CodehopError(
       ErrorCodes.THREAD_NOT_FOUND,
-      `No thread "${threadId}" in ${persistence.location}. List threads with \`codehop threads\` (and check CODEHOP_HOME).`,
+      `No thread "${threadId}" in ${persistence.location}. List threads with \`${cliCommand(["threads"], { home: context.home })}\`${context.home ? "" : " (and check CODEHOP_HOME)"}.`,
     );
   }
   if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
@@ -420,7 +444,12 @@ export async function resumeRun(
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
     let input: Record<string, unknown> | null = null;
     let state: Record<string, unknown> | undefined;
     if (record.checkpoints === 0) {
@@ -467,21 +496,38 @@ export async function replayRun(
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
-    const record = await requireThread(session.persistence, threadId, true);
+    const record = await requireThread(
+      session.persistence,
+      threadId,
+      true,
+      commandContext(options),
+    );
     const tuple = await session.persistence.checkpointer.getTuple({
       configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId },
     });
     if (!tuple) {
       throw new CodehopError(
         ErrorCodes.CHECKPOINT_NOT_FOUND,
-        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`codehop history ${threadId}\`.`,
+        `Thread "${threadId}" has no checkpoint "${checkpointId}". List them with \`${cliCommand(["history", threadId], { home: options.config?.home })}\`.`,
       );
     }
     await prepareRun(session, options, record.options);
     const from = options.update
-      ? await forkWithUpdate(session.graph, threadId, checkpointId, options.update, options.asNode)
+      ? await forkWithUpdate(
+          session.graph,
+          threadId,
+          checkpointId,
+          options.update,
+          options.asNode,
+          {
+            home: options.config?.home,
+          },
+        )
       : checkpointId;
-    return await execute(session, options, threadId, null, { checkpointId: from });
+    return await execute(session, options, threadId, null, {
+      checkpointId: from,
+      replayOf: checkpointId,
+    });
   } finally {
     await session.close();
   }
@@ -494,6 +540,7 @@ async function forkWithUpdate(
   checkpointId: string,
   update: Record<string, unknown>,
   asNode: string | undefined,
+  context: CommandContext,
 ): Promise<string> {
   // LangGraph drops unknown keys silently: name them instead.
   const known = Object.keys(
@@ -504,6 +551,24 @@ async function forkWithUpdate(
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       `Unknown state key(s) ${unknown.join(", ")}. The state has: ${known.sort().join(", ")}.`,
+    );
+  }
+  // A value of the wrong type would only fail inside the forked run, and every resume of the fork
+  // the same way: check it against its channel first, so nothing is written.
+  const schemas = stateValueSchemas(graph);
+  const problems = Object.entries(update).flatMap(([key, value]) => {
+    const schema = schemas?.[key];
+    const problem = schema && stateValueProblem(schema, value);
+    return problem
+      ? [`"${key}" = ${short(JSON.stringify(value) ?? String(value), 80)}: ${problem}`]
+      : [];
+  });
+  if (problems.length) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot edit the state at checkpoint ${checkpointId}: ${problems.join("; ")}. ` +
+        `Nothing was written. Values are JSON: a string in quotes ('"text"'), numbers and true/false without. ` +
+        `See the current values with \`${cliCommand(["history", threadId, "--checkpoint", checkpointId], context)}\`.`,
     );
   }
   let forked: RunnableConfig;
@@ -526,4 +591,8 @@ async function forkWithUpdate(
     );
   }
   return forked.configurable?.checkpoint_id as string;
+}
+
+function short(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }

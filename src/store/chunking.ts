@@ -1,7 +1,7 @@
 import { RecursiveCharacterTextSplitter } from "@langchain/textsplitters";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
-/** Defaults inherited from the seed: 512-character passages overlapping by 256. */
+/** Defaults of the reference design (docs/knowledge.md): 512-character passages overlapping by 256. */
 export const DEFAULT_CHUNK_SIZE = 512;
 export const DEFAULT_CHUNK_OVERLAP = 256;
 

@@ -1,7 +1,10 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
+import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { ensureDir } from "../util/fs-safe.ts";
 
 /** Bumped when the corpus schema changes incompatibly. */
 export const CORPUS_SCHEMA_VERSION = 1;
@@ -57,11 +60,23 @@ export function openCorpusDb(
   path: string,
   options: { create?: boolean; readonly?: boolean } = {},
 ): CorpusDb {
-  if (!options.create && path !== ":memory:" && !existsSync(path)) {
-    throw new CodehopError(
-      ErrorCodes.DB_INVALID,
-      `corpus database ${path} does not exist; create it with \`codehop ingest <file> --db ${path}\``,
-    );
+  if (path !== ":memory:") {
+    if (!options.create && !existsSync(path)) {
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `corpus database ${path} does not exist; create it with \`${cliCommand(["ingest", placeholder("file"), "--db", path])}\``,
+      );
+    }
+    // SQLite reports a directory as "disk I/O error" at the first query: name it instead.
+    if (existsSync(path) && statSync(path).isDirectory()) {
+      throw new CodehopError(
+        ErrorCodes.DB_INVALID,
+        `corpus database ${path} is a directory: give the path of a corpus file (e.g. ${resolve(path, "corpus.db")}), ` +
+          `the file \`${cliCommand(["ingest", placeholder("file"), "--db", placeholder("corpus.db")])}\` creates`,
+      );
+    }
+    // Like the data directory (--home): a new corpus's missing parent directories are created.
+    if (options.create) ensureDir(dirname(resolve(path)), { what: "corpus directory" });
   }
   let db: CorpusDb;
   try {

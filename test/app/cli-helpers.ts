@@ -4,9 +4,17 @@ import { join } from "node:path";
 /** Path of the `codehop` executable (package.json bin). */
 export const CODEHOP_BIN = join(process.cwd(), "bin/codehop.mjs");
 
-/** Environment for a CLI run: only what the test sets, plus PATH/HOME so node works. */
+/**
+ * Environment for a CLI run: only what the test sets, plus PATH/HOME so node works. No `.env` file
+ * is read (a developer's .env in the repository must not change what a test sees).
+ */
 export function cliEnv(vars: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1" };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NO_COLOR: "1",
+    CODEHOP_ENV_FILE: "none",
+  };
   for (const [k, v] of Object.entries(vars)) if (v !== undefined) env[k] = v;
   return env;
 }

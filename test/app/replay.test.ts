@@ -164,6 +164,26 @@ describe("history and replay (time travel)", () => {
     expect((await persistence.threads.get("t"))?.status).toBe("done");
   });
 
+  it("checks an edit against its channel's type before forking: a bad value writes nothing", async () => {
+    const from = beforeAct(original, 2);
+    const before = (await history("t", { persistence })).length;
+    for (const [update, named] of [
+      [{ stepCount: "abc" }, '"stepCount"'],
+      [{ question: 42 }, '"question"'],
+      [{ pending: { code: 1 } }, '"pending"'],
+      [{ status: "finished" }, '"status"'],
+    ] as const) {
+      await expect(
+        replay("t", from.checkpoint_id, { config: config(), persistence, update }),
+      ).rejects.toMatchObject({
+        code: "CODEHOP_CONFIG_INVALID",
+        message: expect.stringMatching(new RegExp(`${named}.*Nothing was written`, "s")),
+      });
+    }
+    expect((await history("t", { persistence })).length).toBe(before);
+    expect((await persistence.threads.get("t"))?.status).toBe("done");
+  });
+
   it("rejects an unknown checkpoint and an unknown thread with their codes", async () => {
     await expect(
       replay("t", "no-such-checkpoint", { config: config(), persistence }),

@@ -150,6 +150,20 @@ describe("codehop chat in a terminal session", () => {
     expect(threadFiles("cli", { config: { home } })).toEqual([]);
   }, 60_000);
 
+  it("codehop threads --delete deletes a conversation with its files", async () => {
+    const s = new Session(["--thread", "gone", "--file", docs.report]);
+    await s.waitFor(/^attached: /m);
+    s.type(DEMO_ROUNDS[1].message);
+    await s.waitFor(/^assistant> /m);
+    s.type("/exit");
+    expect(await s.exited).toBe(0);
+    expect(threadFiles("gone", { config: { home } })).toHaveLength(1);
+    const del = spawn(process.execPath, [BIN, "threads", "--delete", "gone", "--home", home]);
+    expect(await new Promise((ok) => del.on("exit", ok))).toBe(0);
+    expect(threadFiles("gone", { config: { home } })).toEqual([]);
+    expect(await chatHistory("gone", { config: { home } })).toEqual([]);
+  }, 60_000);
+
   it("fails fast without a model endpoint", async () => {
     const proc = spawn(process.execPath, [BIN, "chat", "--home", home], {
       env: { PATH: process.env.PATH, HOME: process.env.HOME },

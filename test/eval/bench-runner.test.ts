@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   benchBlock,
   benchNames,
   machineDescription,
   mergeDoc,
+  runBenchFile,
   textTable,
 } from "../../bench/run-all.ts";
 
@@ -76,5 +80,35 @@ describe("bench timeout", () => {
       "bench/x.bench.ts did not finish within 0.02 s",
     );
     await expect(withTimeout(Promise.resolve(7), 1000, "y")).resolves.toBe(7);
+  });
+});
+
+describe("running one bench file", () => {
+  it("returns sections, an error, or the reason a bench skipped itself (data absent)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "codehop-bench-"));
+    try {
+      const lib = JSON.stringify(join(import.meta.dirname, "../../bench/lib.ts"));
+      writeFileSync(
+        join(dir, "ok.bench.ts"),
+        'export default async () => ({ title: "T", description: "D", columns: ["a"], rows: [[1]] });',
+      );
+      writeFileSync(
+        join(dir, "skip.bench.ts"),
+        `import { BenchSkipped } from ${lib};\nexport default async () => { throw new BenchSkipped("sample not in /x"); };`,
+      );
+      writeFileSync(
+        join(dir, "boom.bench.ts"),
+        'export default async () => { throw new Error("boom"); };',
+      );
+      writeFileSync(join(dir, "none.bench.ts"), "export const x = 1;");
+      expect((await runBenchFile("ok", dir)).sections?.[0].rows).toEqual([[1]]);
+      const skipped = await runBenchFile("skip", dir);
+      expect(skipped.skipped).toBe("sample not in /x");
+      expect(skipped.error).toBeUndefined();
+      expect((await runBenchFile("boom", dir)).error).toBe("boom");
+      expect((await runBenchFile("none", dir)).error).toMatch(/must default-export/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

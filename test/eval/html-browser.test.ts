@@ -22,6 +22,10 @@ import {
 const browser = ["chromium", "chromium-browser", "google-chrome"].find(
   (b) => spawnSync("which", [b]).status === 0,
 );
+// CI (.ci/run sets CODEHOP_CI=1 and installs chromium) must run these tests, not skip them.
+if (!browser && process.env.CODEHOP_CI === "1") {
+  throw new Error("CODEHOP_CI=1 but no headless browser is installed (apt-get install chromium)");
+}
 let server: ScriptedOpenAIServer;
 
 /** The page's DOM after its scripts ran (offline, up to 3 s of virtual time). */

@@ -1,19 +1,28 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
+import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
 import { loadAppConfig } from "../../runs/config.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
-const SCRIPTED_NOTE = [
-  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
-  "replies (src/apps/qa/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search",
-  "and SQLite checkpoints are real. To use a real model instead:",
-  "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
-  "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",
-  "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
-  '  codehop ask "Does birch plywood float in ethanol?" --corpus <corpus.db>   # omit --corpus for online Wikipedia',
-].join("\n");
+/** Printed once, before the first question. */
+const SCRIPTED_NOTE =
+  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded replies\n" +
+  "(src/apps/qa/demo-trajectories.ts) over real HTTP; the agents, sandbox, tools, corpus search and SQLite\n" +
+  "checkpoints are real. How to use a real model is printed at the end.";
+
+/** Printed once, at the end: how to run the same question with a real model. */
+function realModelHelp(corpus: string, context: CommandContext): string {
+  return [
+    "To use a real model instead of the scripted one:",
+    "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
+    "  export OPENAI_API_KEY=...                         # required for OpenAI; any string for local servers",
+    "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
+    `  ${cliCommand(["doctor"], { home: context.home })}   # checks the endpoint and the data directory`,
+    `  ${cliCommand(["ask", DEMO_QUESTIONS.plywood], { ...context, corpus })}   # omit --corpus for online Wikipedia`,
+  ].join("\n");
+}
 
 /** `codehop demo`: the offline demo — real agents over the demo corpus with a scripted model. */
 export default function demoCommand(): Command {
@@ -40,17 +49,14 @@ export default function demoCommand(): Command {
         flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
       ) => {
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
+        const context: CommandContext = { home: flags.home };
+        const thread = placeholder("thread");
         const asked =
           flags.question === "all"
             ? Object.keys(DEMO_QUESTIONS)
             : flags.question.split(",").map((s) => s.trim());
         // "chat" is the conversation demo (src/cli/chat-demo.ts); the rest are QA questions.
         const names = asked.filter((n) => n !== "chat");
-        if (asked.includes("chat") && !flags.serve) {
-          const { runChatDemo } = await import("../chat-demo.ts");
-          await runChatDemo(flags, config.home);
-          if (!names.length) return;
-        }
         for (const n of names) {
           if (!(n in DEMO_QUESTIONS)) {
             throw new CodehopError(
@@ -58,6 +64,11 @@ export default function demoCommand(): Command {
               `Unknown demo question "${n}". Choose from: ${Object.keys(DEMO_QUESTIONS).join(", ")}, all, chat.`,
             );
           }
+        }
+        if (asked.includes("chat") && !flags.serve) {
+          const { runChatDemo } = await import("../chat-demo.ts");
+          await runChatDemo(flags, config.home);
+          if (!names.length) return;
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
         const { ensureDemoCorpus, startDemoModelServer } = await import("../../apps/qa/demo.ts");
@@ -72,7 +83,7 @@ export default function demoCommand(): Command {
             [
               `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
               "In another terminal, resume or replay demo threads with it:",
-              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted codehop replay <thread> --checkpoint <id>`,
+              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
               "Ctrl-C stops it.",
               "",
             ].join("\n"),
@@ -81,14 +92,17 @@ export default function demoCommand(): Command {
           await server.close();
           return;
         }
+        const threads: string[] = [];
         try {
           if (!flags.json) process.stderr.write(`${SCRIPTED_NOTE}\n\n`);
           for (const name of names) {
             const question = DEMO_QUESTIONS[name as keyof typeof DEMO_QUESTIONS];
             if (!flags.json) process.stderr.write(`Question: ${question}\n`);
+            const threadId = randomUUID();
+            threads.push(`${name} ${threadId}`);
             await runInTerminal(flags, `codehop demo (${name})`, (options) =>
               ask(question, {
-                threadId: randomUUID(),
+                threadId,
                 // The demo ignores OPENAI_* / CODEHOP_MODEL on purpose: it always uses the scripted server.
                 config: {
                   home: config.home,
@@ -106,15 +120,15 @@ export default function demoCommand(): Command {
             process.stderr.write(
               [
                 "",
-                `Checkpoints and the call journal are in ${config.home}/checkpoints.db. Try:`,
-                "  codehop threads                                   # the demo threads",
-                "  codehop show <thread>                             # a whole run as a tree",
-                "  codehop history <thread>                          # their checkpoints",
-                "  codehop history <thread> --checkpoint <id>        # the state at one step",
-                "  codehop demo --serve   # then, in another terminal, with the printed OPENAI_BASE_URL:",
-                "  codehop resume <thread>  /  codehop replay <thread> --checkpoint <id>",
+                `Checkpoints and the call journal are in ${config.home}/checkpoints.db (threads: ${threads.join(", ")}). Try:`,
+                `  ${cliCommand(["threads"], context)}   # the demo threads`,
+                `  ${cliCommand(["show", thread], context)}   # a whole run as a tree`,
+                `  ${cliCommand(["history", thread], context)}   # its checkpoints`,
+                `  ${cliCommand(["history", thread, "--checkpoint", placeholder("id")], context)}   # the state at one step`,
+                `  ${cliCommand(["demo", "--serve"], context)}   # then, in another terminal, with the printed OPENAI_BASE_URL:`,
+                `  ${cliCommand(["resume", thread], context)}  /  ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
                 "",
-                SCRIPTED_NOTE,
+                realModelHelp(corpus, context),
                 "",
               ].join("\n"),
             );

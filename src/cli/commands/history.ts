@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
+import { cliCommand, placeholder } from "../../config/cli-command.ts";
 
 function short(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -87,7 +88,8 @@ export default function historyCommand(): Command {
       }
       lines.push(
         "",
-        `Show one: codehop history ${threadId} --checkpoint <id>   Re-run from one: codehop replay ${threadId} --checkpoint <id>`,
+        `Show one: ${cliCommand(["history", threadId, "--checkpoint", placeholder("id")], { home: flags.home })}`,
+        `Re-run from one: ${cliCommand(["replay", threadId, "--checkpoint", placeholder("id")], { home: flags.home })}`,
       );
       process.stdout.write(`${lines.join("\n")}\n`);
     });
