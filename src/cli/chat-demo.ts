@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { RunFlags } from "./cli-support.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { StreamEvent } from "../runs/progress.ts";
-import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
+import { chatRoundView } from "./chat-view.ts";
 
 const SCRIPTED_NOTE = [
   "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
@@ -43,8 +42,7 @@ export async function runChatDemo(
         for (const a of [...files, ...urls]) out(`(attaching ${a.split("/").pop()})`);
         out(`you> ${round.message}`);
       }
-      let view: LiveView | undefined;
-      const liveTree = !flags.json && !flags.quiet;
+      const view = chatRoundView(!flags.json && !flags.quiet);
       const result = await chat(threadId, round.message, {
         files,
         urls,
@@ -57,15 +55,9 @@ export async function runChatDemo(
           models: {},
         },
         signal: ctrlC.signal,
-        streamAgentSteps: liveTree,
-        onStart: () => {
-          if (liveTree) view = createLiveView(process.stderr, { rootName: "chat" });
-        },
-        onEvent: ([ns, mode, chunk]: StreamEvent) => {
-          if (ns[0]?.startsWith("respond:")) view?.onEvent([ns.slice(1), mode, chunk]);
-        },
+        ...view.options,
       });
-      view?.stop();
+      view.stop();
       if (flags.json) {
         out(JSON.stringify(result));
         continue;

@@ -281,6 +281,20 @@ async function latest(
   return { stored };
 }
 
+/**
+ * The session of a new input (start, turn). With no endpoint to ask for a model, a missing model
+ * fails here, before the data directory is touched.
+ */
+async function openForInput(app: RunApp, options: RunOptions): Promise<Session> {
+  const config = loadAppConfig(options.config);
+  if (!options.model && !config.baseURL)
+    assertModelConfigured(
+      config,
+      app.team.members.map((m) => m.name),
+    );
+  return openSession(app, options, config);
+}
+
 /** Options of {@link startRun}. */
 export interface StartOptions extends RunOptions {
   /**
@@ -302,11 +316,8 @@ export async function startRun(
   options: StartOptions = {},
 ): Promise<AskResult> {
   if (!text.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The input is empty.");
-  const config = loadAppConfig(options.config);
-  const agents = app.team.members.map((m) => m.name);
-  // Nothing to ask the endpoint about: fail before touching the data directory.
-  if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
-  const session = await openSession(app, options, config);
+  const session = await openForInput(app, options);
+  const { config } = session;
   try {
     const { persistence } = session;
     const threadId = options.threadId ?? randomUUID();
@@ -370,10 +381,8 @@ export async function runTurn(
       `The ${app.name} app takes one input per thread; start it with startRun.`,
     );
   }
-  const config = loadAppConfig(options.config);
-  const agents = app.team.members.map((m) => m.name);
-  if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
-  const session = await openSession(app, options, config);
+  const session = await openForInput(app, options);
+  const { config } = session;
   try {
     const { persistence } = session;
     const threadId = options.threadId ?? randomUUID();

@@ -4,8 +4,7 @@ import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
-import type { StreamEvent } from "../../runs/progress.ts";
-import { createLiveView, type LiveView } from "../../runs/tree-renderer.ts";
+import { chatRoundView } from "../chat-view.ts";
 
 /** Flags of `codehop chat`. */
 interface ChatFlags extends RunFlags {
@@ -112,24 +111,15 @@ export default function chatCommand(): Command {
 
       const runRound = async (message: string) => {
         running = new AbortController();
-        let view: LiveView | undefined;
-        const liveTree = !flags.json && !flags.quiet;
+        const view = chatRoundView(!flags.json && !flags.quiet);
         try {
           const result = await app.chat(threadId, message, {
             config,
             ...(Object.keys(settings).length ? { settings } : {}),
             signal: running.signal,
-            streamAgentSteps: liveTree,
-            onStart: () => {
-              if (liveTree) view = createLiveView(process.stderr, { rootName: "chat" });
-            },
-            // Only the agent's own steps: they sit under the respond node's namespace.
-            onEvent: ([ns, mode, chunk]: StreamEvent) => {
-              if (ns[0]?.startsWith("respond:")) view?.onEvent([ns.slice(1), mode, chunk]);
-            },
+            ...view.options,
           });
-          view?.stop();
-          view = undefined;
+          view.stop();
           if (flags.json) out(JSON.stringify(result));
           else {
             for (const a of result.attachments)
@@ -142,7 +132,7 @@ export default function chatCommand(): Command {
             }
           }
         } catch (e) {
-          view?.stop();
+          view.stop();
           if (CodehopError.isInstance(e) && e.code === ErrorCodes.RUN_INTERRUPTED) {
             out("(stopped — the conversation is kept; ask again or go on)");
           } else if (CodehopError.isInstance(e)) {
