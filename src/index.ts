@@ -6,7 +6,7 @@
  * - The chat app: `chat(threadId, message, { files, urls })`, `createChatGraph`, the per-thread
  *   knowledge base of attached files.
  * - The framework: `createCodeAgent`, `defineTeam`, `agentAsTool`, `defineTool`, the run context,
- *   `resolveModel`, `createSandbox`.
+ *   `resolveModel`, `createSandbox`, human approval of tool calls, MCP tools.
  * - Knowledge sources, persistence and the scripted OpenAI-compatible server used for tests/demos.
  */
 
@@ -32,7 +32,7 @@ export {
   deleteThread,
 } from "./apps/index.ts";
 export { startRun, resumeRun, replayRun, readRunResult, runTurn } from "./runs/lifecycle.ts";
-export type { StartOptions, ReplayOptions, TurnOptions } from "./runs/lifecycle.ts";
+export type { StartOptions, ReplayOptions, ResumeOptions, TurnOptions } from "./runs/lifecycle.ts";
 export { threadHistory, traceThread, type CheckpointSummary } from "./runs/inspect.ts";
 export type { RunApp, RunOptions, RunServices, AppGraph } from "./runs/app.ts";
 export type { AskResult, UsageReport, SourceReport } from "./runs/result.ts";
@@ -115,7 +115,40 @@ export {
   renderToolDoc,
   type CodeTool,
   type ToolCallContext,
+  type ApprovalPolicy,
 } from "./tools/define-tool.ts";
+// Human approval of tool calls (interrupt payload and resume value schemas)
+export {
+  APPROVAL_INTERRUPT_TYPE,
+  ApprovalRequestSchema,
+  ApprovalResumeSchema,
+  ApprovalDecisionSchema,
+  isApprovalRequest,
+  pendingApprovals,
+  approvalResume,
+  type ApprovalRequest,
+  type ApprovalResume,
+  type ApprovalDecision,
+} from "./core/approval.ts";
+// MCP tools and the configuration file
+export {
+  connectMcpServers,
+  codeNameOf,
+  type McpToolSet,
+  type McpServerTools,
+  type McpServerOptions,
+  type McpApproval,
+} from "./tools/mcp.ts";
+export {
+  CONFIG_FILE_NAME,
+  CodehopConfigFileSchema,
+  McpServerConfigSchema,
+  findConfigFile,
+  readConfigFile,
+  parseConfig,
+  type CodehopConfigFile,
+  type McpServerConfig,
+} from "./config/config-file.ts";
 export { resolveModel } from "./core/models.ts";
 export { createSandbox } from "./sandbox/index.ts";
 export type {

@@ -3,7 +3,7 @@ import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
 import { loadAppConfig } from "../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
-import { replayRun, resumeRun, type ReplayOptions } from "../runs/lifecycle.ts";
+import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
 import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
 import { chatApp } from "./chat/app.ts";
@@ -47,8 +47,14 @@ export async function appForThread(
   }
 }
 
-/** Continues a thread of any app from its last checkpoint (the app it was started with). */
-export async function resumeThread(threadId: string, options: RunOptions = {}): Promise<AskResult> {
+/**
+ * Continues a thread of any app from its last checkpoint (the app it was started with); with
+ * `approval`, answers the approval it waits for (see {@link ResumeOptions}).
+ */
+export async function resumeThread(
+  threadId: string,
+  options: ResumeOptions = {},
+): Promise<AskResult> {
   return resumeRun(await appForThread(threadId, options), threadId, options);
 }
 

@@ -6,6 +6,7 @@ import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
+import { approvalCommands, formatApproval } from "./approval-prompt.ts";
 
 /** Flags shared by commands that run the agents. */
 export interface RunFlags {
@@ -43,7 +44,10 @@ export function configFromFlags(flags: RunFlags): RunOptions["config"] {
 }
 
 /** What {@link terminalRun} hands to a run (start, resume, replay: src/runs/lifecycle.ts). */
-export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal">;
+export type TerminalRunOptions = Pick<RunOptions, "onEvent" | "onStart" | "signal" | "onWarning">;
+
+/** Exit code of a command whose run paused for a human approval (the thread waits for it). */
+export const EXIT_AWAITING_APPROVAL = 3;
 
 /**
  * Wires a run to the terminal: prints the thread id as soon as it is known (stderr), draws the
@@ -76,6 +80,7 @@ export function terminalRun(
         }
       },
       onEvent: (e) => view?.onEvent(e),
+      onWarning: (message) => process.stderr.write(`codehop: warning: ${message}\n`),
     },
     finish() {
       // Idempotent: called on success before printing the result, and again from `finally`.
@@ -91,21 +96,45 @@ export function terminalRun(
  * the {@link terminalRun} options, the result is printed with {@link printResult}, and the live
  * tree and the Ctrl-C handler are gone afterwards, whatever happens. With `json`, a failure under
  * --json also prints `{ error, thread_id }` on stdout ({@link withJsonErrors}).
+ *
+ * A run that pauses for a human approval: in a terminal (stdin and stderr TTYs, no --json) the
+ * user is asked (approve / edit / reject) and the thread resumed with the answer, until the run
+ * ends or the user leaves; otherwise the pending approval is printed with the commands that
+ * answer it, and the exit code is {@link EXIT_AWAITING_APPROVAL}.
  */
 export async function runInTerminal(
   flags: RunFlags,
   header: string,
   run: (options: TerminalRunOptions) => Promise<AskResult>,
-  json?: { threadId: string },
+  json?: { threadId: string; config?: RunOptions["config"] },
 ): Promise<void> {
-  const term = terminalRun(flags, header);
+  let term = terminalRun(flags, header);
   try {
-    const result = await (json
+    let result = await (json
       ? withJsonErrors(flags, json.threadId, () => run(term.options))
       : run(term.options));
+    const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY && !flags.json);
+    while (result.approval && interactive) {
+      term.finish();
+      const { askDecision } = await import("./approval-prompt.ts");
+      const decision = await askDecision(result.approval, {
+        input: process.stdin,
+        output: process.stderr,
+      });
+      if (!decision) break;
+      const { resumeThread } = await import("../apps/index.ts");
+      term = terminalRun(flags, "codehop resume");
+      const threadId = result.thread_id;
+      result = await resumeThread(threadId, {
+        config: json?.config,
+        ...term.options,
+        approval: decision,
+      });
+    }
     // The final tree goes out before the result is printed under it.
     term.finish();
     printResult(result, flags);
+    if (result.approval) process.exitCode = EXIT_AWAITING_APPROVAL;
   } finally {
     term.finish();
   }
@@ -115,6 +144,12 @@ export async function runInTerminal(
 export function printResult(result: AskResult, flags: RunFlags): void {
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  if (result.approval) {
+    process.stdout.write(
+      `\n${formatApproval(result.approval)}\nThread: ${result.thread_id} (waiting for this approval; checkpoints: ${result.checkpoint_db})\n${approvalCommands(result.thread_id)}\n`,
+    );
     return;
   }
   const u = result.usage.total;

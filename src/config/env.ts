@@ -28,6 +28,8 @@ export interface CodehopEnv {
   home: string;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
   corpus?: string;
+  /** The configuration file to use (CODEHOP_CONFIG; default: see src/config/config-file.ts). */
+  configFile?: string;
   /** MediaWiki API endpoint (CODEHOP_WIKIPEDIA_API), default https://en.wikipedia.org/w/api.php. */
   wikipediaApi?: string;
   /** OpenAI-compatible embeddings endpoint for corpus vectors (CODEHOP_EMBEDDINGS_BASE_URL). */
@@ -141,6 +143,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     agentModels,
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
     corpus: nonEmpty(env.CODEHOP_CORPUS),
+    configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
     embeddingsBaseUrl: nonEmpty(env.CODEHOP_EMBEDDINGS_BASE_URL),
     embeddingsModel: nonEmpty(env.CODEHOP_EMBEDDINGS_MODEL),

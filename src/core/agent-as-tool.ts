@@ -1,4 +1,5 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { isGraphBubbleUp } from "@langchain/langgraph";
 import type { z } from "zod";
 import { CodehopError } from "../errors.ts";
 import { type CodeTool, defineTool } from "../tools/define-tool.ts";
@@ -93,7 +94,9 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
         return out.answer ?? null;
       } catch (err) {
         if (Object.keys(spent).length) ctx.report?.({ usage: spent });
-        if (CodehopError.isInstance(err)) throw err;
+        // A pause for a human approval inside the child (LangGraph's GraphInterrupt) and coded
+        // framework errors go up as they are.
+        if (CodehopError.isInstance(err) || isGraphBubbleUp(err)) throw err;
         throw new Error(
           `${options.name} failed: ${err instanceof Error ? err.message : String(err)}`,
           { cause: err },

@@ -7,6 +7,7 @@
  * persistence adapter provides ({@link JournalRowStore}; SQLite and Postgres in src/persistence/).
  */
 import type { ToolReport } from "../tools/define-tool.ts";
+import type { ApprovalJournal, ApprovalResume } from "./approval.ts";
 
 /**
  * Identifies one call: which thread, which (nested) agent, which task of the thread, which action,
@@ -44,8 +45,14 @@ export interface CallKey {
  * served from the journal so a resumed parent still accounts for work done before the crash.
  */
 export type CallOutcome =
-  | { ok: true; value: unknown; reports?: ToolReport[] }
-  | { ok: false; error: string; reports?: ToolReport[] };
+  | { ok: true; value: unknown; reports?: ToolReport[]; approval?: ApprovalOutcome }
+  | { ok: false; error: string; reports?: ToolReport[]; approval?: ApprovalOutcome };
+
+/** The human decision recorded with a call that needed approval (src/core/approval.ts). */
+export type ApprovalOutcome =
+  | { decision: "approve" }
+  | { decision: "reject"; reason?: string }
+  | { decision: "edit"; args: Record<string, unknown> };
 
 /**
  * Canonical text form of {@link CallKey.taskEpochs}: the epochs joined with "." without trailing
@@ -112,6 +119,17 @@ export function stableNamespace(checkpointNs: string): string {
     .join("|");
 }
 
+/** Where the decision for an approval is stored among a thread's rows. */
+function decisionPosition(threadId: string, approvalId: string): JournalRowKey {
+  return {
+    threadId,
+    checkpointNs: DECISION_NAMESPACE_PREFIX + approvalId,
+    taskEpoch: "",
+    step: 0,
+    callIndex: 0,
+  };
+}
+
 /** Prefix of the rows keyed by {@link stableNamespace} (exact rows use the namespace as given). */
 export const STABLE_NAMESPACE_PREFIX = "~";
 
@@ -123,8 +141,18 @@ export interface JournalEntry extends CallKey {
   recordedAt: string;
 }
 
-/** A call journal that can also serve replays and list what it holds. */
-export interface ReplayableJournal extends CallJournal {
+/**
+ * Prefix of the rows holding approval decisions (`?<approvalId>`, step 0, call 0): a decision given
+ * for a call that needed approval, kept until the call's outcome is journaled (src/core/approval.ts).
+ */
+export const DECISION_NAMESPACE_PREFIX = "?";
+
+/**
+ * A call journal that can also serve replays and list what it holds. It also keeps approval
+ * decisions ({@link ApprovalJournal}: optional, so adapters written before approvals still fit;
+ * without them a decision lives in LangGraph's resume values only).
+ */
+export interface ReplayableJournal extends CallJournal, Partial<ApprovalJournal> {
   /** The same journal, also serving calls recorded before a replay's fork (task ids differ there). */
   forReplay(): ReplayableJournal;
   /** Every recorded call of a thread, in recording order (for `codehop history` and tests). */
@@ -146,7 +174,7 @@ export interface ReplayableJournal extends CallJournal {
 export function createCallJournal(
   rows: JournalRowStore,
   options: { matchAcrossForks?: boolean } = {},
-): ReplayableJournal {
+): ReplayableJournal & ApprovalJournal {
   return {
     async get(key) {
       const namespaces = [key.checkpointNs];
@@ -183,9 +211,31 @@ export function createCallJournal(
       ]);
     },
     forReplay: () => createCallJournal(rows, { matchAcrossForks: true }),
+    async getDecision(threadId, approvalId) {
+      const row = await rows.getRow(decisionPosition(threadId, approvalId));
+      return row ? (JSON.parse(row.outcomeJson) as ApprovalResume) : undefined;
+    },
+    async putDecision(threadId, decision) {
+      const position = decisionPosition(threadId, decision.approvalId);
+      // The first decision given for a call is the one that counts.
+      if (await rows.getRow(position)) return;
+      await rows.putRows([
+        {
+          ...position,
+          tool: "",
+          argsJson: "",
+          outcomeJson: JSON.stringify(decision),
+          recordedAt: new Date().toISOString(),
+        },
+      ]);
+    },
     async entries(threadId) {
       return (await rows.listRows(threadId))
-        .filter((r) => !r.checkpointNs.startsWith(STABLE_NAMESPACE_PREFIX))
+        .filter(
+          (r) =>
+            !r.checkpointNs.startsWith(STABLE_NAMESPACE_PREFIX) &&
+            !r.checkpointNs.startsWith(DECISION_NAMESPACE_PREFIX),
+        )
         .map((r) => ({
           threadId: r.threadId,
           checkpointNs: r.checkpointNs,

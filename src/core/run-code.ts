@@ -1,7 +1,13 @@
-import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { CodehopError, ErrorCodes, isFatalInTool } from "../errors.ts";
 import type { ActionResult, HostToolFn, VariablesSnapshot } from "../sandbox/contract.ts";
-import { type CodeTool, type ToolReport, parseToolArgs } from "../tools/define-tool.ts";
+import { type ApprovalResume, actionApprovals, callLines, needsApproval } from "./approval.ts";
+import {
+  type CodeTool,
+  type ToolReport,
+  parseToolArgs,
+  validateToolArgs,
+} from "../tools/define-tool.ts";
 import { AGENT_ACTION_TIMEOUT_MS } from "./settings.ts";
 import type { CallKey, CallOutcome } from "./journal.ts";
 import { readRunContext, withRunContext } from "./run-context.ts";
@@ -26,6 +32,21 @@ export function stableJson(value: unknown): string {
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * The line of a tool's `nth` call (0-based, in call order) for an approval request: its call site
+ * when the code has one, else the nth call site (straight-line code), else the last.
+ */
+function codeLine(
+  code: string,
+  toolName: string,
+  nth: number,
+): { line: number | null; lineText: string | null } {
+  const lines = callLines(code, toolName);
+  if (!lines.length) return { line: null, lineText: null };
+  const line = lines[Math.min(nth, lines.length - 1)];
+  return { line, lineText: code.split("\n")[line - 1]?.trim() ?? null };
 }
 
 /** What running one piece of model code produced. */
@@ -65,15 +86,39 @@ export async function runCodeWithTools(
 ): Promise<CodeRun> {
   const { step } = request;
   const context = readRunContext(config);
-  const journal = context.journal;
+  const journal = rt.journal(config);
   const configurable = (config.configurable ?? {}) as Record<string, unknown>;
   const threadId = String(configurable.thread_id ?? "");
   const checkpointNs = String(configurable.checkpoint_ns ?? "");
   const taskEpochs = [...(context.taskEpochs ?? []), request.taskEpoch ?? 0];
+  const agentPath = [...(context.agentPath ?? []), rt.name];
   // Tools get the epochs in their run context: a sub-agent invoked with it keys its calls under them.
-  const toolConfig = withRunContext(config, { taskEpochs });
+  // ... and the journal, so agents it calls use this one (also when it is this agent's fallback).
+  const toolConfig = withRunContext(config, {
+    taskEpochs,
+    agentPath,
+    ...(journal ? { journal } : {}),
+  });
   const toolCalls: ToolCallRecord[] = [];
   let fatal: CodehopError | undefined;
+  // An approval this action (or a sub-agent it called) asked for: the action stops at once and
+  // the act node rethrows it, which pauses the run. On resume the action runs again from its
+  // start, with its variables from before it, and finished calls are served from the journal.
+  let paused: unknown;
+  const stop = new AbortController();
+  const approvals = actionApprovals(config, threadId, journal);
+  // Calls of each tool so far, to tell which of its call sites made a call (approval requests).
+  const callsByTool = new Map<string, number>();
+  const pause = (err: unknown, signal: AbortSignal): Promise<never> => {
+    paused ??= err;
+    stop.abort(err);
+    // The guest never sees this call settle: its action is being stopped.
+    return new Promise((_resolve, reject) => {
+      const cut = () => reject(new Error("The action was stopped for an approval."));
+      if (signal.aborted) cut();
+      else signal.addEventListener("abort", cut, { once: true });
+    });
+  };
   // Reports are applied in call order after the action, so concurrent calls give a stable order.
   const reportsByCall = new Map<number, readonly ToolReport[]>();
   const keepReports = (callIndex: number, reports: readonly ToolReport[]) => {
@@ -86,6 +131,11 @@ export async function runCodeWithTools(
     (tool: CodeTool<any>): HostToolFn =>
     async (rawArgs, { callIndex, signal }) => {
       const started = performance.now();
+      const nth = callsByTool.get(tool.name) ?? 0;
+      callsByTool.set(tool.name, nth + 1);
+      // Once the action is pausing, nothing else it calls runs.
+      if (paused !== undefined) return pause(paused, signal);
+      let approval: ToolCallRecord["approval"];
       const record = (
         args: unknown,
         ok: boolean,
@@ -100,6 +150,7 @@ export async function runCodeWithTools(
           ...(error === undefined ? {} : { error }),
           durationMs: Math.round(performance.now() - started),
           fromJournal,
+          ...(approval ? { approval } : {}),
         });
       let args: Record<string, unknown>;
       try {
@@ -133,15 +184,66 @@ export async function runCodeWithTools(
       };
       const recorded = journal ? await journalOp(() => journal.get(key)) : undefined;
       if (recorded) {
+        approval = recorded.approval;
         keepReports(callIndex, recorded.reports ?? []);
         record(args, recorded.ok, recorded.ok ? undefined : recorded.error, true);
         if (recorded.ok) return recorded.value;
         throw new Error(recorded.error);
       }
+      let runArgs = args;
+      if (needsApproval(tool, args)) {
+        let decision: ApprovalResume;
+        try {
+          decision = await approvals.decide(
+            {
+              agent: rt.name,
+              agentPath,
+              tool: tool.name,
+              args,
+              step,
+              callIndex,
+              ...codeLine(request.code, tool.name, nth),
+              code: request.code,
+            },
+            key,
+            tool,
+          );
+        } catch (err) {
+          if (isGraphInterrupt(err)) return pause(err, signal);
+          if (CodehopError.isInstance(err)) fatal ??= err;
+          throw err;
+        }
+        // A rejection is the call's outcome: journaled like a failed call, so a resume serves it.
+        const refuse = async (message: string): Promise<never> => {
+          record(args, false, message, false);
+          if (journal)
+            await journalOp(() => journal.put(key, { ok: false, error: message, approval }));
+          throw new Error(message);
+        };
+        if (decision.decision === "reject") {
+          approval = {
+            decision: "reject",
+            ...(decision.reason ? { reason: decision.reason } : {}),
+          };
+          return refuse(
+            `The user rejected this call to ${tool.name}()${decision.reason ? `: ${decision.reason}` : "."}`,
+          );
+        }
+        if (decision.decision === "edit") {
+          approval = { decision: "edit", args: decision.args };
+          try {
+            runArgs = validateToolArgs(tool, decision.args);
+          } catch (err) {
+            return refuse(
+              `The user edited the arguments of this call to ${tool.name}(), but they are invalid: ${errorMessage(err)}`,
+            );
+          }
+        } else approval = { decision: "approve" };
+      }
       const reports: ToolReport[] = [];
       let json: unknown;
       try {
-        const value = await tool.invoke(args, {
+        const value = await tool.invoke(runArgs, {
           callIndex,
           signal,
           config: toolConfig,
@@ -157,25 +259,40 @@ export async function runCodeWithTools(
         }
       } catch (err) {
         keepReports(callIndex, reports);
+        // A sub-agent paused for an approval: this action pauses too (the call is not journaled:
+        // on resume it runs again, and the sub-agent continues from its checkpoint).
+        if (isGraphInterrupt(err)) return pause(err, signal);
         if (isFatalInTool(err)) {
           fatal ??= err;
           throw err;
         }
         const message = errorMessage(err);
-        record(args, false, message, false);
+        record(runArgs, false, message, false);
         // A call cut short did not finish: don't journal it, or a resume would be served the cut as
         // the call's outcome. Cut by the action ending (timeout: `signal`), or by the run being
         // aborted (Ctrl-C, the calling parent's action ending: `config.signal`) — a sub-agent
         // listens on the run's signal and rejects before the action's own signal fires.
         if (journal && !signal.aborted && !config.signal?.aborted)
-          await journalOp(() => journal.put(key, { ok: false, error: message, reports }));
+          await journalOp(() =>
+            journal.put(key, {
+              ok: false,
+              error: message,
+              reports,
+              ...(approval ? { approval } : {}),
+            }),
+          );
         throw err;
       }
       keepReports(callIndex, reports);
-      record(args, true, undefined, false);
+      record(runArgs, true, undefined, false);
       if (journal)
         await journalOp(() =>
-          journal.put(key, { ok: true, value: json, reports } satisfies CallOutcome),
+          journal.put(key, {
+            ok: true,
+            value: json,
+            reports,
+            ...(approval ? { approval } : {}),
+          } satisfies CallOutcome),
         );
       return json;
     };
@@ -185,15 +302,22 @@ export async function runCodeWithTools(
   const timeoutMs =
     rt.settings.actionTimeoutMs ??
     (tools.some((t) => t.isAgent) ? AGENT_ACTION_TIMEOUT_MS : undefined);
-  const result = await sandbox.run({
-    code: request.code,
-    tools: Object.fromEntries(tools.map((t) => [t.name, host(t)])),
-    snapshot: request.variables ?? undefined,
-    ...(timeoutMs === undefined ? {} : { limits: { timeoutMs } }),
-    // The run was aborted (Ctrl-C, or the parent action that called this sub-agent ended): stop
-    // the action, or drop it from the sandbox's queue if it is still waiting for a process.
-    signal: config.signal,
-  });
+  let result: ActionResult;
+  try {
+    result = await sandbox.run({
+      code: request.code,
+      tools: Object.fromEntries(tools.map((t) => [t.name, host(t)])),
+      snapshot: request.variables ?? undefined,
+      ...(timeoutMs === undefined ? {} : { limits: { timeoutMs } }),
+      // The run was aborted (Ctrl-C, or the parent action that called this sub-agent ended), or
+      // the action pauses for an approval: stop the action, or drop it from the sandbox's queue
+      // if it is still waiting for a process.
+      signal: config.signal ? AbortSignal.any([config.signal, stop.signal]) : stop.signal,
+    });
+  } finally {
+    approvals.release();
+  }
+  if (paused !== undefined) throw paused;
   if (fatal) throw fatal;
   toolCalls.sort((a, b) => a.callIndex - b.callIndex);
   let usage: UsageByAgent = {};

@@ -4,6 +4,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ModelSettings } from "./models.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "./journal.ts";
+import type { CodeTool } from "../tools/define-tool.ts";
 import type { UsageByAgent } from "./usage.ts";
 
 /**
@@ -29,10 +30,20 @@ export interface RunContext {
   /** Sandbox for every agent of the run that was built without one. */
   sandbox?: CodeSandbox;
   /**
+   * More tools for this run, by agent name (`"*"`: every agent), after the agent's own: e.g. the
+   * tools of MCP servers (src/tools/mcp.ts). They show in the agent's prompt like its own tools.
+   */
+  agentTools?: Readonly<Record<string, readonly CodeTool<any>[]>>;
+  /**
    * Framework-internal: the `taskEpoch` of every agent above the one running (root first), set by
    * the act node for the tools it calls, so a sub-agent's journal keys carry the whole path.
    */
   taskEpochs?: readonly number[];
+  /**
+   * Framework-internal: the names of the agents above the one running (root first), set by the act
+   * node for the tools it calls, so an approval request names the whole path to the call.
+   */
+  agentPath?: readonly string[];
   /**
    * Framework-internal: where an agent-as-tool call collects its sub-agent's usage as it is spent,
    * so tokens of a sub-agent that fails instead of answering still reach the parent.

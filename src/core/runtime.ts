@@ -6,6 +6,7 @@ import { type CodeSandbox, toolNameProblem } from "../sandbox/contract.ts";
 import { getDefaultSandbox } from "./default-sandbox.ts";
 import { readRunContext } from "./run-context.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
+import type { CallJournal } from "./journal.ts";
 import type { AgentSettings } from "./settings.ts";
 import type { CodeAgentPrompts, PromptContext } from "./prompts.ts";
 
@@ -43,12 +44,17 @@ export interface AgentRuntime {
   readonly settings: AgentSettings;
   readonly prompts: CodeAgentPrompts;
   readonly capabilities: readonly string[];
-  /** The tools of a run (static list, or the factory applied to the run's context). */
+  /**
+   * The tools of a run: its own (static list, or the factory applied to the run's context), then
+   * the run context's `agentTools` for it.
+   */
   tools(context: Record<string, unknown>, config: RunnableConfig): CodeTool<any>[];
   /** The chat model for a run (see src/models). */
   model(config: RunnableConfig): BaseChatModel;
   /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
   sandbox(config: RunnableConfig): Promise<CodeSandbox>;
+  /** The call journal of a run: the run context's, else the agent's fallback (createCodeAgent's `journal`). */
+  journal(config: RunnableConfig): CallJournal | undefined;
   /** Prompt context for a tool list. */
   promptContext(tools: readonly CodeTool<any>[]): PromptContext;
 }
@@ -64,6 +70,8 @@ export interface RuntimeOptions {
   model?: string | BaseChatModel;
   /** The agent's own sandbox (createCodeAgent's `sandbox` option), if any. */
   sandbox?: CodeSandbox;
+  /** The journal for runs whose context has none (createCodeAgent's `journal` option). */
+  journal?: CallJournal;
 }
 
 /** Builds the shared runtime of an agent. */
@@ -76,13 +84,17 @@ export function makeRuntime(o: RuntimeOptions): AgentRuntime {
     prompts: o.prompts,
     capabilities: o.capabilities,
     tools(context, config) {
-      if (typeof o.tools !== "function") return [...o.tools];
-      const tools = o.tools({ context, config });
+      const own = typeof o.tools !== "function" ? [...o.tools] : o.tools({ context, config });
+      const extra = readRunContext(config).agentTools;
+      const added = [...(extra?.[o.name] ?? []), ...(extra?.["*"] ?? [])];
+      if (typeof o.tools !== "function" && !added.length) return own;
+      const tools = [...own, ...added];
       validateTools(o.name, tools);
       return tools;
     },
     model: (config) => resolveModel(o.name, config, { model: o.model }),
     sandbox: async (config) => o.sandbox ?? readRunContext(config).sandbox ?? getDefaultSandbox(),
+    journal: (config) => readRunContext(config).journal ?? o.journal,
     promptContext: (tools) => ({
       agentName: o.name,
       agentDescription: o.description,

@@ -2,6 +2,7 @@ import { Annotation, type Overwrite } from "@langchain/langgraph";
 import type { GuestError, JsonValue } from "../sandbox/contract.ts";
 import { asVariablesLog, type VariablesDelta, type VariablesLog } from "./variables.ts";
 import { type UsageByAgent, type UsageTotals, mergeUsage } from "./usage.ts";
+import type { ApprovalOutcome } from "./journal.ts";
 
 /** Metadata a tool reports about what it used (e.g. `{ title, url }` of a Wikipedia page). */
 export type Source = Record<string, JsonValue>;
@@ -18,6 +19,11 @@ export interface ToolCallRecord {
   durationMs: number;
   /** True when the outcome was served from the call journal instead of running the tool. */
   fromJournal: boolean;
+  /**
+   * The human decision on a call that needed approval (src/core/approval.ts): approved, rejected
+   * (with the reason) or run with edited arguments (`args`, the arguments the tool got).
+   */
+  approval?: ApprovalOutcome;
 }
 
 /**

@@ -35,6 +35,7 @@ import { makeNewTaskNode } from "../nodes/new-task.ts";
 import { makeWriteActionNode } from "../nodes/write-action.ts";
 import { makePlanningNode } from "../nodes/planning.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
+import type { CallJournal } from "../core/journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 
 /**
@@ -78,6 +79,12 @@ export interface CodeAgentOptions extends AgentSettingsInput {
   model?: string | BaseChatModel;
   /** Sandbox for code actions (default: the run context's `sandbox`, else a lazily created process-wide one). */
   sandbox?: CodeSandbox;
+  /**
+   * Call journal for runs whose context brings none (e.g. graphs served by `langgraphjs dev`,
+   * src/graphs/entries.ts): the agent passes it on to the agents it calls. A run context's
+   * `journal` wins.
+   */
+  journal?: CallJournal;
   /** Capability lines for the system prompt (default DEFAULT_CAPABILITIES). */
   capabilities?: readonly string[];
   /**
@@ -302,6 +309,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     tools = [],
     model,
     sandbox,
+    journal,
     capabilities,
     subgraphs,
     input: mapping,
@@ -340,6 +348,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
     tools,
     model,
     sandbox,
+    journal,
   });
   const nested =
     subgraphs ?? (typeof tools === "function" ? [] : tools.flatMap((t) => t.subgraphs ?? []));

@@ -21,15 +21,16 @@ export interface MemberBuild<Deps> {
 
 /**
  * What every member passes on to createCodeAgent unchanged: its registry facts (name, prompts, the
- * root's input, the team's run-context schema) and the app's model and sandbox.
+ * root's input, the team's run-context schema) and the app's model, sandbox and fallback journal.
  */
-export function memberBase<Deps extends { model?: unknown; sandbox?: unknown }>(
+export function memberBase<Deps extends { model?: unknown; sandbox?: unknown; journal?: unknown }>(
   build: MemberBuild<Deps>,
 ): {
   name: string;
   prompts: string;
   model?: Deps["model"];
   sandbox?: Deps["sandbox"];
+  journal?: Deps["journal"];
   input?: CodeAgentInputMapping<any>;
   contextSchema?: z.ZodObject;
 } {
@@ -40,6 +41,7 @@ export function memberBase<Deps extends { model?: unknown; sandbox?: unknown }>(
     ...(contextSchema ? { contextSchema } : {}),
     ...(deps.model === undefined ? {} : { model: deps.model }),
     ...(deps.sandbox === undefined ? {} : { sandbox: deps.sandbox }),
+    ...(deps.journal === undefined ? {} : { journal: deps.journal }),
     ...(input ? { input } : {}),
   };
 }

@@ -2,7 +2,9 @@
  * The graphs `langgraph.json` serves (Studio, `npm run studio`, `langgraphjs dev`), in this one
  * module, which owns the environment fallback: a run that brings no knowledge source searches the
  * one the environment names (CODEHOP_CORPUS, else online Wikipedia, cached under CODEHOP_HOME),
- * opened on first use; a conversation keeps its files under CODEHOP_HOME. The model comes from the run context, else the environment (src/core/models.ts).
+ * opened on first use, and the call journal in the environment's data directory; a conversation
+ * keeps its files under CODEHOP_HOME. The model comes from the run context, else the environment
+ * (src/core/models.ts).
  * No graph here carries a checkpointer: the LangGraph server attaches its own.
  *
  * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
@@ -17,7 +19,10 @@ import {
   qaTeam,
   type ReferenceAgentOptions,
 } from "../apps/qa/team.ts";
+import type { ApprovalJournal } from "../core/approval.ts";
+import type { CallJournal, ReplayableJournal } from "../core/journal.ts";
 import { createCodeAgent } from "../framework/code-agent.ts";
+import { openPersistence, type Persistence } from "../persistence/index.ts";
 import type { Team } from "../framework/team.ts";
 import { loadAppConfig } from "../runs/config.ts";
 import type { KnowledgeSource } from "../store/types.ts";
@@ -36,7 +41,30 @@ function fromEnvironment(): KnowledgeSource {
   return environmentSource;
 }
 
-const qaDeps: ReferenceAgentOptions = { fallbackSource: fromEnvironment };
+let environmentPersistence: Persistence | undefined;
+
+/**
+ * The call journal of runs that bring none (the LangGraph server gives a run only its own
+ * checkpointer): the one in the environment's data directory (CODEHOP_HOME/checkpoints.db), opened
+ * on first use. With it, a run the server resumes (after an approval, a crash) is served the calls
+ * its action had finished instead of making them again.
+ */
+export const environmentJournal: CallJournal & ApprovalJournal = {
+  get: (key) => journalOfEnvironment().get(key),
+  put: (key, outcome) => journalOfEnvironment().put(key, outcome),
+  getDecision: (threadId, approvalId) => journalOfEnvironment().getDecision(threadId, approvalId),
+  putDecision: (threadId, decision) => journalOfEnvironment().putDecision(threadId, decision),
+};
+
+function journalOfEnvironment() {
+  environmentPersistence ??= openPersistence(loadAppConfig().home);
+  return environmentPersistence.journal as ReplayableJournal & ApprovalJournal;
+}
+
+const qaDeps: ReferenceAgentOptions = {
+  fallbackSource: fromEnvironment,
+  journal: environmentJournal,
+};
 
 /** The QA app: `{ question }` in, the manager → wikipedia_search → page_search team. */
 export const manager = createManagerGraph(qaDeps);
@@ -49,6 +77,7 @@ export const code_agent = createCodeAgent({
   name: "code_agent",
   description: "a general assistant that answers by computing in JavaScript",
   maxSteps: 6,
+  journal: environmentJournal,
 }).graph;
 
 let environmentFiles: ChatFiles | undefined;
@@ -64,7 +93,10 @@ function chatFilesFromEnvironment(): ChatFiles {
  * agent answers the last user message with the thread's attached files (files uploaded as
  * content blocks, or `attach: [{ url }]` in the input).
  */
-export const chat = createChatGraph({ fallbackFiles: chatFilesFromEnvironment });
+export const chat = createChatGraph({
+  fallbackFiles: chatFilesFromEnvironment,
+  journal: environmentJournal,
+});
 
 /** One graph of langgraph.json: the compiled graph, and the team and agent it is, if any. */
 export interface GraphEntry {

@@ -1,6 +1,7 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { ApprovalJournal, ApprovalResume } from "../core/approval.ts";
 import {
   type CallKey,
   type CallOutcome,
@@ -161,8 +162,8 @@ function fromSql(r: Record<string, any>): JournalRow {
  * The call journal in SQLite (the core's semantics over {@link SqliteJournalRows}): what
  * `openPersistence(...).journal` is, kept as a class for code that builds one on a connection.
  */
-export class SqliteCallJournal implements ReplayableJournal {
-  private readonly journal: ReplayableJournal;
+export class SqliteCallJournal implements ReplayableJournal, ApprovalJournal {
+  private readonly journal: ReplayableJournal & ApprovalJournal;
 
   /** @param matchAcrossForks also serve calls recorded before a replay's fork (see createCallJournal). */
   constructor(
@@ -186,5 +187,13 @@ export class SqliteCallJournal implements ReplayableJournal {
 
   entries(threadId: string): Promise<JournalEntry[]> {
     return this.journal.entries(threadId);
+  }
+
+  getDecision(threadId: string, approvalId: string): Promise<ApprovalResume | undefined> {
+    return this.journal.getDecision(threadId, approvalId);
+  }
+
+  putDecision(threadId: string, decision: ApprovalResume): Promise<void> {
+    return this.journal.putDecision(threadId, decision);
   }
 }

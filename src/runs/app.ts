@@ -3,6 +3,7 @@ import type { BaseCheckpointSaver, CompiledStateGraph, StateSnapshot } from "@la
 import type { RunContext } from "../core/run-context.ts";
 import type { Team } from "../framework/team.ts";
 import type { Persistence } from "../persistence/port.ts";
+import type { McpServerOptions } from "../tools/mcp.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import type { AppConfig, AppConfigOverrides } from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
@@ -86,4 +87,11 @@ export interface RunOptions {
   onStart?: (info: { threadId: string; dbPath: string; state?: Record<string, unknown> }) => void;
   /** Aborts the run (the thread stays resumable from its last checkpoint). */
   signal?: AbortSignal;
+  /**
+   * MCP servers whose tools the run's agents get (src/tools/mcp.ts), by name, merged over the
+   * configuration file's `mcpServers` (these win by name).
+   */
+  mcpServers?: Readonly<Record<string, McpServerOptions>>;
+  /** Receives warnings that do not stop the run (e.g. an MCP tool that could not be offered). */
+  onWarning?: (message: string) => void;
 }

@@ -30,6 +30,8 @@ export interface AppConfig {
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
+  /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
+  configFile?: string;
   temperature?: number;
   maxTokens?: number;
   maxRetries?: number;
@@ -57,6 +59,7 @@ export function loadAppConfig(
     home: resolve(pick(overrides.home, env.home) ?? ".codehop"),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
+    configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),
     maxRetries: pick(overrides.maxRetries, env.maxRetries),

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { Command, StateSnapshot } from "@langchain/langgraph";
+import { Command, type StateSnapshot } from "@langchain/langgraph";
+import {
+  type ApprovalDecision,
+  approvalResume,
+  describeApproval,
+  pendingApprovals,
+} from "../core/approval.ts";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
@@ -19,6 +25,7 @@ import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
 import type { StreamEvent } from "./progress.ts";
 import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
+import { openRunMcp, type RunMcp } from "./mcp.ts";
 
 /**
  * The run lifecycle every app shares: start a thread, resume it, replay it from a checkpoint, read
@@ -34,6 +41,8 @@ export interface Session {
   readonly graph: AppGraph;
   /** The run's services, once prepared. */
   services?: RunServices;
+  /** The run's MCP servers and their tools, once prepared (none configured: undefined). */
+  mcp?: RunMcp;
   close(): Promise<void>;
 }
 
@@ -56,6 +65,7 @@ export async function openSession(
     },
     async close() {
       await session.services?.close().catch(() => {});
+      await session.mcp?.close().catch(() => {});
       if (!options.persistence) await persistence.close();
     },
   };
@@ -93,6 +103,7 @@ async function prepareRun(
   if (stored) applyStoredModel(session.config, stored);
   if (!options.model) await requireModel(session);
   session.services = await session.app.openServices(session.config, options, stored);
+  session.mcp = await openRunMcp(session.config, options, session.app.team);
 }
 
 /** The run context of a run: models, journal, the app's services, the caller's extras. */
@@ -103,6 +114,7 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
     journal: replay ? persistence.journal.forReplay() : persistence.journal,
     modelSettings: modelSettingsOf(config),
     ...session.services?.context,
+    ...(session.mcp ? { agentTools: session.mcp.agentTools } : {}),
     ...options.context,
   };
   if (options.model) context.model = options.model;
@@ -206,8 +218,22 @@ async function execute(
   }
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
-  await persistence.threads.finish(threadId, result.answer, result.duration_ms);
+  if (result.approval) await markAwaitingApproval(persistence, threadId, result);
+  else await persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
+}
+
+/** A thread paused for an approval stays resumable: recorded as interrupted, saying for what. */
+async function markAwaitingApproval(
+  persistence: Persistence,
+  threadId: string,
+  result: AskResult,
+): Promise<void> {
+  await persistence.threads.fail(
+    threadId,
+    `Waiting for approval ${result.approval!.approvalId} (${describeApproval(result.approval!)}).`,
+    { interrupted: true },
+  );
 }
 
 /** An {@link AskResult} from a thread's latest state snapshot (with the app's own fields). */
@@ -219,15 +245,18 @@ function shapeResult(
   durationMs: number,
 ): AskResult {
   const values = (snapshot.values ?? {}) as Record<string, unknown>;
+  const approval = pendingApprovals(snapshot)[0] ?? null;
   return {
     answer: answerText(values.answer),
     thread_id: threadId,
-    status:
-      typeof values.status === "string"
+    status: approval
+      ? "awaiting_approval"
+      : typeof values.status === "string"
         ? values.status
         : snapshot.next.length
           ? "interrupted"
           : "unknown",
+    approval,
     sources: shapeSources(values.sources),
     usage: shapeUsage(values.usage as UsageByAgent | undefined),
     steps: typeof values.stepCount === "number" ? values.stepCount : 0,
@@ -264,10 +293,11 @@ async function latest(
   session: Session,
   options: RunOptions,
   record: ThreadRecord,
-): Promise<{ stored: AskResult } | { state: Record<string, unknown> }> {
+): Promise<{ stored: AskResult } | { state: Record<string, unknown>; snapshot: StateSnapshot }> {
   const { persistence } = session;
   const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
-  if (snapshot.next.length > 0) return { state: snapshot.values as Record<string, unknown> };
+  if (snapshot.next.length > 0)
+    return { state: snapshot.values as Record<string, unknown>, snapshot };
   options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
   // A stored result reports how long the run that finished it took.
   const stored = shapeResult(
@@ -353,14 +383,8 @@ export async function startRun(
   }
 }
 
-/** Options of {@link runTurn}. */
-export interface TurnOptions extends StartOptions {
-  /**
-   * Continues a round paused by an interrupt (e.g. an approval) with this value — LangGraph's
-   * `Command({ resume })` — instead of sending a new input.
-   */
-  resume?: unknown;
-}
+/** Options of {@link runTurn}: those of a start (the thread id, when it is not a new one). */
+export type TurnOptions = StartOptions;
 
 /**
  * Runs one more input on a thread of a multi-turn app (a conversation), or starts the thread when
@@ -441,15 +465,27 @@ export async function requireThread(
   return record;
 }
 
+/** Options of {@link resumeRun}. */
+export interface ResumeOptions extends RunOptions {
+  /**
+   * The decision on the approval the thread waits for (`result.approval` of the run that paused):
+   * `{ decision: "approve" }`, `{ decision: "reject", reason }` or `{ decision: "edit", args }`;
+   * `approvalId` defaults to the pending approval's. Without it, a thread waiting for an approval
+   * returns its result (status "awaiting_approval") and nothing runs.
+   */
+  approval?: ApprovalDecision;
+}
+
 /**
  * Continues a thread from its last checkpoint — after a crash, a kill -9, an endpoint failure or
- * Ctrl-C. Sub-agent and tool calls that had finished are served from the call journal, not re-run.
- * A thread that already finished returns its stored result without calling the model.
+ * Ctrl-C, or with the decision on the approval it waits for. Sub-agent and tool calls that had
+ * finished are served from the call journal, not re-run. A thread that already finished returns its
+ * stored result without calling the model.
  */
 export async function resumeRun(
   app: RunApp,
   threadId: string,
-  options: RunOptions = {},
+  options: ResumeOptions = {},
 ): Promise<AskResult> {
   const session = await openSession(app, options);
   try {
@@ -459,8 +495,10 @@ export async function resumeRun(
       true,
       commandContext(options),
     );
-    let input: Record<string, unknown> | null = null;
+    let input: Record<string, unknown> | Command | null = null;
     let state: Record<string, unknown> | undefined;
+    if (options.approval && record.checkpoints === 0)
+      approvalResume(options.approval, [], threadId);
     if (record.checkpoints === 0) {
       // The run died before its first checkpoint: start it again from the recorded input.
       if (!record.question)
@@ -471,8 +509,21 @@ export async function resumeRun(
       input = app.input(record.question);
     } else {
       const found = await latest(session, options, record);
-      if ("stored" in found) return found.stored;
+      if ("stored" in found) {
+        if (options.approval) approvalResume(options.approval, [], threadId);
+        return found.stored;
+      }
       state = found.state;
+      const pending = pendingApprovals(found.snapshot);
+      if (options.approval) {
+        input = new Command({ resume: approvalResume(options.approval, pending, threadId) });
+      } else if (pending.length) {
+        // Waiting for a decision: running now would only ask again.
+        options.onStart?.({ threadId, dbPath: session.persistence.location, state });
+        const result = shapeResult(app, session.persistence, threadId, found.snapshot, 0);
+        await markAwaitingApproval(session.persistence, threadId, result);
+        return result;
+      }
     }
     await prepareRun(session, options, record.options);
     return await execute(session, options, threadId, input, { state });

@@ -1,3 +1,4 @@
+import type { ApprovalRequest } from "../core/approval.ts";
 import type { UsageByAgent, UsageTotals } from "../core/usage.ts";
 
 /** Token usage of one agent (or the total) as reported in results and `--json` output. */
@@ -22,8 +23,17 @@ export interface SourceReport {
 export interface AskResult {
   answer: string;
   thread_id: string;
-  /** "final_answer", "max_steps", "repeated_action" (why the manager stopped). */
+  /**
+   * "final_answer", "max_steps", "repeated_action" (why the manager stopped), or
+   * "awaiting_approval" (paused: `approval` says for what).
+   */
   status: string;
+  /**
+   * The tool call the run is paused on until a human decides (src/core/approval.ts), else null.
+   * Continue with `resumeThread(thread_id, { approval: { decision: "approve" } })` or
+   * `codehop resume <thread> --approve | --reject "why" | --edit '<json>'`.
+   */
+  approval: ApprovalRequest | null;
   sources: SourceReport[];
   usage: { total: UsageReport; by_agent: Record<string, UsageReport> };
   /** Manager actions taken. */

@@ -56,12 +56,50 @@ export interface CodeTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   readonly subgraphs?: readonly unknown[];
   /** True for tools that wrap another agent (rendered under "team members" in prompts). */
   readonly isAgent?: boolean;
+  /**
+   * Human approval before a call runs (src/core/approval.ts): `"always"`, `"never"` (the default)
+   * or a predicate on the validated arguments (`(args) => args.path.startsWith("/etc")`; one that
+   * throws counts as true). A call that needs approval pauses the run with LangGraph's
+   * `interrupt()`; the run resumes with the decision (approve, edit the arguments, reject with a
+   * reason that becomes the call's error).
+   */
+  readonly approval?: ApprovalPolicy<z.infer<z.ZodObject<Shape>>>;
+  /**
+   * JSON Schema of the parameters when the tool was built from one (MCP tools), shown to UIs that
+   * edit arguments; otherwise it is derived from `parameters`.
+   */
+  readonly parametersJsonSchema?: Record<string, unknown>;
+}
+
+/** When a tool's calls need human approval (see {@link CodeTool.approval}). */
+export type ApprovalPolicy<Args = Record<string, unknown>> =
+  "always" | "never" | ((args: Args) => boolean);
+
+/** JSON Schema of a tool's parameters (`{}` when the zod schema has no JSON form). */
+export function toolParametersJsonSchema(tool: CodeTool<any>): Record<string, unknown> {
+  if (tool.parametersJsonSchema) return tool.parametersJsonSchema;
+  try {
+    return z.toJSONSchema(tool.parameters, { unrepresentable: "any" }) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
 }
 
 /** Defines a tool (identity helper that keeps the schema's inferred types). */
 export function defineTool<Shape extends z.ZodRawShape>(tool: CodeTool<Shape>): CodeTool<Shape> {
   if (!/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(tool.name)) {
     throw new Error(`Tool name "${tool.name}" is not a valid JavaScript identifier`);
+  }
+  const approval = tool.approval;
+  if (
+    approval !== undefined &&
+    approval !== "always" &&
+    approval !== "never" &&
+    typeof approval !== "function"
+  ) {
+    throw new Error(
+      `Tool "${tool.name}": approval must be "always", "never" or a function of the arguments, got ${JSON.stringify(approval)}`,
+    );
   }
   return tool;
 }
@@ -105,6 +143,17 @@ export function parseToolArgs(tool: CodeTool<any>, rawArgs: unknown[]): Record<s
       if (i < rawArgs.length) candidate[k] = rawArgs[i];
     });
   }
+  return validateToolArgs(tool, candidate);
+}
+
+/**
+ * Validates named arguments (`{ query: "x" }`) against the tool's schema; throws
+ * {@link ToolArgumentError} naming the problems and the tool's signature.
+ */
+export function validateToolArgs(
+  tool: CodeTool<any>,
+  candidate: Record<string, unknown>,
+): Record<string, unknown> {
   const parsed = tool.parameters.safeParse(candidate);
   if (!parsed.success) {
     const problems = parsed.error.issues
@@ -133,8 +182,10 @@ export function tsType(schema: z.ZodType): string {
       return tsType(def.innerType);
     case "nullable":
       return `${tsType(def.innerType)} | null`;
-    case "array":
-      return `${tsType(def.element)}[]`;
+    case "array": {
+      const element = tsType(def.element);
+      return element.includes("|") ? `(${element})[]` : `${element}[]`;
+    }
     case "enum":
       return Object.values(def.entries as Record<string, string>)
         .map((v) => JSON.stringify(v))
@@ -147,6 +198,22 @@ export function tsType(schema: z.ZodType): string {
         .map(([k, v]) => `${k}${isOptional(v) ? "?" : ""}: ${tsType(v)}`)
         .join("; ")} }`;
     }
+    case "union": {
+      const options = (def.options as z.ZodType[]).map((o) => {
+        const t = tsType(o);
+        // Arrays of unions and functions need parentheses inside a union.
+        return t.includes("=>") ? `(${t})` : t;
+      });
+      return [...new Set(options)].join(" | ");
+    }
+    case "record":
+      return `Record<string, ${tsType(def.valueType)}>`;
+    case "null":
+      return "null";
+    case "tuple":
+      return `[${(def.items as z.ZodType[]).map(tsType).join(", ")}]`;
+    case "pipe":
+      return tsType(def.in);
     default:
       return "any";
   }

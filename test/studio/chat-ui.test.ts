@@ -10,7 +10,8 @@ import {
 } from "../../src/apps/chat/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { startHttpServer, writeDemoDocuments } from "../chat/documents.ts";
-import { startLangGraphDev } from "./langgraph-dev.ts";
+import { Client } from "@langchain/langgraph-sdk";
+import { ROOT, startDevServer, type DevServer } from "./dev-server.ts";
 
 // The chat graph behind the LangGraph API server (`npm run studio`), driven with
 // @langchain/langgraph-sdk exactly as LangChain's agent-chat-ui drives it through the SDK's
@@ -24,7 +25,8 @@ import { startLangGraphDev } from "./langgraph-dev.ts";
 const SPAN = DEMO_ROUNDS[1];
 const CLIMB = DEMO_ROUNDS[5];
 let model: ScriptedOpenAIServer;
-let server: Awaited<ReturnType<typeof startLangGraphDev>> | undefined;
+let server: DevServer | undefined;
+let client: Client;
 let web: Awaited<ReturnType<typeof startHttpServer>>;
 let pdf: string;
 
@@ -37,12 +39,16 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "text/html" });
     res.end(DEMO_VISITOR_PAGE);
   });
-  server = await startLangGraphDev({
+  server = await startDevServer(ROOT, {
+    ...process.env,
     OPENAI_BASE_URL: model.baseURL,
     OPENAI_API_KEY: "scripted",
     CODEHOP_MODEL: "scripted",
     CODEHOP_HOME: home,
+    LANGSMITH_TRACING: "false",
+    LANGCHAIN_TRACING_V2: "false",
   });
+  client = new Client({ apiUrl: server.url });
 }, 120_000);
 
 afterAll(async () => {
@@ -54,7 +60,7 @@ afterAll(async () => {
 /** One run as useStream starts it; returns every event. */
 async function submit(threadId: string, input: Record<string, unknown>) {
   const events: Array<{ event: string; data: any }> = [];
-  for await (const e of server!.client.runs.stream(threadId, "chat", {
+  for await (const e of client.runs.stream(threadId, "chat", {
     input,
     streamMode: ["values", "messages-tuple", "custom"],
     streamSubgraphs: true,
@@ -71,7 +77,7 @@ describe("agent-chat-ui against the chat graph (LangGraph server + SDK)", () => 
   let first: Array<{ event: string; data: any }>;
 
   beforeAll(async () => {
-    threadId = (await server!.client.threads.create()).thread_id;
+    threadId = (await client.threads.create()).thread_id;
     first = await submit(threadId, {
       messages: [
         {
@@ -147,10 +153,10 @@ describe("agent-chat-ui against the chat graph (LangGraph server + SDK)", () => 
   }, 120_000);
 
   it("serves the thread's history as the UI fetches it", async () => {
-    const history = await server!.client.threads.getHistory(threadId, { limit: 50 });
+    const history = await client.threads.getHistory(threadId, { limit: 50 });
     expect(history.length).toBeGreaterThan(4);
     expect((history[0].values as any).messages).toHaveLength(4);
-    const state = await server!.client.threads.getState(threadId);
+    const state = await client.threads.getState(threadId);
     expect(state.next).toEqual([]);
   });
 });

@@ -1,12 +1,12 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Client } from "@langchain/langgraph-sdk";
+import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDemoCorpus, startDemoModelServer } from "../../src/apps/qa/demo.ts";
 import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
 import type { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
-import { startLangGraphDev } from "./langgraph-dev.ts";
+import { ROOT, startDevServer, type DevServer } from "./dev-server.ts";
 
 // LangGraph Studio talks to the LangGraph API server that `npm run studio` starts
 // (`langgraphjs dev`). The Studio UI itself is hosted online, so this test drives what it calls:
@@ -14,25 +14,28 @@ import { startLangGraphDev } from "./langgraph-dev.ts";
 // The model is the scripted OpenAI-compatible server; the corpus is the demo corpus.
 
 let model: ScriptedOpenAIServer;
-let server: Awaited<ReturnType<typeof startLangGraphDev>> | undefined;
+let api: DevServer | undefined;
 let client: Client;
 
 beforeAll(async () => {
   const home = mkdtempSync(join(tmpdir(), "codehop-studio-"));
   const corpus = await ensureDemoCorpus(home);
   model = await startDemoModelServer();
-  server = await startLangGraphDev({
+  api = await startDevServer(ROOT, {
+    ...process.env,
     OPENAI_BASE_URL: model.baseURL,
     OPENAI_API_KEY: "scripted",
     CODEHOP_MODEL: "scripted",
     CODEHOP_CORPUS: corpus,
     CODEHOP_HOME: home,
+    LANGSMITH_TRACING: "false",
+    LANGCHAIN_TRACING_V2: "false",
   });
-  client = server.client;
+  client = new Client({ apiUrl: api.url });
 }, 120_000);
 
 afterAll(async () => {
-  server?.stop();
+  api?.stop();
   await model?.close();
 });
 

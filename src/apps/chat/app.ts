@@ -1,10 +1,11 @@
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { Command, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
+import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import { randomUUID } from "node:crypto";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
 import { loadAppConfig, type AppConfig } from "../../runs/config.ts";
-import { runTurn } from "../../runs/lifecycle.ts";
+import { resumeRun, runTurn } from "../../runs/lifecycle.ts";
+import { pendingApprovals, type ApprovalDecision } from "../../core/approval.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { RecordingApp } from "../../runs/thread-record.ts";
 import type { CodeTool } from "../../tools/define-tool.ts";
@@ -39,7 +40,10 @@ export interface ChatResult extends AskResult {
   citations: Citation[];
   /** What attaching this round's files and links did, one result each. */
   attachments: AttachmentResult[];
-  /** Pending interrupts (e.g. a tool call waiting for approval): continue with `chat(..., { resume })`. */
+  /**
+   * Pending interrupts (LangGraph's): a tool call waiting for approval is one, also given as
+   * `approval` (status "awaiting_approval"); answer it with `chat(threadId, "", { approval })`.
+   */
   interrupts: Array<{ id?: string; value: unknown }>;
 }
 
@@ -75,13 +79,15 @@ export function chatResultFields(
   return {
     answer: text,
     reply: text,
-    status: interrupts.length
-      ? "waiting"
-      : snapshot.next.length
-        ? "interrupted"
-        : reply
-          ? "done"
-          : "unknown",
+    status: pendingApprovals(snapshot).length
+      ? "awaiting_approval"
+      : interrupts.length
+        ? "waiting"
+        : snapshot.next.length
+          ? "interrupted"
+          : reply
+            ? "done"
+            : "unknown",
     sources: citations.map((c) => ({ title: c.file, ...c })),
     steps: rounds,
     round: rounds,
@@ -129,8 +135,12 @@ export interface ChatOptions extends RunOptions {
   tools?: readonly CodeTool<any>[];
   /** Stream the chat agent's own steps to `onEvent` (the CLI's live tree). */
   streamAgentSteps?: boolean;
-  /** Continues a round paused by an interrupt with this value, instead of a new message. */
-  resume?: unknown;
+  /**
+   * The decision on the tool call the conversation waits for (`result.approval`):
+   * `{ decision: "approve" }`, `{ decision: "reject", reason }` or `{ decision: "edit", args }`.
+   * The paused round then goes on (the message is ignored); nothing it had finished runs again.
+   */
+  approval?: ApprovalDecision;
 }
 
 /**
@@ -145,9 +155,8 @@ export async function chat(
   message: string,
   options: ChatOptions = {},
 ): Promise<ChatResult> {
-  const { files = [], urls = [], settings, tools, streamAgentSteps, resume, ...run } = options;
-  const resuming = resume !== undefined;
-  if (!resuming && !message.trim()) {
+  const { files = [], urls = [], settings, tools, streamAgentSteps, approval, ...run } = options;
+  if (!approval && !message.trim()) {
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       "The message is empty: write something to the assistant.",
@@ -158,18 +167,32 @@ export async function chat(
     ...files.map((path) => ({ path })),
     ...urls.map((url) => ({ url })),
   ];
-  const input = resuming
-    ? new Command({ resume })
-    : { messages: [new HumanMessage(message)], ...(attach.length ? { attach } : {}) };
+  const context = {
+    ...run.context,
+    ...(settings ? { chat: settings } : {}),
+    ...(tools
+      ? {
+          agentTools: {
+            ...run.context?.agentTools,
+            chat: [...(run.context?.agentTools?.chat ?? []), ...tools],
+          },
+        }
+      : {}),
+    ...(streamAgentSteps ? { streamAgentSteps } : {}),
+  };
+  if (approval) {
+    if (!threadId)
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        "An approval answers a thread: give its id.",
+      );
+    return (await resumeRun(chatApp, threadId, { ...run, context, approval })) as ChatResult;
+  }
+  const input = { messages: [new HumanMessage(message)], ...(attach.length ? { attach } : {}) };
   const result = await runTurn(chatApp, message, input, {
     ...run,
     threadId: threadId || randomUUID(),
-    context: {
-      ...run.context,
-      ...(settings ? { chat: settings } : {}),
-      ...(tools ? { chatTools: tools } : {}),
-      ...(streamAgentSteps ? { streamAgentSteps } : {}),
-    },
+    context,
   });
   return result as ChatResult;
 }

@@ -10,6 +10,7 @@ import {
   type MemberBuild,
   type Team,
 } from "../../framework/team.ts";
+import type { CallJournal } from "../../core/journal.ts";
 import type { CodeSandbox } from "../../sandbox/contract.ts";
 import type { CodeTool } from "../../tools/define-tool.ts";
 import {
@@ -36,16 +37,18 @@ export interface ChatAgentOptions extends ChatFilesDeps {
   model?: string | BaseChatModel;
   /** Sandbox for the agent's code (default: the run's, else the process-wide one). */
   sandbox?: CodeSandbox;
+  /** Call journal for runs whose context brings none (graphs served by `langgraphjs dev`). */
+  journal?: CallJournal;
   /**
-   * Tools the agent has besides `search_files`, in every run (e.g. tools of MCP servers); a run adds
-   * more with the run context's `chatTools`. The agent's tool list is built per run from these.
+   * Tools the agent has besides `search_files`, in every run; a run adds more through the run
+   * context's `agentTools` (the MCP servers of the configuration file, `chat(…, { tools })`).
    */
   tools?: readonly CodeTool<any>[];
 }
 
 /**
- * The chat agent's tools for one run: `search_files` over the thread's attached files, then the
- * graph's extra tools, then the run's (`chatTools`).
+ * The chat agent's own tools for one run: `search_files` over the thread's attached files, then
+ * the graph's `tools` (the run's `agentTools` follow them, added by the framework).
  */
 export function chatToolsFor(
   options: ChatAgentOptions,
@@ -55,7 +58,6 @@ export function chatToolsFor(
   return [
     createSearchFilesTool(files, threadIdOf(config), { k: chatSettingsOf(config).searchResults }),
     ...(options.tools ?? []),
-    ...(readRunContext(config).chatTools ?? []),
   ];
 }
 

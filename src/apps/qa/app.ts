@@ -10,6 +10,7 @@ import {
   resumeRun,
   startRun,
   type ReplayOptions,
+  type ResumeOptions,
   type StartOptions,
 } from "../../runs/lifecycle.ts";
 import type { RunProgress } from "../../runs/progress.ts";
@@ -56,10 +57,11 @@ export function ask(question: string, options: AskOptions = {}): Promise<AskResu
 
 /**
  * Continues a QA thread from its last checkpoint — after a crash, a kill -9, an endpoint failure
- * or Ctrl-C. Sub-agent and tool calls that had finished are served from the call journal, not
- * re-run. A thread that already finished returns its stored result without calling the model.
+ * or Ctrl-C, or with the decision on the approval it waits for (`options.approval`). Sub-agent and
+ * tool calls that had finished are served from the call journal, not re-run. A thread that already
+ * finished returns its stored result without calling the model.
  */
-export function resume(threadId: string, options: RunOptions = {}): Promise<AskResult> {
+export function resume(threadId: string, options: ResumeOptions = {}): Promise<AskResult> {
   return resumeRun(qaApp, threadId, options);
 }
 

@@ -36,7 +36,7 @@ export default function askCommand(): Command {
         flags,
         "codehop ask",
         (options) => ask(question, { threadId, config, ...options }),
-        { threadId },
+        { threadId, config },
       );
     });
 }

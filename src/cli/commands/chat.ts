@@ -4,7 +4,9 @@ import { Command } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
+import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
 import { chatRoundView } from "../chat-view.ts";
+import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
 
 /** Flags of `codehop chat`. */
 interface ChatFlags extends RunFlags {
@@ -109,27 +111,71 @@ export default function chatCommand(): Command {
       rl.on("SIGINT", onInterrupt);
       process.on("SIGINT", onInterrupt);
 
+      // Lines are read from one iterator: the loop's messages and the answers to an approval.
+      const lines = rl[Symbol.asyncIterator]();
+      const nextLine = async (question?: string): Promise<string | undefined> => {
+        // A question waits on the same line in a terminal; in a log it is a line of its own.
+        if (question) process.stdout.write(tty ? question : `${question}\n`);
+        const next = await lines.next();
+        return next.done ? undefined : String(next.value);
+      };
+
+      /** Asks approve / edit / reject for a paused tool call; undefined when the input ends. */
+      const decide = async (request: ApprovalRequest): Promise<ApprovalDecision | undefined> => {
+        out(formatApproval(request));
+        for (;;) {
+          const answer = (await nextLine("[a]pprove, [e]dit arguments, [r]eject? "))
+            ?.trim()
+            .toLowerCase();
+          if (answer === undefined) return undefined;
+          if (answer === "a" || answer === "approve") return { decision: "approve" };
+          if (answer === "r" || answer === "reject") {
+            const reason = (await nextLine("Reason (the agent reads it): "))?.trim();
+            if (reason === undefined) return undefined;
+            return { decision: "reject", ...(reason ? { reason } : {}) };
+          }
+          if (answer === "e" || answer === "edit") {
+            const json = await nextLine(`Arguments as JSON [${JSON.stringify(request.args)}]: `);
+            if (json === undefined) return undefined;
+            try {
+              return { decision: "edit", args: json.trim() ? parseEditedArgs(json) : request.args };
+            } catch (e) {
+              out((e as Error).message);
+            }
+          }
+        }
+      };
+
       const runRound = async (message: string) => {
         running = new AbortController();
         const view = chatRoundView(!flags.json && !flags.quiet);
         try {
-          const result = await app.chat(threadId, message, {
-            config,
-            ...(Object.keys(settings).length ? { settings } : {}),
-            signal: running.signal,
-            ...view.options,
-          });
-          view.stop();
-          if (flags.json) out(JSON.stringify(result));
-          else {
-            for (const a of result.attachments)
-              if (!a.ok) out(`not attached: ${a.name} — ${a.error}`);
-            out(`assistant> ${result.reply}`);
-            if (result.interrupts.length) {
+          let approval: ApprovalDecision | undefined;
+          for (;;) {
+            const result = await app.chat(threadId, message, {
+              config,
+              ...(Object.keys(settings).length ? { settings } : {}),
+              signal: running.signal,
+              ...(approval ? { approval } : {}),
+              ...view.options,
+            });
+            view.stop();
+            if (flags.json) out(JSON.stringify(result));
+            if (result.approval) {
+              // The agent's code wants to run a tool that needs approval: ask, then go on.
+              approval = await decide(result.approval);
+              if (approval) continue;
               out(
-                `(the reply waits for a decision: ${JSON.stringify(result.interrupts.map((i) => i.value))}; continue it with \`codehop resume ${threadId}\`)`,
+                `(the reply waits for this approval; answer it later with:\n${approvalCommands(threadId)})`,
               );
+              return;
             }
+            if (!flags.json) {
+              for (const a of result.attachments)
+                if (!a.ok) out(`not attached: ${a.name} — ${a.error}`);
+              out(`assistant> ${result.reply}`);
+            }
+            return;
           }
         } catch (e) {
           view.stop();
@@ -192,7 +238,7 @@ export default function chatCommand(): Command {
 
       try {
         if (tty) rl.prompt();
-        for await (const raw of rl) {
+        for (let raw = await nextLine(); raw !== undefined; raw = await nextLine()) {
           interruptedAtPrompt = false;
           const line = raw.trim();
           if (line) {

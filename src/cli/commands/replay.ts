@@ -58,7 +58,7 @@ export default function replayCommand(): Command {
             asNode: flags.asNode,
             ...options,
           }),
-        { threadId },
+        { threadId, config: configFromFlags(flags) },
       );
     },
   );

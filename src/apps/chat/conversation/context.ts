@@ -2,7 +2,6 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
 import { readRunContext, RunContextSchema } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
-import type { CodeTool } from "../../../tools/define-tool.ts";
 import { ChatFiles } from "./knowledge-base.ts";
 import { ChatSettingsSchema, type ChatSettings } from "./settings.ts";
 
@@ -12,8 +11,6 @@ declare module "../../../core/run-context.ts" {
     chatFiles?: ChatFiles;
     /** Chat: settings for this run over the environment's (see src/apps/chat/settings.ts). */
     chat?: Partial<ChatSettings>;
-    /** Chat: tools the chat agent gets this run besides its own (e.g. tools of MCP servers). */
-    chatTools?: readonly CodeTool<any>[];
     /**
      * Chat: stream the chat agent's own steps (its subgraph's updates) to the caller, as the CLI's
      * live tree wants. Off by default: chat UIs that stream subgraphs (agent-chat-ui) would take the
@@ -31,7 +28,6 @@ export const ChatRunContextSchema = RunContextSchema.extend({
     .optional()
     .describe("chat settings for this run (keepRounds, summaryWords, limits of attached files)"),
   chatFiles: z.custom<ChatFiles>(isObject, "a ChatFiles store").optional(),
-  chatTools: z.array(z.custom<CodeTool<any>>(isObject, "a code tool")).optional(),
   streamAgentSteps: z.boolean().optional(),
 });
 

@@ -2,6 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { z } from "zod";
 import { createCodeAgent, type CodeAgent } from "../../../framework/code-agent.ts";
 import { memberBase, type MemberBuild } from "../../../framework/team.ts";
+import type { CallJournal } from "../../../core/journal.ts";
 import type { CodeSandbox } from "../../../sandbox/contract.ts";
 import { formatLookupProblem } from "../../../store/messages.ts";
 import type { KnowledgeSource } from "../../../store/types.ts";
@@ -15,6 +16,8 @@ export interface ReferenceAgentOptions extends KnowledgeSourceDeps {
   model?: string | BaseChatModel;
   /** Sandbox for code actions (default: the run context's, else the process-wide sandbox). */
   sandbox?: CodeSandbox;
+  /** Call journal for runs whose context brings none (graphs served by `langgraphjs dev`). */
+  journal?: CallJournal;
 }
 
 /** The page agent's task for a query on one page (the reference design's wording). */
