@@ -11,7 +11,8 @@ import {
 } from "./types.ts";
 
 /**
- * Dataset loaders for HotpotQA, 2WikiMultiHopQA, MuSiQue and plain JSONL.
+ * Dataset loaders for HotpotQA, 2WikiMultiHopQA, MuSiQue and plain JSONL, also as FlashRAG and
+ * Search-R1 distribute them (`golden_answers`, the original fields under `metadata`).
  *
  * Each format is accepted in either container, a JSON array (the official HotpotQA / 2Wiki
  * releases) or JSONL (MuSiQue, Hugging Face exports), and in both field layouts seen in the wild
@@ -145,7 +146,8 @@ function str(v: unknown): string | undefined {
 /** Guesses the format from the file name and the first usable record. */
 export function detectFormat(path: string, records?: RawRecord[]): DatasetFormat {
   const recs = records ?? readRecords(path);
-  const sample = recs.find((r) => isRecord(r.value))?.value as Record<string, unknown> | undefined;
+  const first = recs.find((r) => isRecord(r.value))?.value as Record<string, unknown> | undefined;
+  const sample = first && liftMetadata(first);
   if (sample) {
     if ("paragraphs" in sample && Array.isArray(sample.paragraphs)) return "musique";
     if ("context" in sample) {
@@ -177,11 +179,13 @@ function contextParagraphs(ctx: unknown): ContextParagraph[] {
       return { title: entry[0], text: (entry[1] as unknown[]).map(String).join("").trim() };
     });
   }
-  if (isRecord(ctx) && Array.isArray(ctx.title) && Array.isArray(ctx.sentences)) {
+  // Hugging Face layouts: HotpotQA's `sentences`, 2Wiki's (and FlashRAG's 2Wiki) `content`.
+  const column = isRecord(ctx) ? (Array.isArray(ctx.sentences) ? "sentences" : "content") : "";
+  if (isRecord(ctx) && Array.isArray(ctx.title) && Array.isArray(ctx[column])) {
     const titles = ctx.title as unknown[];
-    const sentences = ctx.sentences as unknown[];
+    const sentences = ctx[column] as unknown[];
     if (titles.length !== sentences.length)
-      throw new Error("context.title and context.sentences differ in length");
+      throw new Error(`context.title and context.${column} differ in length`);
     return titles.map((t, i) => ({
       title: String(t),
       text: (Array.isArray(sentences[i]) ? (sentences[i] as unknown[]) : [])
@@ -190,7 +194,9 @@ function contextParagraphs(ctx: unknown): ContextParagraph[] {
         .trim(),
     }));
   }
-  throw new Error("`context` must be [[title, sentences]] or { title: [], sentences: [] }");
+  throw new Error(
+    "`context` must be [[title, sentences]] or { title: [], sentences: [] } (or content: [])",
+  );
 }
 
 function supportingTitles(sf: unknown): string[] {
@@ -201,21 +207,73 @@ function supportingTitles(sf: unknown): string[] {
   return [];
 }
 
+/**
+ * Fields of the original datasets that FlashRAG (and Search-R1, built from FlashRAG's files) keep
+ * under `metadata` — `{id, question, golden_answers, metadata: {type, supporting_facts, context}}`.
+ */
+const LIFTED_FIELDS = [
+  "context",
+  "supporting_facts",
+  "type",
+  "level",
+  "evidences",
+  "entity_ids",
+  "paragraphs",
+  "question_decomposition",
+  "answerable",
+  "answer_aliases",
+];
+
+/** A record with its `metadata`'s dataset fields lifted to the top (fields already there win). */
+function liftMetadata(rec: Record<string, unknown>): Record<string, unknown> {
+  if (!isRecord(rec.metadata)) return rec;
+  const lifted: Record<string, unknown> = {};
+  for (const k of LIFTED_FIELDS) if (k in rec.metadata) lifted[k] = rec.metadata[k];
+  return { ...lifted, ...rec };
+}
+
+/** A value given as a string or a list of strings, as strings. */
+function stringList(v: unknown): string[] {
+  const list = Array.isArray(v) ? v : v === undefined ? [] : [v];
+  return list.map(str).filter((a): a is string => !!a);
+}
+
+/**
+ * Gold answers, canonical first, from every field the formats use: `answer` (a string, or a list
+ * as in some 2Wiki exports), `answers`, FlashRAG's and Search-R1's `golden_answers`, and
+ * Search-R1's `reward_model.ground_truth.target`.
+ */
+function goldAnswers(rec: Record<string, unknown>): string[] {
+  const truth = isRecord(rec.reward_model) ? rec.reward_model.ground_truth : undefined;
+  return [
+    ...new Set([
+      ...stringList(rec.answer),
+      ...stringList(rec.answers),
+      ...stringList(rec.golden_answers),
+      ...stringList(isRecord(truth) ? truth.target : undefined),
+    ]),
+  ];
+}
+
 type Mapper = (rec: Record<string, unknown>, position: RecordPosition) => EvalExample | string;
 
-function baseFields(rec: Record<string, unknown>, position: RecordPosition, idKeys: string[]) {
+// Id fields seen in the wild: `_id` (HotpotQA, 2Wiki releases), `id` (Hugging Face, MuSiQue,
+// FlashRAG), `qid` / `question_id` (other exports).
+const ID_FIELDS = ["_id", "id", "qid", "question_id"];
+
+function baseFields(rec: Record<string, unknown>, position: RecordPosition) {
   const question = str(rec.question);
   if (!question) return "missing or empty `question`";
   let id: string | undefined;
-  for (const k of idKeys) id ??= str(rec[k]);
+  for (const k of ID_FIELDS) id ??= str(rec[k]);
   return { question, id: id ?? `q${position.index}` };
 }
 
 const hotpotLike: Mapper = (rec, position) => {
-  const base = baseFields(rec, position, ["_id", "id"]);
+  const base = baseFields(rec, position);
   if (typeof base === "string") return base;
-  const answer = str(rec.answer);
-  if (!answer) return "missing or empty `answer`";
+  const answers = goldAnswers(rec);
+  if (answers.length === 0) return "missing or empty `answer`";
   let paragraphs: ContextParagraph[];
   try {
     paragraphs = contextParagraphs(rec.context);
@@ -225,7 +283,7 @@ const hotpotLike: Mapper = (rec, position) => {
   const kind = [rec.type, rec.level].filter((x) => typeof x === "string").join("/") || undefined;
   return {
     ...base,
-    answers: [answer],
+    answers,
     paragraphs,
     supportingTitles: supportingTitles(rec.supporting_facts),
     kind,
@@ -234,14 +292,12 @@ const hotpotLike: Mapper = (rec, position) => {
 };
 
 const musique: Mapper = (rec, position) => {
-  const base = baseFields(rec, position, ["id", "_id"]);
+  const base = baseFields(rec, position);
   if (typeof base === "string") return base;
   if (rec.answerable === false) return "unanswerable question (answerable: false) cannot be scored";
-  const answer = str(rec.answer);
-  if (!answer) return "missing or empty `answer`";
-  const aliases = Array.isArray(rec.answer_aliases)
-    ? rec.answer_aliases.map(str).filter((a): a is string => !!a)
-    : [];
+  const answers = goldAnswers(rec);
+  if (answers.length === 0) return "missing or empty `answer`";
+  const aliases = stringList(rec.answer_aliases);
   if (!Array.isArray(rec.paragraphs)) return "`paragraphs` must be an array";
   const paragraphs: ContextParagraph[] = [];
   const supporting: string[] = [];
@@ -255,7 +311,7 @@ const musique: Mapper = (rec, position) => {
   const hops = Array.isArray(rec.question_decomposition) ? rec.question_decomposition.length : 0;
   return {
     ...base,
-    answers: [answer, ...aliases.filter((a) => a !== answer)],
+    answers: [...new Set([...answers, ...aliases])],
     paragraphs,
     supportingTitles: [...new Set(supporting)],
     kind: hops ? `${hops}hop` : undefined,
@@ -264,14 +320,12 @@ const musique: Mapper = (rec, position) => {
 };
 
 const plain: Mapper = (rec, position) => {
-  const base = baseFields(rec, position, ["id", "_id"]);
+  const base = baseFields(rec, position);
   if (typeof base === "string") return base;
-  // `answers: [...]`, or `answer` given as a list (first = canonical, rest = aliases).
-  const listOf = (v: unknown) =>
-    Array.isArray(v) ? v.map(str).filter((a): a is string => !!a) : [];
-  const list = [...listOf(rec.answers), ...listOf(rec.answer)];
-  const answer = str(rec.answer) ?? list[0];
-  if (!answer) return "missing or empty `answer`";
+  // `answer` (a string or a list: first = canonical, rest = aliases), `answers: [...]`, or
+  // FlashRAG's / Search-R1's `golden_answers`.
+  const answers = goldAnswers(rec);
+  if (answers.length === 0) return "missing or empty `answer`";
   const aliasesRaw = rec.aliases ?? rec.answer_aliases;
   if (aliasesRaw !== undefined && !Array.isArray(aliasesRaw))
     return "`aliases` must be an array of strings";
@@ -280,7 +334,7 @@ const plain: Mapper = (rec, position) => {
     .filter((a): a is string => !!a);
   return {
     ...base,
-    answers: [...new Set([answer, ...list, ...aliases])],
+    answers: [...new Set([...answers, ...aliases])],
     paragraphs: [],
     supportingTitles: [],
     position,
@@ -330,7 +384,7 @@ export function loadDataset(path: string, options: LoadDatasetOptions = {}): Loa
       bad.push({ position: r.position, reason: "record is not a JSON object" });
       continue;
     }
-    const ex = map(r.value, r.position);
+    const ex = map(liftMetadata(r.value), r.position);
     if (typeof ex === "string") {
       bad.push({ position: r.position, reason: ex });
       continue;

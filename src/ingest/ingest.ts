@@ -10,7 +10,8 @@ import {
   setMeta,
 } from "../store/corpus-db.ts";
 import { type Embedder, passageEmbeddingText } from "../store/embeddings.ts";
-import { titleKey } from "../store/text.ts";
+import { caseVariantKey, exactTitle, foldedKey, titleKey } from "../store/text.ts";
+import { TitleIndex } from "../store/titles.ts";
 import type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
 
 /** Options for {@link ingestDocuments}. */
@@ -89,7 +90,6 @@ export function validateDocument(doc: unknown): string | undefined {
 
 interface Prepared {
   doc: IngestDocument;
-  key: string;
   hash: string;
   chunks: Chunk[];
   vectors?: number[][];
@@ -158,7 +158,8 @@ export async function ingestDocuments(
           if (outcome !== "unchanged") report.passages += p.chunks.length;
           report.vectors += p.vectors?.length ?? 0;
         }
-        for (const r of redirects) if (writer.alias(r.from, r.to)) report.aliases++;
+        for (const r of redirects) writer.alias(r.from, r.to, true);
+        report.aliases = writer.redirectsStored();
         if (runKey) saveRun.run(runKey, report.records, 0, new Date().toISOString());
       })();
       batch = [];
@@ -206,14 +207,14 @@ export async function ingestDocuments(
 }
 
 /**
- * Removes a document (by title, case-insensitive) and its passages, index entries and vectors from
- * the corpus at `dbPath`; returns whether it was there.
+ * Removes a document (by title; one differing only in case when no exact one) and its passages,
+ * index entries and vectors from the corpus at `dbPath`; returns whether it was there.
  */
 export function removeDocument(dbPath: string, title: string): boolean {
   const db = openCorpusDb(dbPath);
   try {
     const writer = new CorpusWriter(db, undefined);
-    return db.transaction(() => writer.remove(titleKey(title)))();
+    return db.transaction(() => writer.remove(title))();
   } finally {
     db.close();
   }
@@ -234,7 +235,7 @@ async function prepare(doc: IngestDocument, chunker: Chunker): Promise<Prepared>
       ]),
     )
     .digest("hex");
-  return { doc, key: titleKey(doc.title), hash, chunks: await chunker.chunk(doc.text) };
+  return { doc, hash, chunks: await chunker.chunk(doc.text) };
 }
 
 /** Embeds the passages of every changed document in the batch (and backfills unchanged ones lacking vectors). */
@@ -265,7 +266,6 @@ interface VectorStatements {
 
 /** Prepared statements for writing documents; all calls happen inside a transaction. */
 class CorpusWriter {
-  private readonly findDoc;
   private readonly insertDoc;
   private readonly updateDoc;
   private readonly docPassages;
@@ -276,6 +276,12 @@ class CorpusWriter {
   private readonly deleteTitle;
   private readonly insertTitle;
   private readonly upsertAlias;
+  private readonly deleteAlias;
+  private readonly titles: TitleIndex;
+  /** Keys of the redirects this ingest stored (and that still stand), for the report. */
+  private readonly redirectKeys = new Set<string>();
+  /** Documents this ingest has written or found unchanged: a bit per document id. */
+  private seen = new Uint8Array(1024);
   /**
    * Statements on `passages_vec`, prepared once per ingest: undefined until first needed, null
    * while the corpus has no vector table (this writer creates it with the first vectors).
@@ -288,7 +294,7 @@ class CorpusWriter {
     private readonly db: CorpusDb,
     private readonly embeddingModel: string | undefined,
   ) {
-    this.findDoc = db.prepare("SELECT id, hash FROM documents WHERE title_key = ?");
+    this.titles = new TitleIndex(db);
     this.insertDoc = db.prepare(
       "INSERT INTO documents (title, title_key, text, source, metadata, hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
@@ -309,11 +315,35 @@ class CorpusWriter {
     this.upsertAlias = db.prepare(
       "INSERT INTO aliases (alias_key, alias, target_key) VALUES (?, ?, ?) ON CONFLICT(alias_key) DO UPDATE SET alias = excluded.alias, target_key = excluded.target_key",
     );
+    this.deleteAlias = db.prepare("DELETE FROM aliases WHERE alias_key = ?");
+  }
+
+  /**
+   * Deletes the document `title` leads to (exactly this title first, else one differing only in
+   * case) and everything indexed for it; false if there is none.
+   */
+  remove(title: string): boolean {
+    const existing = this.titles.find(title);
+    if (!existing) return false;
+    const vec = this.vectors();
+    for (const pid of this.docPassages.all(existing.id) as number[]) {
+      this.deleteFts.run(pid);
+      vec?.del.run(BigInt(pid));
+      this.deletePassage.run(pid);
+    }
+    this.deleteTitle.run(existing.id);
+    this.db.prepare("DELETE FROM documents WHERE id = ?").run(existing.id);
+    return true;
+  }
+
+  /** Redirects stored by this ingest that still stand (a page with the same title replaces one). */
+  redirectsStored(): number {
+    return this.redirectKeys.size;
   }
 
   /** True when the document is new/changed, or unchanged but stored without vectors. */
   needsVectors(p: Prepared): boolean {
-    const existing = this.findDoc.get(p.key) as { id: number; hash: string } | undefined;
+    const existing = this.place(p.doc.title).doc;
     if (!existing || existing.hash !== p.hash) return true;
     const first = this.docPassages.get(existing.id) as number | undefined;
     if (first === undefined) return false;
@@ -321,14 +351,18 @@ class CorpusWriter {
     return !vec || !vec.has.get(BigInt(first));
   }
 
-  /** Inserts, replaces or leaves a document; returns which. */
+  /**
+   * Inserts, replaces or leaves a document; returns which. A title that differs only in case
+   * from a stored page's is another page (as on MediaWiki), stored beside it.
+   */
   write(p: Prepared, defaultSource = ""): "added" | "updated" | "unchanged" {
     const { doc } = p;
     const now = new Date().toISOString();
-    const existing = this.findDoc.get(p.key) as { id: number; hash: string } | undefined;
+    const { doc: existing, key } = this.place(doc.title);
+    if (existing) this.markSeen(existing.id);
     if (existing && existing.hash === p.hash) {
       if (p.vectors) this.writeVectors(this.docPassages.all(existing.id) as number[], p.vectors);
-      this.writeAliases(doc, p.key);
+      this.writeAliases(doc);
       return "unchanged";
     }
     const source = doc.source ?? defaultSource;
@@ -346,9 +380,10 @@ class CorpusWriter {
       this.deleteTitle.run(docId);
     } else {
       docId = Number(
-        this.insertDoc.run(doc.title, p.key, doc.text, source, metadata, p.hash, now)
-          .lastInsertRowid,
+        this.insertDoc.run(doc.title, key, doc.text, source, metadata, p.hash, now).lastInsertRowid,
       );
+      this.markSeen(docId);
+      this.settleShadowedRedirect(key, doc.title);
     }
     this.insertTitle.run(docId, doc.title);
     const ids: number[] = [];
@@ -358,38 +393,77 @@ class CorpusWriter {
       ids.push(pid);
     });
     if (p.vectors) this.writeVectors(ids, p.vectors);
-    this.writeAliases(doc, p.key);
+    this.writeAliases(doc);
     return existing ? "updated" : "added";
   }
 
-  /** Deletes the document with title key `key` and everything indexed for it; false if none. */
-  remove(key: string): boolean {
-    const existing = this.findDoc.get(key) as { id: number } | undefined;
-    if (!existing) return false;
-    const vec = this.vectors();
-    for (const pid of this.docPassages.all(existing.id) as number[]) {
-      this.deleteFts.run(pid);
-      vec?.del.run(BigInt(pid));
-      this.deletePassage.run(pid);
+  /**
+   * {@link TitleIndex.place}: within one ingest, titles that differ only in case are different
+   * pages (MediaWiki titles are case-sensitive after the first letter: "Red meat", "Red Meat");
+   * a later ingest's title differing only in case from a stored page replaces it (a rename).
+   */
+  private place(title: string) {
+    return this.titles.place(title, (page) => this.wasSeen(page.id));
+  }
+
+  private markSeen(id: number): void {
+    if (id >> 3 >= this.seen.length) {
+      const grown = new Uint8Array(Math.max(this.seen.length * 2, (id >> 3) + 1));
+      grown.set(this.seen);
+      this.seen = grown;
     }
-    this.deleteTitle.run(existing.id);
-    this.db.prepare("DELETE FROM documents WHERE id = ?").run(existing.id);
+    this.seen[id >> 3] |= 1 << (id & 7);
+  }
+
+  private wasSeen(id: number): boolean {
+    return id >> 3 < this.seen.length && (this.seen[id >> 3] & (1 << (id & 7))) !== 0;
+  }
+
+  /**
+   * Stores a redirect (or a document's alias) `from` → `to`, counted in the report when
+   * `redirect`. Not stored when it would add nothing: `from` is a page's own title, or differs
+   * only in case from a page or redirect that leads to the same target (lookups fold case).
+   * One differing only in case and leading elsewhere is kept under its own key.
+   */
+  alias(from: string, to: string, redirect = false): boolean {
+    if (!titleKey(from) || !titleKey(to) || exactTitle(from) === exactTitle(to)) return false;
+    const targetKey = caseVariantKey(to);
+    let key = titleKey(from);
+    const page = this.titles.find(from);
+    if (page) {
+      if (exactTitle(page.title) === exactTitle(from)) return false;
+      if (titleKey(page.title) === titleKey(to)) return false;
+      key = caseVariantKey(from);
+    } else {
+      const existing = this.titles.alias(from);
+      if (existing && exactTitle(existing.alias) === exactTitle(from)) key = existing.key;
+      else if (existing && foldedKey(existing.targetKey) === titleKey(to)) return false;
+      else if (existing) key = caseVariantKey(from);
+    }
+    this.upsertAlias.run(key, from, targetKey);
+    if (redirect) this.redirectKeys.add(key);
     return true;
   }
 
-  /** Stores a redirect `from` → `to`; false if it would shadow a real page. */
-  alias(from: string, to: string): boolean {
-    const key = titleKey(from);
-    if (!key || this.findDoc.get(key)) return false;
-    this.upsertAlias.run(key, from, titleKey(to));
-    return true;
+  private writeAliases(doc: IngestDocument): void {
+    for (const a of doc.aliases ?? []) this.alias(a, doc.title);
   }
 
-  private writeAliases(doc: IngestDocument, targetKey: string): void {
-    for (const a of doc.aliases ?? []) {
-      const key = titleKey(a);
-      if (key && key !== targetKey) this.upsertAlias.run(key, a, targetKey);
-    }
+  /**
+   * A page just stored under `key` takes the place of a redirect stored under the same key: the
+   * redirect goes, or, when its title differs only in case and it leads to another page, moves
+   * to a key of its own.
+   */
+  private settleShadowedRedirect(key: string, title: string): void {
+    const row = this.titles.alias(title);
+    if (!row || row.key !== key) return;
+    this.deleteAlias.run(key);
+    const counted = this.redirectKeys.delete(key);
+    if (exactTitle(row.alias) === exactTitle(title)) return;
+    if (foldedKey(row.targetKey) === titleKey(title)) return;
+    const own = caseVariantKey(row.alias);
+    this.upsertAlias.run(own, row.alias, row.targetKey);
+    if (counted) this.redirectKeys.add(own);
   }
 
   /** The vector statements, or null while the corpus has no vector table. */

@@ -1,8 +1,9 @@
 import { PassThrough } from "node:stream";
-import { StringDecoder } from "node:string_decoder";
+import { decodeHTML } from "entities";
 import { SaxesParser } from "saxes";
 import bz2 from "unbzip2-stream";
 import wtf from "wtf_wikipedia";
+import { decodeText } from "./decode.ts";
 import type { ReaderItem } from "./types.ts";
 
 /** Options for {@link readMediaWikiXml}. */
@@ -27,14 +28,166 @@ const DROPPED_SECTIONS = new Set([
 
 interface RawPage {
   title: string;
-  ns: number;
+  /** From `<ns>`; exports before MediaWiki 1.11 have none (see namespaceOf). */
+  ns?: number;
   redirect?: string;
   text: string;
 }
 
 /**
- * Converts one page's wikitext into clean text with Markdown section headings (wtf_wikipedia does
- * the wikitext parsing: templates, references, links and tables are removed or flattened).
+ * Namespace names of English Wikipedia (canonical ones included), for exports that have neither
+ * `<ns>` elements nor a `<siteinfo><namespaces>` list.
+ */
+const DEFAULT_NAMESPACES: Record<string, number> = {
+  media: -2,
+  special: -1,
+  talk: 1,
+  user: 2,
+  "user talk": 3,
+  project: 4,
+  "project talk": 5,
+  wikipedia: 4,
+  "wikipedia talk": 5,
+  file: 6,
+  image: 6,
+  "file talk": 7,
+  "image talk": 7,
+  mediawiki: 8,
+  "mediawiki talk": 9,
+  template: 10,
+  "template talk": 11,
+  help: 12,
+  "help talk": 13,
+  category: 14,
+  "category talk": 15,
+  portal: 100,
+  "portal talk": 101,
+  draft: 118,
+  "draft talk": 119,
+  module: 828,
+  "module talk": 829,
+};
+
+/** Namespace key of a name as it appears in a title prefix ("User_talk" = "user talk"). */
+function namespaceKey(name: string): string {
+  return name.replace(/_/g, " ").replace(/\s+/g, " ").trim().toLowerCase();
+}
+
+/** A title's namespace from its prefix ("Talk:Foo" → 1), for pages without `<ns>`. */
+function namespaceOf(title: string, names: Map<string, number>): number {
+  const colon = title.indexOf(":");
+  if (colon <= 0) return 0;
+  const prefix = namespaceKey(title.slice(0, colon));
+  return names.get(prefix) ?? DEFAULT_NAMESPACES[prefix] ?? 0;
+}
+
+// {{legend|color|label}} draws a coloured key for a table or map; wtf_wikipedia keeps its raw
+// wikitext. Without the colours the label means nothing: drop it. (wtf.extend is global to the
+// process; codehop is wtf_wikipedia's only user here.)
+wtf.extend((_models: unknown, templates: Record<string, unknown>) => {
+  templates.legend = () => "";
+});
+
+/** The start of a link to a file or image. */
+const FILE_LINK = /\[\[\s*(?:file|image|media)\s*:/gi;
+
+/**
+ * Removes `[[File:...]]` / `[[Image:...]]` links, nested links in their captions included.
+ * wtf_wikipedia drops them from paragraphs, but not from list items, where
+ * `[[Image:Scheme.png|250px|[[Clemmensen reduction]]]]` would stay as text.
+ */
+export function removeFileLinks(wikitext: string): string {
+  let out = "";
+  let from = 0;
+  FILE_LINK.lastIndex = 0;
+  for (let m = FILE_LINK.exec(wikitext); m; m = FILE_LINK.exec(wikitext)) {
+    let depth = 0;
+    let i = m.index;
+    for (; i < wikitext.length - 1; i++) {
+      if (wikitext[i] === "[" && wikitext[i + 1] === "[") {
+        depth++;
+        i++;
+      } else if (wikitext[i] === "]" && wikitext[i + 1] === "]") {
+        depth--;
+        i++;
+        if (depth === 0) break;
+      }
+    }
+    // An unclosed link is left alone (the parser deals with it as it can).
+    if (depth !== 0) break;
+    out += wikitext.slice(from, m.index);
+    from = i + 1;
+    FILE_LINK.lastIndex = from;
+  }
+  return out + wikitext.slice(from);
+}
+
+/**
+ * Last touches on rendered text: HTML list and break tags that survive parsing become lines,
+ * leftover bold/italic quote runs (unbalanced in the source) are dropped, and character
+ * references (`&#91;`, `&eta;`) are decoded — after parsing, so a decoded "[[" is never markup.
+ */
+export function finishText(text: string): string {
+  return decodeHTML(
+    text
+      .replace(/<li\b[^>]*>/gi, "\n * ")
+      .replace(/<br\b[^>]*>/gi, "\n")
+      .replace(/<\/?(?:ol|ul|li|small|big|center|span|div|p|poem|sup|sub|s|u|abbr)\b[^>]*>/gi, "")
+      .replace(/'{2,}/g, ""),
+  )
+    .replace(/[ \t]+\n/g, "\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+}
+
+// Infobox fields that hold pictures and layout, not facts.
+const FILE_VALUE = /\.(?:svg|png|jpe?g|gif|tiff?|webp|xcf|ogg|ogv|oga|webm|mp3|pdf)$/i;
+const LAYOUT_KEY =
+  /^(?:image|img|logo|flag|seal|coat|map|pushpin|photo|signature|alt)|(?:size|width|upright|link|[ _]alt|[ _]height)$/i;
+
+/** One text line per value: multi-line values (lists inside a cell) joined with "; ". */
+function oneLine(value: string): string {
+  return value
+    .split(/\n+/)
+    .map((l) => l.replace(/^[\s*#:;•]+/, "").trim())
+    .filter(Boolean)
+    .join("; ");
+}
+
+/** An infobox as "field: value" lines (wtf_wikipedia's keyValue), pictures and layout left out. */
+function infoboxLines(infobox: any): string[] {
+  const lines: string[] = [];
+  for (const [key, raw] of Object.entries(infobox.keyValue() as Record<string, unknown>)) {
+    const value = oneLine(String(raw ?? ""));
+    if (!value || FILE_VALUE.test(value) || LAYOUT_KEY.test(key) || /^\d+\s*px$/i.test(value))
+      continue;
+    lines.push(`${key.replace(/_/g, " ").trim()}: ${value}`);
+  }
+  return lines;
+}
+
+/**
+ * A table as one line per row (wtf_wikipedia's keyValue): "Header: value; Header: value", or the
+ * bare values when the table has no header row.
+ */
+function tableLines(table: any): string[] {
+  const lines: string[] = [];
+  for (const row of table.keyValue() as Record<string, unknown>[]) {
+    const cells = Object.entries(row)
+      .map(([k, v]) => [k.trim(), oneLine(String(v ?? ""))])
+      .filter(([, v]) => v);
+    if (cells.length === 0) continue;
+    lines.push(cells.map(([k, v]) => (!k || /^col\d+$/i.test(k) ? v : `${k}: ${v}`)).join("; "));
+  }
+  return lines;
+}
+
+/**
+ * Converts one page's wikitext into clean text with Markdown section headings. wtf_wikipedia
+ * does the parsing: templates, references and links are removed or flattened, lists kept as
+ * " * item" lines; infoboxes and tables, which it leaves out of its text, are added after their
+ * section's prose as readable rows ("capital: Montgomery", "Rank: 1; City: Birmingham"), since a
+ * page's key facts often live there.
  */
 export function wikitextToDocument(
   title: string,
@@ -43,7 +196,7 @@ export function wikitextToDocument(
   text: string;
   disambiguation?: string[];
 } {
-  const doc = wtf(wikitext, { title });
+  const doc = wtf(removeFileLinks(wikitext), { title });
   if (doc.isDisambiguation()) {
     const options = [
       ...new Set(
@@ -53,13 +206,18 @@ export function wikitextToDocument(
           .filter((p: unknown): p is string => typeof p === "string" && !!p),
       ),
     ];
-    return { text: doc.text({}).trim(), disambiguation: options };
+    return { text: finishText(doc.text({})), disambiguation: options };
   }
   const parts: string[] = [];
   for (const section of doc.sections()) {
     const heading = section.title().trim();
     if (DROPPED_SECTIONS.has(heading.toLowerCase())) continue;
-    const body = section.text({}).trim();
+    const blocks: string[] = [
+      section.text({}),
+      ...(section.infoboxes() as any[]).map((i) => infoboxLines(i).join("\n")),
+      ...(section.tables() as any[]).map((t) => tableLines(t).join("\n")),
+    ];
+    const body = finishText(blocks.filter((b) => b.trim()).join("\n\n"));
     if (!body) continue;
     parts.push(
       heading ? `${"#".repeat(Math.min(6, 2 + section.depth()))} ${heading}\n${body}` : body,
@@ -97,17 +255,26 @@ export async function* readMediaWikiXml(
   let buf = "";
   let pageNo = 0;
   let xmlError: Error | undefined;
+  // <siteinfo><namespaces>: name → number, to place pages of exports without <ns>.
+  const namespaces = new Map<string, number>();
+  let namespaceNumber: number | undefined;
 
   parser.on("opentag", (tag) => {
     path.push(tag.name);
-    if (tag.name === "page") page = { title: "", ns: 0, text: "" };
+    if (tag.name === "page") page = { title: "", text: "" };
     else if (tag.name === "redirect" && page) page.redirect = String(tag.attributes.title ?? "");
+    else if (tag.name === "namespace" && !page) namespaceNumber = Number(tag.attributes.key);
     buf = "";
   });
   parser.on("text", (t) => (buf += t));
   parser.on("cdata", (t) => (buf += t));
   parser.on("closetag", (tag) => {
     const parent = path[path.length - 2];
+    if (tag.name === "namespace" && parent === "namespaces" && namespaceNumber !== undefined) {
+      if (buf.trim() && Number.isInteger(namespaceNumber))
+        namespaces.set(namespaceKey(buf), namespaceNumber);
+      namespaceNumber = undefined;
+    }
     if (page) {
       if (tag.name === "title" && parent === "page") page.title = buf;
       else if (tag.name === "ns" && parent === "page") page.ns = Number(buf);
@@ -130,7 +297,7 @@ export async function* readMediaWikiXml(
       const p = ready.shift()!;
       pageNo++;
       const where = `page ${pageNo} (${p.title || "untitled"})`;
-      if (!keep.has(p.ns)) continue;
+      if (!keep.has(p.ns ?? namespaceOf(p.title, namespaces))) continue;
       if (!p.title.trim()) {
         yield { kind: "skip", where, reason: "page has no title" };
         continue;
@@ -164,11 +331,11 @@ export async function* readMediaWikiXml(
     }
   };
 
-  // A StringDecoder keeps multi-byte UTF-8 characters that straddle two chunks intact.
-  const decoder = new StringDecoder("utf8");
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer | string>) {
-      parser.write(typeof chunk === "string" ? chunk : decoder.write(chunk));
+    // Decoded by the encoding its first bytes show (UTF-8, or UTF-16 with or without a BOM);
+    // characters split across chunks are kept whole.
+    for await (const text of decodeText(stream as AsyncIterable<Buffer>, { xml: true })) {
+      parser.write(text);
       yield* drain();
       if (xmlError) break;
     }
@@ -177,8 +344,6 @@ export async function* readMediaWikiXml(
   }
   if (!xmlError) {
     try {
-      const rest = decoder.end();
-      if (rest) parser.write(rest);
       parser.close();
     } catch (err) {
       xmlError ??= err as Error;

@@ -1,9 +1,19 @@
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, readdirSync, statSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  openSync,
+  readSync,
+  readdirSync,
+  statSync,
+} from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, extname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { decodeBuffer, decodeText } from "./decode.ts";
 import { readMediaWikiXml } from "./mediawiki-xml.ts";
 import type { ReaderItem } from "./types.ts";
 
@@ -23,18 +33,36 @@ export interface DocumentReader {
   progress(): { done: number; total?: number };
 }
 
-/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, *.xml / *.xml.bz2 (else INPUT_INVALID). */
+/**
+ * A MediaWiki dump's name: `*.xml`, `*.xml.bz2`, and Wikimedia's split dumps, which carry the page
+ * id range after the extension (`enwiki-latest-pages-articles1.xml-p1p41242.bz2`).
+ */
+const DUMP_NAME = /\.xml(?:-p\d+p\d+[\w.-]*?)?(?:\.bz2)?$/i;
+
+/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, a MediaWiki dump name (else INPUT_INVALID). */
 export function detectFormat(path: string): IngestFormat {
   if (!existsSync(path))
     throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
   if (statSync(path).isDirectory()) return "folder";
   const lower = path.toLowerCase();
-  if (lower.endsWith(".xml") || lower.endsWith(".xml.bz2")) return "mediawiki-xml";
+  if (DUMP_NAME.test(basename(lower))) return "mediawiki-xml";
   if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson")) return "jsonl";
   throw new CodehopError(
     ErrorCodes.INPUT_INVALID,
     `cannot tell the format of ${path}; pass --format jsonl|folder|mediawiki-xml`,
   );
+}
+
+/** True when the file starts with bzip2's magic bytes ("BZh" and a block size digit). */
+function isBzip2(path: string): boolean {
+  const head = Buffer.alloc(4);
+  const fd = openSync(path, "r");
+  try {
+    const n = readSync(fd, head, 0, 4, 0);
+    return n === 4 && head.toString("latin1", 0, 3) === "BZh" && head[3] >= 0x31 && head[3] <= 0x39;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Opens a reader for a JSONL file, a folder of .md/.txt files or a MediaWiki XML dump (.xml, .xml.bz2). */
@@ -66,7 +94,8 @@ export function openReader(
     format,
     sourceKey,
     unit: "bytes",
-    items: readMediaWikiXml(raw(), { bzip2: path.toLowerCase().endsWith(".bz2") }),
+    // By content, not name: a renamed or split dump is still recognised as compressed.
+    items: readMediaWikiXml(raw(), { bzip2: isBzip2(path) }),
     progress,
   };
 }
@@ -77,45 +106,55 @@ const KNOWN_FIELDS = new Set(["title", "text", "source", "metadata", "aliases"])
 /**
  * Reads JSONL: one `{"title", "text", "source"?, "metadata"?, "aliases"?, ...}` object per line.
  * Extra fields (e.g. "url", "id") go into metadata. Blank lines are ignored; a line that is not
- * JSON is reported as skipped with its line number.
+ * JSON is reported as skipped with its line number. UTF-8, or UTF-16 with or without a byte order
+ * mark (see decodeText).
  */
 export async function* readJsonl(stream: NodeJS.ReadableStream): AsyncGenerator<ReaderItem> {
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  const text = Readable.from(decodeText(stream as AsyncIterable<Buffer>));
+  const lines = createInterface({ input: text, crlfDelay: Infinity });
   let n = 0;
-  for await (const line of lines) {
-    n++;
-    if (!line.trim()) continue;
-    const where = `line ${n}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (err) {
-      yield { kind: "skip", where, reason: `invalid JSON (${(err as Error).message})` };
-      continue;
+  try {
+    for await (const line of lines) {
+      n++;
+      if (line.trim()) yield jsonlRecord(line, `line ${n}`);
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      yield { kind: "skip", where, reason: "not a JSON object" };
-      continue;
-    }
-    const rec = value as Record<string, unknown>;
-    const extra: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(rec)) if (!KNOWN_FIELDS.has(k)) extra[k] = v;
-    const metadata =
-      rec.metadata && typeof rec.metadata === "object" && !Array.isArray(rec.metadata)
-        ? { ...extra, ...(rec.metadata as Record<string, unknown>) }
-        : rec.metadata === undefined
-          ? extra
-          : rec.metadata;
-    // Validation (types, empty text) happens in ingestDocuments so it applies to every input.
+  } catch (err) {
+    // Undecodable input (e.g. UTF-32) or a read error: say so instead of failing the ingest.
     yield {
-      kind: "document",
-      where,
-      doc: {
-        ...(rec as any),
-        metadata: Object.keys(extra).length || rec.metadata !== undefined ? metadata : undefined,
-      },
+      kind: "skip",
+      where: `line ${n + 1}`,
+      reason: `unreadable input, stopped reading: ${(err as Error).message}`,
     };
   }
+}
+
+function jsonlRecord(line: string, where: string): ReaderItem {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    return { kind: "skip", where, reason: `invalid JSON (${(err as Error).message})` };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { kind: "skip", where, reason: "not a JSON object" };
+  const rec = value as Record<string, unknown>;
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(rec)) if (!KNOWN_FIELDS.has(k)) extra[k] = v;
+  const metadata =
+    rec.metadata && typeof rec.metadata === "object" && !Array.isArray(rec.metadata)
+      ? { ...extra, ...(rec.metadata as Record<string, unknown>) }
+      : rec.metadata === undefined
+        ? extra
+        : rec.metadata;
+  // Validation (types, empty text) happens in ingestDocuments so it applies to every input.
+  return {
+    kind: "document",
+    where,
+    doc: {
+      ...(rec as any),
+      metadata: Object.keys(extra).length || rec.metadata !== undefined ? metadata : undefined,
+    },
+  };
 }
 
 const TEXT_EXTENSIONS = new Set([".md", ".markdown", ".txt"]);
@@ -162,7 +201,7 @@ function folderReader(root: string): DocumentReader {
     for (const file of files) {
       const rel = relative(root, file);
       try {
-        const { title, text } = fileToDocument(rel, await readFile(file, "utf8"));
+        const { title, text } = fileToDocument(rel, decodeBuffer(await readFile(file)));
         yield { kind: "document", where: rel, doc: { title, text, source: rel } };
       } catch (err) {
         yield { kind: "skip", where: rel, reason: (err as Error).message };

@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   type CorpusDb,
@@ -9,11 +8,14 @@ import {
   openCorpusDb,
 } from "./corpus-db.ts";
 import type { Embedder } from "./embeddings.ts";
+import { IndexTerms } from "./stems.ts";
+import { TitleIndex } from "./titles.ts";
 import {
+  contentTokens,
   ftsQuery,
+  queryTokens,
   reciprocalRankFusion,
   summarize,
-  titleKey,
   titleSimilarity,
   trigramQuery,
 } from "./text.ts";
@@ -46,6 +48,18 @@ const W_TEXT = 1;
 /** Candidates taken from each ranker before fusion. */
 const FUSION_DEPTH = 50;
 /**
+ * Page search: added to a page's relative passage score (0..1] when the query names the page. A
+ * named page overtakes unnamed pages whose best passage scores up to a quarter higher. Chosen on
+ * the real HotpotQA sample (bench/hotpotqa.bench.ts): 0.2–0.3 keep page search above passage
+ * search on every metric of both splits; larger values start to put named but unhelpful pages
+ * first.
+ */
+const NAMED_BONUS = 0.25;
+/** Share of the bonus for a named title whose qualifier ("(1944 film)") the query does not mention. */
+const QUALIFIED_WEIGHT = 0.5;
+/** A title's trailing qualifier in parentheses, as in "Mercury (planet)". */
+const QUALIFIER = /\s*\(([^()]*)\)\s*$/;
+/**
  * Common-term pruning for corpus-wide queries: on a corpus of at least PRUNE_MIN_PASSAGES, a query
  * word found in more than PRUNE_DF_SHARE of all passages is left out of the FTS5 query when rarer
  * words remain. Such words add little to BM25 (low IDF) but make FTS5 score most of the index —
@@ -53,6 +67,13 @@ const FUSION_DEPTH = 50;
  */
 const PRUNE_MIN_PASSAGES = 10_000;
 const PRUNE_DF_SHARE = 0.05;
+
+/** A passage in a corpus-wide ranking. */
+interface RankedPassage {
+  id: number;
+  docId: number;
+  score: number;
+}
 
 interface PassageRow {
   id: number;
@@ -73,8 +94,8 @@ export class CorpusSource implements KnowledgeSource {
   readonly mode: RankingMode;
   private readonly summaryChars: number;
   private readonly passageCount: number;
-  /** Tokenizes query words exactly like the index does (porter stemming), to look up their frequency. */
-  private termDb?: Database.Database;
+  /** Tokenizes words exactly like the index does (porter stemming); made on first use. */
+  private terms?: IndexTerms;
 
   private constructor(
     /** The open database (read-only use; exposed for diagnostics and benchmarks). */
@@ -128,20 +149,32 @@ export class CorpusSource implements KnowledgeSource {
     if (limit <= 0) return [];
     // The pruned FTS query costs document-frequency lookups on big corpora: build it once.
     const match = this.prunedFtsQuery(query);
-    const ranked = await this.rankPassages(query, FUSION_DEPTH * 2, match);
-    const byPassage = [...new Set(ranked.map((r) => r.docId))];
-    // Passage BM25 saturates: a page that merely mentions "Eiffel Tower" next to "construction"
-    // can outscore the Eiffel Tower page itself. Fusing with a ranking of titles alone says which
-    // pages are *about* the query's words.
-    const byTitle = this.rankTitles(match);
-    const fused = [...reciprocalRankFusion([byPassage, byTitle]).entries()].sort(
-      (a, b) => b[1] - a[1],
-    );
+    const lexical = this.bm25Passages(match, FUSION_DEPTH * 2);
+    // A page scores its best passage's BM25 relative to the best passage of all (0..1], plus a
+    // bonus when the query names it. Passage scores saturate: a page that merely mentions
+    // "Eiffel Tower" next to "construction" can outscore the Eiffel Tower page itself, and the
+    // bonus says which pages are about the query's subject. Only pages the query names in full
+    // get it: ranking titles by shared words instead promotes the distractors of real multi-hop
+    // questions, which share a word or two of their titles with the question (see
+    // docs/knowledge.md, "Quality and performance").
+    const score = new Map<number, number>();
+    const best = lexical[0]?.score || 1;
+    for (const r of lexical) if (!score.has(r.docId)) score.set(r.docId, r.score / best);
+    for (const { docId, weight } of this.namedPages(query, this.rankTitles(match)))
+      score.set(docId, (score.get(docId) ?? 0) + NAMED_BONUS * weight);
+    let pages = [...score.entries()].sort((a, b) => b[1] - a[1]).map(([docId]) => docId);
+    if (this.mode === "hybrid") {
+      // Hybrid: these pages fused, by rank, with the pages of the hybrid passage ranking.
+      const hybrid = await this.rankPassages(query, FUSION_DEPTH * 2, match, lexical);
+      pages = [...reciprocalRankFusion([pages, [...new Set(hybrid.map((r) => r.docId))]]).entries()]
+        .sort((a, b) => b[1] - a[1])
+        .map(([docId]) => docId);
+    }
     const docIds: number[] = [];
     // A query that is exactly a title (or alias) names that page: put it first.
     const exact = this.resolveDocId(query);
     if (exact !== undefined) docIds.push(exact);
-    for (const [docId] of fused) {
+    for (const docId of pages) {
       if (docIds.length >= limit) break;
       if (!docIds.includes(docId)) docIds.push(docId);
     }
@@ -294,7 +327,7 @@ export class CorpusSource implements KnowledgeSource {
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
-    this.termDb?.close();
+    this.terms?.close();
   }
 
   /** {@link ftsQuery} without very common words on large corpora (see PRUNE_DF_SHARE). */
@@ -303,24 +336,7 @@ export class CorpusSource implements KnowledgeSource {
     if (this.passageCount < PRUNE_MIN_PASSAGES || !full) return full;
     const words = full.split(" OR ").map((w) => w.slice(1, -1));
     if (words.length < 2) return full;
-    if (!this.termDb) {
-      this.termDb = new Database(":memory:");
-      this.termDb.exec(
-        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize='porter unicode61 remove_diacritics 2'); CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance');",
-      );
-    }
-    const termDb = this.termDb;
-    const stems = new Map<number, string>();
-    termDb.transaction(() => {
-      const ins = termDb.prepare("INSERT INTO q (rowid, x) VALUES (?, ?)");
-      words.forEach((w, i) => ins.run(i + 1, w));
-      for (const r of termDb.prepare("SELECT term, doc FROM qv").all() as {
-        term: string;
-        doc: number;
-      }[])
-        stems.set(r.doc - 1, r.term);
-      termDb.exec("DELETE FROM q");
-    })();
+    const stems = this.indexTerms().of(words);
     this.ensureVocab();
     const dfOf = this.db.prepare("SELECT doc FROM temp.passages_vocab WHERE term = ?").pluck();
     // Counting a common term's rows walks its whole doclist (~1 ms): remember the counts. They
@@ -334,7 +350,7 @@ export class CorpusSource implements KnowledgeSource {
       }
       return n;
     };
-    const df = words.map((_, i) => (stems.has(i) ? lookup(stems.get(i)!) : 0));
+    const df = words.map((_, i) => (stems[i].length > 0 ? lookup(stems[i][0]) : 0));
     const limit = this.passageCount * PRUNE_DF_SHARE;
     let keep = words.filter((_, i) => df[i] <= limit);
     // Only common words: keep the two rarest rather than scoring the whole index.
@@ -370,6 +386,11 @@ export class CorpusSource implements KnowledgeSource {
     return keep.map((x) => `"${x.g}"`).join(" OR ");
   }
 
+  private indexTerms(): IndexTerms {
+    this.terms ??= new IndexTerms();
+    return this.terms;
+  }
+
   private docs?: number;
   private docCount(): number {
     this.docs ??= (this.db.prepare("SELECT count(*) AS n FROM documents").get() as { n: number }).n;
@@ -399,57 +420,115 @@ export class CorpusSource implements KnowledgeSource {
     return [...new Set(rows.map((r) => r.docId))].slice(0, FUSION_DEPTH);
   }
 
-  /** Document id for a title or alias (case/underscore/space-insensitive). */
-  private resolveDocId(title: string): number | undefined {
-    const key = titleKey(title);
-    if (!key) return undefined;
-    const direct = this.db.prepare("SELECT id FROM documents WHERE title_key = ?").get(key) as
-      { id: number } | undefined;
-    if (direct) return direct.id;
-    const alias = this.db
-      .prepare(
-        "SELECT d.id FROM aliases a JOIN documents d ON d.title_key = a.target_key WHERE a.alias_key = ?",
-      )
-      .get(key) as { id: number } | undefined;
-    return alias?.id;
+  /**
+   * The documents among `docIds` whose title the query names, with the weight of their bonus. A
+   * title is named when every content word of it, a trailing qualifier such as "(band)" left out,
+   * occurs in the query (compared as index terms, so "albums" names "Album"): weight 1, or 1/2
+   * when no word of the qualifier is in the query ("Nevada" names "Nevada (1944 film)" only
+   * weakly, "the film Nevada" fully). A named title whose words are all part of a longer named title gets nothing: in
+   * "birch plywood density", "Birch plywood" is named, not "Plywood" or "Birch".
+   */
+  private namedPages(query: string, docIds: number[]): { docId: number; weight: number }[] {
+    const titleOf = this.db.prepare("SELECT title FROM documents WHERE id = ?").pluck();
+    // Words sharing an index term share their start ("albums" / "album"): a cheap test on the
+    // raw words leaves out most candidates before the exact comparison of index terms.
+    const queryWords = plainWords(query);
+    const mayBeNamed = (base: string[]) =>
+      base.every((w) => queryWords.some((q) => sharedPrefix(w, q) >= Math.min(3, w.length - 1)));
+    const candidates = docIds
+      .map((docId) => {
+        const title = titleOf.get(docId) as string;
+        return { docId, title, base: contentTokens(title.replace(QUALIFIER, "")) };
+      })
+      .filter((c) => c.base.length > 0 && mayBeNamed(plainWords(c.base.join(" "))));
+    if (candidates.length === 0) return [];
+    const titles = candidates.map((c) => c.title);
+    const qualifiers = titles.map((t) => QUALIFIER.exec(t)?.[1] ?? "");
+    const bases = candidates.map((c) => c.base.join(" "));
+    const [queryTerms, ...rest] = this.indexTerms().of([query, ...bases, ...qualifiers]);
+    const inQuery = new Set(queryTerms);
+    const qualifierNamed = (terms: string[]) =>
+      terms.length === 0 || terms.some((t) => inQuery.has(t));
+    const named = candidates
+      .map(({ docId }, i) => ({
+        docId,
+        terms: new Set(rest[i]),
+        weight: qualifierNamed(rest[titles.length + i]) ? 1 : QUALIFIED_WEIGHT,
+      }))
+      .filter((n) => n.terms.size > 0 && [...n.terms].every((t) => inQuery.has(t)));
+    const within = (a: Set<string>, b: Set<string>) =>
+      b.size > a.size && [...a].every((t) => b.has(t));
+    return named.filter((n) => !named.some((m) => within(n.terms, m.terms)));
   }
 
-  /** Passages across the corpus, best first (BM25, or RRF of BM25 and vector neighbours). */
+  /**
+   * Document id for a title or redirect: exact title first, then case-, underscore- and
+   * space-insensitive (see TitleIndex.resolve).
+   */
+  private resolveDocId(title: string): number | undefined {
+    this.titles ??= new TitleIndex(this.db);
+    return this.titles.resolve(title)?.id;
+  }
+
+  private titles?: TitleIndex;
+
+  /**
+   * Passages across the corpus, best first (BM25, or RRF of BM25 and vector neighbours); pass
+   * `lexical` when the BM25 ranking is at hand.
+   */
   private async rankPassages(
     query: string,
     depth: number,
     match = this.prunedFtsQuery(query),
-  ): Promise<{ id: number; docId: number; score: number }[]> {
-    const lists: number[][] = [];
-    if (match) {
-      const rows = this.db
-        .prepare(
-          `SELECT rowid AS id, bm25(passages_fts, ${W_TITLE}, ${W_SECTION}, ${W_TEXT}) AS r FROM passages_fts
-           WHERE passages_fts MATCH ? ORDER BY r LIMIT ?`,
-        )
-        .all(match, depth) as { id: number; r: number }[];
-      if (this.mode === "bm25") {
-        const docOf = this.db.prepare("SELECT doc_id FROM passages WHERE id = ?").pluck();
-        return rows.map((r) => ({ id: r.id, docId: docOf.get(r.id) as number, score: -r.r }));
-      }
-      lists.push(rows.map((r) => r.id));
-    }
-    if (this.mode === "hybrid" && query.trim()) {
-      const [vector] = await this.embedder!.embed([query]);
-      // sqlite-vec scans every vector (no ANN index); a deeper k only costs sorting, but fusion
-      // rarely promotes anything below the first FUSION_DEPTH neighbours.
-      const rows = this.db
-        .prepare(
-          "SELECT rowid AS id FROM passages_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        )
-        .all(new Float32Array(vector), Math.min(depth, FUSION_DEPTH)) as { id: number }[];
-      lists.push(rows.map((r) => r.id));
-    }
-    const docOf = this.db.prepare("SELECT doc_id FROM passages WHERE id = ?").pluck();
-    return [...reciprocalRankFusion(lists).entries()]
+    lexical = this.bm25Passages(match, depth),
+  ): Promise<RankedPassage[]> {
+    if (this.mode === "bm25") return lexical;
+    const near = await this.nearestPassages(query, depth);
+    const docOf = new Map([...lexical, ...near].map((r) => [r.id, r.docId]));
+    return [...reciprocalRankFusion([lexical.map((r) => r.id), near.map((r) => r.id)]).entries()]
       .sort((a, b) => b[1] - a[1])
-      .map(([id, score]) => ({ id, docId: docOf.get(id) as number, score }));
+      .map(([id, score]) => ({ id, docId: docOf.get(id)!, score }));
   }
+
+  /** Passages matching the (pruned) FTS query, best first; score = BM25 (higher is better). */
+  private bm25Passages(match: string, depth: number): RankedPassage[] {
+    if (!match) return [];
+    return this.db
+      .prepare(
+        // Rank inside FTS5 first: joining before the LIMIT would look up every match's document.
+        `SELECT m.id, p.doc_id AS docId, -m.r AS score FROM
+           (SELECT rowid AS id, bm25(passages_fts, ${W_TITLE}, ${W_SECTION}, ${W_TEXT}) AS r FROM passages_fts
+            WHERE passages_fts MATCH ? ORDER BY r LIMIT ?) m
+         JOIN passages p ON p.id = m.id ORDER BY m.r`,
+      )
+      .all(match, depth) as RankedPassage[];
+  }
+
+  /** Nearest passages to the query's embedding (hybrid mode only), best first; score = 1 - cosine distance. */
+  private async nearestPassages(query: string, depth: number): Promise<RankedPassage[]> {
+    if (this.mode !== "hybrid" || !query.trim()) return [];
+    const [vector] = await this.embedder!.embed([query]);
+    // sqlite-vec scans every vector (no ANN index); a deeper k only costs sorting, but fusion
+    // rarely promotes anything below the first FUSION_DEPTH neighbours.
+    return this.db
+      .prepare(
+        `SELECT v.rowid AS id, p.doc_id AS docId, 1 - v.distance AS score FROM passages_vec v
+         JOIN passages p ON p.id = v.rowid WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance`,
+      )
+      .all(new Float32Array(vector), Math.min(depth, FUSION_DEPTH)) as RankedPassage[];
+  }
+}
+
+/** Lower-cased words without diacritics ("Éire" → "eire"), as the index folds them. */
+function plainWords(text: string): string[] {
+  return queryTokens(text.normalize("NFD").replace(/\p{M}/gu, ""));
+}
+
+/** Length of the common start of two words. */
+function sharedPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
 }
 
 function toPassage(row: PassageRow, score: number): Passage {

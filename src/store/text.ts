@@ -20,16 +20,20 @@ export function queryTokens(query: string): string[] {
   return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length > 0);
 }
 
+/** {@link queryTokens} without function words ("the", "of", "which", ...): all of them if only those. */
+export function contentTokens(text: string): string[] {
+  const all = queryTokens(text);
+  const content = all.filter((t) => !STOPWORDS.has(t));
+  return content.length > 0 ? content : all;
+}
+
 /**
  * Builds an FTS5 MATCH expression from free text: every useful word quoted (so FTS5 syntax in the
  * user's text — quotes, AND, NEAR, column filters — is taken literally) and OR-ed, letting BM25
  * rank passages that contain more (and rarer) words first. Returns "" when nothing is searchable.
  */
 export function ftsQuery(query: string): string {
-  const all = [...new Set(queryTokens(query))];
-  const content = all.filter((t) => !STOPWORDS.has(t));
-  const terms = content.length > 0 ? content : all;
-  return terms.map((t) => `"${t}"`).join(" OR ");
+  return [...new Set(contentTokens(query))].map((t) => `"${t}"`).join(" OR ");
 }
 
 /** FTS5 query for the trigram title index: the title's trigrams, OR-ed. */
@@ -45,7 +49,30 @@ export function trigramQuery(title: string): string {
 
 /** Case-, underscore- and whitespace-insensitive key for titles ("eiffel tower" = "Eiffel_Tower"). */
 export function titleKey(title: string): string {
-  return title.normalize("NFC").replace(/_/g, " ").replace(/\s+/g, " ").trim().toLowerCase();
+  return exactTitle(title).toLowerCase();
+}
+
+/** A title with underscores as spaces and whitespace collapsed, case kept ("Red_Meat " → "Red Meat"). */
+export function exactTitle(title: string): string {
+  return title.normalize("NFC").replace(/_/g, " ").replace(/\s+/g, " ").trim();
+}
+
+/** Separates the folded key from the exact title in a {@link caseVariantKey}. */
+const CASE_VARIANT_SEPARATOR = "\u0001";
+
+/**
+ * The key of a page (or redirect) whose title differs only in case from one stored under
+ * {@link titleKey}: the folded key plus the exact title, so "Red Meat" and "Red meat" are two
+ * pages, as on MediaWiki. Lookups try it first, then the folded key.
+ */
+export function caseVariantKey(title: string): string {
+  return `${titleKey(title)}${CASE_VARIANT_SEPARATOR}${exactTitle(title)}`;
+}
+
+/** The folded key inside a {@link caseVariantKey} (a folded key is returned as it is). */
+export function foldedKey(key: string): string {
+  const i = key.indexOf(CASE_VARIANT_SEPARATOR);
+  return i === -1 ? key : key.slice(0, i);
 }
 
 /** Similarity of two titles in [0, 1] (Dice coefficient over character bigrams). */

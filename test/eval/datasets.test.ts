@@ -73,6 +73,80 @@ describe("dataset loaders", () => {
     ]);
   });
 
+  it("loads FlashRAG's HotpotQA: golden_answers, the original fields under metadata, its ids", () => {
+    const ds = loadDataset(join(FIX, "flashrag-hotpotqa.jsonl"));
+    expect(ds.format).toBe("hotpotqa");
+    expect(ds.examples.map((e) => [e.id, e.answers])).toEqual([
+      ["fh1", ["Norway"]],
+      ["fh2", ["40 metres", "40 m"]],
+    ]);
+    expect(ds.examples[0].paragraphs.map((p) => p.title)).toEqual([
+      "Blue Pavilion",
+      "Ingrid Halvorsen",
+      "Green Bridge",
+    ]);
+    expect(ds.examples[0].supportingTitles).toEqual(["Blue Pavilion", "Ingrid Halvorsen"]);
+    expect(ds.examples[1].kind).toBe("bridge/medium");
+    expect(ds.bad).toEqual([
+      { position: { index: 2, line: 3 }, reason: "missing or empty `answer`" },
+    ]);
+  });
+
+  it("loads FlashRAG's 2WikiMultiHopQA (context as title/content) with every gold answer", () => {
+    const ds = loadDataset(join(FIX, "flashrag-2wiki.jsonl"));
+    expect(ds.format).toBe("2wiki");
+    expect(ds.examples.map((e) => e.id)).toEqual(["fw1", "fw2"]);
+    expect(ds.examples[0].answers).toEqual(["Norway", "Kingdom of Norway"]);
+    expect(ds.examples[0].paragraphs[1]).toEqual({
+      title: "Ingrid Halvorsen",
+      text: "Ingrid Halvorsen (born 1961 in Bergen, Norway) is an architect. She is known for timber buildings.",
+    });
+    expect(ds.examples[1].supportingTitles).toEqual(["Blue Pavilion", "Red Tower"]);
+    expect(ds.bad).toEqual([]);
+  });
+
+  it("loads Search-R1 rows: golden_answers, or reward_model.ground_truth.target", () => {
+    const ds = loadDataset(join(FIX, "search-r1.jsonl"));
+    expect(ds.format).toBe("jsonl");
+    expect(ds.examples.map((e) => [e.id, e.answers])).toEqual([
+      ["train_0", ["Norway"]],
+      ["train_1", ["40 metres", "40 m"]],
+    ]);
+    expect(ds.bad).toEqual([]);
+  });
+
+  it("loads 2Wiki files whose answer is a list", () => {
+    const ds = loadDataset(join(FIX, "2wiki-answer-list.json"));
+    expect(ds.format).toBe("2wiki");
+    expect(ds.examples.map((e) => [e.id, e.answers])).toEqual([
+      ["wl1", ["Norway", "Kingdom of Norway"]],
+      ["wl2", ["no"]],
+    ]);
+    expect(ds.examples[0].paragraphs.map((p) => p.title)).toEqual([
+      "Blue Pavilion",
+      "Ingrid Halvorsen",
+    ]);
+    expect(ds.bad).toEqual([]);
+  });
+
+  it("reads the id field a file uses (_id, id, qid, question_id), else the record index", () => {
+    const p = write(
+      "ids.jsonl",
+      [
+        { qid: "a1", question: "Q1?", answer: "x" },
+        { question_id: 7, question: "Q2?", golden_answers: "y" },
+        { question: "Q3?", answers: ["z"] },
+      ]
+        .map((r) => JSON.stringify(r))
+        .join("\n"),
+    );
+    expect(loadDataset(p).examples.map((e) => [e.id, e.answers])).toEqual([
+      ["a1", ["x"]],
+      ["7", ["y"]],
+      ["q2", ["z"]],
+    ]);
+  });
+
   it("--limit keeps the first N usable questions", () => {
     expect(loadDataset(join(FIX, "hotpotqa.json"), { limit: 2 }).examples.map((e) => e.id)).toEqual(
       ["h1", "h2"],

@@ -176,4 +176,41 @@ describe("codehop ingest (CLI)", () => {
       /^codehop: input .*nope\.jsonl does not exist \[CODEHOP_INPUT_INVALID\]\n$/,
     );
   });
+
+  it("exits non-zero with a clear message when nothing was stored", async () => {
+    const run = promisify(execFile);
+    const bin = join(import.meta.dirname, "../../bin/codehop.mjs");
+    const codehop = (...args: string[]) =>
+      run(process.execPath, [bin, "ingest", ...args]).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (e) => ({ code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }),
+      );
+    const empty = join(tmp.dir, "empty.jsonl");
+    writeFileSync(empty, "");
+    const garbage = join(tmp.dir, "garbage.jsonl");
+    writeFileSync(garbage, Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)));
+    const xmlAsJsonl = join(tmp.dir, "dump.xml");
+    writeFileSync(xmlAsJsonl, "<mediawiki><page><title>A</title></page></mediawiki>\n");
+    const db = join(tmp.dir, "nothing.db");
+
+    const e = await codehop(empty, "--db", db);
+    expect(e.code).toBe(2);
+    expect(e.stderr).toMatch(
+      /nothing was ingested: .*empty\.jsonl has no records.*\[CODEHOP_INPUT_INVALID\]/,
+    );
+
+    const g = await codehop(garbage, "--db", db);
+    expect(g.code).toBe(2);
+    expect(g.stdout).toMatch(/0 added/);
+    expect(g.stderr).toMatch(/none of its \d+ record\(s\) could be stored \(first: line 1: /);
+
+    const w = await codehop(xmlAsJsonl, "--db", db, "--format", "jsonl", "--json");
+    expect(w.code).toBe(2);
+    expect(JSON.parse(w.stdout)).toMatchObject({ added: 0, skipped: 1 });
+    expect(w.stderr).toMatch(/read as jsonl — if that is wrong, pass --format/);
+
+    // Something stored: success, also when every record was already there.
+    expect((await codehop(DEMO_CORPUS, "--db", db)).code).toBe(0);
+    expect((await codehop(DEMO_CORPUS, "--db", db)).code).toBe(0);
+  });
 });

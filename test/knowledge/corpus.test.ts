@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingestDocuments, ingestPath, openReader } from "../../src/ingest/index.ts";
-import type { IngestDocument } from "../../src/ingest/types.ts";
+import type { IngestDocument, ReaderItem } from "../../src/ingest/types.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { openKnowledgeSource } from "../../src/store/open.ts";
 import { CodehopError } from "../../src/errors.ts";
@@ -64,6 +64,46 @@ describe("local corpus: reading", () => {
     expect((await source.search("Empire State Building construction began"))[0].title).toBe(
       "Empire State Building",
     );
+  });
+
+  it("page search favours the pages a query names in full: the longest name, its qualifier", async () => {
+    const db = join(tmp.dir, "named.db");
+    const filler = "Wood panels are graded by appearance, strength and moisture resistance.";
+    await ingestDocuments(db, [
+      {
+        title: "Plywood",
+        text: `Plywood is made of thin layers of veneer. Its density depends on the wood: birch plywood density is higher than pine plywood density. ${filler}`,
+      },
+      { title: "Birch", text: `Birch is a thin-leaved deciduous tree. ${filler}` },
+      {
+        title: "Birch plywood",
+        text: `Birch plywood is made from birch veneers; its density is about 680 kg per cubic metre. ${filler}`,
+      },
+      {
+        title: "Mercury (element)",
+        text: "Mercury is a chemical element, a heavy metal that is liquid when hot or cold; mercury thermometers show how hot a room is.",
+      },
+      {
+        title: "Mercury",
+        text: "Mercury is the smallest planet of the Solar System and the closest to the Sun; its days are hot.",
+      },
+    ]);
+    const s = CorpusSource.open(db);
+    try {
+      const first = async (q: string) => (await s.search(q))[0].title;
+      const firstPassage = async (q: string) => (await s.searchPassages(q, { k: 1 }))[0].title;
+      // All three titles are words of the query; only the longest, "Birch plywood", is named,
+      // though the best passage is Plywood's.
+      expect(await firstPassage("birch plywood density")).toBe("Plywood");
+      expect(await first("birch plywood density")).toBe("Birch plywood");
+      // "Mercury" is named in full; "Mercury (element)" only without its qualifier, which counts
+      // for less than the element page's better passage.
+      expect(await firstPassage("how hot is Mercury")).toBe("Mercury (element)");
+      expect(await first("how hot is Mercury")).toBe("Mercury");
+      expect(await first("how hot is the element Mercury")).toBe("Mercury (element)");
+    } finally {
+      await s.close();
+    }
   });
 
   it("getPage is case-, space- and underscore-insensitive", async () => {
@@ -184,6 +224,46 @@ describe("local corpus: ingestion", () => {
       url: "https://example.org/gamma",
     });
     await s.close();
+  });
+
+  it("titles differing only in case are two pages within one ingest; redirects keep theirs", async () => {
+    const db = join(tmp.dir, "case.db");
+    const input: ReaderItem[] = [
+      {
+        kind: "document",
+        where: "1",
+        doc: { title: "Red meat", text: "Red meat is mammal meat." },
+      },
+      { kind: "document", where: "2", doc: { title: "Red Meat", text: "Red Meat is a band." } },
+      { kind: "redirect", where: "3", from: "US", to: "United States" },
+      { kind: "document", where: "4", doc: { title: "United States", text: "A country." } },
+      { kind: "document", where: "5", doc: { title: "Us", text: "Us is a 2019 film." } },
+      // Same target as "US" and differing only in case: adds nothing.
+      { kind: "redirect", where: "6", from: "U.S.", to: "United States" },
+      { kind: "redirect", where: "7", from: "u.s.", to: "United States" },
+    ];
+    const report = await ingestDocuments(db, input);
+    expect(report).toMatchObject({ added: 4, updated: 0, aliases: 2 });
+    const s = CorpusSource.open(db);
+    try {
+      expect(s.stats()).toMatchObject({ documents: 4, aliases: 2 });
+      const title = async (t: string) => {
+        const l = await s.getPage(t);
+        return l.status === "found" ? l.page.title : l.status;
+      };
+      expect(await title("Red Meat")).toBe("Red Meat");
+      expect(await title("Red meat")).toBe("Red meat");
+      expect(await title("red meat")).toBe("Red meat");
+      // The redirect "US" survives the page "Us" that came after it.
+      expect(await title("US")).toBe("United States");
+      expect(await title("Us")).toBe("Us");
+      expect(await title("u.s.")).toBe("United States");
+      // Idempotent.
+      expect(await ingestDocuments(db, input)).toMatchObject({ added: 0, unchanged: 4 });
+      expect(s.stats()).toMatchObject({ documents: 4, aliases: 2 });
+    } finally {
+      await s.close();
+    }
   });
 
   it("changing the chunk size re-chunks unchanged documents", async () => {

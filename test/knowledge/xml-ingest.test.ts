@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
 import { ingestPath } from "../../src/ingest/index.ts";
-import { readMediaWikiXml } from "../../src/ingest/mediawiki-xml.ts";
+import { readMediaWikiXml, wikitextToDocument } from "../../src/ingest/mediawiki-xml.ts";
 import type { ReaderItem } from "../../src/ingest/types.ts";
 import { CorpusSource } from "../../src/store/corpus-source.ts";
 import { makeDump } from "./fixtures/make-dump.ts";
@@ -36,6 +36,8 @@ describe("MediaWiki XML dump ingestion", () => {
       expect(lookup.page.title).toBe("Synthetic town 1");
       expect(lookup.page.text).toBe(
         "Synthetic town 1 is a town in the Kingdom of Ruritania with 1001 inhabitants. Its name is written Šynthétic-1 in Ruritanian.\n\n" +
+          // The infobox, as rows after the lead's prose.
+          "name: Synthetic town 1\npopulation: 1001\n\n" +
           "## History\nThe town was founded in 1201 by Duke Rudolf and received a market charter later.\n\n" +
           "### Bridge\nA stone bridge over the river Zenda was built in 1501.",
       );
@@ -100,5 +102,71 @@ describe("MediaWiki XML dump ingestion", () => {
     const report = await ingestPath(join(tmp.dir, "bad.db"), bad);
     expect(report.added).toBe(0);
     expect(report.skippedRecords[0].reason).toMatch(/stopped reading/);
+  });
+});
+
+describe("wikitext leftovers (snippets of real English Wikipedia pages, CC BY-SA)", () => {
+  const render = (wikitext: string) => wikitextToDocument("Snippet", wikitext).text;
+
+  it("decodes character references after parsing", () => {
+    // Apollo 8 and Analysis of variance.
+    expect(render('Lovell wrote, "My training &#91;on Apollo 8&#93; came in handy!"')).toBe(
+      'Lovell wrote, "My training [on Apollo 8] came in handy!"',
+    );
+    expect(render("the dependent variable (e.g., &eta;2, &omega;2, or &fnof;2)")).toBe(
+      "the dependent variable (e.g., η2, ω2, or ƒ2)",
+    );
+    // A decoded "[[" is text, not a link.
+    expect(render("Brackets: &#91;&#91;not a link&#93;&#93;.")).toBe("Brackets: [[not a link]].");
+  });
+
+  it("drops legend keys, file links with nested links, and unbalanced quote runs", () => {
+    // Academy Award for Best Production Design.
+    expect(
+      render(
+        "Intro text.\n\n== Best Interior Decoration ==\n{{legend|#FAEB86|indicates the winner}}\nThe winners.",
+      ),
+    ).toBe("Intro text.\n\n## Best Interior Decoration\nThe winners.");
+    // Alkane: an image with a linked caption inside a list item.
+    expect(
+      render(
+        "to form alkanes e.g.:\n* [[Image:Clemmensen Reduction Scheme.png|250px|[[Clemmensen Reduction]]]]\n* second item here\n\nand the rest.",
+      ),
+    ).toBe("to form alkanes e.g.:\n * second item here\n\nand the rest.");
+    // Ambiguity and Animal Farm: bold/italic quotes left unbalanced by the source.
+    expect(
+      render("used to denote its argument'''. If the Greek letter is used, it is assumed"),
+    ).toBe("used to denote its argument. If the Greek letter is used, it is assumed");
+    expect(render("* Ice Nine Kills' song, ''The Nature of the Beast\" is inspired by it")).toBe(
+      "* Ice Nine Kills' song, The Nature of the Beast\" is inspired by it",
+    );
+  });
+
+  it("turns HTML list items into list lines", () => {
+    // Animal Farm.
+    expect(
+      render(
+        "the changes bolded: <ol><li>No animal shall sleep in a bed.</li><li>No animal shall drink alcohol to excess.</li></ol>",
+      ),
+    ).toBe(
+      "the changes bolded:\n * No animal shall sleep in a bed.\n * No animal shall drink alcohol to excess.",
+    );
+  });
+
+  it("skips pages outside the main namespace in exports without <ns>, by their title prefix", async () => {
+    const page = (title: string, text: string) =>
+      `<page><title>${title}</title><revision><text>${text}</text></revision></page>`;
+    const oldExport = `<mediawiki version="0.3">${[
+      page("Talk:Abacus", "Is this a talk page? Yes."),
+      page("User talk:Someone", "Hello."),
+      page("Category:Counting", "Counting tools."),
+      page("Abacus", "An abacus is a counting frame."),
+      page("Star Wars: A New Hope", "A 1977 film."),
+    ].join("")}</mediawiki>`;
+    const items = await collect(readMediaWikiXml(Readable.from([Buffer.from(oldExport)])));
+    expect(items.map((i) => (i.kind === "document" ? i.doc.title : i.kind))).toEqual([
+      "Abacus",
+      "Star Wars: A New Hope",
+    ]);
   });
 });

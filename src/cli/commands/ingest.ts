@@ -154,5 +154,33 @@ export default function ingestCommand(): Command {
         process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
       else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
       if (report.interrupted) process.exitCode = 130;
+      else {
+        const problem = nothingStored(report, path, reader.format);
+        if (problem) throw new CodehopError(ErrorCodes.INPUT_INVALID, problem);
+      }
     });
+}
+
+/**
+ * Why an ingest that finished stored nothing — an empty input, or one whose every record was
+ * unreadable (binary data, the wrong --format, an encoding that cannot be decoded) — or
+ * undefined when something was stored (added, updated, unchanged or a redirect).
+ */
+export function nothingStored(
+  report: IngestReport,
+  path: string,
+  format: IngestFormat,
+): string | undefined {
+  if (report.added + report.updated + report.unchanged + report.aliases > 0) return undefined;
+  if (report.resumedFrom > 0) return undefined;
+  if (report.records === 0)
+    return format === "folder"
+      ? `nothing was ingested: ${path} has no .md, .markdown or .txt files`
+      : `nothing was ingested: ${path} has no records (is it empty?)`;
+  const first = report.skippedRecords[0];
+  return (
+    `nothing was ingested from ${path}: none of its ${report.records} record(s) could be stored` +
+    (first ? ` (first: ${first.where}: ${first.reason})` : "") +
+    `; it was read as ${format} — if that is wrong, pass --format jsonl|folder|mediawiki-xml`
+  );
 }
