@@ -28,6 +28,8 @@ export const ErrorCodes = {
   RUN_INTERRUPTED: "CODEHOP_RUN_INTERRUPTED",
   /** The knowledge source (Wikipedia API) failed after retries. */
   SOURCE_UNAVAILABLE: "CODEHOP_SOURCE_UNAVAILABLE",
+  /** An evaluation finished with more failed questions than its error-rate limit allows. */
+  EVAL_TOO_MANY_ERRORS: "CODEHOP_EVAL_TOO_MANY_ERRORS",
   /** An MCP server could not be started or did not list its tools (src/tools/mcp.ts). */
   MCP_SERVER_FAILED: "CODEHOP_MCP_SERVER_FAILED",
 } as const;
@@ -63,6 +65,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.RUN_INTERRUPTED]: { fatalInTool: false },
   // The knowledge source also uses it for rejected queries, which the model can fix.
   [ErrorCodes.SOURCE_UNAVAILABLE]: { fatalInTool: false },
+  // The outcome of a whole evaluation, never raised inside a run.
+  [ErrorCodes.EVAL_TOO_MANY_ERRORS]: { fatalInTool: false },
   // Raised when a run opens its servers; a server gone during a call is that call's error.
   [ErrorCodes.MCP_SERVER_FAILED]: { fatalInTool: false },
 };

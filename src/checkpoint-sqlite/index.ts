@@ -885,18 +885,23 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const metaText = Buffer.from(metaBytes).toString("utf8");
     const s = this.s;
-    this.db.transaction(() => {
-      for (const b of blobs) s.putBlob.run(...b);
-      s.putCheckpoint.run(
-        nsId,
-        checkpoint.id,
-        parentId ?? null,
-        cp.type,
-        cp.data,
-        cp.zip,
-        metaText,
-      );
-    })();
+    // Every write transaction here is IMMEDIATE: it takes the write lock at BEGIN, where the busy
+    // timeout applies. A deferred one that reads first fails at once with SQLITE_BUSY when another
+    // process commits before it upgrades to writing (two runs sharing one database file).
+    this.db
+      .transaction(() => {
+        for (const b of blobs) s.putBlob.run(...b);
+        s.putCheckpoint.run(
+          nsId,
+          checkpoint.id,
+          parentId ?? null,
+          cp.type,
+          cp.data,
+          cp.zip,
+          metaText,
+        );
+      })
+      .immediate();
     this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
     // What this put stored, plus the values still current from the previous put (same version);
     // a value the caller passed for a channel it did not list as new was not stored, so it is not
@@ -946,20 +951,22 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     );
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
-    this.db.transaction(() => {
-      const existing = this.taskWrites(nsId, id, taskId) ?? [];
-      const byIdx = new Map(existing.map((w) => [w.idx, w]));
-      for (const w of encoded) {
-        if (byIdx.has(w.idx) && !replace) continue;
-        byIdx.set(w.idx, w);
-        // Only a write this call stored may be referred to by the next checkpoint's values.
-        cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
-      }
-      const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
-      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
-      const zip = zipped !== undefined && zipped.length < packed.length;
-      this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
-    })();
+    this.db
+      .transaction(() => {
+        const existing = this.taskWrites(nsId, id, taskId) ?? [];
+        const byIdx = new Map(existing.map((w) => [w.idx, w]));
+        for (const w of encoded) {
+          if (byIdx.has(w.idx) && !replace) continue;
+          byIdx.set(w.idx, w);
+          // Only a write this call stored may be referred to by the next checkpoint's values.
+          cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
+        }
+        const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
+        const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+        const zip = zipped !== undefined && zipped.length < packed.length;
+        this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
+      })
+      .immediate();
     this.writes.set(key, cached);
   }
 
@@ -1004,15 +1011,17 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         ns_id: number;
       }>
     ).map((r) => r.ns_id);
-    this.db.transaction(() => {
-      for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
-        for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
-      this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
-      if (this.s.legacy) {
-        this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
-        this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
-      }
-    })();
+    this.db
+      .transaction(() => {
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
+          for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
+        this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
+        if (this.s.legacy) {
+          this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
+          this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
+        }
+      })
+      .immediate();
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
       this.latestValues.deleteWhere((key) => key === nsId);

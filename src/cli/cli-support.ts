@@ -4,6 +4,7 @@ import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
 import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
+import { colorsFor } from "../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 import { approvalCommands, formatApproval } from "./approval-prompt.ts";
@@ -84,7 +85,7 @@ export function terminalRun(
     },
     finish() {
       // Idempotent: called on success before printing the result, and again from `finally`.
-      view?.stop();
+      view?.stop({ interrupted: ctrlC.signal.aborted });
       view = undefined;
       ctrlC.dispose();
     },
@@ -153,11 +154,12 @@ export function printResult(result: AskResult, flags: RunFlags): void {
     return;
   }
   const u = result.usage.total;
+  const c = colorsFor(process.stdout);
   // show / history / replay read the data directory; replay takes the thread's own corpus.
   const home = { home: flags.home };
   const lines = [
     "",
-    `Answer: ${result.answer}`,
+    `${c.bold(c.green("Answer:"))} ${result.answer}`,
     result.sources.length
       ? `Sources: ${result.sources.map((s) => s.title).join("; ")}`
       : "Sources: (none reported)",
@@ -196,4 +198,22 @@ export async function withJsonErrors<T>(
     }
     throw err;
   }
+}
+
+/**
+ * `value` for --json output: every camelCase key of every object in it also under its snake_case
+ * name (`resumedFrom` → `resumed_from`), the casing every codehop JSON output uses. The camelCase
+ * names stay beside them: outputs that printed them before keep working for existing scripts.
+ */
+export function withSnakeCaseKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withSnakeCaseKeys);
+  if (!value || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const converted = withSnakeCaseKeys(v);
+    out[key] = converted;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    if (snake !== key && !(snake in value)) out[snake] = converted;
+  }
+  return out;
 }

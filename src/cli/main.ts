@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { cliCommand } from "../config/cli-command.ts";
+import { colorsFor } from "../config/colors.ts";
 
 /** Command modules: `<name>.ts` when running the sources (tsx), `<name>.js` in the built package. */
 const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
@@ -54,6 +55,11 @@ function commandName(argv: string[], program: Command | undefined): string | und
   return argv.slice(2).find((a) => names.has(a));
 }
 
+/** "codehop:", in red on a terminal that wants colour. */
+function errorPrefix(): string {
+  return colorsFor(process.stderr).red("codehop:");
+}
+
 /** Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack). */
 export async function main(argv = process.argv): Promise<void> {
   let program: Command | undefined;
@@ -71,13 +77,13 @@ export async function main(argv = process.argv): Promise<void> {
       const name = commandName(argv, program);
       const help = cliCommand(name ? [name, "--help"] : ["--help"]);
       process.stderr.write(
-        `codehop: ${message} (see \`${help}\`) [${ErrorCodes.CONFIG_INVALID}]\n`,
+        `${errorPrefix()} ${message} (see \`${help}\`) [${ErrorCodes.CONFIG_INVALID}]\n`,
       );
       process.exitCode = 2;
       return;
     }
     if (CodehopError.isInstance(err)) {
-      process.stderr.write(`codehop: ${err.message} [${err.code}]\n`);
+      process.stderr.write(`${errorPrefix()} ${err.message} [${err.code}]\n`);
       process.exitCode = 2;
       return;
     }

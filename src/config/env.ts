@@ -206,3 +206,18 @@ export function cliProgram(env: NodeJS.ProcessEnv = process.env): string {
   if (env === process.env) program = found;
   return found;
 }
+
+/**
+ * Whether to colour output written to a stream: FORCE_COLOR set to anything but `0`/`false` turns
+ * colour on (even in a pipe), then a non-empty NO_COLOR turns it off (https://no-color.org), then
+ * a terminal (TTY, TERM not `dumb`) gets colour and anything else (a pipe, a file, CI logs) none.
+ */
+export function colorWanted(
+  stream: { isTTY?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return !["0", "false"].includes(force.trim().toLowerCase());
+  if (nonEmpty(env.NO_COLOR)) return false;
+  return Boolean(stream.isTTY) && env.TERM !== "dumb";
+}

@@ -2,9 +2,12 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { AIMessage, AIMessageChunk, BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ChatOpenAI } from "@langchain/openai";
+import { v1Hint } from "../config/endpoint.ts";
 import { agentEnvKey, type CodehopEnv, readEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { readRunContext } from "./run-context.ts";
+
+export { v1Hint };
 
 /**
  * Model factory: every agent's chat model is resolved here, from (in order of precedence)
@@ -60,6 +63,92 @@ function httpStatus(error: any): number | undefined {
 }
 
 /**
+ * The endpoint answered, but not as an OpenAI-compatible API: an HTML page with a 2xx status (a
+ * web UI, a base URL without /v1 served by a single-page app). Retrying cannot fix it.
+ */
+export class EndpointAnswerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "EndpointAnswerError";
+  }
+}
+
+/** The first error in `err`'s cause chain that satisfies `test`. */
+function inCauses<T>(err: unknown, test: (e: any) => e is T): T | undefined {
+  let e: any = err;
+  for (let i = 0; e && i < 8; i++, e = e.cause) if (test(e)) return e;
+  return undefined;
+}
+
+const isAnswerError = (e: any): e is EndpointAnswerError => e?.name === "EndpointAnswerError";
+
+/**
+ * fetch for the model client: a 2xx reply that is an HTML page fails at once with an
+ * {@link EndpointAnswerError} saying so, instead of reaching LangChain as a reply with no choices.
+ */
+export function checkedFetch(baseURL: string | undefined): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    const type = res.headers.get("content-type") ?? "";
+    if (res.ok && /\btext\/html\b/i.test(type)) {
+      await res.body?.cancel().catch(() => {});
+      throw new EndpointAnswerError(
+        `the endpoint answered an HTML page (HTTP ${res.status} from ${String(input instanceof Request ? input.url : input)}), not an OpenAI-compatible JSON reply${v1Hint(baseURL)}`,
+      );
+    }
+    return res;
+  };
+}
+
+/** The message of an error body an OpenAI-compatible server sent (`{error: {message}}`, `{detail}` ...). */
+function bodyMessage(body: unknown): string | undefined {
+  if (typeof body === "string") return body;
+  if (!body || typeof body !== "object") return undefined;
+  const b = body as Record<string, any>;
+  const found =
+    b.message ??
+    b.error?.message ??
+    (typeof b.error === "string" ? b.error : undefined) ??
+    b.detail;
+  if (typeof found === "string") return found;
+  return found === undefined ? undefined : JSON.stringify(found);
+}
+
+function shortText(text: string, max = 300): string {
+  const t = text.replace(/\s+/g, " ").trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+/**
+ * A model endpoint failure as a sentence a person can act on: "HTTP 404: model not found", "cannot
+ * connect to http://... (ECONNREFUSED)", "the endpoint answered an HTML page ...", never the raw
+ * JSON body or LangChain's troubleshooting suffix; with a hint when the base URL misses /v1.
+ */
+export function endpointErrorText(err: unknown, baseURL?: string): string {
+  const answer = inCauses(err, isAnswerError);
+  if (answer) return answer.message;
+  const e = err as any;
+  const raw = String(e?.message ?? err)
+    .replace(/\s*Troubleshooting URL: \S+\s*$/, "")
+    .trim();
+  const status = httpStatus(e);
+  if (status !== undefined) {
+    const detail = bodyMessage(e?.error) ?? raw.replace(/^\d{3}\s*/, "");
+    const html = /<(?:!doctype|html|head|body)\b/i.test(detail);
+    const what = html
+      ? "an HTML page, not an OpenAI-compatible reply"
+      : shortText(detail) || "(no message)";
+    return `HTTP ${status}: ${what}${status === 404 || status === 405 || html ? v1Hint(baseURL) : ""}`;
+  }
+  const refused = inCauses(err, (c: any): c is { code: string } =>
+    ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ECONNRESET", "EHOSTUNREACH"].includes(c?.code),
+  );
+  if (refused)
+    return `cannot connect to ${baseURL ?? "the endpoint"} (${refused.code}): is the server running and OPENAI_BASE_URL right?`;
+  return shortText(raw, 500);
+}
+
+/**
  * Retry policy for model calls (LangChain's AsyncCaller calls it after each failed attempt: return
  * to retry with exponential backoff, throw to give up). Unlike LangChain's default, a 429 without a
  * Retry-After hint is retried too: local servers (vLLM, llama.cpp, proxies) send bare 429s when
@@ -70,6 +159,7 @@ export function modelFailedAttemptHandler(error: unknown): void {
   const e = error as any;
   if (e?.name === "AbortError" || /^(Cancel|AbortError)/.test(String(e?.message ?? "")))
     throw error;
+  if (inCauses(error, isAnswerError)) throw error;
   const status = httpStatus(e);
   if (status !== undefined && STATUS_NO_RETRY.has(status)) throw error;
   if (e?.code === "insufficient_quota" || e?.error?.code === "insufficient_quota") throw error;
@@ -132,7 +222,7 @@ export function resolveModel(
     model = new ChatOpenAI({
       ...rest,
       onFailedAttempt: modelFailedAttemptHandler,
-      configuration: url ? { baseURL: url } : undefined,
+      configuration: { ...(url ? { baseURL: url } : {}), fetch: checkedFetch(url) },
     });
     cache.set(cacheKey, model);
   }
@@ -232,7 +322,8 @@ export async function callModel(
     }
   } catch (err) {
     if (CodehopError.isInstance(err)) throw err;
-    const reason = err instanceof Error ? err.message : String(err);
+    const m = model as any;
+    const reason = endpointErrorText(err, m.clientConfig?.baseURL ?? m.configuration?.baseURL);
     throw new CodehopError(
       ErrorCodes.MODEL_ENDPOINT_FAILED,
       `Model call for agent "${options.agentName}" failed (${describeModel(model)}): ${reason}`,

@@ -7,6 +7,7 @@ import { qaTeam } from "../apps/qa/team.ts";
 import { teamAgentNames } from "../framework/team.ts";
 import { detectModel, loadAppConfig } from "../runs/config.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
+import { endpointErrorText } from "../core/models.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { openEvalSource, type EvalSourceInfo } from "./corpus.ts";
@@ -535,7 +536,8 @@ function supportingRecall(
 
 function describeError(err: unknown): string {
   if (CodehopError.isInstance(err)) return `${err.message} [${err.code}]`;
-  return err instanceof Error ? err.message : String(err);
+  // A model endpoint's failure as a sentence (status and the server's message, no raw body).
+  return endpointErrorText(err);
 }
 
 /** Rebuilds every report file from the stored results. */

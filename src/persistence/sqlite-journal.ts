@@ -114,10 +114,12 @@ export class SqliteJournalRows implements JournalRowStore {
   }
 
   putRows(rows: readonly JournalRow[]): void {
-    this.db.transaction(() => {
-      for (const row of rows)
-        this.putStmt.run({ ...row, outcomeJson: packOutcome(row.outcomeJson) });
-    })();
+    this.db
+      .transaction(() => {
+        for (const row of rows)
+          this.putStmt.run({ ...row, outcomeJson: packOutcome(row.outcomeJson) });
+      })
+      .immediate();
   }
 
   listRows(threadId: string): JournalRow[] {

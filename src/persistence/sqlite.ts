@@ -55,7 +55,7 @@ export function openSqlitePersistence(
       db.transaction(() => {
         journalRows.deleteThread(threadId);
         threads.delete(threadId);
-      })();
+      }).immediate();
     },
     close() {
       if (closed) return;

@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
+import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -138,7 +139,14 @@ export async function detectModel(
       headers: config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {},
       signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    if (/\btext\/html\b/i.test(res.headers.get("content-type") ?? "")) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(
+        `it answered an HTML page (HTTP ${res.status}), not an OpenAI-compatible model list${v1Hint(config.baseURL)}`,
+      );
+    }
+    if (!res.ok)
+      throw new Error(`HTTP ${res.status}${res.status === 404 ? v1Hint(config.baseURL) : ""}`);
     const body = (await res.json()) as { data?: Array<{ id?: unknown }> };
     ids = (body.data ?? [])
       .map((m) => m.id)

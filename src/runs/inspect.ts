@@ -1,7 +1,7 @@
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistence, type Persistence } from "../persistence/index.ts";
+import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "./app.ts";
 import { loadAppConfig } from "./config.ts";
 import { requireThread } from "./lifecycle.ts";
@@ -177,7 +177,7 @@ export async function traceThread(
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunProgress> {
-  return withThread(threadId, options, async (persistence) => {
+  return withThread(threadId, options, async (persistence, record) => {
     const tuples: CheckpointTuple[] = [];
     for await (const t of persistence.checkpointer.list({ configurable: { thread_id: threadId } }))
       tuples.push(t);
@@ -237,6 +237,9 @@ export async function traceThread(
         progress.apply([path, "updates", { observe: update }]);
       }
     }
+    // Agents still at work in the last checkpoints stopped there: say why.
+    if (record.status === "interrupted") progress.interrupt();
+    else if (record.status === "failed") progress.fail(record.error ?? "failed");
     return progress;
   });
 }
@@ -248,13 +251,15 @@ export async function traceThread(
 async function withThread<T>(
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence">,
-  read: (persistence: Persistence) => Promise<T>,
+  read: (persistence: Persistence, record: ThreadRecord) => Promise<T>,
 ): Promise<T> {
   const persistence =
     options.persistence ?? openPersistence(loadAppConfig(options.config).home, { mustExist: true });
   try {
-    await requireThread(persistence, threadId, false, { home: options.config?.home });
-    return await read(persistence);
+    const record = await requireThread(persistence, threadId, false, {
+      home: options.config?.home,
+    });
+    return await read(persistence, record);
   } finally {
     if (!options.persistence) await persistence.close();
   }

@@ -374,7 +374,10 @@ export async function startRun(
     try {
       await prepareRun(session, options);
     } catch (err) {
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      // Stopped by its user while preparing (Ctrl-C): interrupted, not failed.
+      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
+        interrupted: Boolean(options.signal?.aborted),
+      });
       throw err;
     }
     return await execute(session, options, threadId, app.input(text), { started: true });

@@ -28,7 +28,9 @@ export interface AgentView {
   name: string;
   depth: number;
   task: string;
-  phase: "thinking" | "planning" | "running code" | "observing" | "done" | "failed";
+  phase: "thinking" | "planning" | "running code" | "observing" | "done" | "failed" | "interrupted";
+  /** Why the agent failed (a readable sentence), when it did. */
+  error?: string;
   steps: StepView[];
   plan?: string;
   answer?: string;
@@ -79,6 +81,54 @@ function asArray<T>(v: T | T[] | undefined | null): T[] {
 
 /** Any value as display text (same rule as a run's answer). */
 const str = answerText;
+
+/**
+ * A task's error as a sentence: its message (first line; the rest is the hint the CLI prints
+ * once at the end). LangGraph hands stream consumers the error as an Error, as a serialized
+ * `{ message, name }` object, or as that object's JSON text; none is shown raw.
+ */
+export function errorText(error: unknown): string {
+  let e: unknown = error;
+  if (typeof e === "string" && /^\s*\{/.test(e)) {
+    try {
+      e = JSON.parse(e);
+    } catch {
+      // not JSON: shown as it is
+    }
+  }
+  const message =
+    e && typeof e === "object" && typeof (e as { message?: unknown }).message === "string"
+      ? (e as { message: string }).message
+      : str(e);
+  return message.split("\n")[0].trim() || "(no message)";
+}
+
+/** The styles the tree uses (picocolors' names); {@link PLAIN} leaves text as it is. */
+export interface TreeColors {
+  green(text: string): string;
+  red(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+  bold(text: string): string;
+  dim(text: string): string;
+}
+
+const same = (text: string) => text;
+/** No colour. */
+export const PLAIN: TreeColors = {
+  green: same,
+  red: same,
+  yellow: same,
+  cyan: same,
+  bold: same,
+  dim: same,
+};
+
+/** Whether a task error is the run's own abort (Ctrl-C, a caller's signal), not a failure. */
+function isAbort(error: unknown): boolean {
+  const text = typeof error === "string" ? error : JSON.stringify(error ?? "") + String(error);
+  return /AbortError|CODEHOP_RUN_INTERRUPTED|interrupted \(Ctrl-C\)|\bAborted\b/.test(text);
+}
 
 /** Tree of a run built from stream events. */
 export class RunProgress {
@@ -180,9 +230,15 @@ export class RunProgress {
     if (!starting) {
       if (task.error) {
         const agent = this.agentFor(ns);
-        if (agent) {
-          agent.phase = "failed";
-          this.emit(agent, `failed in ${task.name}: ${oneLine(str(task.error), 200)}`);
+        if (agent && agent.phase !== "interrupted") {
+          if (isAbort(task.error)) {
+            // Stopped by its user (Ctrl-C): resumable, not failed.
+            this.interruptAgent(agent);
+          } else {
+            agent.phase = "failed";
+            agent.error = errorText(task.error);
+            this.emit(agent, `failed in ${task.name}: ${oneLine(agent.error, 200)}`);
+          }
         }
       }
       return;
@@ -289,45 +345,89 @@ export class RunProgress {
   }
 
   /**
+   * Marks every agent still at work as interrupted (the run was stopped by its user, e.g. Ctrl-C):
+   * the tree then shows where it stopped instead of agents that look busy or failed.
+   */
+  interrupt(): void {
+    for (const agent of this.agents.values()) this.interruptAgent(agent);
+  }
+
+  /** Marks every agent still at work as failed with `error` (a run that ended with an error). */
+  fail(error: unknown): void {
+    for (const agent of this.agents.values()) {
+      if (agent.phase === "done" || agent.phase === "failed" || agent.phase === "interrupted")
+        continue;
+      agent.phase = "failed";
+      agent.error = errorText(error);
+    }
+  }
+
+  private interruptAgent(agent: AgentView): void {
+    if (agent.phase === "done" || agent.phase === "failed" || agent.phase === "interrupted") return;
+    agent.phase = "interrupted";
+    this.emit(agent, "interrupted (resumable)");
+  }
+
+  /**
    * The tree as text lines. `spinner` is the current frame shown next to agents that are waiting
    * on the model or running code. Finished sub-agents collapse to one line with their answer
    * unless `expand` is set.
    */
-  render(spinner = "…", width = 110, options: { expand?: boolean } = {}): string[] {
+  render(
+    spinner = "…",
+    width = 110,
+    options: { expand?: boolean; colors?: TreeColors } = {},
+  ): string[] {
+    const c = options.colors ?? PLAIN;
     const lines: string[] = [];
     const walk = (agent: AgentView, indent: string) => {
-      const mark = agent.phase === "done" ? "✓" : agent.phase === "failed" ? "✗" : spinner;
-      const head = `${indent}${mark} ${agent.name}: ${oneLine(agent.task, Math.max(20, width - indent.length - agent.name.length - 4))}`;
+      const mark =
+        agent.phase === "done"
+          ? c.green("✓")
+          : agent.phase === "failed"
+            ? c.red("✗")
+            : agent.phase === "interrupted"
+              ? c.yellow("■")
+              : c.cyan(spinner);
+      const head = `${indent}${mark} ${c.bold(agent.name)}: ${oneLine(agent.task, Math.max(20, width - indent.length - agent.name.length - 4))}`;
       lines.push(head);
       const inner = `${indent}  `;
       if (agent.phase === "done" && agent.depth > 1 && !options.expand) {
         lines.push(
-          `${inner}→ ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 2))}`,
+          `${inner}${c.green("→")} ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 2))}`,
         );
         return;
       }
       for (const step of agent.steps) {
         if (step.step > 0 || step.thought) {
           lines.push(
-            `${inner}step ${step.step}: ${oneLine(step.thought, Math.max(20, width - inner.length - 10))}`,
+            `${inner}${c.bold(`step ${step.step}:`)} ${oneLine(step.thought, Math.max(20, width - inner.length - 10))}`,
           );
         }
         if (step.code)
           for (const l of clip(step.code, 4, width - inner.length - 4))
-            lines.push(`${inner}  │ ${l}`);
+            lines.push(c.dim(`${inner}  │ ${l}`));
         for (const child of step.children) walk(child, `${inner}  `);
         if (step.observation !== undefined || step.error) {
           const obs = step.error ?? step.observation ?? "";
           const shown = clip(obs || "(nothing printed)", 3, width - inner.length - 4);
-          lines.push(`${inner}  ↳ ${shown[0]}`);
-          for (const l of shown.slice(1)) lines.push(`${inner}    ${l}`);
+          const tint = step.error ? c.red : (t: string) => t;
+          lines.push(tint(`${inner}  ↳ ${shown[0]}`));
+          for (const l of shown.slice(1)) lines.push(tint(`${inner}    ${l}`));
         }
       }
-      if (agent.phase !== "done" && agent.phase !== "failed")
-        lines.push(`${inner}${spinner} ${agent.phase}…`);
+      if (agent.phase === "failed")
+        lines.push(
+          c.red(
+            `${inner}failed: ${oneLine(agent.error ?? "", Math.max(20, width - inner.length - 8))}`,
+          ),
+        );
+      else if (agent.phase === "interrupted")
+        lines.push(c.yellow(`${inner}interrupted (resumable)`));
+      else if (agent.phase !== "done") lines.push(`${inner}${c.cyan(spinner)} ${agent.phase}…`);
       if (agent.phase === "done")
         lines.push(
-          `${inner}answer: ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 8))}`,
+          `${inner}${c.green("answer:")} ${oneLine(agent.answer ?? "", Math.max(20, width - inner.length - 8))}`,
         );
     };
     if (this.root) walk(this.root, "");

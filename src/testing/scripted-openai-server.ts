@@ -132,6 +132,11 @@ export interface ScriptedServerOptions {
   port?: number;
   /** Dimensions of /v1/embeddings vectors (default 64). */
   embeddingDims?: number;
+  /**
+   * Cut replies at the request's stop sequences, as OpenAI-compatible servers do (default true);
+   * false plays a server or proxy that ignores them (what `codehop doctor` checks for).
+   */
+  honourStop?: boolean;
 }
 
 /** The running server. */
@@ -143,11 +148,13 @@ export class ScriptedOpenAIServer {
   /** Base URL to give ChatOpenAI / OPENAI_BASE_URL, e.g. http://127.0.0.1:PORT/v1. */
   baseURL = "";
   responder: Responder;
+  private readonly honourStop: boolean;
   private readonly app: FastifyInstance;
   private readonly recentPrompts: string[] = [];
 
   private constructor(options: ScriptedServerOptions) {
     this.responder = options.responder;
+    this.honourStop = options.honourStop ?? true;
     // forceCloseConnections: close() must not wait for idle keep-alive sockets of clients.
     this.app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024, forceCloseConnections: true });
     const dims = options.embeddingDims ?? 64;
@@ -218,7 +225,7 @@ export class ScriptedOpenAIServer {
         return reply.code(200).header("content-type", "application/json").send(scripted.garbage);
       }
       const raw = typeof scripted === "string" ? scripted : scripted.content;
-      const content = applyStop(raw, request.stop);
+      const content = this.honourStop ? applyStop(raw, request.stop) : raw;
       log.outcome = "reply";
       log.content = content;
 

@@ -71,7 +71,7 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
       runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "del-a", "--json"], env),
       runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "del-b", "--json"], env),
     ]);
-    expect([a.code, b.code]).toEqual([0, 0]);
+    expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     expect(rowsOf(home, "del-a").journal).toBeGreaterThan(0);
 
     const del = await runCli(["threads", "--delete", "del-a", "--json"], env);
@@ -174,6 +174,28 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
     });
     expect(typeof row.updated_at).toBe("string");
     expect(row.updated_at).toBe(row.updatedAt);
+  });
+
+  it("ingest --json and show --json carry snake_case names too (the camelCase ones stay)", async () => {
+    const db = join(tmp(), "c.db");
+    const ingested = await runCli(
+      ["ingest", join(process.cwd(), "data/demo-corpus.jsonl"), "--db", db, "--json"],
+      cliEnv({}),
+    );
+    const report = JSON.parse(ingested.stdout);
+    expect(report).toMatchObject({ db, added: 63, skipped_records: [], skippedRecords: [] });
+    expect(report.resumed_from).toBe(report.resumedFrom);
+    expect(report.elapsed_ms).toBe(report.elapsedMs);
+
+    const home = tmp();
+    const env = world.cliEnv({ CODEHOP_HOME: home, CODEHOP_CORPUS: world.corpus });
+    expect((await runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "sj", "-q"], env)).code).toBe(
+      0,
+    );
+    const tree = JSON.parse((await runCli(["show", "sj", "--json"], env)).stdout);
+    const last = tree.steps.at(-1);
+    expect(last.is_final).toBe(true);
+    expect(last.isFinal).toBe(true);
   });
 
   it("ingest --db creates missing directories like --home; ask --corpus <directory> says what is wrong", async () => {

@@ -89,5 +89,14 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
     expect(demo.stderr).toContain("OPENAI_BASE_URL");
     expect(demo.stderr).toContain(join(demoHome, "checkpoints.db"));
     expect(demo.stderr).toContain("codehop history <thread>");
+    // The scripted note once, before the first question; how to use a real model once, at the end.
+    const count = (text: string) => demo.stderr.split(text).length - 1;
+    expect(count("the model in this demo is SCRIPTED")).toBe(1);
+    expect(count("To use a real model")).toBe(1);
+    expect(count("export OPENAI_BASE_URL")).toBe(1);
+    expect(demo.stderr.indexOf("SCRIPTED")).toBeLessThan(demo.stderr.indexOf("Question:"));
+    expect(demo.stderr.indexOf("To use a real model")).toBeGreaterThan(
+      demo.stderr.indexOf("Checkpoints and the call journal"),
+    );
   });
 });

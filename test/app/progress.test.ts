@@ -1,5 +1,10 @@
+import { PassThrough } from "node:stream";
+import { stripVTControlCharacters } from "node:util";
+import pc from "picocolors";
 import { describe, expect, it } from "vitest";
-import { clip, RunProgress, type StreamEvent } from "../../src/runs/progress.ts";
+import { colorWanted } from "../../src/config/env.ts";
+import { clip, errorText, RunProgress, type StreamEvent } from "../../src/runs/progress.ts";
+import { createLiveView, fitToRows } from "../../src/runs/tree-renderer.ts";
 
 // Event shapes as LangGraph 1.7 emits them for `stream(..., { subgraphs: true, streamMode:
 // ["updates", "tasks"] })`: the manager is the root graph (namespace []); a sub-agent invoked from
@@ -208,5 +213,98 @@ describe("run progress tree", () => {
   it("clips long code and observations with a visible marker", () => {
     expect(clip("a\nb\nc\nd", 2, 80)).toEqual(["a", "b", "… (2 more lines)"]);
     expect(clip("x".repeat(30), 1, 10)).toEqual(["xxxxxxxxx…"]);
+  });
+});
+
+describe("errors, interruptions and colour in the tree", () => {
+  const started = (): RunProgress => {
+    const p = new RunProgress();
+    for (const e of events.slice(0, 7)) p.apply(e);
+    return p;
+  };
+
+  it("shows a task's error as its message, whatever form LangGraph hands it in", () => {
+    const serialized = {
+      message:
+        'Model call for agent "manager" failed (x): HTTP 404: Not Found\nThe thread is saved.',
+      name: "CodehopError",
+    };
+    for (const error of [serialized, JSON.stringify(serialized), new Error(serialized.message)]) {
+      expect(errorText(error)).toBe(
+        'Model call for agent "manager" failed (x): HTTP 404: Not Found',
+      );
+      const lines: string[] = [];
+      const p = new RunProgress({ onLine: (l) => lines.push(l) });
+      for (const e of events.slice(0, 3)) p.apply(e);
+      p.apply([[], "tasks", { id: "p1", name: "plan", error, result: [] }]);
+      expect(lines.at(-1)).toBe(
+        '[manager] failed in plan: Model call for agent "manager" failed (x): HTTP 404: Not Found',
+      );
+      const tree = p.render("…", 120).join("\n");
+      expect(tree).toContain("✗ manager");
+      expect(tree).toContain("failed: Model call");
+      expect(tree).not.toContain("{");
+    }
+  });
+
+  it("a run stopped by its user shows its agents as interrupted, not busy or failed", () => {
+    const p = started();
+    p.apply([
+      [ACT],
+      "tasks",
+      { id: "c1", name: "plan", error: { name: "AbortError", message: "Aborted" } },
+    ]);
+    p.interrupt();
+    const tree = p.render("…", 120).join("\n");
+    expect(tree).not.toContain("✗");
+    expect(tree).not.toMatch(/thinking…|running code…/);
+    expect(tree.match(/■ /g)?.length).toBe(3); // the manager and both sub-agents
+    expect(tree).toContain("interrupted (resumable)");
+  });
+
+  it("keeps a long tree's top (the question) in a short terminal", () => {
+    const lines = Array.from({ length: 50 }, (_, i) => `line ${i}`);
+    const fit = fitToRows(lines, 10);
+    expect(fit).toHaveLength(10);
+    expect(fit.slice(0, 2)).toEqual(["line 0", "line 1"]);
+    expect(fit[2]).toContain("41 lines hidden");
+    expect(fit.at(-1)).toBe("line 49");
+    expect(fitToRows(lines.slice(0, 5), 10)).toEqual(lines.slice(0, 5));
+  });
+
+  it("every live frame fits a short terminal and starts with the root agent", () => {
+    const writes: string[] = [];
+    const stream = Object.assign(new PassThrough(), { isTTY: true, rows: 12, columns: 100 });
+    stream.on("data", (d) => writes.push(stripVTControlCharacters(String(d))));
+    const view = createLiveView(stream as unknown as NodeJS.WriteStream);
+    for (const e of events) view.onEvent(e);
+    const live = writes.filter((w) => w.trim()).map((w) => w.replace(/\n$/, "").split("\n"));
+    const before = writes.length;
+    view.stop();
+    // One write per frame (log-update erases the previous one first).
+    expect(live.length).toBeGreaterThan(5);
+    expect(Math.max(...live.map((f) => f.length))).toBeLessThanOrEqual(11);
+    // The root is named once its own stamp arrives ("agent" before).
+    for (const f of live.slice(1))
+      expect(f[0]).toMatch(/(agent|manager): Does birch plywood float/);
+    expect(live.at(-1)!.some((l) => l.includes("lines hidden"))).toBe(true);
+    // The final frame is the whole tree: nothing hidden.
+    const final = writes.slice(before).join("");
+    expect(final).toContain("manager: Does birch plywood float");
+    expect(final).not.toContain("lines hidden");
+  });
+
+  it("colours follow FORCE_COLOR, NO_COLOR and whether the stream is a terminal", () => {
+    expect(colorWanted({ isTTY: true }, {})).toBe(true);
+    expect(colorWanted({ isTTY: false }, {})).toBe(false);
+    expect(colorWanted({ isTTY: true }, { NO_COLOR: "1" })).toBe(false);
+    expect(colorWanted({ isTTY: true }, { NO_COLOR: "" })).toBe(true);
+    expect(colorWanted({ isTTY: false }, { FORCE_COLOR: "1" })).toBe(true);
+    expect(colorWanted({ isTTY: true }, { FORCE_COLOR: "0" })).toBe(false);
+    expect(colorWanted({ isTTY: true }, { TERM: "dumb" })).toBe(false);
+    const p = started();
+    const colors = pc.createColors(true);
+    expect(p.render("…", 120, { colors }).join("\n")).toContain("\u001b[");
+    expect(p.render("…", 120).join("\n")).not.toContain("\u001b[");
   });
 });

@@ -21,13 +21,17 @@ beforeAll(async () => {
 });
 afterAll(async () => server.close());
 
-function run(args: string[], onSpawn?: (child: ReturnType<typeof spawn>) => void) {
+function run(
+  args: string[],
+  onSpawn?: (child: ReturnType<typeof spawn>) => void,
+  baseURL = server.baseURL,
+) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, "bin/codehop.mjs"), "eval", ...args], {
       cwd: tmp,
       env: {
         PATH: process.env.PATH,
-        OPENAI_BASE_URL: server.baseURL,
+        OPENAI_BASE_URL: baseURL,
         OPENAI_API_KEY: "test",
         CODEHOP_MODEL: "scripted-model",
         CODEHOP_MAX_RETRIES: "0",
@@ -101,5 +105,38 @@ describe("codehop eval (CLI)", () => {
     const full = JSON.parse(readFileSync(join(out, "report.json"), "utf8"));
     expect(full.partial).toBe(false);
     expect(full.results.map((r: any) => r.questionId)).toEqual(["p1", "p2", "p3"]);
+  });
+
+  it("exits 2 when a system fails on more questions than --max-error-rate allows, printing the first errors", async () => {
+    const down = await ScriptedOpenAIServer.start({
+      responder: () => ({ status: 500, body: '{"error":{"message":"model crashed"}}' }),
+    });
+    try {
+      const args = ["--dataset", join(FIX, "plain.jsonl"), "--systems", "direct", "--no-progress"];
+      const failed = await run([...args, "--out", join(tmp, "down")], undefined, down.baseURL);
+      expect(failed.code).toBe(2);
+      // The report is still written and shown; the errors come first in the terminal.
+      expect(failed.stdout).toMatch(/direct\s+3\s+0\.0/);
+      expect(failed.stderr).toContain("3 questions failed");
+      expect(failed.stderr).toMatch(/direct p1: .*HTTP 500: model crashed/);
+      expect(failed.stderr).not.toContain('{"error"');
+      expect(failed.stderr).toContain("direct 3/3 (100%) is over --max-error-rate 0.25");
+      expect(failed.stderr).toContain("[CODEHOP_EVAL_TOO_MANY_ERRORS]");
+      const report = JSON.parse(readFileSync(join(tmp, "down/report.json"), "utf8"));
+      expect(report.systems[0].errors).toBe(3);
+      // A limit the run stays within: exit 0, the errors still listed.
+      const allowed = await run(
+        [...args, "--out", join(tmp, "down-allowed"), "--max-error-rate", "100%"],
+        undefined,
+        down.baseURL,
+      );
+      expect(allowed.code).toBe(0);
+      expect(allowed.stderr).toContain("First errors:");
+      const bad = await run([...args, "--max-error-rate", "2"], undefined, down.baseURL);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("--max-error-rate");
+    } finally {
+      await down.close();
+    }
   });
 });

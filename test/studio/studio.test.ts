@@ -1,4 +1,5 @@
 import { mkdtempSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
@@ -76,5 +77,40 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     expect((history[history.length - 1].values as any).answer ?? null).toBeNull();
     const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
     expect((state.values as any).question).toBe(DEMO_QUESTIONS.towers);
+  }, 120_000);
+
+  it("a model endpoint answering HTML: the run's error is a readable sentence, not raw JSON", async () => {
+    // A chat web UI where the API was expected: every path answers an HTML page with 200.
+    const html = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end("<!doctype html><html><body>Chat UI</body></html>");
+    });
+    await new Promise<void>((ok) => html.listen(0, "127.0.0.1", ok));
+    const htmlURL = `http://127.0.0.1:${(html.address() as { port: number }).port}`;
+    try {
+      const [manager] = await client.assistants.search({ graphId: "manager" });
+      const thread = await client.threads.create();
+      // The API server reports the failed run as { error, message } (the SDK throws it as JSON).
+      const thrown = await client.runs
+        .wait(thread.thread_id, manager.assistant_id, {
+          input: { question: DEMO_QUESTIONS.towers },
+          context: { modelSettings: { baseURL: htmlURL, apiKey: "k", maxRetries: 0 } },
+        } as never)
+        .then(
+          () => undefined,
+          (err: Error) => err,
+        );
+      const sent = JSON.parse(String(thrown?.message).replace(/^Error: /, ""));
+      expect(sent.error).toBe("CodehopError");
+      // What Studio shows for the failed run and its failed task: a sentence naming the fix.
+      expect(sent.message).toContain("answered an HTML page");
+      expect(sent.message).toContain(`try ${htmlURL}/v1`);
+      expect(sent.message).not.toContain("{");
+      const state = await client.threads.getState(thread.thread_id);
+      const taskError = String(state.tasks.find((t) => t.error)?.error ?? "");
+      expect(taskError).toContain("answered an HTML page");
+    } finally {
+      await new Promise((ok) => html.close(ok));
+    }
   }, 120_000);
 });

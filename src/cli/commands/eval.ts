@@ -3,7 +3,8 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { runEval } from "../../eval/runner.ts";
-import { terminalTable } from "../../eval/report.ts";
+import { terminalTable, type EvalReport } from "../../eval/report.ts";
+import { cliCommand } from "../../config/cli-command.ts";
 import {
   DATASET_FORMATS,
   SYSTEM_NAMES,
@@ -19,6 +20,42 @@ function positiveInt(name: string) {
       throw new InvalidArgumentError(`${name} must be a positive integer`);
     return n;
   };
+}
+
+/** `--max-error-rate`: a fraction in [0, 1] ("0.25") or a percentage ("25%"). */
+export function errorRate(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$/.exec(value);
+  const n = m ? Number(m[1]) / (m[2] ? 100 : 1) : Number.NaN;
+  if (!(n >= 0 && n <= 1))
+    throw new InvalidArgumentError(
+      "expected a fraction from 0 to 1 (e.g. 0.25) or a percentage (25%)",
+    );
+  return n;
+}
+
+/** Errors shown in the terminal after the table (report.md and report.html list them all). */
+const ERRORS_SHOWN = 5;
+
+/**
+ * The systems whose share of failed questions is over `maxRate`, and the first errors of the
+ * run, for the terminal.
+ */
+export function errorSummary(
+  report: EvalReport,
+  maxRate: number,
+): { over: string[]; first: string[]; total: number } {
+  const over: string[] = [];
+  for (const s of report.systems) {
+    if (s.questions > 0 && s.errors / s.questions > maxRate)
+      over.push(
+        `${s.system} ${s.errors}/${s.questions} (${Math.round((100 * s.errors) / s.questions)}%)`,
+      );
+  }
+  const failed = report.results.filter((r) => r.error);
+  const first = failed
+    .slice(0, ERRORS_SHOWN)
+    .map((r) => `  ${r.system} ${r.questionId}: ${String(r.error).split("\n")[0].slice(0, 240)}`);
+  return { over, first, total: failed.length };
 }
 
 function systemList(value: string): SystemName[] {
@@ -78,6 +115,12 @@ export default function evalCommand(): Command {
       "also grade answers with an LLM judge (CODEHOP_JUDGE_MODEL; on by default when it is set)",
     )
     .option("--no-judge", "do not run the LLM judge even if CODEHOP_JUDGE_MODEL is set")
+    .option(
+      "--max-error-rate <rate>",
+      "exit with an error (code 2) when a system failed on more than this share of its questions (0-1 or N%; 1 = never)",
+      errorRate,
+      0.25,
+    )
     .option("--no-progress", "no progress bar")
     .action(
       async (opts: {
@@ -91,6 +134,7 @@ export default function evalCommand(): Command {
         timeout?: number;
         judge?: boolean;
         progress: boolean;
+        maxErrorRate: number;
       }) => {
         const env = readEnv();
         const out =
@@ -126,6 +170,19 @@ export default function evalCommand(): Command {
           );
           if (res.files.trajectories.length)
             process.stdout.write(`trajectories of correct answers: ${join(out, "trajectories")}\n`);
+          const errors = errorSummary(res.report, opts.maxErrorRate);
+          if (errors.total) {
+            process.stderr.write(
+              `\n${errors.total} question${errors.total === 1 ? "" : "s"} failed (scored wrong; a rerun of the same command tries them again). First errors:\n${errors.first.join("\n")}\n`,
+            );
+          }
+          if (errors.over.length && !res.interrupted) {
+            throw new CodehopError(
+              ErrorCodes.EVAL_TOO_MANY_ERRORS,
+              `Too many failed questions: ${errors.over.join(", ")} is over --max-error-rate ${opts.maxErrorRate}. ` +
+                `The figures above measure the setup more than the model: fix the first errors (\`${cliCommand(["doctor"])}\` checks the endpoint), then rerun the same command.`,
+            );
+          }
           if (res.interrupted) {
             process.stdout.write(
               `interrupted: rerun the same command to finish (${res.report.progress.done}/${res.report.progress.expected} done)\n`,

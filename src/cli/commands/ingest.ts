@@ -1,11 +1,13 @@
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import cliProgress from "cli-progress";
+import { cliCommand, placeholder } from "../../config/cli-command.ts";
 import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
 import { type IngestFormat, openReader } from "../../ingest/readers.ts";
 import { createEmbedder } from "../../store/embeddings.ts";
+import { withSnakeCaseKeys } from "../cli-support.ts";
 import { stopOnCtrlC } from "../interrupt.ts";
 
 function int(name: string, min = 0) {
@@ -48,7 +50,10 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
       lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
   }
   if (report.interrupted) lines.push("Run the same command again to resume.");
-  else lines.push(`Search it offline with CODEHOP_CORPUS=${dbPath} (or --corpus ${dbPath}).`);
+  else
+    lines.push(
+      `Search it offline with CODEHOP_CORPUS=${dbPath}, or: ${cliCommand(["ask", placeholder("question"), "--corpus", dbPath])}`,
+    );
   return lines.join("\n");
 }
 
@@ -151,7 +156,9 @@ export default function ingestCommand(): Command {
         bar?.stop();
       }
       if (opts.json)
-        process.stdout.write(`${JSON.stringify({ db: dbPath, ...report }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify(withSnakeCaseKeys({ db: dbPath, ...report }), null, 2)}\n`,
+        );
       else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
       if (report.interrupted) process.exitCode = 130;
       else {

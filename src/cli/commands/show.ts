@@ -1,5 +1,6 @@
 import { Command } from "commander";
-import { configFromFlags, type RunFlags } from "../cli-support.ts";
+import { configFromFlags, withSnakeCaseKeys, type RunFlags } from "../cli-support.ts";
+import { colorsFor } from "../../config/colors.ts";
 
 /** `codehop show <thread>`: the whole run as a tree (manager steps with nested sub-agent runs). */
 export default function showCommand(): Command {
@@ -15,10 +16,11 @@ export default function showCommand(): Command {
       const { traceOfThread: trace } = await import("../../apps/index.ts");
       const progress = await trace(threadId, { config: configFromFlags(flags) });
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(progress.root ?? null)}\n`);
+        process.stdout.write(`${JSON.stringify(withSnakeCaseKeys(progress.root ?? null))}\n`);
         return;
       }
       const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
-      process.stdout.write(`${progress.render("…", width, { expand: true }).join("\n")}\n`);
+      const colors = colorsFor(process.stdout);
+      process.stdout.write(`${progress.render("…", width, { expand: true, colors }).join("\n")}\n`);
     });
 }

@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
+import { colorsFor } from "../../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { loadAppConfig } from "../../runs/config.ts";
 import type { Persistence, ThreadRecord, ThreadStatus } from "../../persistence/index.ts";
@@ -223,9 +224,16 @@ export default function threadsCommand(): Command {
           process.stdout.write(`No threads in ${p.location}.\n`);
           return;
         }
+        const c = colorsFor(process.stdout);
+        const tint: Record<string, (s: string) => string> = {
+          done: c.green,
+          failed: c.red,
+          interrupted: c.yellow,
+          running: c.cyan,
+        };
         const lines = threads.map((t) => {
           const q = (t.question ?? "(started through the graph API)").replace(/\s+/g, " ");
-          return `${t.threadId.padEnd(38)} ${t.status.padEnd(11)} ${String(t.checkpoints).padStart(4)} ckpts  ${(t.updatedAt ?? "").slice(0, 19).padEnd(19)}  ${q.length > 70 ? `${q.slice(0, 69)}…` : q}`;
+          return `${t.threadId.padEnd(38)} ${(tint[t.status] ?? String)(t.status.padEnd(11))} ${String(t.checkpoints).padStart(4)} ckpts  ${(t.updatedAt ?? "").slice(0, 19).padEnd(19)}  ${q.length > 70 ? `${q.slice(0, 69)}…` : q}`;
         });
         process.stdout.write(`${lines.join("\n")}\n\n(${p.location})\n`);
       } finally {

@@ -1,0 +1,296 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDemoModelServer } from "../../src/apps/qa/demo.ts";
+import { DEMO_ANSWERS, DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
+import {
+  ScriptedOpenAIServer,
+  trajectoryResponder,
+} from "../../src/testing/scripted-openai-server.ts";
+import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
+
+// What `npm install codehop` gives a user: the tarball `npm pack` makes (its `prepare` builds
+// dist/), installed into a new project, imported by name with plain Node and run as a CLI.
+//
+// The install is offline and takes seconds: the scratch project gets a lock file made of this
+// repository's runtime entries, so npm resolves nothing and takes every tarball from its cache
+// (`npm install` of the repository filled it). Install scripts are skipped and better-sqlite3's
+// compiled addon is copied from the repository's build (same version, by the lock): compiling it
+// takes minutes offline and is better-sqlite3's business, not the package's. `legacy-peer-deps`
+// is what this repository's .npmrc sets (see README, "Install the package").
+
+const run = promisify(execFile);
+const repo = process.cwd();
+const root = mkdtempSync(join(tmpdir(), "codehop-pack-"));
+const scratch = join(root, "scratch");
+let tarball: string;
+let packed: string[];
+let demo: ScriptedOpenAIServer;
+let examples: ScriptedOpenAIServer;
+
+beforeAll(async () => {
+  // A copy of the package (a build in the working tree could race another test's reads of dist/).
+  const pkg = join(root, "codehop");
+  mkdirSync(pkg);
+  for (const file of [
+    "package.json",
+    "tsconfig.json",
+    "tsconfig.build.json",
+    "README.md",
+    "LICENSE",
+    ".env.example",
+    ".npmrc",
+  ])
+    cpSync(join(repo, file), join(pkg, file));
+  for (const dir of ["src", "bin", "prompts", "data", "examples", "test", "bench", "docs"])
+    cpSync(join(repo, dir), join(pkg, dir), { recursive: true });
+  symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", root], {
+    cwd: pkg,
+    timeout: 240_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  // `prepare` (the build) logs before the JSON.
+  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
+  tarball = join(root, info.filename);
+  packed = info.files.map((f: { path: string }) => f.path);
+
+  // The scratch project and its lock: the package itself plus the repository's runtime entries.
+  mkdirSync(scratch);
+  const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
+  const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
+  const spec = `file:${tarball}`;
+  const packages: Record<string, unknown> = {
+    "": { name: "scratch", dependencies: { codehop: spec } },
+    "node_modules/codehop": {
+      version: manifest.version,
+      resolved: spec,
+      integrity: `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    },
+  };
+  for (const [path, entry] of Object.entries(lock.packages as Record<string, any>))
+    if (path && !entry.dev && !entry.link) packages[path] = entry;
+  writeFileSync(
+    join(scratch, "package.json"),
+    JSON.stringify({
+      name: "scratch",
+      private: true,
+      type: "module",
+      dependencies: { codehop: spec },
+    }),
+  );
+  writeFileSync(
+    join(scratch, "package-lock.json"),
+    JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
+  );
+  const cache = (await run("npm", ["config", "get", "cache"])).stdout.trim();
+  await run(
+    "npm",
+    [
+      "install",
+      "--offline",
+      "--cache",
+      cache,
+      "--ignore-scripts",
+      "--legacy-peer-deps",
+      "--no-audit",
+      "--no-fund",
+    ],
+    { cwd: scratch, timeout: 240_000 },
+  );
+  const addon = "node_modules/better-sqlite3/build/Release";
+  mkdirSync(join(scratch, addon), { recursive: true });
+  copyFileSync(
+    join(repo, addon, "better_sqlite3.node"),
+    join(scratch, addon, "better_sqlite3.node"),
+  );
+
+  demo = await startDemoModelServer();
+  examples = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(exampleRules()) });
+}, 480_000);
+
+afterAll(async () => {
+  await Promise.all([demo?.close(), examples?.close()]);
+});
+
+/** Plain `node` in the scratch project (no tsx), with only the environment given. */
+async function node(args: string[], env: Record<string, string> = {}, cwd = scratch) {
+  return run(process.execPath, args, {
+    cwd,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NO_COLOR: "1",
+      CODEHOP_ENV_FILE: "none",
+      ...env,
+    },
+    timeout: 90_000,
+  });
+}
+
+/** Runs an ES module snippet with plain `node` in the scratch project; returns its stdout. */
+async function nodeEval(code: string): Promise<string> {
+  return (await node(["--input-type=module", "-e", code])).stdout;
+}
+
+describe("the npm package", { timeout: 120_000 }, () => {
+  it("packs dist/, the CLI, prompts, the demo corpus, examples and the license; no sources, tests or benchmarks", () => {
+    for (const file of [
+      "package.json",
+      "README.md",
+      "LICENSE",
+      ".env.example",
+      "bin/codehop.mjs",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/cli/main.js",
+      "dist/cli/commands/ask.js",
+      "dist/sandbox/child.mjs",
+      "prompts/manager/system.md",
+      "data/demo-corpus.jsonl",
+      "data/chat-demo/harbor-bridge-report.pdf",
+      "data/chat-demo/budget-2025.docx",
+      "examples/hello-agent.mjs",
+      "examples/custom-tool.mjs",
+      "examples/nested-team.mjs",
+      "examples/ollama.mjs",
+    ])
+      expect(packed, file).toContain(file);
+    for (const dir of ["src/", "test/", "bench/", "docs/", "node_modules/"])
+      expect(
+        packed.filter((f) => f.startsWith(dir)),
+        dir,
+      ).toEqual([]);
+  });
+
+  it("declares what a registry page and npm need: files, repository, keywords, license, engines", async () => {
+    const manifest = JSON.parse(
+      (await run("tar", ["-xzOf", tarball, "package/package.json"])).stdout,
+    );
+    expect(manifest.files).toEqual(expect.arrayContaining(["dist", "bin/codehop.mjs", "prompts"]));
+    expect(manifest.repository).toMatchObject({ type: "git" });
+    expect(manifest.keywords).toEqual(expect.arrayContaining(["langgraph", "agents"]));
+    expect(manifest.license).toBe("MIT");
+    expect(readFileSync(join(repo, "LICENSE"), "utf8")).toContain("MIT License");
+    expect(manifest.engines.node).toBe("^20.19.0 || >=22.13.0");
+  });
+
+  it("exports createManagerGraph, ask and the rest of the API as functions under plain Node", async () => {
+    const out = await nodeEval(`
+      const m = await import("codehop");
+      const names = ["createManagerGraph", "ask", "resume", "replay", "history", "createCodeAgent", "openKnowledgeSource", "openPersistence"];
+      console.log(JSON.stringify(Object.fromEntries(names.map((n) => [n, typeof m[n]]))));`);
+    expect(JSON.parse(out)).toEqual({
+      createManagerGraph: "function",
+      ask: "function",
+      resume: "function",
+      replay: "function",
+      history: "function",
+      createCodeAgent: "function",
+      openKnowledgeSource: "function",
+      openPersistence: "function",
+    });
+  });
+
+  it("answers a question from dist/ (prompts, demo data and the sandbox child found from there)", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-pkg-home-"));
+    const out = await nodeEval(`
+      const { ask, ensureDemoCorpus } = await import("codehop");
+      const corpus = await ensureDemoCorpus(${JSON.stringify(home)});
+      const result = await ask(${JSON.stringify(DEMO_QUESTIONS.towers)}, {
+        config: { baseURL: ${JSON.stringify(demo.baseURL)}, apiKey: "k", model: "scripted", home: ${JSON.stringify(home)}, corpus },
+      });
+      console.log(JSON.stringify(result));
+      process.exit(0);`);
+    expect(JSON.parse(out)).toMatchObject({ answer: DEMO_ANSWERS.towers, status: "final_answer" });
+  });
+
+  it("runs the codehop CLI from the install (dist/, no tsx)", async () => {
+    const bin = join(scratch, "node_modules/.bin/codehop");
+    const home = join(root, "cli-home");
+    const version = await node([bin, "--version"]);
+    expect(version.stdout.trim()).toBe("0.1.0");
+    const threads = await node([bin, "threads", "--json", "--home", home]);
+    expect(JSON.parse(threads.stdout)).toEqual([]);
+    const demoRun = await node([
+      bin,
+      "demo",
+      "--question",
+      "towers",
+      "--delay",
+      "0",
+      "--home",
+      home,
+    ]);
+    expect(demoRun.stdout).toContain(`Answer: ${DEMO_ANSWERS.towers}`);
+    expect(demoRun.stderr).toContain("npx codehop history <thread> --home");
+    const listed = await node([bin, "threads", "--json", "--home", home]);
+    expect(JSON.parse(listed.stdout)[0]).toMatchObject({ status: "done" });
+  });
+
+  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown", async () => {
+    const bin = join(scratch, "node_modules/.bin/codehop");
+    const home = join(root, "chat-home");
+    const chatRun = await node([
+      bin,
+      "demo",
+      "--question",
+      "chat",
+      "--delay",
+      "0",
+      "-q",
+      "--home",
+      home,
+    ]);
+    expect(chatRun.stdout).toContain("(attached harbor-bridge-report.pdf)");
+    expect(chatRun.stdout).toContain("(attached budget-2025.docx)");
+    expect(chatRun.stdout).toContain("[harbor-bridge-report.pdf, p. 2]");
+    expect(chatRun.stdout).toContain("[budget-2025.docx § Staff]");
+    expect(chatRun.stdout).toContain("[Harbor Bridge visitor information § Bridge climb]");
+  });
+
+  it("runs every example it ships against an OpenAI-compatible endpoint", async () => {
+    const env = {
+      OPENAI_BASE_URL: examples.baseURL,
+      OPENAI_API_KEY: "k",
+      CODEHOP_MODEL: "scripted",
+    };
+    const dir = join(scratch, "node_modules/codehop/examples");
+    const [hello, tool, team, ollama] = await Promise.all([
+      node([join(dir, "hello-agent.mjs")], env),
+      node([join(dir, "custom-tool.mjs")], env),
+      node([join(dir, "nested-team.mjs")], env),
+      // Ollama's own variable, pointed at the scripted server (its API is under /v1 there too).
+      node([join(dir, "ollama.mjs")], { OLLAMA_HOST: examples.baseURL.replace(/\/v1$/, "") }),
+    ]);
+    expect(hello.stdout.trim()).toBe(EXAMPLE_ANSWERS.hello);
+    expect(tool.stdout.trim()).toBe(EXAMPLE_ANSWERS.tool);
+    expect(team.stdout).toContain(EXAMPLE_ANSWERS.team);
+    expect(team.stdout).toContain("model calls: { writer: 2, researcher: 4 }");
+    expect(ollama.stdout.trim()).toBe(EXAMPLE_ANSWERS.ollama);
+    // The tools ran for real: their results reached the model as observations.
+    const prompts = examples.requests.map((r) =>
+      r.request.messages.map((m) => m.content).join("\n"),
+    );
+    expect(prompts.some((p) => p.includes("Tokyo Lima"))).toBe(true);
+    expect(prompts.some((p) => p.includes("The Eiffel Tower was completed in 1889."))).toBe(true);
+    // The Ollama example asked for its own model.
+    expect(examples.requests.some((r) => r.request.model === "qwen2.5:7b")).toBe(true);
+  });
+});
