@@ -196,17 +196,24 @@ export { createRetrievePassagesTool } from "./apps/qa/tools/retrieve-passages.ts
 export {
   openPersistence,
   openPersistenceFor,
+  openPostgresPersistence,
+  CodehopPostgresSaver,
   SqliteCallJournal,
   ThreadRegistry,
   checkpointDbPath,
 } from "./persistence/index.ts";
 export type {
   Persistence,
+  PostgresPersistence,
   SqlitePersistence,
   ThreadRecord,
   ThreadStore,
   ThreadStatus,
 } from "./persistence/index.ts";
+
+// Server and workers (LangGraph server API over PostgreSQL)
+export { startServer, type ServerOptions, type RunningServer } from "./server/app.ts";
+export { startWorker, type WorkerOptions, type RunningWorker } from "./server/worker.ts";
 
 // Evaluation harness
 export {

@@ -1,7 +1,7 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
-import { loadAppConfig } from "../runs/config.ts";
+import { loadAppConfig, persistenceLocation } from "../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
 import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
 import type { RunProgress } from "../runs/progress.ts";
@@ -35,10 +35,9 @@ export async function appForThread(
 ): Promise<RunApp> {
   const persistence =
     options.persistence ??
-    (await openPersistenceFor(
-      { home: loadAppConfig(options.config).home },
-      { mustExist: true },
-    ).catch(() => undefined));
+    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
+      mustExist: true,
+    }).catch(() => undefined));
   if (!persistence) return qaApp;
   try {
     return appNamed((await persistence.threads.get(threadId))?.options.app);

@@ -26,6 +26,12 @@ export interface CodehopEnv {
   agentModels: Record<string, string>;
   /** Data directory for checkpoints, caches and journals (CODEHOP_HOME, default ".codehop"). */
   home: string;
+  /** Postgres URL (CODEHOP_DATABASE_URL): checkpoints, journal, threads and the run queue there instead of SQLite. */
+  databaseUrl?: string;
+  /** API key `codehop serve` requires from its clients (CODEHOP_API_KEY; unset = no key). */
+  apiKey?: string;
+  /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
+  ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
   corpus?: string;
   /** The configuration file to use (CODEHOP_CONFIG; default: see src/config/config-file.ts). */
@@ -143,6 +149,9 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     agentModels,
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
     corpus: nonEmpty(env.CODEHOP_CORPUS),
+    databaseUrl: nonEmpty(env.CODEHOP_DATABASE_URL),
+    apiKey: nonEmpty(env.CODEHOP_API_KEY),
+    ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
     embeddingsBaseUrl: nonEmpty(env.CODEHOP_EMBEDDINGS_BASE_URL),

@@ -66,6 +66,43 @@ export interface RunEvalOptions {
   log?: (line: string) => void;
   /** Builds the systems; default {@link createSystems}. */
   createSystems?: (names: SystemName[], ctx: SystemFactoryContext) => Promise<EvalSystem[]>;
+  /**
+   * Who answers the pending questions: this process by default ({@link answerOne} in a pool of
+   * `concurrency`); `codehop eval --queue` hands them to workers instead (src/server/eval-queue.ts).
+   */
+  executor?: EvalExecutor;
+}
+
+/** One question × system pair to answer. */
+export interface EvalTask {
+  example: EvalExample;
+  system: EvalSystem;
+}
+
+/** What an {@link EvalExecutor} is given besides the tasks. */
+export interface EvalExecution {
+  runId: string;
+  out: string;
+  /** The dataset as loaded (all usable questions: the corpus is built from all of them). */
+  dataset: LoadedDataset;
+  /** The environment snapshot the run uses (model, sources ...). */
+  env: CodehopEnv;
+  settings: EvalModelSettings;
+  systems: SystemName[];
+  k: number;
+  concurrency: number;
+  /** The LLM judge, when the run grades answers. */
+  judge?: AnswerJudge;
+  questionTimeoutMs?: number;
+  signal: AbortSignal;
+  log: (line: string) => void;
+  /** Stores a finished result (and counts it for progress); call it once per task. */
+  record(result: QuestionResult): void;
+}
+
+/** Answers tasks, recording each result as it finishes (see {@link RunEvalOptions.executor}). */
+export interface EvalExecutor {
+  run(tasks: readonly EvalTask[], execution: EvalExecution): Promise<void>;
 }
 
 /** What a run produced. */
@@ -305,38 +342,40 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
     bar?.start(tasks.length, 0, { status: "starting" });
     let ran = 0;
 
-    await runPool(
-      tasks,
+    const record = (result: QuestionResult) => {
+      store.put(result);
+      ran++;
+      const t = tally.get(result.system) ?? { n: 0, em: 0 };
+      t.n++;
+      t.em += result.em;
+      tally.set(result.system, t);
+      const status = [...tally]
+        .map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`)
+        .join(" · ");
+      bar?.increment(1, { status });
+      // Without a bar (logs of a detached run, CI), a progress line at most every 30 s.
+      if (!bar && options.progress !== false && Date.now() - lastLine >= PROGRESS_LINE_MS) {
+        lastLine = Date.now();
+        const elapsed = (Date.now() - runStarted) / 1000;
+        const eta = (elapsed / ran) * (tasks.length - ran);
+        log(`eval: ${ran}/${tasks.length} done, ETA ${formatSeconds(eta)} | ${status}`);
+      }
+    };
+    await (options.executor ?? localExecutor).run(tasks, {
+      runId,
+      out,
+      dataset,
+      env,
+      settings,
+      systems: systemsWanted,
+      k: checked.k,
       concurrency,
-      async ({ example, system }) => {
-        const result = await answerOne(example, system, {
-          runId,
-          signal,
-          judge,
-          timeoutMs: options.questionTimeoutMs,
-          log,
-        });
-        if (!result) return; // interrupted: nothing stored, the rerun will redo it
-        store.put(result);
-        ran++;
-        const t = tally.get(system.name) ?? { n: 0, em: 0 };
-        t.n++;
-        t.em += result.em;
-        tally.set(system.name, t);
-        const status = [...tally]
-          .map(([s, v]) => `${s} EM ${((100 * v.em) / v.n).toFixed(0)}%`)
-          .join(" · ");
-        bar?.increment(1, { status });
-        // Without a bar (logs of a detached run, CI), a progress line at most every 30 s.
-        if (!bar && options.progress !== false && Date.now() - lastLine >= PROGRESS_LINE_MS) {
-          lastLine = Date.now();
-          const elapsed = (Date.now() - runStarted) / 1000;
-          const eta = (elapsed / ran) * (tasks.length - ran);
-          log(`eval: ${ran}/${tasks.length} done, ETA ${formatSeconds(eta)} | ${status}`);
-        }
-      },
+      judge,
+      questionTimeoutMs: options.questionTimeoutMs,
       signal,
-    );
+      log,
+      record,
+    });
     if (judge && toGrade.length) {
       await runPool(
         toGrade,
@@ -383,6 +422,28 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   }
 }
 
+/** Answers the tasks in this process, at most `concurrency` at once. */
+const localExecutor: EvalExecutor = {
+  async run(tasks, execution) {
+    await runPool(
+      tasks,
+      execution.concurrency,
+      async ({ example, system }) => {
+        const result = await answerOne(example, system, {
+          runId: execution.runId,
+          signal: execution.signal,
+          judge: execution.judge,
+          timeoutMs: execution.questionTimeoutMs,
+          log: execution.log,
+        });
+        // Interrupted: nothing stored, the rerun will redo it.
+        if (result) execution.record(result);
+      },
+      execution.signal,
+    );
+  },
+};
+
 /** The first `limit` usable questions, and the bad records among the records read up to them. */
 function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedDataset {
   if (limit === undefined || limit >= full.examples.length) return full;
@@ -391,7 +452,8 @@ function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedD
   return { ...full, examples, bad: full.bad.filter((b) => b.position.index < last) };
 }
 
-function createJudge(env: CodehopEnv): AnswerJudge {
+/** The LLM judge of `env` (CODEHOP_JUDGE_MODEL ...). */
+export function createJudge(env: CodehopEnv): AnswerJudge {
   if (!env.judgeModel) {
     throw new CodehopError(
       ErrorCodes.MODEL_NOT_CONFIGURED,
@@ -412,7 +474,7 @@ function createJudge(env: CodehopEnv): AnswerJudge {
 }
 
 /** What {@link answerOne} needs besides the question and the system. */
-interface AnswerContext {
+export interface AnswerContext {
   runId: string;
   /** The run's signal (Ctrl-C). */
   signal: AbortSignal;
@@ -423,7 +485,7 @@ interface AnswerContext {
 }
 
 /** Runs one system on one question; `undefined` when the run was interrupted mid-question. */
-async function answerOne(
+export async function answerOne(
   example: EvalExample,
   system: EvalSystem,
   ctx: AnswerContext,

@@ -22,6 +22,12 @@ export interface AgenticSystemOptions {
   source: KnowledgeSource;
   /** Data directory for the threads' checkpoints and call journal (the eval output directory). */
   home: string;
+  /**
+   * Where the threads are checkpointed instead of `<home>/checkpoints.db` (the workers of a
+   * distributed eval share Postgres, so a question taken over from a lost worker resumes).
+   * Left open by `close()`.
+   */
+  persistence?: Persistence;
   /** The app under test (default: the QA app); its team registry names the agents and prompts. */
   app?: RunApp;
 }
@@ -36,7 +42,7 @@ export interface AgenticSystemOptions {
  */
 export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
   const app = options.app ?? qaApp;
-  const persistence: Persistence = openPersistence(options.home);
+  const persistence: Persistence = options.persistence ?? openPersistence(options.home);
   const promptDirs = teamPromptFolders(app.team);
   const runOptions = {
     persistence,
@@ -95,7 +101,7 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
       };
     },
     async close() {
-      persistence.close();
+      if (!options.persistence) await persistence.close();
     },
   };
 }

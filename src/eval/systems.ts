@@ -3,6 +3,7 @@ import type { CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { EvalModelSettings } from "./model.ts";
 import type { LoadedDataset, SystemName } from "./types.ts";
+import type { Persistence } from "../persistence/port.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { createDirectSystem, createRagSystem } from "./system-baselines.ts";
 import { createAgenticSystem } from "./system-agentic.ts";
@@ -28,6 +29,8 @@ export interface SystemFactoryContext {
   openSource: () => Promise<KnowledgeSource>;
   /** Set once the source is open: which knowledge source rag / agentic used, for the report. */
   source?: Record<string, unknown>;
+  /** Where agentic threads are checkpointed (default: `<out>/checkpoints.db`). */
+  persistence?: Persistence;
 }
 
 /** Builds the requested systems, all on the same model. */
@@ -49,7 +52,12 @@ export async function createSystems(
       out.push(createRagSystem(ctx.model, source, { k: ctx.k }));
     } else {
       out.push(
-        createAgenticSystem({ model: ctx.model, source: await ctx.openSource(), home: ctx.out }),
+        createAgenticSystem({
+          model: ctx.model,
+          source: await ctx.openSource(),
+          home: ctx.out,
+          persistence: ctx.persistence,
+        }),
       );
     }
   }

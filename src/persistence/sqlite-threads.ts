@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 import type Database from "better-sqlite3";
-import type { ThreadRecord, ThreadStart, ThreadStatus, ThreadStore } from "./port.ts";
+import type { ThreadRecord, ThreadStart, ThreadStore } from "./port.ts";
+import { runnerIdentity, threadRecords, type ThreadRow } from "./thread-rows.ts";
 
 /**
  * The thread registry in SQLite (table codehop_threads, next to the checkpoints). A thread marked
@@ -72,9 +71,7 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
         fromThread: init.forkedFrom?.threadId ?? null,
         fromCheckpoint: init.forkedFrom?.checkpointId ?? null,
         now,
-        pid: process.pid,
-        host: hostname(),
-        pidStart: processStart(process.pid) ?? null,
+        ...runnerIdentity(),
       });
   }
 
@@ -125,82 +122,9 @@ CREATE TABLE IF NOT EXISTS codehop_threads (
     // One thread uses the primary-key indexes of both tables instead of scanning them.
     const where = onlyThreadId === undefined ? "" : "WHERE thread_id = ?";
     const args = onlyThreadId === undefined ? [] : [onlyThreadId];
-    const rows = this.db.prepare(`SELECT * FROM codehop_threads ${where}`).all(...args) as Array<
-      Record<string, any>
-    >;
-    const counts = this.countCheckpoints(onlyThreadId);
-    const out: ThreadRecord[] = rows.map((r) => ({
-      threadId: r.thread_id,
-      question: r.question,
-      status:
-        r.status === "running" && !runnerAlive(r.pid, r.host, r.pid_start)
-          ? "interrupted"
-          : (r.status as ThreadStatus),
-      answer: r.answer,
-      error: r.error,
-      options: safeJson(r.options_json),
-      forkedFrom: r.forked_from_thread
-        ? { threadId: r.forked_from_thread, checkpointId: r.forked_from_checkpoint }
-        : null,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      checkpoints: counts.get(r.thread_id) ?? 0,
-      pid: r.host === hostname() ? (r.pid ?? null) : null,
-      durationMs: r.duration_ms ?? null,
-    }));
-    const known = new Set(out.map((t) => t.threadId));
-    for (const [threadId, n] of counts) {
-      if (known.has(threadId)) continue;
-      out.push({
-        threadId,
-        question: null,
-        status: "unknown",
-        answer: null,
-        error: null,
-        options: {},
-        forkedFrom: null,
-        createdAt: null,
-        updatedAt: null,
-        checkpoints: n,
-        pid: null,
-        durationMs: null,
-      });
-    }
-    return out.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));
-  }
-}
-
-/** Whether the process that marked a thread running still exists (unknown hosts count as alive). */
-function runnerAlive(pid: number | null, host: string | null, started: string | null): boolean {
-  if (!pid || host !== hostname()) return true;
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    // EPERM: the process exists but belongs to someone else.
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  // A live pid may have been reused by another process: compare start times where /proc has them.
-  const now = processStart(pid);
-  return !(started && now && now !== started);
-}
-
-/** Start time of a process in clock ticks since boot (Linux /proc), to tell reused pids apart. */
-function processStart(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the parenthesised command name; starttime is field 22 (index 19 here).
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
-function safeJson(text: string | null): Record<string, unknown> {
-  try {
-    const v = JSON.parse(text ?? "{}");
-    return v && typeof v === "object" ? v : {};
-  } catch {
-    return {};
+    const rows = this.db
+      .prepare(`SELECT * FROM codehop_threads ${where}`)
+      .all(...args) as ThreadRow[];
+    return threadRecords(rows, this.countCheckpoints(onlyThreadId));
   }
 }

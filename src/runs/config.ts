@@ -17,6 +17,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
  * | CODEHOP_MODEL | model | default model for every agent |
  * | CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER) | models | per-agent overrides |
  * | CODEHOP_HOME | home | data directory (checkpoints.db, caches), default .codehop |
+ * | CODEHOP_DATABASE_URL | databaseUrl | postgres:// URL: checkpoints, journal and threads in Postgres instead of `<home>/checkpoints.db` |
  * | CODEHOP_CORPUS / --corpus | corpus | local corpus DB from `codehop ingest`; unset = online Wikipedia |
  * | CODEHOP_WIKIPEDIA_API | wikipediaApi | MediaWiki API endpoint for the online source |
  */
@@ -28,6 +29,8 @@ export interface AppConfig {
   models: Record<string, string>;
   /** Absolute data directory. */
   home: string;
+  /** A postgres:// URL: persistence in Postgres instead of `<home>/checkpoints.db` (SQLite). */
+  databaseUrl?: string;
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
@@ -58,6 +61,7 @@ export function loadAppConfig(
     // Given per-agent models replace the environment's (so `models: {}` means "no overrides").
     models: overrides.models ?? env.agentModels,
     home: resolve(pick(overrides.home, env.home) ?? ".codehop"),
+    databaseUrl: pick(overrides.databaseUrl, env.databaseUrl),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
     configFile: pick(overrides.configFile, env.configFile),
@@ -165,6 +169,13 @@ export async function detectModel(
     );
   }
   return ids[0];
+}
+
+/** Where a configuration keeps its runs: Postgres when a database URL is set, else `<home>/checkpoints.db`. */
+export function persistenceLocation(config: AppConfig): { home: string; databaseUrl?: string } {
+  return config.databaseUrl
+    ? { home: config.home, databaseUrl: config.databaseUrl }
+    : { home: config.home };
 }
 
 /** Where the online Wikipedia source caches pages (inside the data directory). */

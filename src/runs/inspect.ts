@@ -1,9 +1,9 @@
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "./app.ts";
-import { loadAppConfig } from "./config.ts";
+import { loadAppConfig, persistenceLocation } from "./config.ts";
 import { requireThread } from "./lifecycle.ts";
 import { displayTask, RunProgress } from "./progress.ts";
 import { answerText } from "./result.ts";
@@ -254,7 +254,10 @@ async function withThread<T>(
   read: (persistence: Persistence, record: ThreadRecord) => Promise<T>,
 ): Promise<T> {
   const persistence =
-    options.persistence ?? openPersistence(loadAppConfig(options.config).home, { mustExist: true });
+    options.persistence ??
+    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
+      mustExist: true,
+    }));
   try {
     const record = await requireThread(persistence, threadId, false, {
       home: options.config?.home,

@@ -12,13 +12,14 @@ import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistence, type Persistence, type ThreadRecord } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
 import {
   assertModelConfigured,
   detectModel,
   loadAppConfig,
   modelSettingsOf,
+  persistenceLocation,
   type AppConfig,
 } from "./config.ts";
 import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
@@ -53,7 +54,8 @@ export async function openSession(
   config: AppConfig = loadAppConfig(options.config),
   open: { mustExist?: boolean } = {},
 ): Promise<Session> {
-  const persistence = options.persistence ?? openPersistence(config.home, open);
+  const persistence =
+    options.persistence ?? (await openPersistenceFor(persistenceLocation(config), open));
   let graph: AppGraph | undefined;
   const session: Session = {
     app,

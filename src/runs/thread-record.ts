@@ -1,7 +1,12 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp } from "./app.ts";
-import { loadAppConfig, type AppConfig, type AppConfigOverrides } from "./config.ts";
+import {
+  loadAppConfig,
+  persistenceLocation,
+  type AppConfig,
+  type AppConfigOverrides,
+} from "./config.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 
 /** The parts of an app a thread record needs (light: no agent is loaded for it). */
@@ -42,7 +47,7 @@ export async function recordInputEarly(
     // Nothing can run without an endpoint and a model: don't create a data directory for it.
     if (!config.baseURL && !config.apiKey) return;
     if (!config.baseURL && !config.model && !Object.keys(config.models).length) return;
-    const persistence = await openPersistenceFor({ home: config.home });
+    const persistence = await openPersistenceFor(persistenceLocation(config));
     try {
       if (((await persistence.threads.get(threadId))?.checkpoints ?? 0) > 0) return;
       await persistence.threads.start(threadId, {

@@ -1,24 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as vitest from "vitest";
 import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+import { checkpointValidation } from "./validation-suite.ts";
 
-// LangGraph's own conformance suite for checkpointers (@langchain/langgraph-checkpoint-validation,
-// the library form: its CLI is broken in 1.1.1). The suite calls vitest's globals, which this
-// project does not turn on: they are handed to it here, before it registers its tests.
-Object.assign(globalThis, {
-  describe: vitest.describe,
-  it: vitest.it,
-  test: vitest.test,
-  expect: vitest.expect,
-  beforeAll: vitest.beforeAll,
-  afterAll: vitest.afterAll,
-  beforeEach: vitest.beforeEach,
-  afterEach: vitest.afterEach,
-});
-
-const { validate } = await import("@langchain/langgraph-checkpoint-validation");
+// LangGraph's own conformance suite for checkpointers on IncrementalSqliteSaver.
+const validate = await checkpointValidation();
 
 const dirs = new Map<IncrementalSqliteSaver, string>();
 

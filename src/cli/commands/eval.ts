@@ -122,6 +122,15 @@ export default function evalCommand(): Command {
       0.25,
     )
     .option("--no-progress", "no progress bar")
+    .option(
+      "--queue <url>",
+      "distributed: put the questions on the Postgres queue at this postgres:// URL (run `codehop worker` processes against it) and build the report from their shared results",
+    )
+    .option(
+      "--queue-schema <name>",
+      "with --queue: schema of the job queue's tables",
+      "codehop_queue",
+    )
     .action(
       async (opts: {
         dataset: string;
@@ -135,6 +144,8 @@ export default function evalCommand(): Command {
         judge?: boolean;
         progress: boolean;
         maxErrorRate: number;
+        queue?: string;
+        queueSchema: string;
       }) => {
         const env = readEnv();
         const out =
@@ -163,6 +174,12 @@ export default function evalCommand(): Command {
             questionTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
             signal: ctrlC.signal,
             progress: opts.progress ? undefined : false,
+            executor: opts.queue
+              ? (await import("../../server/eval-queue.ts")).queueExecutor({
+                  databaseUrl: opts.queue,
+                  queueSchema: opts.queueSchema,
+                })
+              : undefined,
           });
           process.stdout.write(`${terminalTable(res.report)}\n\n`);
           process.stdout.write(

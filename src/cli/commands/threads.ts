@@ -4,7 +4,7 @@ import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import { colorsFor } from "../../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { loadAppConfig } from "../../runs/config.ts";
+import { loadAppConfig, persistenceLocation } from "../../runs/config.ts";
 import type { Persistence, ThreadRecord, ThreadStatus } from "../../persistence/index.ts";
 
 /** Statuses `--prune` may delete (a thread a live process is running is never deleted). */
@@ -156,7 +156,9 @@ export default function threadsCommand(): Command {
       const { openPersistenceFor, checkpointDbPath } = await import("../../persistence/index.ts");
       const config = loadAppConfig(configFromFlags(flags));
       // Nothing has run here yet (no database; a home that is a file still fails when opened).
+      // With CODEHOP_DATABASE_URL the threads are in Postgres, whatever the home holds.
       const fresh =
+        !config.databaseUrl &&
         !existsSync(checkpointDbPath(config.home)) &&
         (!existsSync(config.home) || statSync(config.home).isDirectory());
       if (fresh && !flags.delete) {
@@ -170,7 +172,7 @@ export default function threadsCommand(): Command {
         else process.stdout.write(`No threads in ${where} (nothing has run there yet).\n`);
         return;
       }
-      const p = await openPersistenceFor({ home: config.home }, { mustExist: true });
+      const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
       try {
         if (flags.delete || flags.prune) {
           const all = await p.threads.list();

@@ -1,0 +1,665 @@
+import { timingSafeEqual } from "node:crypto";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { z } from "zod";
+import { type Backend, type BackendOptions, openBackend } from "./backend.ts";
+import { RunEventReader } from "./events.ts";
+import { STREAM_MODES } from "./execute.ts";
+import { assistantIdOf } from "./graphs.ts";
+import { inClient, RUNS_QUEUE } from "./queue.ts";
+import { stateToThreadState, toJson } from "./serialize.ts";
+import {
+  type ApiThread,
+  type MultitaskStrategy,
+  RunConflict,
+  type RunKwargs,
+  type RunRecord,
+  TERMINAL_RUN_STATUSES,
+} from "./store.ts";
+
+/**
+ * `codehop serve`: an HTTP server speaking the LangGraph server API that @langchain/langgraph-sdk,
+ * LangGraph Studio and agent-chat-ui use — assistants (one per graph of langgraph.json), threads,
+ * runs (create / wait / stream / join / cancel), thread state and history — over Postgres. It runs
+ * nothing itself: a run is a row plus a job on the queue, executed by `codehop worker` processes;
+ * its stream is read back from the events workers write, so any server process can serve any run.
+ *
+ * Why not @langchain/langgraph-api's embed server (`createEmbedServer`): it executes each run
+ * inside the HTTP request of the server process (no queue, no workers), keeps run state and
+ * cancellation in process memory, has no assistants routes nor `runs.wait` / `join`, and is
+ * marked experimental (no semver).
+ */
+
+/** Options of {@link startServer}. */
+export interface ServerOptions extends BackendOptions {
+  /** Port (0: any free port). Default 8123, the SDK's default. */
+  port?: number;
+  /** Interface to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** Clients must send it as `x-api-key` (the SDK's `apiKey`) or `Authorization: Bearer`. */
+  apiKey?: string;
+  /** Stream events of runs that ended longer ago than this are deleted. Default 3600 s. */
+  eventRetentionSeconds?: number;
+}
+
+/** A started server. */
+export interface RunningServer {
+  readonly url: string;
+  readonly backend: Backend;
+  readonly app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+const VERSION = "0.1.0";
+
+/** An HTTP error with the status and message the client gets. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const StreamMode = z.enum(STREAM_MODES);
+const RunCreate = z.object({
+  assistant_id: z.string().min(1),
+  input: z.unknown().optional(),
+  command: z
+    .object({
+      resume: z.unknown().optional(),
+      update: z.unknown().optional(),
+      goto: z.unknown().optional(),
+    })
+    .nullish(),
+  config: z
+    .object({
+      configurable: z.record(z.string(), z.unknown()).optional(),
+      recursion_limit: z.number().int().positive().optional(),
+      tags: z.array(z.string()).optional(),
+    })
+    .passthrough()
+    .nullish(),
+  context: z.record(z.string(), z.unknown()).nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+  stream_mode: z.union([StreamMode, z.array(StreamMode)]).nullish(),
+  stream_subgraphs: z.boolean().nullish(),
+  stream_resumable: z.boolean().nullish(),
+  checkpoint_id: z.string().nullish(),
+  checkpoint: z.record(z.string(), z.unknown()).nullish(),
+  interrupt_before: z.union([z.literal("*"), z.array(z.string())]).nullish(),
+  interrupt_after: z.union([z.literal("*"), z.array(z.string())]).nullish(),
+  multitask_strategy: z.enum(["reject", "enqueue", "interrupt", "rollback"]).nullish(),
+  if_not_exists: z.enum(["create", "reject"]).nullish(),
+  on_disconnect: z.enum(["cancel", "continue"]).nullish(),
+  on_completion: z.enum(["delete", "keep"]).nullish(),
+  after_seconds: z.number().nullish(),
+});
+type RunCreateBody = z.infer<typeof RunCreate>;
+
+/** Parses a body with a schema, or a 422 naming what is wrong. */
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body ?? {});
+  if (!r.success) {
+    throw new HttpError(
+      422,
+      r.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "),
+    );
+  }
+  return r.data;
+}
+
+const iso = (d: Date | string | null | undefined) =>
+  d ? (d instanceof Date ? d.toISOString() : d) : null;
+
+function threadJson(t: ApiThread) {
+  return {
+    thread_id: t.thread_id,
+    created_at: iso(t.created_at),
+    updated_at: iso(t.updated_at),
+    metadata: t.metadata,
+    status: t.status,
+    values: t.values ?? null,
+    interrupts: t.interrupts ?? {},
+    config: {},
+  };
+}
+
+function runJson(r: RunRecord) {
+  return {
+    run_id: r.run_id,
+    thread_id: r.thread_id,
+    assistant_id: r.assistant_id,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    status: r.status,
+    metadata: r.metadata,
+    kwargs: r.kwargs,
+    multitask_strategy: r.multitask_strategy,
+  };
+}
+
+/** Compares API keys in constant time. */
+function keyMatches(given: string | undefined, expected: string): boolean {
+  if (!given) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Starts `codehop serve` on the database of `options`. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const backend = await openBackend(options);
+  const { store, queue, graphs, persistence } = backend;
+  const reader = new RunEventReader(store, options.databaseUrl);
+  await reader.start();
+  const app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024 });
+
+  app.addHook("onRequest", async (req, reply) => {
+    if (!options.apiKey || req.url === "/ok") return;
+    const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1];
+    const given = (req.headers["x-api-key"] as string | undefined) ?? bearer;
+    if (!keyMatches(given, options.apiKey)) {
+      await reply.code(401).send({
+        error: "Unauthorized",
+        message: "Missing or wrong API key (send it as x-api-key).",
+      });
+    }
+  });
+  app.setErrorHandler(async (err: Error & { statusCode?: number }, _req, reply) => {
+    const status = err instanceof HttpError ? err.status : (err.statusCode ?? 500);
+    await reply.code(status).send({ error: err.name, message: err.message, detail: err.message });
+  });
+
+  const graphOf = (assistantId: string) => {
+    const found = graphs.resolve(assistantId);
+    if (!found)
+      throw new HttpError(
+        404,
+        `Assistant "${assistantId}" not found (graphs: ${graphs.ids.join(", ")}).`,
+      );
+    return found;
+  };
+  const assistantJson = (graphId: string) => ({
+    assistant_id: assistantIdOf(graphId),
+    graph_id: graphId,
+    name: graphId,
+    description: null,
+    config: {},
+    context: {},
+    metadata: { created_by: "system" },
+    version: 1,
+    created_at: new Date(0).toISOString(),
+    updated_at: new Date(0).toISOString(),
+  });
+  const requireThread = async (threadId: string) => {
+    const thread = await store.getThread(threadId);
+    if (!thread) throw new HttpError(404, `Thread ${threadId} not found`);
+    return thread;
+  };
+  /** The graph a thread was run with (for its state), or undefined before its first run. */
+  const threadGraph = (thread: ApiThread) => {
+    const id = thread.metadata.graph_id;
+    return typeof id === "string" ? graphs.resolve(id)?.graph : undefined;
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Meta and assistants
+
+  app.get("/ok", async () => ({ ok: true }));
+  app.get("/info", async () => ({
+    version: VERSION,
+    flags: { assistants: true, crons: false, langsmith: false },
+    host: { kind: "codehop", project_id: null, revision_id: null },
+    workers: await store.liveWorkers(3 * (options.leaseSeconds ?? 30)),
+  }));
+  app.post("/assistants/search", async (req) => {
+    const body = parse(
+      z.object({
+        graph_id: z.string().nullish(),
+        metadata: z.record(z.string(), z.unknown()).nullish(),
+        limit: z.number().int().positive().default(10),
+        offset: z.number().int().nonnegative().default(0),
+      }),
+      req.body,
+    );
+    // Every assistant here is a graph's, with metadata { created_by: "system" }.
+    const system: Record<string, unknown> = { created_by: "system" };
+    const matches = Object.entries(body.metadata ?? {}).every(([k, v]) => system[k] === v);
+    return graphs.ids
+      .filter((id) => matches && (!body.graph_id || id === body.graph_id))
+      .slice(body.offset, body.offset + body.limit)
+      .map(assistantJson);
+  });
+  app.post("/assistants/count", async () => graphs.ids.length);
+  app.get<{ Params: { id: string } }>("/assistants/:id", async (req) =>
+    assistantJson(graphOf(req.params.id).graphId),
+  );
+  app.get<{ Params: { id: string }; Querystring: { xray?: string } }>(
+    "/assistants/:id/graph",
+    async (req) => {
+      const { graph } = graphOf(req.params.id);
+      const xray = req.query.xray;
+      const drawing = await graph.getGraphAsync({
+        xray: xray === "true" ? true : xray && /^\d+$/.test(xray) ? Number(xray) : undefined,
+      });
+      return drawing.toJSON();
+    },
+  );
+
+  // ---------------------------------------------------------------------------------------------
+  // Threads
+
+  app.post("/threads", async (req) => {
+    const body = parse(
+      z.object({
+        thread_id: z.string().min(1).nullish(),
+        metadata: z.record(z.string(), z.unknown()).nullish(),
+        if_exists: z.enum(["raise", "do_nothing"]).nullish(),
+      }),
+      req.body,
+    );
+    const thread = await store.createThread(
+      body.thread_id ?? undefined,
+      body.metadata ?? {},
+      body.if_exists ?? "raise",
+    );
+    if (!thread) throw new HttpError(409, `Thread ${body.thread_id} already exists`);
+    return threadJson(thread);
+  });
+  app.post("/threads/search", async (req) => {
+    const body = parse(
+      z.object({
+        metadata: z.record(z.string(), z.unknown()).nullish(),
+        status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
+        limit: z.number().int().positive().max(1000).default(10),
+        offset: z.number().int().nonnegative().default(0),
+        sort_by: z.enum(["created_at", "updated_at", "thread_id", "status"]).nullish(),
+        sort_order: z.enum(["asc", "desc"]).nullish(),
+      }),
+      req.body,
+    );
+    const threads = await store.searchThreads({
+      metadata: body.metadata ?? undefined,
+      status: body.status ?? undefined,
+      limit: body.limit,
+      offset: body.offset,
+      sortBy: body.sort_by ?? undefined,
+      sortOrder: body.sort_order ?? undefined,
+    });
+    return threads.map(threadJson);
+  });
+  app.get<{ Params: { tid: string } }>("/threads/:tid", async (req) =>
+    threadJson(await requireThread(req.params.tid)),
+  );
+  app.patch<{ Params: { tid: string } }>("/threads/:tid", async (req) => {
+    const body = parse(
+      z.object({ metadata: z.record(z.string(), z.unknown()).default({}) }),
+      req.body,
+    );
+    const thread = await store.patchThread(req.params.tid, body.metadata);
+    if (!thread) throw new HttpError(404, `Thread ${req.params.tid} not found`);
+    return threadJson(thread);
+  });
+  app.delete<{ Params: { tid: string } }>("/threads/:tid", async (req, reply) => {
+    const thread = await requireThread(req.params.tid);
+    const inflight = await store.listRuns(thread.thread_id, { limit: 100, offset: 0 });
+    for (const run of inflight)
+      if (!TERMINAL_RUN_STATUSES.includes(run.status))
+        await store.requestCancel(store.pool, run.run_id, "interrupt");
+    await persistence.deleteThread(thread.thread_id);
+    await store.deleteThreadRows(thread.thread_id);
+    return reply.code(204).send();
+  });
+
+  const readState = async (
+    threadId: string,
+    checkpoint: Record<string, unknown> | undefined,
+    subgraphs: boolean,
+  ) => {
+    const thread = await requireThread(threadId);
+    const graph = threadGraph(thread);
+    if (!graph) {
+      return {
+        values: {},
+        next: [],
+        tasks: [],
+        metadata: null,
+        created_at: null,
+        checkpoint: null,
+        parent_checkpoint: null,
+        interrupts: [],
+      };
+    }
+    const state = await graph.getState(
+      { configurable: { ...checkpoint, thread_id: threadId } },
+      { subgraphs },
+    );
+    return stateToThreadState(state);
+  };
+  app.get<{ Params: { tid: string }; Querystring: { subgraphs?: string } }>(
+    "/threads/:tid/state",
+    async (req) => readState(req.params.tid, undefined, req.query.subgraphs === "true"),
+  );
+  app.get<{ Params: { tid: string; cid: string }; Querystring: { subgraphs?: string } }>(
+    "/threads/:tid/state/:cid",
+    async (req) =>
+      readState(req.params.tid, { checkpoint_id: req.params.cid }, req.query.subgraphs === "true"),
+  );
+  app.post<{ Params: { tid: string } }>("/threads/:tid/state/checkpoint", async (req) => {
+    const body = parse(
+      z.object({
+        checkpoint: z.record(z.string(), z.unknown()),
+        subgraphs: z.boolean().nullish(),
+      }),
+      req.body,
+    );
+    return readState(req.params.tid, body.checkpoint, Boolean(body.subgraphs));
+  });
+  app.post<{ Params: { tid: string } }>("/threads/:tid/state", async (req) => {
+    const body = parse(
+      z.object({
+        values: z.unknown(),
+        as_node: z.string().nullish(),
+        checkpoint_id: z.string().nullish(),
+        checkpoint: z.record(z.string(), z.unknown()).nullish(),
+      }),
+      req.body,
+    );
+    const thread = await requireThread(req.params.tid);
+    const graph = threadGraph(thread);
+    if (!graph) throw new HttpError(409, "The thread has no graph yet: run it once first.");
+    const config = await graph.updateState(
+      {
+        configurable: {
+          ...body.checkpoint,
+          ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+          thread_id: thread.thread_id,
+        },
+      },
+      body.values,
+      body.as_node ?? undefined,
+    );
+    return { checkpoint: config.configurable };
+  });
+  const history = async (
+    threadId: string,
+    q: { limit?: number; before?: unknown; metadata?: unknown; checkpoint?: unknown },
+  ) => {
+    const thread = await requireThread(threadId);
+    const graph = threadGraph(thread);
+    if (!graph) return [];
+    const out = [];
+    // A checkpoint id, a checkpoint ({ checkpoint_id ... }) or a config ({ configurable }).
+    const before =
+      typeof q.before === "string"
+        ? { configurable: { checkpoint_id: q.before } }
+        : q.before && typeof q.before === "object"
+          ? "configurable" in q.before
+            ? q.before
+            : { configurable: q.before }
+          : undefined;
+    for await (const state of graph.getStateHistory(
+      { configurable: { ...(q.checkpoint as object), thread_id: threadId } },
+      { limit: q.limit ?? 10, before, filter: q.metadata ?? undefined },
+    ))
+      out.push(stateToThreadState(state));
+    return out;
+  };
+  app.post<{ Params: { tid: string } }>("/threads/:tid/history", async (req) =>
+    history(
+      req.params.tid,
+      parse(
+        z.object({
+          limit: z.number().int().positive().default(10),
+          before: z.unknown().optional(),
+          metadata: z.record(z.string(), z.unknown()).nullish(),
+          checkpoint: z.record(z.string(), z.unknown()).nullish(),
+        }),
+        req.body,
+      ),
+    ),
+  );
+  app.get<{ Params: { tid: string }; Querystring: { limit?: string; before?: string } }>(
+    "/threads/:tid/history",
+    async (req) =>
+      history(req.params.tid, {
+        limit: req.query.limit ? Number(req.query.limit) : undefined,
+        before: req.query.before,
+      }),
+  );
+
+  // ---------------------------------------------------------------------------------------------
+  // Runs
+
+  /** Creates a run (and its thread for stateless runs or `if_not_exists: "create"`). */
+  const createRun = async (threadId: string | undefined, body: RunCreateBody) => {
+    const { graphId } = graphOf(body.assistant_id);
+    if (body.multitask_strategy === "rollback") {
+      throw new HttpError(
+        422,
+        'multitask_strategy "rollback" is not supported by codehop serve (use "interrupt": the thread keeps the stopped run\'s checkpoints).',
+      );
+    }
+    const temporary = threadId === undefined && (body.on_completion ?? "delete") === "delete";
+    let id = threadId;
+    if (id === undefined) id = (await store.createThread(undefined, {}))!.thread_id;
+    else if (!(await store.getThread(id))) {
+      if (body.if_not_exists !== "create") throw new HttpError(404, `Thread ${id} not found`);
+      await store.createThread(id, {}, "do_nothing");
+    }
+    const configurable = { ...body.config?.configurable };
+    if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
+    if (body.checkpoint) Object.assign(configurable, body.checkpoint);
+    const modes = body.stream_mode
+      ? Array.isArray(body.stream_mode)
+        ? body.stream_mode
+        : [body.stream_mode]
+      : [];
+    const kwargs: RunKwargs = {
+      input: body.input ?? null,
+      command: (body.command as RunKwargs["command"]) ?? null,
+      config: {
+        ...(body.config ?? {}),
+        configurable,
+      },
+      context: body.context ?? {},
+      stream_mode: modes.length ? modes : ["values"],
+      subgraphs: Boolean(body.stream_subgraphs),
+      ...(body.interrupt_before ? { interrupt_before: body.interrupt_before } : {}),
+      ...(body.interrupt_after ? { interrupt_after: body.interrupt_after } : {}),
+      temporary,
+    };
+    try {
+      const { run } = await store.createRun(
+        {
+          threadId: id,
+          assistantId: body.assistant_id,
+          graphId,
+          kwargs,
+          metadata: body.metadata ?? {},
+          multitaskStrategy: (body.multitask_strategy ?? "reject") as MultitaskStrategy,
+        },
+        async (client, runId) => {
+          await queue.send(
+            RUNS_QUEUE,
+            { runId },
+            {
+              singletonKey: id,
+              ...(body.after_seconds ? { startAfter: body.after_seconds } : {}),
+              db: inClient(client),
+            },
+          );
+        },
+      );
+      return run;
+    } catch (err) {
+      if (err instanceof RunConflict)
+        throw new HttpError(err.message.endsWith("not found") ? 404 : 422, err.message);
+      throw err;
+    }
+  };
+
+  /** Streams a run's events as SSE (from `after`, ending when the run ends). */
+  const sse = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    run: RunRecord,
+    options: { after?: string; cancelOnDisconnect?: boolean; location: string },
+  ) => {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "content-location": options.location,
+      location: `/threads/${run.thread_id}/runs/${run.run_id}/stream`,
+    });
+    const closed = new AbortController();
+    res.on("close", () => {
+      closed.abort();
+      if (options.cancelOnDisconnect && !res.writableFinished)
+        void store.requestCancel(store.pool, run.run_id, "interrupt").catch(() => {});
+    });
+    try {
+      for await (const e of reader.events(run.run_id, {
+        after: options.after,
+        signal: closed.signal,
+        // A comment line alone (no blank line: the SDK would read one as an empty event).
+        onIdle: () => res.write(": heartbeat\n"),
+      })) {
+        res.write(`id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`);
+      }
+    } catch (err) {
+      res.write(
+        `event: error\ndata: ${toJson({ error: "StreamError", message: (err as Error).message })}\n\n`,
+      );
+    }
+    res.end();
+  };
+
+  /** Answers with a run's result, sending newlines while it runs (keeps proxies and clients from timing out). */
+  const waitResult = async (reply: FastifyReply, run: RunRecord, location: string) => {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { "content-type": "application/json", "content-location": location });
+    const closed = new AbortController();
+    res.on("close", () => closed.abort());
+    let result = await reader.result(run.run_id, closed.signal, () => res.write("\n"));
+    if (result === null) result = (await store.getThread(run.thread_id))?.values ?? null;
+    res.end(toJson(result));
+  };
+
+  const location = (run: RunRecord, stateless: boolean) =>
+    stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
+
+  for (const stateless of [false, true]) {
+    const prefix = stateless ? "" : "/threads/:tid";
+    app.post<{ Params: { tid?: string } }>(`${prefix}/runs`, async (req, reply) => {
+      const run = await createRun(req.params.tid, parse(RunCreate, req.body));
+      reply.header("content-location", location(run, stateless));
+      return runJson(run);
+    });
+    app.post<{ Params: { tid?: string } }>(`${prefix}/runs/wait`, async (req, reply) => {
+      const run = await createRun(req.params.tid, parse(RunCreate, req.body));
+      await waitResult(reply, run, location(run, stateless));
+    });
+    app.post<{ Params: { tid?: string } }>(`${prefix}/runs/stream`, async (req, reply) => {
+      const body = parse(RunCreate, req.body);
+      const run = await createRun(req.params.tid, body);
+      await sse(req, reply, run, {
+        cancelOnDisconnect: body.on_disconnect === "cancel",
+        location: location(run, stateless),
+      });
+    });
+  }
+
+  const requireRun = async (threadId: string, runId: string) => {
+    const run = await store.getRun(runId, threadId);
+    if (!run) throw new HttpError(404, `Run ${runId} not found on thread ${threadId}`);
+    return run;
+  };
+  app.get<{
+    Params: { tid: string };
+    Querystring: { limit?: string; offset?: string; status?: string };
+  }>("/threads/:tid/runs", async (req) => {
+    await requireThread(req.params.tid);
+    const runs = await store.listRuns(req.params.tid, {
+      limit: Number(req.query.limit ?? 10),
+      offset: Number(req.query.offset ?? 0),
+      status: req.query.status,
+    });
+    return runs.map(runJson);
+  });
+  app.get<{ Params: { tid: string; rid: string } }>("/threads/:tid/runs/:rid", async (req) =>
+    runJson(await requireRun(req.params.tid, req.params.rid)),
+  );
+  app.delete<{ Params: { tid: string; rid: string } }>(
+    "/threads/:tid/runs/:rid",
+    async (req, reply) => {
+      const run = await requireRun(req.params.tid, req.params.rid);
+      if (!TERMINAL_RUN_STATUSES.includes(run.status))
+        throw new HttpError(409, `Run ${run.run_id} is ${run.status}: cancel it first.`);
+      await store.deleteRun(run.run_id, run.thread_id);
+      return reply.code(204).send();
+    },
+  );
+  app.get<{ Params: { tid: string; rid: string } }>(
+    "/threads/:tid/runs/:rid/join",
+    async (req, reply) => {
+      const run = await requireRun(req.params.tid, req.params.rid);
+      await waitResult(reply, run, location(run, false));
+    },
+  );
+  app.get<{ Params: { tid: string; rid: string }; Querystring: { cancel_on_disconnect?: string } }>(
+    "/threads/:tid/runs/:rid/stream",
+    async (req, reply) => {
+      const run = await requireRun(req.params.tid, req.params.rid);
+      const lastEventId = req.headers["last-event-id"];
+      await sse(req, reply, run, {
+        after: typeof lastEventId === "string" && /^\d+$/.test(lastEventId) ? lastEventId : "0",
+        cancelOnDisconnect: req.query.cancel_on_disconnect === "true",
+        location: location(run, false),
+      });
+    },
+  );
+  app.post<{
+    Params: { tid: string; rid: string };
+    Querystring: { wait?: string; action?: string };
+  }>("/threads/:tid/runs/:rid/cancel", async (req, reply) => {
+    const run = await requireRun(req.params.tid, req.params.rid);
+    const action = req.query.action ?? "interrupt";
+    if (action !== "interrupt")
+      throw new HttpError(422, `Cancel action "${action}" is not supported (use "interrupt").`);
+    await store.requestCancel(store.pool, run.run_id, "interrupt");
+    const wait = req.query.wait === "1" || req.query.wait === "true";
+    if (wait) for await (const _ of reader.events(run.run_id)) void _;
+    return reply.code(wait ? 204 : 202).send();
+  });
+
+  // Streams of old runs go after a while (the runs themselves stay listed).
+  const retention = options.eventRetentionSeconds ?? 3600;
+  const prune = setInterval(() => void store.pruneEvents(retention).catch(() => {}), 60_000);
+  prune.unref();
+
+  await app.listen({ port: options.port ?? 8123, host: options.host ?? "127.0.0.1" });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  const url = `http://${options.host ?? "127.0.0.1"}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    backend,
+    app,
+    close() {
+      closing ??= (async () => {
+        clearInterval(prune);
+        await reader.stop();
+        await app.close();
+        await backend.close();
+      })();
+      return closing;
+    },
+  };
+}

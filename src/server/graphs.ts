@@ -1,0 +1,115 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { v5 as uuidv5 } from "@langchain/core/utils/uuid";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * The graphs a server and its workers serve, read from a `langgraph.json` (codehop's own by
+ * default: manager, wikipedia_search, page_search, code_agent), the same file Studio and
+ * `langgraphjs dev` read. Each graph is an assistant whose id is derived from the graph name as
+ * the LangGraph server derives it, so clients may use either.
+ */
+
+/** A compiled graph as the server drives it. */
+export type ServedGraph = {
+  checkpointer?: BaseCheckpointSaver | boolean;
+  getGraphAsync(options: { xray?: boolean | number }): Promise<{ toJSON(): unknown }>;
+  getState(config: unknown, options?: unknown): Promise<any>;
+  getStateHistory(config: unknown, options?: unknown): AsyncIterableIterator<any>;
+  updateState(config: unknown, values: unknown, asNode?: string): Promise<any>;
+  stream(input: unknown, options: unknown): Promise<AsyncIterable<unknown>>;
+};
+
+/** LangGraph's namespace for assistant ids derived from graph names. */
+const NAMESPACE_GRAPH = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
+
+/** The assistant id of a graph (the one `langgraph dev` would give it). */
+export function assistantIdOf(graphId: string): string {
+  return uuidv5(graphId, NAMESPACE_GRAPH);
+}
+
+/** codehop's own langgraph.json (next to package.json). */
+export const DEFAULT_GRAPHS_FILE = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  "../../langgraph.json",
+);
+
+/** The graphs of a langgraph.json, loaded. */
+export interface GraphRegistry {
+  /** The file they came from. */
+  readonly file: string;
+  readonly ids: readonly string[];
+  /** The graph of a graph id or assistant id, with the server's checkpointer attached. */
+  resolve(assistantOrGraphId: string): { graphId: string; graph: ServedGraph } | undefined;
+}
+
+/**
+ * The module to import for a graph file: the file itself, or, for a `src/*.ts` file of an
+ * installed codehop that ships only its build, the `dist/*.js` it was compiled to.
+ */
+function builtModule(file: string): string {
+  if (existsSync(file) || !file.endsWith(".ts")) return file;
+  const built = file.replace(/([\\/])src([\\/])/, "$1dist$2").replace(/\.ts$/, ".js");
+  return existsSync(built) ? built : file;
+}
+
+/**
+ * Loads every graph of a langgraph.json (`"name": "./path.ts:export"`) and attaches
+ * `checkpointer` to each (the graphs of langgraph.json carry none; the server brings its own).
+ */
+export async function loadGraphs(
+  file: string,
+  checkpointer: BaseCheckpointSaver,
+): Promise<GraphRegistry> {
+  const path = resolve(file);
+  let spec: { graphs?: Record<string, string> };
+  try {
+    spec = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Cannot read the graphs file ${path}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  const entries = Object.entries(spec.graphs ?? {});
+  if (!entries.length)
+    throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${path} lists no "graphs".`);
+  const graphs = new Map<string, ServedGraph>();
+  for (const [graphId, target] of entries) {
+    const [modulePath, exportName = "default"] = target.split(":");
+    const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
+    let graph: unknown;
+    try {
+      const mod = await import(pathToFileURL(full).href);
+      graph = mod[exportName];
+      // A factory (as langgraph.json also allows) is called once.
+      if (typeof graph === "function") graph = await (graph as () => unknown)();
+    } catch (err) {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Cannot load graph "${graphId}" from ${target}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    if (!graph || typeof (graph as ServedGraph).stream !== "function") {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Graph "${graphId}" (${target}) is not a compiled LangGraph graph.`,
+      );
+    }
+    (graph as ServedGraph).checkpointer = checkpointer;
+    graphs.set(graphId, graph as ServedGraph);
+  }
+  const byAssistant = new Map([...graphs.keys()].map((id) => [assistantIdOf(id), id]));
+  return {
+    file: path,
+    ids: [...graphs.keys()],
+    resolve(id) {
+      const graphId = graphs.has(id) ? id : byAssistant.get(id);
+      return graphId ? { graphId, graph: graphs.get(graphId)! } : undefined;
+    },
+  };
+}

@@ -1,0 +1,539 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { inTransaction } from "../persistence/postgres-database.ts";
+
+/**
+ * The server's own tables, next to the checkpoints in the Postgres schema: the LangGraph API's
+ * threads (`codehop_api_threads`), its runs (`codehop_runs`), each run's stream events
+ * (`codehop_run_events`, what `runs.stream` / `joinStream` replay, so a client can attach from any
+ * server process and a run's stream survives the worker that produced it) and the workers
+ * (`codehop_workers`, for `GET /info` and operators). The queue itself is pg-boss's (queue.ts).
+ */
+
+/** Run statuses of the LangGraph API. */
+export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+/** Thread statuses of the LangGraph API. */
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+/** How a new run treats a thread that already has one in flight. */
+export type MultitaskStrategy = "reject" | "enqueue" | "interrupt" | "rollback";
+
+/** A run's statuses after which nothing changes. */
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = [
+  "success",
+  "error",
+  "timeout",
+  "interrupted",
+];
+
+/** What a run executes (the LangGraph API's run kwargs). */
+export interface RunKwargs {
+  input?: unknown;
+  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
+  config?: { configurable?: Record<string, unknown>; recursion_limit?: number; tags?: string[] };
+  context?: Record<string, unknown>;
+  stream_mode: string[];
+  subgraphs: boolean;
+  interrupt_before?: string[] | "*";
+  interrupt_after?: string[] | "*";
+  /** A stateless run's thread is deleted when it ends. */
+  temporary: boolean;
+}
+
+/** A run row (the API object plus what workers keep). */
+export interface RunRecord {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  graph_id: string;
+  status: RunStatus;
+  metadata: Record<string, unknown>;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  created_at: Date;
+  updated_at: Date;
+  /** How many times a worker took the run (1 on the first take, 2 after a worker was lost ...). */
+  attempt: number;
+  worker_id: string | null;
+  heartbeat_at: Date | null;
+  /** Set when a cancel was asked ("interrupt"); the worker running it stops. */
+  cancel_action: string | null;
+  error: { error: string; message: string } | null;
+  /** The thread's latest root checkpoint before the run's first attempt ("" = none). */
+  base_checkpoint_id: string | null;
+}
+
+/** A thread row of the API. */
+export interface ApiThread {
+  thread_id: string;
+  created_at: Date;
+  updated_at: Date;
+  metadata: Record<string, unknown>;
+  status: ThreadStatus;
+  values: Record<string, unknown> | null;
+  interrupts: Record<string, unknown[]>;
+}
+
+/** One stream event of a run. */
+export interface RunEvent {
+  id: string;
+  event: string;
+  /** JSON text of the event's data. */
+  data: string;
+}
+
+/** NOTIFY channel: a run has new stream events (payload: run id). */
+export const EVENTS_CHANNEL = "codehop_run_events";
+/** NOTIFY channel: a run was cancelled (payload: run id). */
+export const CANCEL_CHANNEL = "codehop_run_cancel";
+
+/** DDL of the server's tables in `schema`. */
+export function serverTablesSql(schema: string): string {
+  const s = `"${schema}"`;
+  return `
+CREATE TABLE IF NOT EXISTS ${s}.codehop_api_threads (
+  thread_id TEXT PRIMARY KEY,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  metadata JSONB NOT NULL DEFAULT '{}',
+  status TEXT NOT NULL DEFAULT 'idle',
+  "values" JSONB,
+  interrupts JSONB NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS codehop_api_threads_updated ON ${s}.codehop_api_threads (updated_at DESC);
+CREATE TABLE IF NOT EXISTS ${s}.codehop_runs (
+  run_id TEXT PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  assistant_id TEXT NOT NULL,
+  graph_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  metadata JSONB NOT NULL DEFAULT '{}',
+  kwargs JSONB NOT NULL,
+  multitask_strategy TEXT NOT NULL DEFAULT 'reject',
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  started_at TIMESTAMPTZ,
+  ended_at TIMESTAMPTZ,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  worker_id TEXT,
+  heartbeat_at TIMESTAMPTZ,
+  cancel_action TEXT,
+  error JSONB,
+  base_checkpoint_id TEXT
+);
+CREATE INDEX IF NOT EXISTS codehop_runs_thread ON ${s}.codehop_runs (thread_id, created_at);
+CREATE INDEX IF NOT EXISTS codehop_runs_inflight ON ${s}.codehop_runs (thread_id)
+  WHERE status IN ('pending', 'running');
+CREATE TABLE IF NOT EXISTS ${s}.codehop_run_events (
+  id BIGSERIAL PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  event TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS codehop_run_events_run ON ${s}.codehop_run_events (run_id, id);
+CREATE TABLE IF NOT EXISTS ${s}.codehop_workers (
+  worker_id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  concurrency INTEGER NOT NULL,
+  started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  running INTEGER NOT NULL DEFAULT 0
+);`;
+}
+
+/** Options of a new run. */
+export interface NewRun {
+  threadId: string;
+  assistantId: string;
+  graphId: string;
+  kwargs: RunKwargs;
+  metadata?: Record<string, unknown>;
+  multitaskStrategy: MultitaskStrategy;
+}
+
+/** Why a run could not be created. */
+export class RunConflict extends Error {}
+
+/** The server's tables over a pool (the persistence's). */
+export class ServerStore {
+  readonly t: { threads: string; runs: string; events: string; workers: string };
+
+  constructor(
+    readonly pool: pg.Pool,
+    readonly schema: string,
+  ) {
+    const s = `"${schema}"`;
+    this.t = {
+      threads: `${s}.codehop_api_threads`,
+      runs: `${s}.codehop_runs`,
+      events: `${s}.codehop_run_events`,
+      workers: `${s}.codehop_workers`,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Threads
+
+  /** Creates a thread (or returns the existing one when `ifExists` is "do_nothing"). */
+  async createThread(
+    threadId: string | undefined,
+    metadata: Record<string, unknown> = {},
+    ifExists: "raise" | "do_nothing" = "raise",
+  ): Promise<ApiThread | undefined> {
+    const id = threadId ?? randomUUID();
+    const { rows } = await this.pool.query<ApiThread>(
+      `INSERT INTO ${this.t.threads} (thread_id, metadata) VALUES ($1, $2)
+       ON CONFLICT (thread_id) DO NOTHING RETURNING *`,
+      [id, JSON.stringify(metadata)],
+    );
+    if (rows[0]) return rows[0];
+    return ifExists === "do_nothing" ? this.getThread(id) : undefined;
+  }
+
+  async getThread(threadId: string): Promise<ApiThread | undefined> {
+    const { rows } = await this.pool.query<ApiThread>(
+      `SELECT * FROM ${this.t.threads} WHERE thread_id = $1`,
+      [threadId],
+    );
+    return rows[0];
+  }
+
+  /** Merges `metadata` into a thread's metadata. */
+  async patchThread(
+    threadId: string,
+    metadata: Record<string, unknown>,
+  ): Promise<ApiThread | undefined> {
+    const { rows } = await this.pool.query<ApiThread>(
+      `UPDATE ${this.t.threads} SET metadata = metadata || $2, updated_at = now()
+       WHERE thread_id = $1 RETURNING *`,
+      [threadId, JSON.stringify(metadata)],
+    );
+    return rows[0];
+  }
+
+  /** Threads matching a metadata subset and/or status, newest first by `sortBy`. */
+  async searchThreads(options: {
+    metadata?: Record<string, unknown>;
+    status?: string;
+    limit: number;
+    offset: number;
+    sortBy?: "created_at" | "updated_at" | "thread_id" | "status";
+    sortOrder?: "asc" | "desc";
+  }): Promise<ApiThread[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (options.metadata && Object.keys(options.metadata).length) {
+      args.push(JSON.stringify(options.metadata));
+      where.push(`metadata @> $${args.length}`);
+    }
+    if (options.status) {
+      args.push(options.status);
+      where.push(`status = $${args.length}`);
+    }
+    const sortBy = options.sortBy ?? "updated_at";
+    const order = options.sortOrder === "asc" ? "ASC" : "DESC";
+    args.push(options.limit, options.offset);
+    const { rows } = await this.pool.query<ApiThread>(
+      `SELECT * FROM ${this.t.threads} ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY ${sortBy} ${order} LIMIT $${args.length - 1} OFFSET $${args.length}`,
+      args,
+    );
+    return rows;
+  }
+
+  /** Deletes a thread's API rows (its runs and their events too, unless `keepRuns`). */
+  async deleteThreadRows(threadId: string, options: { keepRuns?: boolean } = {}): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      if (!options.keepRuns) {
+        await c.query(
+          `DELETE FROM ${this.t.events} WHERE run_id IN (SELECT run_id FROM ${this.t.runs} WHERE thread_id = $1)`,
+          [threadId],
+        );
+        await c.query(`DELETE FROM ${this.t.runs} WHERE thread_id = $1`, [threadId]);
+      }
+      const r = await c.query(`DELETE FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
+      return (r.rowCount ?? 0) > 0;
+    });
+  }
+
+  /** Records how a run left its thread (status, latest values, pending interrupts). */
+  async setThreadOutcome(
+    threadId: string,
+    outcome: {
+      status: ThreadStatus;
+      values?: Record<string, unknown> | null;
+      interrupts?: Record<string, unknown[]>;
+    },
+  ): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.t.threads} SET updated_at = now(),
+         status = CASE WHEN $2 = 'idle' AND EXISTS (
+             SELECT 1 FROM ${this.t.runs} WHERE thread_id = $1 AND status = 'pending') THEN 'busy'
+           ELSE $2 END,
+         "values" = COALESCE($3::jsonb, "values"), interrupts = COALESCE($4::jsonb, interrupts)
+       WHERE thread_id = $1`,
+      [
+        threadId,
+        outcome.status,
+        outcome.values === undefined ? null : JSON.stringify(outcome.values),
+        outcome.interrupts === undefined ? null : JSON.stringify(outcome.interrupts),
+      ],
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Runs
+
+  /**
+   * Creates a pending run on a thread under the thread's row lock, applying the multitask
+   * strategy to runs in flight: "reject" throws RunConflict, "enqueue" queues behind them,
+   * "interrupt" asks them to stop first. `enqueue(client)` puts the run's job on the queue in the
+   * same transaction, so a run row never exists without its job (or the reverse).
+   */
+  async createRun(
+    run: NewRun,
+    enqueue: (client: pg.PoolClient, runId: string) => Promise<void>,
+  ): Promise<{ run: RunRecord; interrupted: string[] }> {
+    return inTransaction(this.pool, async (c) => {
+      const locked = await c.query(
+        `UPDATE ${this.t.threads} SET status = 'busy', updated_at = now(),
+           metadata = metadata || $2 WHERE thread_id = $1 RETURNING thread_id`,
+        [run.threadId, JSON.stringify({ graph_id: run.graphId, assistant_id: run.assistantId })],
+      );
+      if (!locked.rowCount) throw new RunConflict(`Thread ${run.threadId} not found`);
+      const inflight = await c.query<{ run_id: string }>(
+        `SELECT run_id FROM ${this.t.runs} WHERE thread_id = $1 AND status IN ('pending', 'running')`,
+        [run.threadId],
+      );
+      const others = inflight.rows.map((r) => r.run_id);
+      if (others.length && run.multitaskStrategy === "reject") {
+        throw new RunConflict(
+          "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+        );
+      }
+      const runId = randomUUID();
+      const { rows } = await c.query<RunRecord>(
+        `INSERT INTO ${this.t.runs} (run_id, thread_id, assistant_id, graph_id, status, metadata,
+           kwargs, multitask_strategy) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7) RETURNING *`,
+        [
+          runId,
+          run.threadId,
+          run.assistantId,
+          run.graphId,
+          JSON.stringify(run.metadata ?? {}),
+          JSON.stringify(run.kwargs),
+          run.multitaskStrategy,
+        ],
+      );
+      const interrupted = run.multitaskStrategy === "interrupt" ? others : [];
+      for (const id of interrupted) await this.requestCancel(c, id, "interrupt");
+      await enqueue(c, runId);
+      return { run: rows[0], interrupted };
+    });
+  }
+
+  async getRun(runId: string, threadId?: string): Promise<RunRecord | undefined> {
+    const { rows } = await this.pool.query<RunRecord>(
+      `SELECT * FROM ${this.t.runs} WHERE run_id = $1 ${threadId ? "AND thread_id = $2" : ""}`,
+      threadId ? [runId, threadId] : [runId],
+    );
+    return rows[0];
+  }
+
+  async listRuns(
+    threadId: string,
+    options: { limit: number; offset: number; status?: string },
+  ): Promise<RunRecord[]> {
+    const args: unknown[] = [threadId];
+    let where = "thread_id = $1";
+    if (options.status) {
+      args.push(options.status);
+      where += ` AND status = $${args.length}`;
+    }
+    args.push(options.limit, options.offset);
+    const { rows } = await this.pool.query<RunRecord>(
+      `SELECT * FROM ${this.t.runs} WHERE ${where} ORDER BY created_at DESC
+       LIMIT $${args.length - 1} OFFSET $${args.length}`,
+      args,
+    );
+    return rows;
+  }
+
+  /**
+   * Asks a run to stop: a pending run is marked interrupted at once (its job finds it so and does
+   * nothing); a running one gets `cancel_action`, and every worker hears the NOTIFY (the one running
+   * it aborts; its heartbeat also reads the column, in case the notification was missed).
+   */
+  async requestCancel(
+    client: pg.PoolClient | pg.Pool,
+    runId: string,
+    action: "interrupt",
+  ): Promise<RunRecord | undefined> {
+    const { rows } = await client.query<RunRecord>(
+      `UPDATE ${this.t.runs} SET cancel_action = $2, updated_at = now(),
+         status = CASE WHEN status = 'pending' THEN 'interrupted' ELSE status END,
+         ended_at = CASE WHEN status = 'pending' THEN now() ELSE ended_at END
+       WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING *`,
+      [runId, action],
+    );
+    if (rows[0]) {
+      await client.query("SELECT pg_notify($1, $3), pg_notify($2, $3)", [
+        CANCEL_CHANNEL,
+        EVENTS_CHANNEL,
+        runId,
+      ]);
+    }
+    return rows[0];
+  }
+
+  /**
+   * A worker takes a run: it becomes running under `workerId` with one more attempt. Returns
+   * undefined when the run is gone or already ended (cancelled while pending, finished).
+   */
+  async takeRun(runId: string, workerId: string): Promise<RunRecord | undefined> {
+    const { rows } = await this.pool.query<RunRecord>(
+      `UPDATE ${this.t.runs} SET status = 'running', worker_id = $2, attempt = attempt + 1,
+         heartbeat_at = now(), updated_at = now(), started_at = COALESCE(started_at, now())
+       WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING *`,
+      [runId, workerId],
+    );
+    return rows[0];
+  }
+
+  /** Records the thread's checkpoint a run started from (first attempt only). */
+  async setBaseCheckpoint(runId: string, checkpointId: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.t.runs} SET base_checkpoint_id = $2 WHERE run_id = $1 AND base_checkpoint_id IS NULL`,
+      [runId, checkpointId],
+    );
+  }
+
+  /**
+   * Heartbeat of a worker's runs: refreshes those it still holds and returns them with their
+   * cancel requests. A run missing from the answer was taken over by another worker (this one
+   * lost its lease) or deleted: the caller stops it.
+   */
+  async heartbeat(
+    workerId: string,
+    runIds: readonly string[],
+  ): Promise<Map<string, string | null>> {
+    await this.pool.query(
+      `UPDATE ${this.t.workers} SET heartbeat_at = now(), running = $2 WHERE worker_id = $1`,
+      [workerId, runIds.length],
+    );
+    if (!runIds.length) return new Map();
+    const { rows } = await this.pool.query<{ run_id: string; cancel_action: string | null }>(
+      `UPDATE ${this.t.runs} SET heartbeat_at = now()
+       WHERE run_id = ANY($1) AND worker_id = $2 AND status = 'running'
+       RETURNING run_id, cancel_action`,
+      [runIds, workerId],
+    );
+    return new Map(rows.map((r) => [r.run_id, r.cancel_action]));
+  }
+
+  /** Ends a run (only while `workerId` still holds it, when given). */
+  async finishRun(
+    runId: string,
+    status: RunStatus,
+    error: { error: string; message: string } | null = null,
+    workerId?: string,
+  ): Promise<boolean> {
+    // Readers of the run's stream wake up on the notification and see it ended.
+    const r = await this.pool.query(
+      `WITH done AS (
+         UPDATE ${this.t.runs} SET status = $2, error = $3, updated_at = now(), ended_at = now()
+         WHERE run_id = $1 AND status IN ('pending', 'running') ${workerId ? "AND worker_id = $5" : ""}
+         RETURNING run_id)
+       SELECT pg_notify($4, run_id) FROM done`,
+      workerId
+        ? [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL, workerId]
+        : [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async deleteRun(runId: string, threadId: string): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      await c.query(`DELETE FROM ${this.t.events} WHERE run_id = $1`, [runId]);
+      const r = await c.query(`DELETE FROM ${this.t.runs} WHERE run_id = $1 AND thread_id = $2`, [
+        runId,
+        threadId,
+      ]);
+      return (r.rowCount ?? 0) > 0;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Events
+
+  /** Appends stream events of a run and notifies listeners. */
+  async appendEvents(
+    runId: string,
+    events: ReadonlyArray<{ event: string; data: string }>,
+  ): Promise<void> {
+    if (!events.length) return;
+    await this.pool.query(
+      `WITH added AS (
+         INSERT INTO ${this.t.events} (run_id, event, data)
+         SELECT $1, e, d FROM unnest($2::text[], $3::text[]) AS x(e, d) RETURNING 1)
+       SELECT pg_notify($4, $1) FROM (SELECT 1 FROM added LIMIT 1) AS any_added`,
+      [runId, events.map((e) => e.event), events.map((e) => e.data), EVENTS_CHANNEL],
+    );
+  }
+
+  /** Events of a run after event id `after` (exclusive), oldest first. */
+  async eventsAfter(runId: string, after: string, limit = 500): Promise<RunEvent[]> {
+    const { rows } = await this.pool.query<RunEvent>(
+      `SELECT id::text AS id, event, data FROM ${this.t.events}
+       WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+      [runId, after, limit],
+    );
+    return rows;
+  }
+
+  /** The last event of a run named `event` (e.g. its final values), if any. */
+  async lastEvent(runId: string, events: readonly string[]): Promise<RunEvent | undefined> {
+    const { rows } = await this.pool.query<RunEvent>(
+      `SELECT id::text AS id, event, data FROM ${this.t.events}
+       WHERE run_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1`,
+      [runId, events],
+    );
+    return rows[0];
+  }
+
+  /** Drops the events of runs that ended more than `seconds` ago (streams of old runs). */
+  async pruneEvents(seconds: number): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM ${this.t.events} WHERE run_id IN (
+         SELECT run_id FROM ${this.t.runs} WHERE ended_at < now() - make_interval(secs => $1))`,
+      [seconds],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Workers
+
+  async registerWorker(workerId: string, host: string, pid: number, concurrency: number) {
+    await this.pool.query(
+      `INSERT INTO ${this.t.workers} (worker_id, host, pid, concurrency) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now()`,
+      [workerId, host, pid, concurrency],
+    );
+  }
+
+  async removeWorker(workerId: string): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.t.workers} WHERE worker_id = $1`, [workerId]);
+  }
+
+  /** Workers whose heartbeat is younger than `seconds`. */
+  async liveWorkers(seconds: number): Promise<Array<Record<string, unknown>>> {
+    const { rows } = await this.pool.query(
+      `SELECT worker_id, host, pid, concurrency, running, started_at, heartbeat_at
+       FROM ${this.t.workers} WHERE heartbeat_at > now() - make_interval(secs => $1)
+       ORDER BY started_at`,
+      [seconds],
+    );
+    return rows;
+  }
+}

@@ -1,0 +1,216 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import pg from "pg";
+import type { Job } from "pg-boss";
+import { getDefaultSandbox } from "../core/default-sandbox.ts";
+import { type Backend, type BackendOptions, openBackend, queueOptionsOf } from "./backend.ts";
+import { executeRun } from "./execute.ts";
+import { DEAD_RUNS_QUEUE, RUNS_QUEUE, leaseSecondsOf, pollSecondsOf } from "./queue.ts";
+import { CANCEL_CHANNEL } from "./store.ts";
+
+/**
+ * `codehop worker`: takes runs from the queue and executes them with this machine's sandbox pool,
+ * any number of workers on any number of machines sharing one database. Each run's job heartbeats
+ * through pg-boss; the run's row heartbeats too (every lease/3 s), which is how a worker hears a
+ * cancel it missed and learns that its run was given to another worker (it then stops it: two
+ * workers never advance one thread). A worker killed with kill -9 stops heartbeating: after the
+ * lease its runs are taken by other workers and continue from their last checkpoints, the call
+ * journal serving every sub-agent call already finished.
+ */
+
+/** Options of {@link startWorker}. */
+export interface WorkerOptions extends BackendOptions {
+  /** Runs executed at once by this worker. Default 4. */
+  concurrency?: number;
+  /** Id of this worker in the runs it holds (default: a new UUID). */
+  workerId?: string;
+  /** Also serve distributed eval questions (registered by src/server/eval-queue.ts). */
+  extraQueues?: (backend: Backend, workerId: string) => Promise<void>;
+  /** Receives one line per notable event (taken, finished, lost ...). */
+  log?: (line: string) => void;
+}
+
+/** A started worker. */
+export interface RunningWorker {
+  readonly workerId: string;
+  readonly backend: Backend;
+  /** Runs being executed now. */
+  readonly active: ReadonlySet<string>;
+  /**
+   * Stops taking runs; the runs in progress are stopped and handed back to the queue at once
+   * (another worker resumes them from their checkpoints). Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+/** Why a run stops on this worker. */
+type StopReason = "cancel" | "lost" | "shutdown";
+
+/** Starts a worker on the database of `options`. */
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const workerId = options.workerId ?? randomUUID();
+  const concurrency = options.concurrency ?? 4;
+  const lease = leaseSecondsOf(queueOptionsOf(options));
+  const log = options.log ?? (() => {});
+  // Each run in progress needs a connection now and then (checkpoints, journal, events): a pool
+  // that grows with the concurrency, within what a default PostgreSQL (100 connections) allows
+  // for a few workers.
+  const backend = await openBackend({
+    ...options,
+    poolSize: options.poolSize ?? Math.min(20, 5 + concurrency),
+  });
+  const { store, queue, graphs, persistence } = backend;
+  await store.registerWorker(workerId, hostname(), process.pid, concurrency);
+  const running = new Map<string, AbortController>();
+  const stop = (runId: string, reason: StopReason) => running.get(runId)?.abort(reason);
+
+  // Cancels reach the worker running the run at once through NOTIFY; the heartbeat below reads
+  // the cancel column too, in case this listener was reconnecting at the time.
+  const listener = new pg.Client({ connectionString: options.databaseUrl });
+  listener.on("error", () => {});
+  await listener.connect();
+  await listener.query(`LISTEN ${CANCEL_CHANNEL}`);
+  listener.on("notification", (n) => {
+    if (n.channel === CANCEL_CHANNEL && n.payload) stop(n.payload, "cancel");
+  });
+
+  const beat = async () => {
+    try {
+      // Only the runs asked about: a run taken while the query was on its way is not lost.
+      const asked = [...running.keys()];
+      const held = await store.heartbeat(workerId, asked);
+      for (const runId of asked) {
+        if (!held.has(runId)) stop(runId, "lost");
+        else if (held.get(runId)) stop(runId, "cancel");
+      }
+    } catch (err) {
+      log(`heartbeat failed: ${(err as Error).message}`);
+    }
+  };
+  const heartbeat = setInterval(() => void beat(), Math.max(1000, (lease * 1000) / 3));
+
+  // Warm the sandbox pool so the first action does not pay for its start.
+  void getDefaultSandbox().catch(() => {});
+
+  const handleRun = async ([job]: Job<{ runId: string }>[]) => {
+    const runId = job.data.runId;
+    const run = await store.takeRun(runId, workerId);
+    if (!run) return; // cancelled while pending, or already finished
+    const resolved = graphs.resolve(run.graph_id);
+    if (!resolved) {
+      await store.appendEvents(runId, [
+        {
+          event: "error",
+          data: JSON.stringify({
+            error: "GraphNotFound",
+            message: `This worker does not serve graph "${run.graph_id}" (graphs file ${graphs.file}).`,
+          }),
+        },
+      ]);
+      // The thread's status first: a client waiting on the run reads the thread when it ends.
+      await store.setThreadOutcome(run.thread_id, { status: "error" });
+      await store.finishRun(runId, "error", {
+        error: "GraphNotFound",
+        message: `graph "${run.graph_id}" not served by worker ${workerId}`,
+      });
+      return;
+    }
+    const controller = new AbortController();
+    running.set(runId, controller);
+    // A cancel asked between the queue and here.
+    if (run.cancel_action) controller.abort("cancel");
+    log(`run ${runId} taken (thread ${run.thread_id}, attempt ${run.attempt})`);
+    try {
+      const end = await executeRun({
+        run,
+        graph: resolved.graph,
+        persistence,
+        store,
+        signal: controller.signal,
+        workerId,
+      });
+      if (end.status === "aborted") {
+        if (end.reason === "cancel") {
+          // The thread is idle before the run reads as ended (`cancel?wait=1` returns then).
+          await store.setThreadOutcome(run.thread_id, { status: "idle" });
+          await store.finishRun(runId, "interrupted", null, workerId);
+          log(`run ${runId} cancelled`);
+        } else if (end.reason === "shutdown") {
+          // Handed back: the job fails and is retried at once by another worker.
+          throw new Error(`worker ${workerId} shut down during the run`);
+        } else {
+          // The run row is no longer this worker's (its lease expired and another worker took
+          // it, or it was deleted): fail this attempt of the job. If the job was already retried,
+          // pg-boss leaves it alone; otherwise it is retried and continues from the checkpoint.
+          log(`run ${runId} lost (this worker no longer holds it)`);
+          throw new Error(`worker ${workerId} no longer holds run ${runId}`);
+        }
+        return;
+      }
+      await store.finishRun(runId, end.status, end.status === "error" ? end.error : null, workerId);
+      if (run.kwargs.temporary) {
+        // A stateless run's thread goes; its run row and events stay for the waiting client.
+        await persistence.deleteThread(run.thread_id);
+        await store.deleteThreadRows(run.thread_id, { keepRuns: true });
+      }
+      log(`run ${runId} ${end.status}`);
+    } finally {
+      running.delete(runId);
+    }
+  };
+
+  // A run whose workers were lost more often than the retry limit allows: it ends in error, and
+  // its failed job is removed so the thread's later runs are not blocked behind it.
+  const handleDeadRun = async ([job]: Job<{ runId: string }>[]) => {
+    const full = await queue.getJobById<{ runId: string }>(DEAD_RUNS_QUEUE, job.id);
+    const runId = job.data.runId;
+    const error = {
+      error: "WorkerLost",
+      message: `The workers running this run stopped heartbeating ${(full?.retryCount ?? 0) + 1} times; giving up.`,
+    };
+    const run = await store.getRun(runId);
+    if (run && (await store.finishRun(runId, "error", error))) {
+      await store.appendEvents(runId, [{ event: "error", data: JSON.stringify(error) }]);
+      await store.setThreadOutcome(run.thread_id, { status: "error" });
+      await persistence.threads.fail(run.thread_id, error.message);
+    }
+    if (full?.sourceId) await queue.deleteJob(RUNS_QUEUE, full.sourceId).catch(() => {});
+  };
+
+  await queue.work<{ runId: string }>(
+    RUNS_QUEUE,
+    {
+      localConcurrency: concurrency,
+      pollingIntervalSeconds: 1,
+      notifyPollingIntervalSeconds: pollSecondsOf(queueOptionsOf(options)),
+    },
+    handleRun,
+  );
+  await queue.work<{ runId: string }>(
+    DEAD_RUNS_QUEUE,
+    { pollingIntervalSeconds: 2 },
+    handleDeadRun,
+  );
+  await options.extraQueues?.(backend, workerId);
+
+  let stopped: Promise<void> | undefined;
+  return {
+    workerId,
+    backend,
+    get active() {
+      return new Set(running.keys());
+    },
+    stop() {
+      stopped ??= (async () => {
+        clearInterval(heartbeat);
+        for (const runId of running.keys()) stop(runId, "shutdown");
+        await queue.offWork(RUNS_QUEUE, { wait: true }).catch(() => {});
+        await queue.offWork(DEAD_RUNS_QUEUE).catch(() => {});
+        await listener.end().catch(() => {});
+        await store.removeWorker(workerId).catch(() => {});
+        await backend.close();
+      })();
+      return stopped;
+    },
+  };
+}
