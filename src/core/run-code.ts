@@ -35,6 +35,26 @@ function errorMessage(err: unknown): string {
 }
 
 /**
+ * The sandbox session of an agent run: the thread, the agent's own checkpoint namespace (the
+ * running node's namespace without its last segment, the node's task, so every step of one run
+ * shares it and each sub-agent call has its own: it holds the calling task's id), the task epochs
+ * and the agent's name. Actions of one session may share a sandbox process; different runs never
+ * do. A top-level agent run without a thread cannot be told from another one: each of its actions
+ * is a session of its own (undefined).
+ */
+export function sandboxSession(
+  threadId: string,
+  checkpointNs: string,
+  taskEpochs: readonly number[],
+  agent: string,
+): string | undefined {
+  const cut = checkpointNs.lastIndexOf("|");
+  const ownNs = cut < 0 ? "" : checkpointNs.slice(0, cut);
+  if (!threadId && !ownNs) return undefined;
+  return JSON.stringify([threadId, ownNs, taskEpochs, agent]);
+}
+
+/**
  * The line of a tool's `nth` call (0-based, in call order) for an approval request: its call site
  * when the code has one, else the nth call site (straight-line code), else the last.
  */
@@ -313,6 +333,7 @@ export async function runCodeWithTools(
       // the action pauses for an approval: stop the action, or drop it from the sandbox's queue
       // if it is still waiting for a process.
       signal: config.signal ? AbortSignal.any([config.signal, stop.signal]) : stop.signal,
+      session: sandboxSession(threadId, checkpointNs, taskEpochs, rt.name),
     });
   } finally {
     approvals.release();

@@ -132,9 +132,36 @@ export function variablesUpdate(
   if (!Array.isArray(current) && current != null) return new Overwrite([{ ...after }]);
   if (!delta) return undefined;
   if (log.length + 1 >= COMPACT_AFTER_ENTRIES) {
-    const logSize = JSON.stringify(log).length + JSON.stringify(delta).length;
-    if (logSize > COMPACT_SIZE_FACTOR * JSON.stringify(after).length)
-      return new Overwrite([{ ...after }]);
+    const logSize = log.reduce((n, d) => n + deltaSize(d), 0) + deltaSize(delta);
+    if (logSize > COMPACT_SIZE_FACTOR * deltaSize(after)) return new Overwrite([{ ...after }]);
   }
   return delta;
+}
+
+/**
+ * JSON size of values, remembered per object: a value carried over many steps is the same object
+ * in every snapshot (the sandbox freezes the values it returns), so it is measured once, not at
+ * every step.
+ */
+const valueSizes = new WeakMap<object, number>();
+
+function valueSize(value: JsonValue): number {
+  if (value === null || typeof value !== "object") return JSON.stringify(value)?.length ?? 4;
+  let size = valueSizes.get(value);
+  if (size === undefined) {
+    size = JSON.stringify(value)?.length ?? 4;
+    valueSizes.set(value, size);
+  }
+  return size;
+}
+
+/** About the JSON size of a delta (or a snapshot): enough to tell when the log outgrew it. */
+function deltaSize(d: VariablesDelta): number {
+  let size = 2;
+  for (const [name, value] of Object.entries(d.values ?? {}))
+    size += name.length + 4 + valueSize(value);
+  for (const part of [d.declarations, d.unserializable])
+    for (const [name, text] of Object.entries(part ?? {})) size += name.length + text.length + 6;
+  for (const name of d.removed ?? []) size += name.length + 3;
+  return size;
 }

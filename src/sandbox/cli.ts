@@ -68,8 +68,10 @@ export async function runSandboxCli(
   const sandbox = createSandbox({ poolSize: 1 });
   try {
     let snapshot: VariablesSnapshot | undefined;
+    // One agent run: one session, so the files share a process (and the values it holds).
+    const session = `cli:${process.pid}`;
     for (const code of sources) {
-      const result = await sandbox.run({ code, tools: { search: demoSearch }, snapshot });
+      const result = await sandbox.run({ code, tools: { search: demoSearch }, snapshot, session });
       snapshot = result.snapshot;
       io.out(toJsonLine(result));
     }

@@ -115,6 +115,13 @@ export interface RunActionRequest {
    * reports an `AbortError`. Tool calls in flight see their own `ctx.signal` abort.
    */
   signal?: AbortSignal;
+  /**
+   * The agent run this action belongs to (any string; the agent core uses the thread, the agent's
+   * checkpoint namespace and its task epochs). Actions of one session may share whatever a backend
+   * keeps between actions (a process, the values it already holds); actions of different sessions,
+   * or without a session, never share anything (docs/sandbox.md, threat model).
+   */
+  session?: string;
 }
 
 /** A pool of warm, locked-down child processes that run code actions. */
@@ -218,14 +225,19 @@ const STRICT_RESERVED: ReadonlySet<string> = new Set(
 /** An IdentifierName without escapes (ECMAScript ID_Start / ID_Continue). */
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
 
-/** True if `name` can be declared as a strict-mode binding (validates snapshot keys and tool names). */
+/**
+ * True if `name` can be declared as a strict-mode binding and used as a plain object key
+ * (validates snapshot keys and tool names): `__proto__` is a binding name JavaScript accepts, but
+ * as a key of the snapshot's objects it would set their prototype instead.
+ */
 export function isBindableName(name: string): boolean {
   return (
     typeof name === "string" &&
     name.length > 0 &&
     name.length <= 200 &&
     IDENTIFIER.test(name) &&
-    !STRICT_RESERVED.has(name)
+    !STRICT_RESERVED.has(name) &&
+    name !== "__proto__"
   );
 }
 

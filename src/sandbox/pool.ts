@@ -9,12 +9,14 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { DEFAULT_MAX_PROCESSES, MAX_NESTING_EXTRA_PROCESSES } from "./limits.ts";
+import { LineBuffer, encodeLine, type HostMessage } from "./child/protocol.mjs";
 
 /** How a child is started (children are only reused for the same spec). */
 export interface ChildSpec {
@@ -27,7 +29,12 @@ export interface ChildSpec {
 export type ChildMessage = { t: string; [key: string]: unknown };
 
 // Real paths: the permission model compares the files the child opens with these.
-const CHILD_ENTRY = realpathSync(fileURLToPath(new URL("./child.mjs", import.meta.url)));
+const CHILD_DIR = realpathSync(fileURLToPath(new URL("./child/", import.meta.url)));
+const CHILD_ENTRY = join(CHILD_DIR, "child.mjs");
+/** The child's modules: the only files (with the SES bundle) it may read. */
+const CHILD_FILES = readdirSync(CHILD_DIR)
+  .filter((f) => f.endsWith(".mjs"))
+  .map((f) => join(CHILD_DIR, f));
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
@@ -64,6 +71,23 @@ export class SandboxChild {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   readyAt: number | null = null;
   dead = false;
+  /**
+   * The session (agent run) this child serves, set when it is first lent; null while it never ran
+   * an action. A child is only ever lent to actions of its own session.
+   */
+  session: string | null = null;
+  /** Killed instead of kept when released: its session is one action long. */
+  singleUse = false;
+  /** Set by the session when the child should not serve another action (e.g. its heap grew too much). */
+  retire = false;
+  /** When it last became idle (least recently used idle children are retired first). */
+  idleSince = 0;
+  /**
+   * The values this child holds for its session, as the host knows them (by name: the frozen value
+   * objects of the snapshot its last action produced). An action whose snapshot still has the same
+   * object under a name does not send that value again.
+   */
+  kept = new Map<string, unknown>();
   /** Set when we killed it on purpose (timeout, grace expiry, close). */
   killedBy: string | null = null;
   stderrTail = "";
@@ -75,7 +99,7 @@ export class SandboxChild {
   private reaper: NodeJS.Timeout | null = null;
   private readonly stdin: Writable;
   private readonly out: Readable;
-  private buf = "";
+  private readonly lines = new LineBuffer(MAX_LINE_CHARS);
 
   /**
    * @param spec how the child is identified for reuse
@@ -90,9 +114,9 @@ export class SandboxChild {
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
       PERMISSION_FLAG,
-      `--allow-fs-read=${CHILD_ENTRY}`,
+      ...CHILD_FILES.map((f) => `--allow-fs-read=${f}`),
       `--allow-fs-read=${SES_PATH}`,
-      "--allow-worker", // only for the orphan watchdog thread (see child.mjs)
+      "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
       ...(CAN_DISABLE_WARNINGS
         ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
@@ -134,25 +158,28 @@ export class SandboxChild {
         if (this.reaper) clearInterval(this.reaper);
         resolve(exit);
       };
-      this.proc.on("exit", (code, signal) => this.resolveExit({ code, signal }));
+      // 'close' (after 'exit', once the child's pipes are drained): what it wrote to stderr before
+      // dying — V8's out-of-memory report — is read before anyone decides how it died.
+      this.proc.on("close", (code, signal) => this.resolveExit({ code, signal }));
       this.proc.on("error", () => this.resolveExit({ code: null, signal: null }));
     });
     void this.exited.then((exit) => this.onExit?.(exit));
     this.ready = new Promise((resolve, reject) => {
       const onData = (chunk: string) => {
-        this.buf += chunk;
-        if (this.buf.length > MAX_LINE_CHARS && this.buf.indexOf("\n") < 0) {
+        const lines = this.lines.push(chunk);
+        if (lines === null) {
           this.kill("protocol");
           return;
         }
-        let nl: number;
-        while ((nl = this.buf.indexOf("\n")) >= 0) {
-          const line = this.buf.slice(0, nl);
-          this.buf = this.buf.slice(nl + 1);
+        for (const line of lines) {
           let msg: ChildMessage;
           try {
             msg = JSON.parse(line);
           } catch {
+            this.kill("protocol");
+            return;
+          }
+          if (typeof msg !== "object" || msg === null || typeof msg.t !== "string") {
             this.kill("protocol");
             return;
           }
@@ -185,9 +212,14 @@ export class SandboxChild {
   }
 
   /** Writes one protocol message (ignored once dead). */
-  send(msg: unknown): void {
+  send(msg: HostMessage): void {
+    this.sendLine(encodeLine(msg));
+  }
+
+  /** Writes one protocol line made by the protocol module (ignored once dead). */
+  sendLine(line: string): void {
     if (this.dead) return;
-    this.stdin.write(JSON.stringify(msg) + "\n");
+    this.stdin.write(line);
   }
 
   /** Keeps the host alive while an action runs; lets it exit while idle. */
@@ -263,8 +295,15 @@ export class AcquireRefused extends Error {
   }
 }
 
-interface Waiter {
+/** What an action needs from the pool: a process of this spec serving this session. */
+interface Need {
   spec: ChildSpec;
+  session: string;
+  singleUse: boolean;
+}
+
+interface Waiter {
+  need: Need;
   scope: ActionScope;
   resolve(child: SandboxChild): void;
   reject(err: Error): void;
@@ -276,6 +315,14 @@ export interface AcquireOptions {
   scope?: ActionScope;
   /** Gives up waiting for a process (rejects with {@link AcquireRefused} "aborted"). */
   signal?: AbortSignal;
+  /**
+   * The session (agent run) the action belongs to: it gets a process that served this session
+   * before, or one that never ran an action — never one that served another session. Default "":
+   * one anonymous session shared by every caller that gives none.
+   */
+  session?: string;
+  /** The process is retired after this action instead of being kept for the session. */
+  singleUse?: boolean;
 }
 
 /**
@@ -293,6 +340,13 @@ export interface AcquireOptions {
  * child beyond the cap is only ever lent to break a deadlock (else it is killed when its action
  * ends), so each new extra goes deeper than every action an extra holds: the pool stays within
  * `maxProcesses` + the nesting depth, however wide the fan-out.
+ *
+ * Sessions: a child is bound to the session (agent run) of the first action it runs and is lent
+ * only to that session's actions afterwards, so nothing one agent run leaves in a process (patched
+ * lazily created prototypes, a grown Symbol.for registry, values it kept) is ever seen by another.
+ * `warm` children that never ran anything are kept ready for new sessions (topped up when one is
+ * bound); up to `maxIdle` bound children wait idle for their session's next action, the least
+ * recently used retired first.
  */
 export class ChildPool {
   private readonly idle: SandboxChild[] = [];
@@ -311,9 +365,10 @@ export class ChildPool {
   peakSize = 0;
 
   /**
-   * @param warm idle children started ahead of time (and re-started after a kill)
-   * @param maxIdle idle children kept after use — more than `warm`, so the processes a nested
-   *   agent run needed are reused by its next step instead of being killed and spawned again
+   * @param warm idle children that never ran an action, started ahead of time for new sessions
+   *   (and re-started after a kill or when one gets bound to a session)
+   * @param maxIdle idle children kept after use for their session's next action (the processes a
+   *   nested agent run needed are reused by its next step instead of being killed and spawned again)
    * @param maxProcesses children alive at once (at least `warm`); see the class comment for nesting
    */
   constructor(
@@ -367,25 +422,63 @@ export class ChildPool {
     return child;
   }
 
-  /** Lends `child` to an action. */
-  private lend(child: SandboxChild, scope: ActionScope): SandboxChild {
+  /** Lends `child` to an action of `need`'s session (binding a fresh child to it). */
+  private lend(child: SandboxChild, scope: ActionScope, need: Need): SandboxChild {
+    const wasFresh = child.session === null;
+    child.session = need.session;
+    child.singleUse = need.singleUse;
     this.busy.set(child, scope);
     child.setRef(true);
+    // A fresh child is no longer fresh: start its replacement for the next new session.
+    if (wasFresh) this.replenish();
     return child;
   }
 
-  private usable(c: SandboxChild, spec: ChildSpec): boolean {
-    return !c.dead && c.killedBy === null && this.sameSpec(c.spec, spec);
+  /** `c` is alive, of `need`'s spec, and fresh or bound to `need`'s session. */
+  private fits(c: SandboxChild, need: Need): boolean {
+    return (
+      !c.dead &&
+      c.killedBy === null &&
+      this.sameSpec(c.spec, need.spec) &&
+      (c.session === null || (c.session === need.session && !need.singleUse))
+    );
   }
 
-  /** Tops the idle set up to `warm` children of the default spec (never past the cap or a queue). */
+  /** Best idle child for `need`: its session's own, else a fresh one that is up, else any fresh one. */
+  private idleFor(need: Need): number {
+    let best = -1;
+    let rank = 0;
+    for (let i = 0; i < this.idle.length; i++) {
+      const c = this.idle[i];
+      if (!this.fits(c, need)) continue;
+      const r = c.session !== null ? 3 : c.readyAt !== null ? 2 : 1;
+      if (r > rank) [best, rank] = [i, r];
+    }
+    return best;
+  }
+
+  /** Tops the idle set up to `warm` fresh children of the default spec (never past the cap or a queue). */
   replenish(): void {
     if (this.closed) return;
-    let warmIdle = this.idle.filter((c) => this.usable(c, this.defaultSpec)).length;
-    while (warmIdle < this.warm && this.all.size < this.maxProcesses && this.waiters.length === 0) {
+    let fresh = this.idle.filter(
+      (c) =>
+        c.session === null &&
+        !c.dead &&
+        c.killedBy === null &&
+        this.sameSpec(c.spec, this.defaultSpec),
+    ).length;
+    while (fresh < this.warm && this.all.size < this.maxProcesses && this.waiters.length === 0) {
       this.idle.push(this.spawnChild(this.defaultSpec));
-      warmIdle++;
+      fresh++;
     }
+  }
+
+  /** Retires the least recently used bound idle children beyond `maxIdle`. */
+  private trimIdle(): void {
+    const bound = this.idle.filter((c) => c.session !== null && c.killedBy === null);
+    if (bound.length <= this.maxIdle) return;
+    bound.sort((a, b) => a.idleSince - b.idleSince);
+    for (const c of bound.slice(0, bound.length - this.maxIdle)) c.kill("retired");
   }
 
   /**
@@ -400,29 +493,37 @@ export class ChildPool {
     if (this.closed)
       throw new CodehopError(ErrorCodes.SANDBOX_INTERNAL, "The sandbox has been closed");
     const scope = options.scope ?? { parent: null, depth: 0 };
+    const need: Need = {
+      spec,
+      session: options.session ?? "",
+      singleUse: options.singleUse ?? false,
+    };
     if (this.waiters.length === 0) {
-      let index = this.idle.findIndex((c) => this.usable(c, spec) && c.readyAt !== null);
-      if (index < 0) {
+      let index = this.idleFor(need);
+      if (index < 0 || this.idle[index].session === null) {
+        // The session's own child may be finishing its previous action (it reports idle within
+        // microseconds, or is killed within IDLE_GRACE_MS): it holds the session's state, so wait.
         for (const [c, waiter] of this.finishing) {
           // (Never beyond the cap: a child there only breaks deadlocks, see release().)
           if (
             waiter === null &&
-            this.sameSpec(c.spec, spec) &&
+            c.session === need.session &&
+            !c.singleUse &&
+            !c.retire &&
+            this.fits(c, need) &&
             this.all.size <= this.maxProcesses
           ) {
             const handed = await new Promise<SandboxChild | null>((resolve) =>
               this.finishing.set(c, resolve),
             );
-            if (handed && !handed.dead && !this.closed) return this.lend(handed, scope);
+            if (handed && !handed.dead && !this.closed) return this.lend(handed, scope, need);
             return this.acquire(spec, options);
           }
         }
-        index = this.idle.findIndex((c) => this.usable(c, spec));
+        index = this.idleFor(need);
       }
-      // No refill here: the child comes back on release, so sequential actions reuse one process.
-      // Concurrent actions beyond the warm set pay a cold start; dead children are replaced on exit.
-      if (index >= 0) return this.lend(this.idle.splice(index, 1)[0], scope);
-      if (this.all.size < this.maxProcesses) return this.lend(this.spawnChild(spec), scope);
+      if (index >= 0) return this.lend(this.idle.splice(index, 1)[0], scope, need);
+      if (this.all.size < this.maxProcesses) return this.lend(this.spawnChild(spec), scope, need);
     }
     const signal = options.signal;
     if (signal?.aborted) throw new AcquireRefused("aborted", "cancelled while waiting");
@@ -436,7 +537,7 @@ export class ChildPool {
       };
       const done = () => signal?.removeEventListener("abort", onAbort);
       const waiter: Waiter = {
-        spec,
+        need,
         scope,
         resolve: (child) => {
           done();
@@ -460,21 +561,22 @@ export class ChildPool {
   /** Serves queued actions: idle children, free slots, then the nesting rule. */
   private pump(): void {
     if (this.closed) return;
-    // Idle children of the right spec, in queue order (deepest first, see acquire()).
+    // Idle children that fit, in queue order (deepest first, see acquire()).
     for (let i = 0; i < this.waiters.length; i++) {
       const w = this.waiters[i];
-      const index = this.idle.findIndex((c) => this.usable(c, w.spec));
+      const index = this.idleFor(w.need);
       if (index < 0) continue;
       this.waiters.splice(i--, 1);
-      w.resolve(this.lend(this.idle.splice(index, 1)[0], w.scope));
+      w.resolve(this.lend(this.idle.splice(index, 1)[0], w.scope, w.need));
     }
     // Free slots, in queue order.
     while (this.waiters.length > 0 && this.all.size < this.maxProcesses) {
       const w = this.waiters.shift()!;
-      w.resolve(this.lend(this.spawnChild(w.spec), w.scope));
+      w.resolve(this.lend(this.spawnChild(w.need.spec), w.scope, w.need));
     }
     if (this.waiters.length === 0) return;
-    // At the cap. Idle children nobody queued wants (another spec) make room by exiting.
+    // At the cap. Idle children nobody queued can use (another spec, another session) make room
+    // by exiting.
     let dying = 0;
     for (const c of this.all) if (c.killedBy !== null) dying++;
     for (const c of this.idle) {
@@ -489,7 +591,7 @@ export class ChildPool {
 
       if (this.all.size < this.maxProcesses + MAX_NESTING_EXTRA_PROCESSES) {
         // Its holder-ancestors wait for it: a new process can't add to the deadlock, so one is enough.
-        w.resolve(this.lend(this.spawnChild(w.spec), w.scope));
+        w.resolve(this.lend(this.spawnChild(w.need.spec), w.scope, w.need));
         return;
       }
       // Out of extras: refuse rather than hang (the rest are refused too while it stays deadlocked).
@@ -531,6 +633,12 @@ export class ChildPool {
     this.busy.delete(child);
     const waiter = this.finishing.get(child);
     this.finishing.delete(child);
+    if (child.singleUse || child.retire) {
+      child.setRef(false);
+      child.kill("retired");
+      waiter?.(null); // its session's next action takes another process
+      return;
+    }
     if (waiter && !child.dead) {
       waiter(child);
       return;
@@ -541,22 +649,22 @@ export class ChildPool {
     // queued action that is not, it would let one more parent start and park, and the extras grow
     // with the fan-out instead of the nesting depth.
     const overCap = this.all.size > this.maxProcesses;
-    const queued = this.waiters.findIndex((w) => this.sameSpec(w.spec, child.spec));
+    const queued = this.waiters.findIndex((w) => this.fits(child, w.need));
     if (!this.closed && queued >= 0 && (!overCap || this.deadlocked(child))) {
       const [w] = this.waiters.splice(queued, 1);
-      w.resolve(this.lend(child, w.scope));
+      w.resolve(this.lend(child, w.scope, w.need));
       return;
     }
-    const warmIdle = this.idle.filter((c) => this.sameSpec(c.spec, this.defaultSpec)).length;
     if (
       !this.closed &&
       !overCap &&
       this.waiters.length === 0 &&
-      this.sameSpec(child.spec, this.defaultSpec) &&
-      warmIdle < this.maxIdle
-    )
+      this.sameSpec(child.spec, this.defaultSpec)
+    ) {
+      child.idleSince = performance.now();
       this.idle.push(child);
-    else child.kill("retired"); // (its exit serves a queued action of another spec)
+      this.trimIdle();
+    } else child.kill("retired"); // (its exit serves a queued action of another spec or session)
   }
 
   /** Kills every child and waits for them to exit; queued actions are rejected (SANDBOX_INTERNAL). */

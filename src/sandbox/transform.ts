@@ -18,12 +18,18 @@ import {
   type GuestError,
   type VariablesSnapshot,
 } from "./contract.ts";
+import { GUEST_ECMA_VERSION } from "./ecma-version.ts";
+import { isFunctionLike, planDeclarations, type PlannedDeclaration } from "./restore.ts";
+import { escapeForSes, SES_SAFE_GENERATOR, stringLiteralRaw } from "./ses-escape.ts";
 
 type AnyNode = any;
 
 /** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
 export interface BuiltAction {
-  /** Source of `(function (restore, decl, ref) { ... return { read, run } })`. */
+  /**
+   * Source of `(function (restore, decl, ref, regexp, template) { ... return { read, run } })`
+   * (the child passes its helpers in that order).
+   */
   source: string;
   /** Persistent binding names, in the order `read()` returns their values. */
   names: string[];
@@ -31,8 +37,16 @@ export interface BuiltAction {
   declarationSources: Record<string, string>;
   /** Values to restore before the guest code runs (from the previous snapshot). */
   restoreValues: Record<string, unknown>;
-  /** Snapshot entries that could not be re-installed (bad names or sources), with the reason. */
+  /**
+   * Snapshot entries that could not be re-installed (bad names or sources, classes whose creation
+   * runs code), with the reason. Kept out of the next snapshot, with that note.
+   */
   dropped: Record<string, string>;
+  /**
+   * Every name written anywhere in this action's code and in the declarations it restores: a
+   * persistent binding not in this set cannot have been read, assigned or mutated by the action.
+   */
+  mentioned: ReadonlySet<string>;
   /** Maps a 1-based line/column of the generated source to the 1-based guest line, if any. */
   mapLine(line: number, column: number): number | null;
 }
@@ -52,7 +66,8 @@ const TYPESCRIPT_HINT =
   /(?:\b(?:const|let|var)\s+\w+|\(\s*\w+|,\s*\w+|\))\s*:\s*(?:string|number|boolean|any|unknown|void|never|object|Record<|Array<|Promise<|\{)|\binterface\s+\w+\s*\{|\btype\s+\w+\s*=|\bas\s+(?:const|string|number|any|unknown)\b/;
 
 const PARSE_OPTIONS: acorn.Options = {
-  ecmaVersion: "latest",
+  // The child's own edition: syntax its V8 cannot compile is a syntax error with a position here.
+  ecmaVersion: GUEST_ECMA_VERSION,
   sourceType: "script",
   allowAwaitOutsideFunction: true,
   allowReturnOutsideFunction: true,
@@ -111,7 +126,7 @@ function patternNames(pattern: AnyNode, out: string[]): void {
 }
 
 const id = (name: string): AnyNode => ({ type: "Identifier", name });
-const str = (value: string): AnyNode => ({ type: "Literal", value, raw: JSON.stringify(value) });
+const str = (value: string): AnyNode => ({ type: "Literal", value, raw: stringLiteralRaw(value) });
 const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
   type: "AssignmentExpression",
   operator: "=",
@@ -147,15 +162,6 @@ function isOutputCall(expr: AnyNode): boolean {
   );
 }
 
-function isFunctionLike(node: AnyNode): boolean {
-  return (
-    node != null &&
-    (node.type === "ArrowFunctionExpression" ||
-      node.type === "FunctionExpression" ||
-      node.type === "ClassExpression")
-  );
-}
-
 function toGuestSyntaxError(err: unknown): GuestError {
   if (err instanceof SyntaxError && (err as any).loc) {
     const loc = (err as any).loc as { line: number; column: number };
@@ -180,32 +186,6 @@ function toGuestSyntaxError(err: unknown): GuestError {
     line: null,
     column: null,
   };
-}
-
-/**
- * SES rejects sources that merely *contain* `import(`, `<!--`, `-->` or `eval(` (a regex check,
- * not a parse). Inside string and template literals those sequences are harmless, so escape one
- * character of each with a unicode escape that denotes the same string.
- */
-function neutralizeLiteralText(raw: string): string {
-  return raw
-    .replace(/\b(import|eval)(\s*)\(/g, "$1$2\\u0028")
-    .replace(/<!--/g, "<!\\u002d-")
-    .replace(/-->/g, "-\\u002d>");
-}
-
-/** Parses a stored declaration source as a single function/class expression. */
-function parseDeclarationSource(source: string): AnyNode | string {
-  if (typeof source !== "string") return "declaration source is not a string";
-  let node: AnyNode;
-  try {
-    node = acorn.parseExpressionAt(source, 0, { ecmaVersion: "latest" });
-  } catch (err) {
-    return `declaration source does not parse: ${(err as Error).message}`;
-  }
-  if (source.slice(node.end).trim() !== "") return "declaration source has trailing code";
-  if (!isFunctionLike(node)) return "declaration source is not a function or class";
-  return node;
 }
 
 /**
@@ -248,12 +228,28 @@ function stripHashbang(code: string): string {
   return code.startsWith("#!") ? `//${code.slice(2)}` : code;
 }
 
-function buildActionUnguarded(
-  code: string,
-  previous: VariablesSnapshot | undefined,
-  shadowable: ReadonlySet<string>,
-  available: ReadonlySet<string>,
-): BuiltAction | BuildFailure {
+/** The wrapper's own parameter names, fresh for each action (see {@link wrapperNames}). */
+interface WrapperNames {
+  restore: string;
+  decl: string;
+  ref: string;
+  regexp: string;
+  template: string;
+}
+
+/** The persistent binding names of one action, in first-seen order (what `read()` returns). */
+class Bindings {
+  readonly names: string[] = [];
+  private readonly seen = new Set<string>();
+  add = (name: string): void => {
+    if (this.seen.has(name)) return;
+    this.seen.add(name);
+    this.names.push(name);
+  };
+}
+
+/** Phase 1: the guest's code parsed as strict script code (a `#!` line kept as a comment). */
+function parseGuestCode(code: string): { program: AnyNode; source: string } | BuildFailure {
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
   // literals, `let eval`, ...) are reported here with a position instead of failing later without
   // one. The directive goes on line 1 without a newline: line numbers stay the guest's own.
@@ -277,12 +273,26 @@ function buildActionUnguarded(
     return { error: e };
   }
   program.body.shift(); // the directive we added
+  return { program, source };
+}
 
-  const usedIdentifiers = new Set<string>();
+/** Adds every identifier name in `root` to `used`. */
+function collectIdentifiers(root: AnyNode, used: Set<string>): void {
+  walk(root, (n) => {
+    if (n.type === "Identifier") used.add(n.name);
+  });
+}
+
+/**
+ * Phase 2: syntax the sandbox refuses (import()), and every identifier the code uses (so the
+ * wrapper's own names never collide with one).
+ */
+function scanGuestCode(program: AnyNode): { used: Set<string> } | BuildFailure {
+  const used = new Set<string>();
   let failure: GuestError | null = null;
   walk(program, (n) => {
     if (failure) return false;
-    if (n.type === "Identifier") usedIdentifiers.add(n.name);
+    if (n.type === "Identifier") used.add(n.name);
     if (n.type === "ImportExpression") {
       failure = {
         name: "SyntaxError",
@@ -292,137 +302,174 @@ function buildActionUnguarded(
       };
       return false;
     }
-    if (n.type === "Literal" && typeof n.value === "string")
-      n.raw = neutralizeLiteralText(JSON.stringify(n.value));
-    if (n.type === "TemplateElement")
-      n.value = { ...n.value, raw: neutralizeLiteralText(n.value.raw) };
     return undefined;
   });
-  if (failure) return { error: failure };
+  return failure ? { error: failure } : { used };
+}
 
-  // Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
-  // in an earlier action (those names come back as bindings of this wrapper).
-  if (previous) {
-    for (const part of [previous.values, previous.declarations, previous.unserializable]) {
-      if (part && typeof part === "object")
-        for (const k of Object.keys(part)) usedIdentifiers.add(k);
-    }
-  }
+/**
+ * Fresh names for the wrapper's own parameters: never equal to anything the guest wrote, now or
+ * in an earlier action (those names come back as bindings of this wrapper, or are written in the
+ * declarations it restores).
+ */
+function wrapperNames(used: Set<string>): WrapperNames {
   const fresh = (base: string): string => {
     let name = base;
-    for (let i = 0; usedIdentifiers.has(name); i++) name = `${base}${i}`;
-    usedIdentifiers.add(name);
+    for (let i = 0; used.has(name); i++) name = `${base}${i}`;
+    used.add(name);
     return name;
   };
-  const RESTORE = fresh("$restore");
-  const DECL = fresh("$decl");
-  const REF = fresh("$ref");
-
-  const names: string[] = [];
-  const nameSet = new Set<string>();
-  const addName = (n: string) => {
-    if (!nameSet.has(n)) {
-      nameSet.add(n);
-      names.push(n);
-    }
+  return {
+    restore: fresh("$restore"),
+    decl: fresh("$decl"),
+    ref: fresh("$ref"),
+    regexp: fresh("$regexp"),
+    template: fresh("$template"),
   };
+}
 
-  // 1. Previous snapshot: values, then declarations (re-parsed, never pasted).
-  const restoreValues: Record<string, unknown> = {};
-  const dropped: Record<string, string> = {};
-  const declarationSources: Record<string, string> = {};
-  const restoreStatements: AnyNode[] = [];
-  if (previous) {
-    for (const [name, value] of Object.entries(previous.values ?? {})) {
-      if (!isBindableName(name)) dropped[name] = "not a valid variable name";
-      else if (shadowable.has(name))
-        dropped[name] = "shadows a built-in or tool name; not carried over";
-      else {
-        addName(name);
-        restoreValues[name] = value;
-        restoreStatements.push(
-          exprStmt(
-            assign(id(name), {
-              type: "MemberExpression",
-              object: id(RESTORE),
-              property: str(name),
-              computed: true,
-              optional: false,
-            }),
-          ),
-        );
-      }
-    }
-    for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
-      // An undefined value is carried over as undefined. A value that could not be carried over is
-      // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
-      // instead of a puzzling error about undefined; declaring it again works as usual.
-      if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name)) addName(name);
-    }
-    for (const [name, declSource] of Object.entries(previous.declarations ?? {})) {
-      if (!isBindableName(name)) {
-        dropped[name] = "not a valid variable name";
-        continue;
-      }
-      if (shadowable.has(name)) {
-        dropped[name] = "shadows a built-in or tool name; not carried over";
-        continue;
-      }
-      const parsed = parseDeclarationSource(declSource);
-      if (typeof parsed === "string") {
-        dropped[name] = parsed;
-        continue;
-      }
-      addName(name);
-      declarationSources[name] = declSource;
-      restoreStatements.push(declStatement(name, parsed, DECL));
+/** What phase 3 restores from the previous snapshot. */
+interface RestorePlan {
+  /** Values by name (installed from the child's copy). */
+  values: Record<string, unknown>;
+  /** Declarations to install, in a hoisting-valid order (see restore.ts). */
+  declarations: PlannedDeclaration[];
+  /** Entries not restored, with the reason. */
+  dropped: Record<string, string>;
+}
+
+/**
+ * Phase 3: what the previous snapshot gives back, as data: values, names holding undefined, and
+ * the declarations that can be installed without running model code (restore.ts), in order.
+ * Names of tools and built-ins, invalid names and unusable sources are dropped with the reason.
+ * Adds every name the restored declarations mention to `used`.
+ */
+function planRestore(
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string>,
+  bindings: Bindings,
+  used: Set<string>,
+): RestorePlan {
+  const plan: RestorePlan = { values: {}, declarations: [], dropped: {} };
+  if (!previous) return plan;
+  for (const part of [previous.values, previous.declarations, previous.unserializable]) {
+    if (part && typeof part === "object") for (const k of Object.keys(part)) used.add(k);
+  }
+  for (const [name, value] of Object.entries(previous.values ?? {})) {
+    if (!isBindableName(name) || name === "__proto__")
+      plan.dropped[name] = "not a valid variable name";
+    else if (shadowable.has(name))
+      plan.dropped[name] = "shadows a built-in or tool name; not carried over";
+    else {
+      bindings.add(name);
+      plan.values[name] = value;
     }
   }
+  for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
+    // An undefined value is carried over as undefined. A value that could not be carried over is
+    // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
+    // instead of a puzzling error about undefined; declaring it again works as usual.
+    if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name))
+      bindings.add(name);
+  }
+  const { order, problems } = planDeclarations(previous.declarations ?? {}, shadowable);
+  Object.assign(plan.dropped, problems);
+  for (const d of order) {
+    bindings.add(d.name);
+    collectIdentifiers(d.node, used);
+    plan.declarations.push(d);
+  }
+  return plan;
+}
 
-  // 2. Current code: collect and rewrite top-level bindings.
+/** The restore statements: values from the restore object, then each declaration, in order. */
+function restoreStatements(plan: RestorePlan, names: WrapperNames): AnyNode[] {
+  const out: AnyNode[] = [];
+  for (const name of Object.keys(plan.values)) {
+    out.push(
+      exprStmt(
+        assign(id(name), {
+          type: "MemberExpression",
+          object: id(names.restore),
+          property: str(name),
+          computed: true,
+          optional: false,
+        }),
+      ),
+    );
+  }
+  for (const d of plan.declarations) {
+    // A class extending a standard constructor reads it from the guest's globals: this action may
+    // declare a binding of that name, which would otherwise be read (undefined) instead.
+    if (d.extendsGlobal)
+      d.node.superClass = {
+        type: "CallExpression",
+        callee: id(names.ref),
+        arguments: [str(d.extendsGlobal)],
+        optional: false,
+      };
+    out.push(declStatement(d.name, d.node, names.decl));
+  }
+  return out;
+}
+
+/** The current action's statements after phase 4. */
+interface RewrittenCode {
+  /** Function declarations, installed before anything else runs (hoisting). */
+  hoisted: AnyNode[];
+  body: AnyNode[];
+}
+
+/**
+ * Phase 4: the current code's top-level bindings become assignments to the wrapper's bindings
+ * (function declarations hoisted, `var` in nested blocks and loops included), the last expression
+ * statement becomes the REPL echo, and every top-level return is boxed.
+ */
+function rewriteTopLevel(
+  program: AnyNode,
+  source: string,
+  bindings: Bindings,
+  declarationSources: Record<string, string>,
+  names: WrapperNames,
+): RewrittenCode {
   const hoisted: AnyNode[] = [];
   const body: AnyNode[] = [];
+  const last = program.body[program.body.length - 1];
   for (const stmt of program.body) {
     if (stmt.type === "FunctionDeclaration") {
-      addName(stmt.id.name);
+      bindings.add(stmt.id.name);
       declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
       hoisted.push(
-        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, DECL, stmt.loc),
+        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, names.decl, stmt.loc),
       );
-      continue;
-    }
-    if (stmt.type === "ClassDeclaration") {
-      addName(stmt.id.name);
+    } else if (stmt.type === "ClassDeclaration") {
+      bindings.add(stmt.id.name);
       declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
-      body.push(declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, DECL, stmt.loc));
-      continue;
-    }
-    if (stmt.type === "VariableDeclaration") {
       body.push(
-        rewriteDeclaration(stmt, true, source, addName, declarationSources, DECL) ?? {
+        declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, names.decl, stmt.loc),
+      );
+    } else if (stmt.type === "VariableDeclaration") {
+      body.push(
+        rewriteDeclaration(stmt, true, source, bindings.add, declarationSources, names.decl) ?? {
           type: "EmptyStatement",
         },
       );
-      continue;
-    }
-    if (
-      stmt === program.body[program.body.length - 1] &&
+    } else if (
+      stmt === last &&
       stmt.type === "ExpressionStatement" &&
       !isOutputCall(stmt.expression)
     ) {
       // REPL echo: the last expression's value becomes run()'s result (same evaluation, same order).
       body.push({ type: "ReturnStatement", argument: stmt.expression, loc: stmt.loc });
-      continue;
-    }
-    body.push(stmt);
+    } else body.push(stmt);
   }
   // Every top-level return (ours and the guest's) returns its value boxed in an array, so an
   // async run() never adopts a returned promise: `search(q)` as the last line is echoed as a
   // Promise, not silently awaited (and a rejected one doesn't become the action's error).
   for (const stmt of body) boxTopLevelReturns(stmt);
   // `var` nested in top-level blocks and loops is top-level too (function scoped).
-  for (const stmt of body) rewriteNestedVars(stmt, source, addName, declarationSources, DECL);
-
+  for (const stmt of body)
+    rewriteNestedVars(stmt, source, bindings.add, declarationSources, names.decl);
   // A name redeclared as a plain value in this action is no longer a declaration.
   for (const stmt of program.body) {
     if (stmt.type !== "VariableDeclaration") continue;
@@ -433,32 +480,40 @@ function buildActionUnguarded(
       for (const n of ns) delete declarationSources[n];
     }
   }
+  return { hoisted, body };
+}
 
-  const runBody = [...restoreStatements, ...hoisted, ...body];
-  try {
-    guardFreeReferences(runBody, new Set([...names, RESTORE, DECL, REF, ...available]), REF);
-  } catch (err) {
-    return { error: toGuestSyntaxError(err) };
-  }
-  const wrapper: AnyNode = {
+/**
+ * Phase 7: the wrapper program — `(function (restore, decl, ref, regexp, template) { let
+ * <bindings>; return { read, run } })` where `read()` returns the bindings' values and `run()` is an async function holding
+ * the restore statements and the guest's code.
+ */
+function wrapperProgram(bindings: Bindings, names: WrapperNames, runBody: AnyNode[]): AnyNode {
+  return {
     type: "Program",
     sourceType: "script",
     body: [
       exprStmt({
         type: "FunctionExpression",
         id: null,
-        params: [id(RESTORE), id(DECL), id(REF)],
+        params: [
+          id(names.restore),
+          id(names.decl),
+          id(names.ref),
+          id(names.regexp),
+          id(names.template),
+        ],
         async: false,
         generator: false,
         body: {
           type: "BlockStatement",
           body: [
-            ...(names.length > 0
+            ...(bindings.names.length > 0
               ? [
                   {
                     type: "VariableDeclaration",
                     kind: "let",
-                    declarations: names.map((n) => ({
+                    declarations: bindings.names.map((n) => ({
                       type: "VariableDeclarator",
                       id: id(n),
                       init: null,
@@ -476,7 +531,7 @@ function buildActionUnguarded(
                     params: [],
                     expression: true,
                     async: false,
-                    body: { type: "ArrayExpression", elements: names.map(id) },
+                    body: { type: "ArrayExpression", elements: bindings.names.map(id) },
                   }),
                   // A real function (not an arrow) so guest `arguments` / `this` refer to nothing of ours.
                   prop("run", {
@@ -495,12 +550,20 @@ function buildActionUnguarded(
       }),
     ],
   };
+}
 
-  // Record generated -> original line mappings (astring calls addMapping for nodes with `loc`).
+/**
+ * Phase 8: source text of the wrapper (names written SES-safe), with a map from generated positions to guest lines
+ * (astring reports a mapping for every node that carries a `loc`).
+ */
+function generateWithLineMap(
+  wrapper: AnyNode,
+): { source: string; mapLine: BuiltAction["mapLine"] } | BuildFailure {
   const mappings: { line: number; column: number; original: number }[] = [];
-  let generated: string;
+  let source: string;
   try {
-    generated = generate(wrapper, {
+    source = generate(wrapper, {
+      generator: SES_SAFE_GENERATOR,
       sourceMap: {
         addMapping(m: {
           generated: { line: number; column: number };
@@ -518,13 +581,8 @@ function buildActionUnguarded(
   } catch (err) {
     return { error: toGuestSyntaxError(err) };
   }
-
   return {
-    source: generated,
-    names,
-    declarationSources,
-    restoreValues,
-    dropped,
+    source,
     mapLine(line: number, column: number): number | null {
       // Last mapping at or before (line, column) on the same generated line; else the line's first.
       let best: number | null = null;
@@ -535,6 +593,68 @@ function buildActionUnguarded(
       }
       return best;
     },
+  };
+}
+
+/** The phases of {@link buildAction}, in order. */
+function buildActionUnguarded(
+  code: string,
+  previous: VariablesSnapshot | undefined,
+  shadowable: ReadonlySet<string>,
+  available: ReadonlySet<string>,
+): BuiltAction | BuildFailure {
+  const parsed = parseGuestCode(code);
+  if ("error" in parsed) return parsed;
+  const scanned = scanGuestCode(parsed.program);
+  if ("error" in scanned) return scanned;
+  const used = scanned.used;
+  // Names the action can touch: its own code's and those of the declarations it restores (a
+  // restored helper called by the action may change a binding its source mentions).
+  const mentioned = new Set(used);
+  const bindings = new Bindings();
+  const restore = planRestore(previous, shadowable, bindings, used);
+  for (const d of restore.declarations) collectIdentifiers(d.node, mentioned);
+  const names = wrapperNames(used);
+  const declarationSources: Record<string, string> = {};
+  for (const d of restore.declarations) declarationSources[d.name] = d.source;
+  const current = rewriteTopLevel(
+    parsed.program,
+    parsed.source,
+    bindings,
+    declarationSources,
+    names,
+  );
+  // Phase 5: free names throw ReferenceError when read (SES alone would read them as undefined).
+  const runBody = [...restoreStatements(restore, names), ...current.hoisted, ...current.body];
+  try {
+    guardFreeReferences(
+      runBody,
+      new Set([
+        ...bindings.names,
+        names.restore,
+        names.decl,
+        names.ref,
+        names.regexp,
+        names.template,
+        ...available,
+      ]),
+      names.ref,
+    );
+  } catch (err) {
+    return { error: toGuestSyntaxError(err) };
+  }
+  // Phase 6: literal and name text SES's source checks would reject, written another way.
+  escapeForSes(runBody, { regexp: names.regexp, template: names.template });
+  const generated = generateWithLineMap(wrapperProgram(bindings, names, runBody));
+  if ("error" in generated) return generated;
+  return {
+    source: generated.source,
+    names: bindings.names,
+    declarationSources,
+    restoreValues: restore.values,
+    dropped: restore.dropped,
+    mentioned,
+    mapLine: generated.mapLine,
   };
 }
 

@@ -161,7 +161,8 @@ describe("the npm package", { timeout: 120_000 }, () => {
       "dist/index.d.ts",
       "dist/cli/main.js",
       "dist/cli/commands/ask.js",
-      "dist/sandbox/child.mjs",
+      "dist/sandbox/child/child.mjs", // the sandbox child: a folder of plain-ESM modules
+      "dist/sandbox/child/protocol.mjs",
       "prompts/manager/system.md",
       "data/demo-corpus.jsonl",
       "data/chat-demo/harbor-bridge-report.pdf",

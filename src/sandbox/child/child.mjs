@@ -1,0 +1,93 @@
+// @ts-check
+/**
+ * Entry of the sandbox child process. Plain ESM (no tsx: startup time matters).
+ *
+ * Started by src/sandbox/pool.ts as `node [flags] child/child.mjs <path to ses.cjs>` with an empty
+ * environment, Node's permission model (read access to this folder and ses only), a V8 heap limit
+ * and an OS address-space limit. It locks itself down once (lockdown.mjs, imported before anything
+ * that runs guest code), then runs one code action at a time, each in a fresh SES Compartment
+ * (action.mjs). The protocol is in protocol.mjs; commons.mjs holds the built-ins captured at start.
+ *
+ * Everything that touches guest values does so without calling guest code where it can (own
+ * property descriptors, intrinsic methods captured before the guest runs, Proxy detection).
+ */
+import { Worker } from "node:worker_threads";
+import { process } from "./commons.mjs";
+import { getStackString, harden, Compartment } from "./lockdown.mjs";
+import { currentAction, deliverResult, finish, startAction } from "./action.mjs";
+import { toJson } from "./copy.mjs";
+import { describeError } from "./errors.mjs";
+import { formatValue } from "./format.mjs";
+import { receive, send } from "./io.mjs";
+
+// A guest promise nobody handles must not kill the process (Node's default for unhandled rejections).
+process.on("unhandledRejection", () => {});
+// Guest code can raise an exception outside any promise chain (e.g. a throwing reject function of
+// a Promise subclass, called from a reaction job). That is the action's error, reported as such;
+// the process is then replaced anyway, since its state after an uncaught exception is not trusted.
+process.on("uncaughtException", (err) => {
+  try {
+    const act = currentAction();
+    if (act && !act.ended) finish(act, { error: describeError(err, act) }, false);
+    else send({ t: "fatal", message: "uncaught exception outside an action" });
+  } finally {
+    process.exit(70);
+  }
+});
+
+receive((msg) => {
+  if (msg.t === "run") startAction(msg);
+  else if (msg.t === "result") deliverResult(msg);
+  else if (msg.t === "ping") send({ t: "pong" });
+});
+
+// Orphan watchdog: if the host dies without closing us (SIGKILL, crash) while guest code spins,
+// nobody would ever kill this process. A worker thread keeps running while the main thread is
+// busy; it kills the whole process once the parent is gone (we get re-parented). Started right
+// after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
+function startWatchdog() {
+  const hostPid = process.ppid;
+  const watchdog = new Worker(
+    `const { workerData } = require("node:worker_threads");
+     setInterval(() => { if (process.ppid !== workerData.hostPid) process.kill(process.pid, "SIGKILL"); }, 500);`,
+    {
+      eval: true,
+      workerData: { hostPid },
+      env: {},
+      // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
+      // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
+      resourceLimits: {
+        maxOldGenerationSizeMb: 8,
+        maxYoungGenerationSizeMb: 1,
+        codeRangeSizeMb: 4,
+        stackSizeMb: 1,
+      },
+    },
+  );
+  watchdog.unref();
+}
+
+function ready() {
+  send({ t: "ready" });
+  startWatchdog();
+}
+
+// Warm-up before reporting ready: the first Compartment, evaluation and stack capture each cost
+// tens of milliseconds once per process; pay that here rather than in the first action.
+try {
+  const c = new Compartment({ __options__: true, globals: {} });
+  harden(c.globalThis);
+  const f = c.evaluate(
+    "(function () { return { run: async function () { await null; null.x; } }; })",
+  );
+  f()
+    .run()
+    .catch((/** @type {unknown} */ err) => {
+      getStackString(/** @type {object} */ (err));
+      formatValue({ a: [1, "x"] }, 100);
+      toJson({ a: [1, "x"] }, 1000, 10, "warmup");
+      ready();
+    });
+} catch {
+  ready();
+}

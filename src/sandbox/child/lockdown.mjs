@@ -1,0 +1,74 @@
+// @ts-check
+/// <reference types="ses" />
+/**
+ * Loads SES, locks the child's realm down with every option explicit, and prepares what guest code
+ * may be given: the capability objects (Math with random(), Date with now(), float arrays, Intl),
+ * each hardened. Runs once, when the child starts, before any guest code.
+ */
+import { createRequire } from "node:module";
+import { Intl, Symbol, getPrototypeOf, process, universalThis as realm } from "./commons.mjs";
+import { TextDecoder, TextEncoder } from "./encoding.mjs";
+
+createRequire(import.meta.url)(process.argv[2]);
+
+// Sampled by lockdown() as the shared TextEncoder/TextDecoder of every compartment (encoding.mjs).
+realm.TextEncoder = TextEncoder;
+realm.TextDecoder = TextDecoder;
+
+// Every option explicit: LOCKDOWN_* environment variables must not change the configuration
+// (the child also runs with an empty environment).
+/** @type {typeof lockdown} */ (realm.lockdown)({
+  errorTaming: "safe", // guest sees no stacks; the host reads them via getStackString
+  errorTrapping: "none", // the child's own handlers decide what a stray error does
+  reporting: "none",
+  unhandledRejectionTrapping: "none",
+  regExpTaming: "safe",
+  localeTaming: "safe",
+  consoleTaming: "safe",
+  overrideTaming: "severe", // frozen prototypes stay assignable on instances (e.g. err.name = ...)
+  overrideDebug: [],
+  stackFiltering: "concise",
+  domainTaming: "safe",
+  evalTaming: "safe-eval",
+  legacyRegeneratorRuntimeTaming: "safe",
+  __hardenTaming__: "safe",
+});
+
+/** SES's stack reader: works on errors whose `stack` the guest cannot see. */
+export const getStackString = /** @type {(error: object) => string} */ (realm.getStackString);
+/** SES's harden (deep freeze of an object and everything reachable from it). */
+const sesHarden = /** @type {typeof harden} */ (realm.harden);
+export { sesHarden as harden };
+/** SES's Compartment constructor. */
+const SesCompartment = /** @type {typeof Compartment} */ (realm.Compartment);
+export { SesCompartment as Compartment };
+/** The start compartment's Math, with a working random() (guest compartments get a tamed one). */
+export const InitialMath = /** @type {Math} */ (realm.Math);
+/** The start compartment's Date, with a working now() and new Date(). */
+export const InitialDate = /** @type {DateConstructor} */ (realm.Date);
+/** Float typed arrays (SES withholds them from compartments: NaN bit-pattern side channel). */
+export const floatArrays = sesHarden({
+  Float32Array: /** @type {Float32ArrayConstructor} */ (realm.Float32Array),
+  Float64Array: /** @type {Float64ArrayConstructor} */ (realm.Float64Array),
+});
+/**
+ * The host's Intl, hardened (undefined when Node was built without it), with the prototypes V8
+ * creates lazily and no property of Intl reaches: those of Intl.Segmenter's segments and of their
+ * iterator. Unhardened, one guest could patch them (e.g. `next`) and run inside any later action
+ * of the process that segments text.
+ */
+export const IntlCapability = Intl ? hardenIntl(Intl) : undefined;
+
+/**
+ * @param {typeof globalThis.Intl} intl
+ * @returns {typeof globalThis.Intl}
+ */
+function hardenIntl(intl) {
+  sesHarden(intl);
+  if (typeof intl.Segmenter === "function") {
+    const segments = new intl.Segmenter("en").segment("a");
+    sesHarden(getPrototypeOf(segments));
+    sesHarden(getPrototypeOf(segments[Symbol.iterator]()));
+  }
+  return intl;
+}

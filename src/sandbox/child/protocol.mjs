@@ -1,0 +1,172 @@
+// @ts-check
+/**
+ * The protocol between the host (src/sandbox/pool.ts, session.ts) and a sandbox child: message
+ * shapes, shared constants and the line framing. Both sides import this one module, so a field
+ * renamed on one side is a type error on the other (the host is TypeScript; the child checks its
+ * JSDoc with tsc's checkJs).
+ *
+ * Newline-delimited JSON: host -> child on the child's stdin, child -> host on fd 3 (synchronous
+ * writes, so a message sent right before a guest busy-loop still arrives).
+ */
+import { jsonStringify } from "./commons.mjs";
+
+/** File descriptor the child writes its messages to. */
+export const CHILD_OUT_FD = 3;
+
+/** All tool arguments of one action together may use this many times `maxValueBytes`. */
+export const TOTAL_ARGS_FACTOR = 8;
+
+/** All carried-over values together may use this many times `maxValueBytes`. */
+export const SNAPSHOT_BUDGET_FACTOR = 4;
+
+/** Longest REPL echo of the last expression's value (characters). */
+export const LAST_VALUE_CHARS = 2_000;
+
+/**
+ * The per-action limits the child enforces itself (the host enforces time and memory).
+ * @typedef {object} ChildLimits
+ * @property {number} timeoutMs
+ * @property {number} maxHeapMb
+ * @property {number} maxOutputChars
+ * @property {number} maxToolCalls
+ * @property {number} maxConcurrentToolCalls
+ * @property {number} maxValueBytes
+ * @property {number} maxValueDepth
+ */
+
+/**
+ * What the guest may use beyond plain ECMAScript.
+ * @typedef {object} ChildCapabilities
+ * @property {boolean} mathRandom
+ * @property {boolean} dateNow
+ * @property {boolean} floatArrays
+ * @property {boolean} intl
+ */
+
+/**
+ * Host -> child: run one action.
+ * @typedef {object} RunMessage
+ * @property {"run"} t
+ * @property {number} id action id (every later message of the action carries it)
+ * @property {string} source the wrapper built by transform.ts: `(function (restore, decl, ref) {...})`
+ * @property {string[]} names persistent binding names, in the order the wrapper's `read()` returns them
+ * @property {Record<string, unknown>} restore values to restore that the child does not hold, by
+ *   name (written into the line as the host's JSON text: parsed once, with the message)
+ * @property {string[]} keep names whose values the child holds from its session's previous action
+ *   (reported "value" or "same" then, and kept since): restored from what it holds
+ * @property {string[]} mentioned binding names the action's code (or a declaration it restores)
+ *   mentions; a restored binding not among them cannot change, and is reported "same" unread
+ * @property {string[]} tools guest-visible tool names
+ * @property {Record<string, string>} unserializable notes of names left unbound (for ReferenceError hints)
+ * @property {ChildLimits} limits
+ * @property {ChildCapabilities} capabilities
+ */
+
+/**
+ * Host -> child: the outcome of a tool call.
+ * @typedef {object} ResultMessage
+ * @property {"result"} t
+ * @property {number} id
+ * @property {number} callIndex
+ * @property {boolean} ok
+ * @property {string} [json] the result as JSON (absent for undefined)
+ * @property {string} [message] the error message when not ok
+ */
+
+/** @typedef {RunMessage | ResultMessage | { t: "ping" }} HostMessage */
+
+/**
+ * What an action left in one persistent binding: a new value (its JSON), the value it was restored
+ * with ("same": nothing crosses the boundary), a declaration, undefined, or why it cannot be
+ * carried over.
+ * @typedef {{ kind: "value", json: string } | { kind: "same" } | { kind: "decl" } | { kind: "undefined" } | { kind: "unserializable", reason: string }} BindingReport
+ */
+
+/**
+ * An error as the child reports it: frames are [line, column] positions in the wrapper source.
+ * @typedef {object} ReportedError
+ * @property {string} name
+ * @property {string} message
+ * @property {[number, number][]} frames
+ * @property {boolean} [compile] the wrapper never ran (it did not compile, or its setup failed)
+ */
+
+/**
+ * Child -> host: the action ended (its result).
+ * @typedef {object} DoneMessage
+ * @property {"done"} t
+ * @property {number} id
+ * @property {ReportedError | null} error
+ * @property {boolean} isFinal
+ * @property {string | null} finalJson
+ * @property {string} tail output kept after the streamed head
+ * @property {number} dropped output characters dropped between head and tail
+ * @property {Record<string, BindingReport>} bindings
+ * @property {number} toolCalls
+ * @property {string | null} lastValue
+ */
+
+/**
+ * @typedef {{ t: "ready" }
+ *   | { t: "log", id: number, text: string }
+ *   | { t: "call", id: number, callIndex: number, tool: string, argsJson: string }
+ *   | DoneMessage
+ *   | { t: "idle", id: number, heapUsed: number }
+ *   | { t: "fatal", message: string }
+ *   | { t: "pong" }} ChildMessageShape
+ */
+
+/**
+ * One message as a protocol line.
+ * @param {HostMessage | ChildMessageShape} message
+ * @returns {string}
+ */
+export function encodeLine(message) {
+  return `${jsonStringify(message)}\n`;
+}
+
+/**
+ * A `run` message as a protocol line, with the values to restore spliced in as JSON text the host
+ * already has (the values are not serialized again, and the child parses them once, with the line).
+ * @param {Omit<RunMessage, "restore">} message
+ * @param {[name: string, json: string][]} restore
+ * @returns {string}
+ */
+export function encodeRunLine(message, restore) {
+  const head = jsonStringify(message);
+  let values = "";
+  for (let i = 0; i < restore.length; i++)
+    values += `${i ? "," : ""}${jsonStringify(restore[i][0])}:${restore[i][1]}`;
+  return `${head.slice(0, -1)},"restore":{${values}}}\n`;
+}
+
+/** Splits a stream of text into protocol lines. */
+export class LineBuffer {
+  /** @param {number} maxLineChars a line longer than this is a protocol error */
+  constructor(maxLineChars) {
+    /** @private */
+    this.buffer = "";
+    /** @private */
+    this.maxLineChars = maxLineChars;
+  }
+
+  /**
+   * Appends `chunk`; returns the complete lines it finished (empty lines skipped), or null when a
+   * line grew past the limit.
+   * @param {string} chunk
+   * @returns {string[] | null}
+   */
+  push(chunk) {
+    this.buffer += chunk;
+    /** @type {string[]} */
+    const lines = [];
+    let start = 0;
+    for (let nl = this.buffer.indexOf("\n"); nl >= 0; nl = this.buffer.indexOf("\n", start)) {
+      if (nl > start) lines.push(this.buffer.slice(start, nl));
+      start = nl + 1;
+    }
+    this.buffer = start > 0 ? this.buffer.slice(start) : this.buffer;
+    if (this.buffer.length > this.maxLineChars) return null;
+    return lines;
+  }
+}

@@ -1,0 +1,310 @@
+/**
+ * The variables snapshot on the host: what a caller passes in is checked before anything is sent
+ * to a child (a snapshot comes from a checkpoint, which may be old, edited or crafted), and what an
+ * action leaves is assembled from the child's reports under host-side limits.
+ *
+ * Values the sandbox has checked are deep-frozen and remembered with their JSON size: a value seen
+ * again (the same object, carried from one action to the next) is neither walked nor serialized
+ * again, and since it is frozen it cannot have changed in between.
+ */
+import { SNAPSHOT_BUDGET_FACTOR, type BindingReport } from "./child/protocol.mjs";
+import {
+  isBindableName,
+  type JsonValue,
+  type SandboxLimits,
+  type VariablesSnapshot,
+} from "./contract.ts";
+import { planDeclarations } from "./restore.ts";
+import { UNDEFINED_NOTE, type BuiltAction } from "./transform.ts";
+
+/** Longest note kept for a name that is not carried over. */
+const MAX_NOTE_CHARS = 500;
+/** Longest declaration source accepted from a snapshot (a whole action's code is at most this). */
+const MAX_DECLARATION_CHARS = 200_000;
+
+/** An empty snapshot (the first action of a run). */
+export function emptySnapshot(): VariablesSnapshot {
+  return { values: {}, declarations: {}, unserializable: {} };
+}
+
+/** A child broke the protocol (the action's process is killed). */
+export class ProtocolViolation extends Error {}
+
+/** Checked values (deep-frozen) with their JSON text. */
+const checked = new WeakMap<object, string>();
+
+/**
+ * JSON size of `value` if it is plain JSON data within the limits, else why not. Objects are
+ * deep-frozen on the way (and remembered: the same object is not walked again).
+ */
+export function checkValue(
+  value: unknown,
+  limits: Pick<SandboxLimits, "maxValueBytes" | "maxValueDepth">,
+): number | string {
+  if (value !== null && typeof value === "object") {
+    const known = checked.get(value);
+    if (known !== undefined) return known.length;
+  }
+  // Iterative: a crafted value nested a million levels deep must not overflow the host's stack.
+  const stack: [unknown, number][] = [[value, 0]];
+  const seen: object[] = [];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v === "string" || typeof v === "boolean") continue;
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) return "value contains a number JSON cannot hold";
+      continue;
+    }
+    if (typeof v !== "object") return `value contains a ${typeof v}, which is not JSON`;
+    if (checked.has(v)) continue;
+    if (depth >= limits.maxValueDepth)
+      return `value is nested too deeply (more than ${limits.maxValueDepth} levels)`;
+    const proto = Object.getPrototypeOf(v);
+    if (Array.isArray(v) ? proto !== Array.prototype : proto !== Object.prototype && proto !== null)
+      return "value is not plain JSON data";
+    seen.push(v);
+    for (const key of Reflect.ownKeys(v)) {
+      const d = Object.getOwnPropertyDescriptor(v, key)!;
+      if (typeof key !== "string" || !("value" in d)) return "value is not plain JSON data";
+      stack.push([d.value, depth + 1]);
+    }
+  }
+  const json = JSON.stringify(value) ?? "null";
+  if (json.length > limits.maxValueBytes)
+    return `value is too large (over ${limits.maxValueBytes} bytes as JSON)`;
+  for (const o of seen) Object.freeze(o);
+  if (value !== null && typeof value === "object") checked.set(value, json);
+  return json.length;
+}
+
+/**
+ * Records `value`, parsed from `json` (a child's report), as checked: deep-frozen, with that text.
+ * Returns its size, or why it is not acceptable.
+ */
+function checkParsed(
+  value: unknown,
+  json: string,
+  limits: Pick<SandboxLimits, "maxValueBytes" | "maxValueDepth">,
+): number | string {
+  if (value !== null && typeof value === "object") {
+    const problem = freezeWithin(value, limits.maxValueDepth);
+    if (problem) return problem;
+    checked.set(value, json);
+  }
+  return json.length;
+}
+
+/** Deep-freezes parsed JSON data, or says it is nested deeper than `maxDepth`. */
+function freezeWithin(value: object, maxDepth: number): string | null {
+  const stack: [object, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [o, depth] = stack.pop()!;
+    if (depth >= maxDepth) return `value is nested too deeply (more than ${maxDepth} levels)`;
+    Object.freeze(o);
+    for (const v of Object.values(o))
+      if (v !== null && typeof v === "object") stack.push([v, depth + 1]);
+  }
+  return null;
+}
+
+/**
+ * The JSON text of a checked value (the text it was parsed from or checked with; values are
+ * frozen, so it still holds), else its JSON.stringify.
+ */
+export function valueJson(value: unknown): string {
+  if (value !== null && typeof value === "object") {
+    const known = checked.get(value);
+    if (known !== undefined) return known;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The value is one the sandbox checked and froze (or a primitive): it cannot have changed. */
+export function isSettled(value: unknown): boolean {
+  return value === null || typeof value !== "object" || checked.has(value);
+}
+
+/** A note as the framework prints it: one line, no control characters, capped. */
+export function sanitizeNote(note: unknown): string {
+  const text = typeof note === "string" ? note : "could not be copied";
+  const line = text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) =>
+    JSON.stringify(c).slice(1, -1),
+  );
+  return line.length > MAX_NOTE_CHARS ? `${line.slice(0, MAX_NOTE_CHARS)}...` : line;
+}
+
+/** A name as a key of the notes: a variable name as is, anything else quoted (it may be any text). */
+export function noteKey(name: string): string {
+  return isBindableName(name) ? name : JSON.stringify(name.slice(0, 200));
+}
+
+/** Why a name cannot be a carried-over variable (null if it can). */
+function nameProblem(name: string, shadowable: ReadonlySet<string>): string | null {
+  if (name === "__proto__")
+    return "__proto__ cannot be carried over (the name is special in JavaScript objects): use another name";
+  if (!isBindableName(name)) return "not a valid variable name";
+  if (shadowable.has(name)) return "shadows a built-in or tool name; not carried over";
+  return null;
+}
+
+/**
+ * The snapshot a caller passed in, checked: entries that are not plain data within the limits
+ * (values), not strings of acceptable size (declarations), or over the snapshot's total budget are
+ * moved to `unserializable` with the reason, so the next action explains them when used.
+ */
+export function acceptSnapshot(
+  s: VariablesSnapshot | undefined,
+  limits: SandboxLimits,
+): VariablesSnapshot {
+  const out = emptySnapshot();
+  if (!s || typeof s !== "object") return out;
+  const record = (v: unknown): Record<string, unknown> =>
+    v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  let budget = limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
+  const note = (name: string, why: unknown) => {
+    out.unserializable[noteKey(name)] = sanitizeNote(why);
+  };
+  for (const [name, value] of Object.entries(record(s.values))) {
+    const size = checkValue(value, limits);
+    if (typeof size === "string") note(name, size);
+    else if (size > budget) note(name, overBudget(limits));
+    else {
+      budget -= size;
+      defineEntry(out.values, name, value as JsonValue);
+    }
+  }
+  for (const [name, source] of Object.entries(record(s.declarations))) {
+    if (typeof source !== "string") note(name, "declaration source is not a string");
+    else if (source.length > MAX_DECLARATION_CHARS)
+      note(name, `declaration source is too long (over ${MAX_DECLARATION_CHARS} characters)`);
+    else if (source.length > budget) note(name, overBudget(limits));
+    else {
+      budget -= source.length;
+      defineEntry(out.declarations, name, source);
+    }
+  }
+  for (const [name, text] of Object.entries(record(s.unserializable)))
+    if (!Object.hasOwn(out.unserializable, noteKey(name))) note(name, text);
+  return out;
+}
+
+function overBudget(limits: SandboxLimits): string {
+  return `the saved variables and functions exceed ${limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR} bytes in total`;
+}
+
+/** Sets an own property, whatever the name (`__proto__` included: never the prototype). */
+function defineEntry<T>(target: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(target, name, {
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+/** What an action left, as the host assembles it from the child's report. */
+export interface AssembledSnapshot {
+  snapshot: VariablesSnapshot;
+  /** Names this action left with a value that is not carried over, with the note. */
+  notCarriedOver: Record<string, string>;
+}
+
+/**
+ * The snapshot after an action. Each binding the child reported replaces its previous entry; a
+ * binding it did not report (the action never ran: it did not compile) keeps what it had. Checked
+ * here, whatever the child says: sizes (a value over `maxValueBytes` is a protocol violation; the
+ * total of values and declarations over the snapshot budget is a note), names (`__proto__` and
+ * other names that cannot be variables are refused with a note), declarations (a class whose
+ * creation would run code is not carried over: restore.ts), and notes (one line, capped).
+ * @throws ProtocolViolation when the report is malformed
+ */
+export function assembleSnapshot(options: {
+  built: BuiltAction;
+  previous: VariablesSnapshot;
+  shadowable: ReadonlySet<string>;
+  bindings: unknown;
+  limits: SandboxLimits;
+}): AssembledSnapshot {
+  const { built, previous, shadowable, limits } = options;
+  if (options.bindings === null || typeof options.bindings !== "object")
+    throw new ProtocolViolation("bindings are not an object");
+  const reports = options.bindings as Record<string, BindingReport>;
+  const notCarriedOver: Record<string, string> = {};
+  for (const [name, why] of Object.entries(built.dropped))
+    notCarriedOver[noteKey(name)] = sanitizeNote(why);
+  const snapshot = emptySnapshot();
+  // Notes of names that stayed unbound in this action (not declared again) are kept, so using
+  // such a name later still explains itself.
+  const bound = new Set(built.names);
+  for (const [name, note] of Object.entries(previous.unserializable)) {
+    if (note !== UNDEFINED_NOTE && !bound.has(name) && nameProblem(name, shadowable) === null)
+      snapshot.unserializable[name] = note;
+  }
+  let budget = limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
+  const keep = (name: string, size: number): boolean => {
+    if (size > budget) {
+      notCarriedOver[name] = overBudget(limits);
+      return false;
+    }
+    budget -= size;
+    return true;
+  };
+  for (const name of built.names) {
+    const problem = nameProblem(name, shadowable);
+    if (problem) {
+      notCarriedOver[noteKey(name)] = problem;
+      continue;
+    }
+    if (!Object.hasOwn(reports, name)) {
+      // Not reported: nothing of the action ran. What the name had before stays.
+      if (Object.hasOwn(previous.values, name)) {
+        const size = checkValue(previous.values[name], limits);
+        if (typeof size === "number" && keep(name, size))
+          snapshot.values[name] = previous.values[name];
+      } else if (Object.hasOwn(previous.declarations, name)) {
+        if (keep(name, previous.declarations[name].length))
+          snapshot.declarations[name] = previous.declarations[name];
+      } else if (previous.unserializable[name] === UNDEFINED_NOTE)
+        snapshot.unserializable[name] = UNDEFINED_NOTE;
+      continue;
+    }
+    const b = reports[name];
+    if (b === null || typeof b !== "object") throw new ProtocolViolation(`binding ${name}`);
+    if (b.kind === "value") {
+      if (typeof b.json !== "string" || b.json.length > limits.maxValueBytes)
+        throw new ProtocolViolation(`value of ${name}`);
+      let value: unknown;
+      try {
+        value = JSON.parse(b.json);
+      } catch {
+        throw new ProtocolViolation(`value of ${name} is not JSON`);
+      }
+      const size = checkParsed(value, b.json, limits);
+      if (typeof size === "string") throw new ProtocolViolation(`value of ${name}: ${size}`);
+      if (keep(name, size)) snapshot.values[name] = value as JsonValue;
+    } else if (b.kind === "same") {
+      // Unchanged: the very value the action was restored with (no text crossed the boundary).
+      if (!Object.hasOwn(previous.values, name)) throw new ProtocolViolation(`same ${name}`);
+      const size = checkValue(previous.values[name], limits);
+      if (typeof size === "number" && keep(name, size))
+        snapshot.values[name] = previous.values[name];
+    } else if (b.kind === "decl") {
+      const source = built.declarationSources[name];
+      if (typeof source !== "string") throw new ProtocolViolation(`declaration ${name}`);
+      if (keep(name, source.length)) snapshot.declarations[name] = source;
+    } else if (b.kind === "undefined") {
+      snapshot.unserializable[name] = UNDEFINED_NOTE;
+    } else if (b.kind === "unserializable") {
+      notCarriedOver[name] = sanitizeNote(b.reason);
+    } else throw new ProtocolViolation(`binding ${name} has no known kind`);
+  }
+  // Declarations that cannot be restored as data (a class whose creation runs code) are noted now,
+  // in the step that wrote them, not discovered steps later.
+  const { problems } = planDeclarations(snapshot.declarations, shadowable);
+  for (const [name, why] of Object.entries(problems)) {
+    delete snapshot.declarations[name];
+    notCarriedOver[noteKey(name)] = sanitizeNote(why);
+  }
+  Object.assign(snapshot.unserializable, notCarriedOver);
+  return { snapshot, notCarriedOver };
+}
