@@ -68,9 +68,15 @@ export async function main(argv = process.argv): Promise<void> {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help, --version, and a bare `codehop` (help on stderr): nothing went wrong.
-      if (err.exitCode === 0 || err.code === "commander.help") {
-        process.exitCode = err.exitCode;
+      // --help and --version: nothing went wrong (exit 0).
+      if (err.exitCode === 0) {
+        process.exitCode = 0;
+        return;
+      }
+      // A bare `codehop` (or a command group without its subcommand): commander printed the help
+      // on stderr; like every other usage error, exit 2.
+      if (err.code === "commander.help") {
+        process.exitCode = 2;
         return;
       }
       const message = err.message.replace(/^error: /, "");

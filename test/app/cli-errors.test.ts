@@ -9,6 +9,23 @@ const tmp = () => mkdtempSync(join(tmpdir(), "codehop-cli-"));
 
 // CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
 describe("CLI errors say what is wrong and what to do", { timeout: 120_000 }, () => {
+  it("a bare `codehop` is a usage error: help on stderr, exit 2; --help and --version exit 0", async () => {
+    const env = cliEnv({ CODEHOP_HOME: tmp() });
+    const [bare, help, version] = await Promise.all([
+      runCli([], env),
+      runCli(["--help"], env),
+      runCli(["--version"], env),
+    ]);
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toBe("");
+    expect(bare.stderr).toContain("Usage: codehop [options] [command]");
+    expect(bare.stderr).toContain("ask");
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: codehop [options] [command]");
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
   it("missing model endpoint, unknown thread, bad DB path", async () => {
     const emptyHome = tmp();
     const homeWithDb = tmp();
