@@ -60,8 +60,23 @@ function errorPrefix(): string {
   return colorsFor(process.stderr).red("codehop:");
 }
 
+/**
+ * A reader that closes early (`codehop resume --help | head -1`) makes the next write to stdout
+ * or stderr fail with EPIPE, which Node raises as an unhandled 'error' event (a stack trace and
+ * exit 1). Nobody reads that stream any more: later writes to it are dropped and the command
+ * ends with its own exit code (0 for help). Any other stream error still surfaces.
+ */
+export function quietOnBrokenPipe(stream: NodeJS.WriteStream): void {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+
 /** Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack). */
 export async function main(argv = process.argv): Promise<void> {
+  quietOnBrokenPipe(process.stdout);
+  quietOnBrokenPipe(process.stderr);
   let program: Command | undefined;
   try {
     program = await buildProgram(argv);

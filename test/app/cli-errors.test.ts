@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openPersistence } from "../../src/persistence/index.ts";
-import { cliEnv, runCli } from "./cli-helpers.ts";
+import { cliEnv, runCli, spawnCli } from "./cli-helpers.ts";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "codehop-cli-"));
 
@@ -24,6 +24,37 @@ describe("CLI errors say what is wrong and what to do", { timeout: 120_000 }, ()
     expect(help.stdout).toContain("Usage: codehop [options] [command]");
     expect(version.code).toBe(0);
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it("a reader that closes early (`| head -1`) ends a command quietly with its own exit code", async () => {
+    const env = cliEnv({ CODEHOP_HOME: tmp() });
+    // The reading end is closed before the command writes: its first write fails with EPIPE.
+    const closedEarly = (args: string[], stream: "stdout" | "stderr") => {
+      const run = spawnCli(args, env);
+      run.child[stream]!.destroy();
+      return run.done;
+    };
+    const [help, rootHelp, threads, bare, bareBoth] = await Promise.all([
+      closedEarly(["resume", "--help"], "stdout"),
+      closedEarly(["--help"], "stdout"),
+      closedEarly(["threads", "--json"], "stdout"),
+      closedEarly([], "stderr"),
+      (async () => {
+        const run = spawnCli([], env);
+        run.child.stdout!.destroy();
+        run.child.stderr!.destroy();
+        return run.done;
+      })(),
+    ]);
+    for (const r of [help, rootHelp, threads]) {
+      expect(r.stderr).not.toContain("EPIPE");
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.signal).toBeNull();
+      expect(r.code).toBe(0);
+    }
+    // A usage error keeps its exit code when nobody reads its message.
+    expect(bare.code).toBe(2);
+    expect(bareBoth.code).toBe(2);
   });
 
   it("missing model endpoint, unknown thread, bad DB path", async () => {
