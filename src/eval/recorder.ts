@@ -34,15 +34,20 @@ interface ModelCall {
 export class EvalRecorder extends BaseCallbackHandler {
   name = "codehop_eval_recorder";
   override awaitHandlers = true;
-  /** Agent names to look for among enclosing runs (graph names). */
+  /** Agent names to look for among enclosing runs (graph names: the app's team registry). */
   readonly knownAgents: Set<string>;
   private readonly chains = new Map<string, { parentRunId?: string; name?: string }>();
   private readonly calls = new Map<string, ModelCall>();
   private order = 0;
 
+  /**
+   * @param fallbackAgent who a call belongs to when nothing else says (the system's name)
+   * @param knownAgents the agents of the system's team (`teamAgentNames(app.team)`; none for a
+   *   system without agents, whose calls say their agent in metadata or fall back)
+   */
   constructor(
     private readonly fallbackAgent: string,
-    knownAgents: Iterable<string> = ["manager", "wikipedia_search", "page_search"],
+    knownAgents: Iterable<string> = [],
   ) {
     super();
     this.knownAgents = new Set(knownAgents);
