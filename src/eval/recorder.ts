@@ -1,4 +1,5 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { AGENT_NAMES } from "../apps/qa/team.ts";
 import type { BaseMessage } from "@langchain/core/messages";
 import { LAST_ACTION_NOTE } from "../core/history.ts";
 import type { LLMResult } from "@langchain/core/outputs";
@@ -42,12 +43,12 @@ export class EvalRecorder extends BaseCallbackHandler {
 
   /**
    * @param fallbackAgent who a call belongs to when nothing else says (the system's name)
-   * @param knownAgents the agents of the system's team (`teamAgentNames(app.team)`; none for a
-   *   system without agents, whose calls say their agent in metadata or fall back)
+   * @param knownAgents the agents of the system's team (`teamAgentNames(app.team)`; default: the
+   *   QA app's, from its team registry)
    */
   constructor(
     private readonly fallbackAgent: string,
-    knownAgents: Iterable<string> = [],
+    knownAgents: Iterable<string> = AGENT_NAMES,
   ) {
     super();
     this.knownAgents = new Set(knownAgents);
