@@ -13,7 +13,7 @@ import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
-import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
+import { rootName, type AppGraph, type RunApp, type RunOptions, type RunServices } from "./app.ts";
 import {
   assertModelConfigured,
   detectModel,
@@ -212,7 +212,8 @@ async function execute(
   }
   // Start the sandbox's warm child now, so its spawn overlaps the first model call.
   void getDefaultSandbox().catch(() => {});
-  if (!from.started) options.onStart?.({ threadId, dbPath: persistence.location, state });
+  if (!from.started)
+    options.onStart?.({ threadId, dbPath: persistence.location, state, root: rootName(app) });
   try {
     const stream = await graph.stream(input, {
       ...runConfig,
@@ -305,7 +306,11 @@ async function latest(
   const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
   if (snapshot.next.length > 0)
     return { state: snapshot.values as Record<string, unknown>, snapshot };
-  options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
+  options.onStart?.({
+    threadId: record.threadId,
+    dbPath: persistence.location,
+    root: rootName(session.app),
+  });
   // A stored result reports how long the run that finished it took.
   const stored = shapeResult(
     session.app,
@@ -382,7 +387,7 @@ export async function startRun(
       },
       replaceQuestion: true,
     });
-    options.onStart?.({ threadId, dbPath: persistence.location });
+    options.onStart?.({ threadId, dbPath: persistence.location, root: rootName(app) });
     try {
       await prepareRun(session, options);
     } catch (err) {
@@ -447,7 +452,7 @@ export async function runTurn(
       ...(text.trim() ? { question: text } : {}),
       options: runRecord(app, config, options),
     });
-    options.onStart?.({ threadId, dbPath: persistence.location });
+    options.onStart?.({ threadId, dbPath: persistence.location, root: rootName(app) });
     try {
       await prepareRun(session, options, existing?.options);
     } catch (err) {
@@ -544,7 +549,12 @@ export async function resumeRun(
         input = new Command({ resume: approvalResume(options.approval, pending, threadId) });
       } else if (pending.length) {
         // Waiting for a decision: running now would only ask again.
-        options.onStart?.({ threadId, dbPath: session.persistence.location, state });
+        options.onStart?.({
+          threadId,
+          dbPath: session.persistence.location,
+          state,
+          root: rootName(session.app),
+        });
         const result = shapeResult(session.app, session.persistence, threadId, found.snapshot, 0);
         await markAwaitingApproval(session.persistence, threadId, result);
         return result;
