@@ -113,6 +113,29 @@ async function prepareRun(
   session.mcp = await openRunMcp(session.config, options, session.app.team);
 }
 
+/**
+ * A run that could not be prepared (no model, a bad corpus, an MCP server that does not start)
+ * never started: a thread without a checkpoint is removed from the registry again (the CLI
+ * records it before loading the agents), so `codehop threads` lists no 0-checkpoint "failed"
+ * thread for a configuration error; asking again starts it afresh. A thread with checkpoints (a
+ * conversation's earlier rounds) is marked failed, and one stopped by its user while preparing
+ * (Ctrl-C) stays registered as interrupted, resumable with its recorded input.
+ */
+async function preparationFailed(
+  session: Session,
+  threadId: string,
+  err: unknown,
+  options: RunOptions,
+): Promise<void> {
+  const { persistence } = session;
+  const interrupted = Boolean(options.signal?.aborted);
+  const checkpoints = (await persistence.threads.get(threadId))?.checkpoints ?? 0;
+  if (!interrupted && checkpoints === 0) return persistence.deleteThread(threadId);
+  await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
+    interrupted,
+  });
+}
+
 /** The run context of a run: models, journal, the app's services, the caller's extras. */
 function runContextFor(session: Session, options: RunOptions, replay: boolean): RunContext {
   const { config, persistence } = session;
@@ -391,10 +414,7 @@ export async function startRun(
     try {
       await prepareRun(session, options);
     } catch (err) {
-      // Stopped by its user while preparing (Ctrl-C): interrupted, not failed.
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
-        interrupted: Boolean(options.signal?.aborted),
-      });
+      await preparationFailed(session, threadId, err, options);
       throw err;
     }
     return await execute(
@@ -456,7 +476,7 @@ export async function runTurn(
     try {
       await prepareRun(session, options, existing?.options);
     } catch (err) {
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      await preparationFailed(session, threadId, err, options);
       throw err;
     }
     return await execute(session, options, threadId, input, { started: true });

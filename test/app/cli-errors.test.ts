@@ -57,6 +57,38 @@ describe("CLI errors say what is wrong and what to do", { timeout: 120_000 }, ()
     expect(bareBoth.code).toBe(2);
   });
 
+  it("a configuration error (no model, a bad --corpus) leaves no thread behind in `codehop threads`", async () => {
+    const home = tmp();
+    const env = cliEnv({ CODEHOP_HOME: home });
+    const q = "Does birch plywood float in ethanol?";
+    const noModel = await runCli(["ask", q, "--thread", "no-model"], env);
+    expect(noModel.code).toBe(2);
+    expect(noModel.stderr).toContain("[CODEHOP_MODEL_NOT_CONFIGURED]");
+    const withModel = cliEnv({
+      CODEHOP_HOME: home,
+      OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+      OPENAI_API_KEY: "k",
+      CODEHOP_MODEL: "m",
+    });
+    const badCorpus = await runCli(
+      ["ask", q, "--thread", "bad-corpus", "--corpus", join(home, "missing.db")],
+      withModel,
+    );
+    expect(badCorpus.code).toBe(2);
+    expect(badCorpus.stderr).toContain("[CODEHOP_DB_INVALID]");
+    const research = await runCli(["research", "Towers", "--thread", "no-model-research"], env);
+    expect(research.code).toBe(2);
+    expect(research.stderr).toContain("[CODEHOP_MODEL_NOT_CONFIGURED]");
+    // None of them suggests continuing a thread that was never started.
+    for (const r of [noModel, badCorpus, research]) expect(r.stderr).not.toContain("resume");
+
+    const threads = await runCli(["threads", "--json"], env);
+    expect(threads.code).toBe(0);
+    expect(JSON.parse(threads.stdout)).toEqual([]);
+    const history = await runCli(["history", "no-model"], env);
+    expect(history.stderr).toContain("[CODEHOP_THREAD_NOT_FOUND]");
+  });
+
   it("missing model endpoint, unknown thread, bad DB path", async () => {
     const emptyHome = tmp();
     const homeWithDb = tmp();
