@@ -112,9 +112,37 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(result.title).toBe(DEMO_RESEARCH.title);
     expect(result.verification.checked).toBe(12);
   });
+
+  it("demo --question research prints the report alone on stdout, from its first line", async () => {
+    const r = await runCli(
+      [
+        "demo",
+        "--question",
+        "research",
+        "--delay",
+        "0",
+        "--home",
+        mkdtempSync(join(tmpdir(), "codehop-demo-")),
+        "-q",
+      ],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    // `> report.md` must give the Markdown as is: no blank line before the title.
+    expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
+    expect(r.stdout).toContain("## References");
+    expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered");
+  });
 });
 
 describe("codehop ask --verify", { timeout: 180_000 }, () => {
+  it("ask --help names the verifier's model variable", async () => {
+    const r = await runCli(["ask", "--help"], world.cliEnv());
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--verify");
+    expect(r.stdout).toContain("CODEHOP_MODEL_VERIFIER");
+  });
+
   it("adds citations and a verification of each claim, and keeps every field of ask's JSON", async () => {
     const plain = JSON.parse(
       (
