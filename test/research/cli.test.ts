@@ -93,6 +93,35 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(bad.stderr).toContain("--max-questions must be a whole number from 1 to 12");
   });
 
+  it("with --json, a bad topic or --max-questions still prints { error, thread_id } on stdout, as ask does", async () => {
+    const env = world.cliEnv();
+    const ask = await runCli(["ask", "", "--json"], env);
+    const askOut = JSON.parse(ask.stdout);
+    expect(Object.keys(askOut)).toEqual(["error", "thread_id"]);
+    for (const [args, code, message] of [
+      [["research", "", "--json"], "CODEHOP_INPUT_INVALID", /topic is empty/],
+      [
+        ["research", "Towers", "--max-questions", "abc", "--json"],
+        "CODEHOP_CONFIG_INVALID",
+        /--max-questions must be a whole number from 1 to 12, got "abc"/,
+      ],
+      [
+        ["research", "word ".repeat(400), "--json", "--thread", "t-huge"],
+        "CODEHOP_INPUT_INVALID",
+        /the limit is 1000/,
+      ],
+    ] as const) {
+      const r = await runCli([...args], env);
+      expect(r.code, r.stderr).toBe(2);
+      const out = JSON.parse(r.stdout);
+      expect(Object.keys(out)).toEqual(Object.keys(askOut));
+      expect(out.error.code).toBe(code);
+      expect(out.error.message).toMatch(message);
+      expect(typeof out.thread_id).toBe("string");
+      if ((args as readonly string[]).includes("t-huge")) expect(out.thread_id).toBe("t-huge");
+    }
+  });
+
   it("demo --question research runs the scripted research over the demo corpus", async () => {
     const r = await runCli(
       [
