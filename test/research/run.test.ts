@@ -1,14 +1,17 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { research, type ResearchResult } from "../../src/apps/research/app.ts";
+import { action } from "../../src/apps/qa/demo-trajectories.ts";
 import {
   DEMO_RESEARCH,
+  RESEARCH_MARKERS,
   demoResearchScript,
   researchResponder,
   type ResearchScript,
 } from "../../src/apps/research/demo-trajectories.ts";
 import { citationNumbers } from "../../src/apps/common/claims.ts";
 import { CodehopError } from "../../src/errors.ts";
+import { startMcpTestServer } from "../../src/testing/mcp-test-server.ts";
 import type { Responder } from "../../src/testing/scripted-openai-server.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
 
@@ -311,6 +314,69 @@ describe("research over the demo corpus", { timeout: 120_000 }, () => {
     expect(planner[1].request.messages.map((m) => m.content).join("\n")).toContain(
       `Not researched: "${Q3}". The limit of 2 sub-questions`,
     );
+  });
+
+  it("counts research() calls themselves: another tool's call and a research() call refused for its arguments use no sub-question", async () => {
+    const topic = "The Eiffel Tower's building, height, record and visitors";
+    const Q4 = "How many people visit the Eiffel Tower each year?";
+    const questions = [Q1, Q2, Q3, Q4];
+    script = demoResearchScript();
+    script.rules = [
+      {
+        name: "planner:counted",
+        system: RESEARCH_MARKERS.planner,
+        task: topic,
+        steps: [
+          action(
+            "I look a word up, make one call with a bad argument, then research four sub-questions.",
+            [
+              'console.log(await lookup_word("tower"));',
+              'try { await research("x"); } catch (e) { console.log("refused: " + e.message); }',
+              `const notes = await Promise.all(${JSON.stringify(questions)}.map((q) => research(q)));`,
+              "notes.forEach((n) => console.log(n));",
+            ].join("\n"),
+          ),
+          action("Done.", 'final_answer("The Eiffel Tower");'),
+        ],
+      },
+      {
+        name: "researcher:q4",
+        system: RESEARCH_MARKERS.researcher,
+        task: Q4,
+        steps: [
+          action("I search.", 'console.log(await search_wikipedia("Eiffel Tower visitors"));'),
+          action("Nothing on visitors.", 'final_answer("The pages do not say.");'),
+        ],
+      },
+      ...script.rules,
+    ];
+    const mcp = await startMcpTestServer();
+    try {
+      const first = world.server.requests.length;
+      const result = await run(topic, {
+        threadId: "research-counted",
+        maxQuestions: 4,
+        mcpServers: { dictionary: { url: mcp.url, tools: ["lookup_word"] } },
+      });
+      // All four were researched; the other calls took no slot.
+      expect(result.questions.map((q) => q.question)).toEqual(questions);
+      expect(result.questions.map((q) => q.status)).toEqual([
+        "answered",
+        "answered",
+        "answered",
+        "no_evidence",
+      ]);
+      const planner = world.server.requests
+        .slice(first)
+        .filter((r) => r.rule === "planner:counted");
+      const observation = planner[1].request.messages.map((m) => m.content).join("\n");
+      expect(observation).toContain("tower: a word");
+      expect(observation).toMatch(/refused: .*question/);
+      expect(observation).not.toContain("Not researched");
+      expect(world.server.requestsFor("researcher:q4").length).toBeGreaterThan(0);
+    } finally {
+      await mcp.close();
+    }
   });
 
   it("rejects an empty or huge topic and bad limits before anything runs", async () => {

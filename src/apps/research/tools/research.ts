@@ -69,10 +69,15 @@ export function createResearchTool(researcher: CodeAgent): CodeTool<typeof param
 }
 
 /**
- * The planner's `research` tool for one action, bounded: at most `maxQuestions` calls over the
- * planner's whole run (counted from its trajectory — checkpointed, so exact after a resume — and
- * the call's position in this action), and at most `concurrency` pipelines at once; the other
- * calls of a `Promise.all` wait their turn. A call past the limit is not researched and says so.
+ * The planner's `research` tool for one action, bounded: at most `maxQuestions` research() calls
+ * over the planner's whole run, and at most `concurrency` pipelines at once; the other calls of a
+ * `Promise.all` wait their turn. A call past the limit is not researched and says so.
+ *
+ * Only research() calls with valid arguments count, wherever they are: those of earlier actions
+ * are read from the planner's trajectory (checkpointed, so exact after a resume), those of this
+ * action by their position among its research() calls (`ctx.toolCallIndex`, which counts calls
+ * served from the call journal too, so a resumed action counts the same). Other calls of the action
+ * (an MCP tool, a research() call refused for its arguments) use no sub-question.
  */
 export function withResearchBudget(
   tool: CodeTool<any>,
@@ -80,12 +85,16 @@ export function withResearchBudget(
 ): CodeTool<any> {
   const earlier = budget.steps
     .flatMap((s) => s.toolCalls ?? [])
-    .filter((c) => c.tool === tool.name).length;
+    .filter((c) => c.tool === tool.name && tool.parameters.safeParse(c.args).success).length;
   const limiter = createLimiter(budget.concurrency);
+  // Outside an agent (no `toolCallIndex`): the calls that reach this tool, in order.
+  let reached = 0;
   return defineTool({
     ...tool,
     invoke: async (args, ctx) => {
-      if (earlier + ctx.callIndex >= budget.maxQuestions) {
+      const position = ctx.toolCallIndex ?? reached;
+      reached++;
+      if (earlier + position >= budget.maxQuestions) {
         return `Not researched: "${String(args.question ?? "").trim()}". The limit of ${budget.maxQuestions} sub-questions for this report is reached: finish with final_answer("<title>"), the report is written from the notes you have.`;
       }
       return limiter.run(() => tool.invoke(args, ctx), ctx.signal);
