@@ -2,6 +2,7 @@ import { isGraphBubbleUp } from "@langchain/langgraph";
 import { z } from "zod";
 import { agentAsTool } from "../../../core/agent-as-tool.ts";
 import type { StepRecord } from "../../../core/state.ts";
+import { isRequestRefused } from "../../../core/models.ts";
 import { isFatalInTool } from "../../../errors.ts";
 import type { CodeAgent } from "../../../framework/code-agent.ts";
 import { type CodeTool, defineTool } from "../../../tools/define-tool.ts";
@@ -26,8 +27,10 @@ const parameters = z.object({
 /**
  * `research(question)`: the researcher agent as the planner's tool, behind its sub-question
  * pipeline (investigate → condense). Returns the notes as text. A pipeline that fails for a reason
- * that is not a framework failure returns why instead of throwing — one failed sub-question must not
- * reject the planner's whole `Promise.all` — and reports the gap as the sub-question's record.
+ * that is not a framework failure — or because the model endpoint refused one of its requests as it
+ * is (`isRequestRefused`: HTTP 400/413/422, e.g. a context too long) — returns why instead of
+ * throwing (one failed sub-question must not reject the planner's whole `Promise.all`) and reports
+ * the gap as the sub-question's record.
  */
 export function createResearchTool(researcher: CodeAgent): CodeTool<typeof parameters.shape> {
   const pipeline = createQuestionGraph(researcher);
@@ -54,8 +57,15 @@ export function createResearchTool(researcher: CodeAgent): CodeTool<typeof param
         return await inner.invoke(args, ctx);
       } catch (err) {
         const run = (ctx.config as { signal?: AbortSignal } | undefined)?.signal;
-        // A pause for a human approval, framework errors and aborts go up as they are.
-        if (isFatalInTool(err) || isGraphBubbleUp(err) || ctx.signal.aborted || run?.aborted)
+        // A pause for a human approval, framework errors and aborts go up as they are; so does a
+        // model endpoint that is down (the run stops, resumable). A request the endpoint refuses as
+        // it is (too long for the model ...) would be refused again on resume: that is a gap.
+        if (
+          (isFatalInTool(err) && !isRequestRefused(err)) ||
+          isGraphBubbleUp(err) ||
+          ctx.signal.aborted ||
+          run?.aborted
+        )
           throw err;
         const question = args.question.trim();
         const reason = err instanceof Error ? err.message : String(err);
