@@ -220,6 +220,19 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   );
   private readonly nsIds = new Map<string, number>();
   private statements?: ReturnType<IncrementalSqliteSaver["prepare"]>;
+  /**
+   * Rows of puts and putWrites not written yet, in call order, and the promises waiting for them:
+   * written together in one transaction on the next turn of the event loop (or before any read),
+   * so a step's checkpoints and writes cost one commit, and the writing happens while the graph
+   * waits for something else (a model, a tool) instead of before its next node.
+   */
+  private pending: Array<() => void> = [];
+  private waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  private flushScheduled = false;
+  /** Blob rows not written yet, by blob key (read by appends to them). */
+  private readonly pendingBlobs = new Map<string, BlobRow>();
+  /** Task writes not written yet, by namespace id, checkpoint id and task id. */
+  private readonly pendingTaskWrites = new Map<string, StoredWrite[]>();
 
   /**
    * @param db an open better-sqlite3 database (shared with other tables is fine), or a file path
@@ -374,6 +387,46 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     return this.statements!;
   }
 
+  /** Queues rows to write; the promise resolves once they are committed. */
+  private enqueue(write: () => void): Promise<void> {
+    this.pending.push(write);
+    const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return done;
+  }
+
+  /**
+   * Writes every queued put and putWrites now, in one IMMEDIATE transaction (reads call it first,
+   * so they always see what was put). Callers closing the database themselves call it before.
+   */
+  flush(): void {
+    this.flushScheduled = false;
+    if (!this.pending.length) return;
+    const writes = this.pending;
+    const waiting = this.waiting;
+    this.pending = [];
+    this.waiting = [];
+    try {
+      // IMMEDIATE: the write lock is taken at BEGIN, where the busy timeout applies (a deferred
+      // transaction that read first would fail at once when another process commits before it).
+      this.db
+        .transaction(() => {
+          for (const write of writes) write();
+        })
+        .immediate();
+    } catch (err) {
+      for (const w of waiting) w.reject(err);
+      return;
+    } finally {
+      this.pendingBlobs.clear();
+      this.pendingTaskWrites.clear();
+    }
+    for (const w of waiting) w.resolve();
+  }
+
   /** The id of a thread's namespace (created on first write; undefined when reading one never written). */
   private nsId(thread: string, ns: string, create: boolean): number | undefined {
     const key = `${thread}\u0000${ns}`;
@@ -429,6 +482,8 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     checkpointId: string,
     taskId: string,
   ): StoredWrite[] | undefined {
+    const queued = this.pendingTaskWrites.get(`${nsId}\u0000${checkpointId}\u0000${taskId}`);
+    if (queued) return queued;
     const row = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
     return row ? this.unpackRow(row) : undefined;
   }
@@ -459,10 +514,12 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     channel: string,
     version: string,
   ): Promise<{ found: boolean; value?: unknown; row?: BlobRow }> {
-    const row = this.s.getBlob.get(nsId, channel, version) as BlobRow | undefined;
+    const key = blobKey(nsId, channel, version);
+    const row =
+      this.pendingBlobs.get(key) ??
+      (this.s.getBlob.get(nsId, channel, version) as BlobRow | undefined);
     if (!row) return { found: false };
     if (row.kind === KIND_EMPTY) return { found: true, row };
-    const key = blobKey(nsId, channel, version);
     const cached = this.values.get(key);
     if (cached !== undefined) return { found: true, value: cached, row };
     let value: unknown;
@@ -741,6 +798,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   }
 
   private findRow(thread: string, ns: string, id: string | undefined): CheckpointRow | undefined {
+    this.flush();
     const s = this.s;
     const nsId = this.nsId(thread, ns, false);
     if (id) {
@@ -771,6 +829,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     config: RunnableConfig,
     options: CheckpointListOptions = {},
   ): AsyncGenerator<CheckpointTuple> {
+    this.flush();
     const { before, limit, filter } = options;
     const wheres: string[] = [];
     const args: unknown[] = [];
@@ -885,23 +944,31 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const metaText = Buffer.from(metaBytes).toString("utf8");
     const s = this.s;
-    // Every write transaction here is IMMEDIATE: it takes the write lock at BEGIN, where the busy
-    // timeout applies. A deferred one that reads first fails at once with SQLITE_BUSY when another
-    // process commits before it upgrades to writing (two runs sharing one database file).
-    this.db
-      .transaction(() => {
-        for (const b of blobs) s.putBlob.run(...b);
-        s.putCheckpoint.run(
-          nsId,
-          checkpoint.id,
-          parentId ?? null,
-          cp.type,
-          cp.data,
-          cp.zip,
-          metaText,
-        );
-      })
-      .immediate();
+    for (const b of blobs) {
+      const [, , , kind, base_version, chain, items, snapshot_items, type, zip, value] = b;
+      this.pendingBlobs.set(blobKey(nsId, String(b[1]), String(b[2])), {
+        kind,
+        base_version,
+        chain,
+        items,
+        snapshot_items,
+        type,
+        zip,
+        value,
+      } as BlobRow);
+    }
+    const written = this.enqueue(() => {
+      for (const b of blobs) s.putBlob.run(...b);
+      s.putCheckpoint.run(
+        nsId,
+        checkpoint.id,
+        parentId ?? null,
+        cp.type,
+        cp.data,
+        cp.zip,
+        metaText,
+      );
+    });
     this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
     // What this put stored, plus the values still current from the previous put (same version);
     // a value the caller passed for a channel it did not list as new was not stored, so it is not
@@ -919,6 +986,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       }
     }
     this.latestValues.set(nsId, latest);
+    await written;
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -951,23 +1019,24 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     );
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
-    this.db
-      .transaction(() => {
-        const existing = this.taskWrites(nsId, id, taskId) ?? [];
-        const byIdx = new Map(existing.map((w) => [w.idx, w]));
-        for (const w of encoded) {
-          if (byIdx.has(w.idx) && !replace) continue;
-          byIdx.set(w.idx, w);
-          // Only a write this call stored may be referred to by the next checkpoint's values.
-          cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
-        }
-        const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
-        const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
-        const zip = zipped !== undefined && zipped.length < packed.length;
-        this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
-      })
-      .immediate();
+    const existing = this.taskWrites(nsId, id, taskId) ?? [];
+    const byIdx = new Map(existing.map((w) => [w.idx, w]));
+    for (const w of encoded) {
+      if (byIdx.has(w.idx) && !replace) continue;
+      byIdx.set(w.idx, w);
+      // Only a write this call stored may be referred to by the next checkpoint's values.
+      cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
+    }
+    const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+    this.pendingTaskWrites.set(`${key}\u0000${taskId}`, all);
     this.writes.set(key, cached);
+    const s = this.s;
+    await this.enqueue(() => {
+      const packed = packWrites(all);
+      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+      const zip = zipped !== undefined && zipped.length < packed.length;
+      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
+    });
   }
 
   /**
@@ -976,6 +1045,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
    */
   rootCheckpointCounts(threadId?: string): Map<string, number> {
     this.setup();
+    this.flush();
     const counts = new Map<string, number>();
     const add = (rows: Array<{ thread_id: string; n: number }>) => {
       for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
@@ -1004,6 +1074,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   async deleteThread(threadId: string): Promise<void> {
     this.setup();
+    this.flush();
     const ids = (
       this.db
         .prepare(`SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ?`)
