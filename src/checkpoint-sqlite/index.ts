@@ -153,6 +153,26 @@ interface WritesRow {
 /** A reference to a stored write: task id, index, and 1 when its value (a list) is spread. */
 type WriteRef = [taskId: string, idx: number, spread: 0 | 1];
 
+/** Channel versions and versions seen of a checkpoint, whole, and how many deltas led to them. */
+interface Versions {
+  channel_versions: ChannelVersions;
+  versions_seen: Record<string, ChannelVersions>;
+  chain: number;
+}
+
+/**
+ * A checkpoint row stores its version maps as the change from its parent (`base`: the parent's
+ * id; `cv`: channels with a new version; `vs`: per node, the versions it saw that changed) at most
+ * this many times in a row, then whole again (bounds a read to this many rows).
+ */
+const MAX_VERSIONS_CHAIN = 8;
+
+/** Whether every key of `before` is in `after` (maps that only grew or changed). */
+function keepsKeys(before: object, after: object): boolean {
+  for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) return false;
+  return true;
+}
+
 /** A small least-recently-used map. */
 class Lru<K, V> {
   private readonly map = new Map<K, V>();
@@ -209,7 +229,9 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   /** Task writes stored by this process, by namespace id and checkpoint id (the parent of the next put). */
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
-  private readonly lastPut = new Map<number, { id: string; versions: ChannelVersions }>();
+  private readonly lastPut = new Map<number, { id: string; versions: Versions }>();
+  /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
+  private readonly versionMaps = new Lru<string, Versions>(256);
   /**
    * The channel values of the latest checkpoint put per namespace id, by channel: version and
    * value. Reading the latest state (every invoke, every resume) is served from here even after a
@@ -690,6 +712,84 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   // ------------------------------------------------------------------------------------------
   // Reading
 
+  /**
+   * The whole version maps of a stored checkpoint record: its own, or (delta-encoded, `base` set)
+   * its base checkpoint's with its changes applied.
+   */
+  private async versionsFrom(
+    nsId: number,
+    id: string,
+    stored: Record<string, any>,
+  ): Promise<Versions> {
+    if (typeof stored.base !== "string")
+      return {
+        channel_versions: stored.channel_versions ?? {},
+        versions_seen: stored.versions_seen ?? {},
+        chain: 0,
+      };
+    const key = `${nsId}\u0000${id}`;
+    const cached = this.versionMaps.get(key);
+    if (cached) return cached;
+    const baseRow = this.s.getCheckpoint.get(nsId, stored.base) as CheckpointRow | undefined;
+    if (!baseRow)
+      throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
+    const base = await this.versionsFrom(
+      nsId,
+      stored.base,
+      (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
+        string,
+        any
+      >,
+    );
+    const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
+    for (const [node, changed] of Object.entries(
+      (stored.vs ?? {}) as Record<string, ChannelVersions>,
+    ))
+      seen[node] = { ...seen[node], ...changed };
+    const versions: Versions = {
+      channel_versions: { ...base.channel_versions, ...stored.cv },
+      versions_seen: seen,
+      chain: base.chain + 1,
+    };
+    this.versionMaps.set(key, versions);
+    return versions;
+  }
+
+  /**
+   * What a checkpoint row stores besides its values: the checkpoint without its id (the row's key)
+   * and, when its parent's maps are known and it only added to them, its version maps as the
+   * change from the parent (see {@link MAX_VERSIONS_CHAIN}).
+   */
+  private storedRecord(
+    checkpoint: Omit<Checkpoint, "channel_values">,
+    parentId: string | undefined,
+    parent: Versions | undefined,
+  ): Record<string, unknown> {
+    const { id: _id, channel_versions, versions_seen, ...rest } = checkpoint;
+    if (
+      parentId === undefined ||
+      parent === undefined ||
+      parent.chain >= MAX_VERSIONS_CHAIN ||
+      !keepsKeys(parent.channel_versions, channel_versions) ||
+      !keepsKeys(parent.versions_seen, versions_seen)
+    )
+      return { ...rest, channel_versions, versions_seen };
+    const cv: ChannelVersions = {};
+    for (const [channel, version] of Object.entries(channel_versions))
+      if (parent.channel_versions[channel] !== version) cv[channel] = version;
+    const vs: Record<string, ChannelVersions> = {};
+    for (const [node, seen] of Object.entries(versions_seen)) {
+      const before = parent.versions_seen[node] ?? {};
+      if (!keepsKeys(before, seen)) return { ...rest, channel_versions, versions_seen };
+      const changed: ChannelVersions = {};
+      for (const [channel, version] of Object.entries(seen))
+        if (before[channel] !== version) changed[channel] = version;
+      if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
+        vs[node] = changed;
+    }
+    return { ...rest, base: parentId, cv, vs };
+  }
+
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
     const ns = row.checkpoint_ns;
     let checkpoint: Checkpoint;
@@ -719,10 +819,21 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       );
     } else {
       const nsId = row.ns_id!;
-      const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Omit<
-        Checkpoint,
-        "channel_values"
-      >;
+      const {
+        base: _base,
+        cv: _cv,
+        vs: _vs,
+        ...stored
+      } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
+      const versions = await this.versionsFrom(nsId, row.checkpoint_id, {
+        ...stored,
+        base: _base,
+        cv: _cv,
+        vs: _vs,
+      });
+      stored.id = row.checkpoint_id;
+      stored.channel_versions = versions.channel_versions;
+      stored.versions_seen = versions.versions_seen;
       const channelValues: Record<string, unknown> = {};
       const latest = this.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
@@ -893,17 +1004,27 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     ns: string,
     nsId: number,
     id: string,
-  ): Promise<{ versions: ChannelVersions; legacy: boolean } | undefined> {
+  ): Promise<{ versions: Versions; legacy: boolean } | undefined> {
     const last = this.lastPut.get(nsId);
     if (last?.id === id) return { versions: last.versions, legacy: false };
     const row = this.findRow(thread, ns, id);
     if (!row) return undefined;
     if (row.legacy) {
       const cp = (await this.serde.loadsTyped(row.type ?? "json", row.checkpoint)) as Checkpoint;
-      return { versions: cp.channel_versions ?? {}, legacy: true };
+      return {
+        versions: {
+          channel_versions: cp.channel_versions ?? {},
+          versions_seen: cp.versions_seen ?? {},
+          chain: 0,
+        },
+        legacy: true,
+      };
     }
-    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Checkpoint;
-    return { versions: stored.channel_versions ?? {}, legacy: false };
+    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<
+      string,
+      any
+    >;
+    return { versions: await this.versionsFrom(nsId, id, stored), legacy: false };
   }
 
   async put(
@@ -933,13 +1054,20 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
           String(version),
           prepared.channel_values[channel],
           Object.hasOwn(prepared.channel_values, channel),
-          parent?.versions[channel] !== undefined ? String(parent.versions[channel]) : undefined,
+          parent?.versions.channel_versions[channel] !== undefined
+            ? String(parent.versions.channel_versions[channel])
+            : undefined,
           parentId ? { id: parentId, writes } : undefined,
         ),
       );
     }
     const { channel_values: _values, ...rest } = prepared;
-    const cp = await this.encode(rest);
+    const record = this.storedRecord(
+      rest,
+      parentId,
+      parent && !parent.legacy ? parent.versions : undefined,
+    );
+    const cp = await this.encode(record);
     // Metadata stays plain JSON text: list() filters on it in SQL.
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const metaText = Buffer.from(metaBytes).toString("utf8");
@@ -969,7 +1097,13 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         metaText,
       );
     });
-    this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
+    const versions: Versions = {
+      channel_versions: { ...prepared.channel_versions },
+      versions_seen: structuredClone(prepared.versions_seen ?? {}),
+      chain: "base" in record ? parent!.versions.chain + 1 : 0,
+    };
+    this.lastPut.set(nsId, { id: checkpoint.id, versions });
+    this.versionMaps.set(`${nsId}\u0000${checkpoint.id}`, versions);
     // What this put stored, plus the values still current from the previous put (same version);
     // a value the caller passed for a channel it did not list as new was not stored, so it is not
     // served either.
@@ -1095,6 +1229,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       .immediate();
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
+      this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));

@@ -37,6 +37,12 @@ const CHILD_FILES = readdirSync(CHILD_DIR)
   .map((f) => join(CHILD_DIR, f));
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
+/**
+ * util-linux's setpriv: starts the child with a parent-death signal (SIGKILL when the host dies),
+ * which spares each child its watchdog thread (~40 ms of CPU per process start). Without it the
+ * child runs the watchdog (child/child.mjs).
+ */
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
   ? "--permission"
   : "--experimental-permission";
@@ -129,18 +135,20 @@ export class SandboxChild {
         : []),
       CHILD_ENTRY,
       SES_PATH,
+      ...(SETPRIV ? ["pdeathsig"] : []),
     ];
-    const [cmd, args] =
+    // setpriv and prlimit each set up the process, then exec the next program: one process.
+    const node = SETPRIV
+      ? [SETPRIV, "--pdeathsig", "KILL", "--", process.execPath, ...nodeArgs]
+      : [process.execPath, ...nodeArgs];
+    const [cmd, ...args] =
       spec.addressSpaceMb !== null && PRLIMIT
         ? [
             PRLIMIT,
-            [
-              `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
-              process.execPath,
-              ...nodeArgs,
-            ],
+            `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
+            ...node,
           ]
-        : [process.execPath, nodeArgs];
+        : node;
     this.proc = spawn(cmd, args, {
       // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
       // One malloc arena: per-thread arenas reserve 64 MB of address space each, which would
