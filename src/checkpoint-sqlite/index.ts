@@ -4,7 +4,7 @@
  * LangGraph's checkpoint package, better-sqlite3 and Node's own modules.
  */
 import { randomInt } from "node:crypto";
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -173,6 +173,37 @@ function keepsKeys(before: object, after: object): boolean {
   return true;
 }
 
+/** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
+const ZIP_DICTIONARY = 2;
+/** Plain rows of a namespace kept in memory as dictionary candidates for the rows after them. */
+const DICTIONARY_ROWS = 3;
+/** Deflate's window: a dictionary longer than this contributes only its end. */
+const DICTIONARY_BYTES = 32 * 1024;
+/** A row is stored with a dictionary only when that makes it at most this share of plain deflate. */
+const DICTIONARY_GAIN = 0.8;
+
+/** A writes row stored plain (or deflated without a dictionary): usable as a dictionary. */
+interface PlainWritesRow {
+  checkpointId: string;
+  taskId: string;
+  raw: Buffer;
+}
+
+/**
+ * Header of a dictionary-compressed writes row: the rows whose raw bytes, concatenated (the last
+ * DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed since
+ * is a clear error, never a silent misread).
+ */
+interface DictionaryHeader {
+  rows: Array<[checkpointId: string, taskId: string]>;
+  crc: number;
+}
+
+function dictionaryOf(raws: readonly Buffer[]): Buffer {
+  const all = Buffer.concat(raws);
+  return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
 /** A small least-recently-used map. */
 class Lru<K, V> {
   private readonly map = new Map<K, V>();
@@ -255,6 +286,10 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
   private readonly pendingTaskWrites = new Map<string, StoredWrite[]>();
+  /** The latest plain writes rows of each namespace written by this process (dictionary candidates). */
+  private readonly plainRows = new Lru<number, PlainWritesRow[]>(64);
+  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id. */
+  private readonly rawRows = new Lru<string, Buffer>(64);
 
   /**
    * @param db an open better-sqlite3 database (shared with other tables is fine), or a file path
@@ -507,13 +542,80 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const queued = this.pendingTaskWrites.get(`${nsId}\u0000${checkpointId}\u0000${taskId}`);
     if (queued) return queued;
     const row = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
-    return row ? this.unpackRow(row) : undefined;
+    return row ? this.unpackRow(nsId, row) : undefined;
   }
 
-  private unpackRow(row: WritesRow): StoredWrite[] {
-    return unpackWrites(row.zip ? inflateRawSync(row.writes) : row.writes).sort(
-      (a, b) => a.idx - b.idx,
+  private unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
+    return unpackWrites(this.rawOf(nsId, row)).sort((a, b) => a.idx - b.idx);
+  }
+
+  /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
+  private rawOf(nsId: number, row: WritesRow): Buffer {
+    if (row.zip === 0) return row.writes;
+    if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
+    const headerLength = row.writes.readUInt32LE(0);
+    const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
+    const raws = header.rows.map(([checkpointId, taskId]) => {
+      const key = `${nsId}\u0000${checkpointId}\u0000${taskId}`;
+      const cached = this.rawRows.get(key);
+      if (cached) return cached;
+      const base = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
+      if (!base || base.zip === ZIP_DICTIONARY)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+      const raw = this.rawOf(nsId, base);
+      this.rawRows.set(key, raw);
+      return raw;
+    });
+    const dictionary = dictionaryOf(raws);
+    if (crc32(dictionary) !== header.crc)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+    return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
+  }
+
+  /**
+   * A task's packed writes as stored: deflated with the namespace's latest plain rows of earlier
+   * checkpoints as dictionary when that is clearly smaller (a step's record repeats much of what
+   * the steps before it wrote: the model's reply, the action's output), else deflated (or plain).
+   * Only plain rows serve as dictionaries, so a read needs at most the rows named in the header.
+   */
+  private packForStorage(
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): { zip: number; data: Buffer } {
+    let zip = 0;
+    let data = packed;
+    // (A row written again replaces what this process knew of it.)
+    const plain = (this.plainRows.get(nsId) ?? []).filter(
+      (r) => !(r.checkpointId === checkpointId && r.taskId === taskId),
     );
+    this.plainRows.set(nsId, plain);
+    if (packed.length >= this.compressAbove) {
+      const zipped = deflateRawSync(packed);
+      if (zipped.length < packed.length) [zip, data] = [1, zipped];
+      const candidates = plain.filter((r) => r.checkpointId !== checkpointId);
+      if (candidates.length) {
+        const dictionary = dictionaryOf(candidates.map((r) => r.raw));
+        const header = Buffer.from(
+          JSON.stringify({
+            rows: candidates.map((r) => [r.checkpointId, r.taskId]),
+            crc: crc32(dictionary),
+          } satisfies DictionaryHeader),
+          "utf8",
+        );
+        const withDictionary = deflateRawSync(packed, { dictionary });
+        const size = 4 + header.length + withDictionary.length;
+        if (size < DICTIONARY_GAIN * data.length) {
+          const length = Buffer.alloc(4);
+          length.writeUInt32LE(header.length);
+          return { zip: ZIP_DICTIONARY, data: Buffer.concat([length, header, withDictionary]) };
+        }
+      }
+    }
+    plain.push({ checkpointId, taskId, raw: packed });
+    this.plainRows.set(nsId, plain.slice(-DICTIONARY_ROWS));
+    return { zip, data };
   }
 
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
@@ -832,8 +934,9 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         vs: _vs,
       });
       stored.id = row.checkpoint_id;
-      stored.channel_versions = versions.channel_versions;
-      stored.versions_seen = versions.versions_seen;
+      // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
+      stored.channel_versions = { ...versions.channel_versions };
+      stored.versions_seen = structuredClone(versions.versions_seen);
       const channelValues: Record<string, unknown> = {};
       const latest = this.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
@@ -849,7 +952,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       metadata = (await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata;
       pendingWrites = [];
       for (const w of this.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
-        for (const one of this.unpackRow(w))
+        for (const one of this.unpackRow(nsId, w))
           pendingWrites.push([w.task_id, one.channel, await this.decode(one.type, 0, one.data)]);
     }
     if (checkpoint.v < 4 && row.parent_checkpoint_id)
@@ -888,7 +991,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const fromNew: unknown[] = [];
     if (row.ns_id !== undefined)
       for (const w of this.s.getWrites.all(row.ns_id, parentId) as WritesRow[])
-        for (const one of this.unpackRow(w))
+        for (const one of this.unpackRow(row.ns_id, w))
           if (one.channel === TASKS) fromNew.push(await this.decode(one.type, 0, one.data));
     const sends = fromNew.length
       ? fromNew
@@ -1166,10 +1269,9 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     this.writes.set(key, cached);
     const s = this.s;
     await this.enqueue(() => {
-      const packed = packWrites(all);
-      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
-      const zip = zipped !== undefined && zipped.length < packed.length;
-      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
+      const { zip, data } = this.packForStorage(nsId, id, taskId, packWrites(all));
+      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip, data);
+      this.rawRows.deleteWhere((k) => k === `${nsId}\u0000${id}\u0000${taskId}`);
     });
   }
 
@@ -1230,6 +1332,8 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
       this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.plainRows.deleteWhere((key) => key === nsId);
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
