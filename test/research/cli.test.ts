@@ -109,6 +109,35 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(bad.stderr).toContain("--max-questions must be a whole number from 1 to 12");
   });
 
+  it("with --json, a bad topic or --max-questions still prints { error, thread_id } on stdout, as ask does", async () => {
+    const env = world.cliEnv();
+    const ask = await runCli(["ask", "", "--json"], env);
+    const askOut = JSON.parse(ask.stdout);
+    expect(Object.keys(askOut)).toEqual(["error", "thread_id"]);
+    for (const [args, code, message] of [
+      [["research", "", "--json"], "CODEHOP_INPUT_INVALID", /topic is empty/],
+      [
+        ["research", "Towers", "--max-questions", "abc", "--json"],
+        "CODEHOP_CONFIG_INVALID",
+        /--max-questions must be a whole number from 1 to 12, got "abc"/,
+      ],
+      [
+        ["research", "word ".repeat(400), "--json", "--thread", "t-huge"],
+        "CODEHOP_INPUT_INVALID",
+        /the limit is 1000/,
+      ],
+    ] as const) {
+      const r = await runCli([...args], env);
+      expect(r.code, r.stderr).toBe(2);
+      const out = JSON.parse(r.stdout);
+      expect(Object.keys(out)).toEqual(Object.keys(askOut));
+      expect(out.error.code).toBe(code);
+      expect(out.error.message).toMatch(message);
+      expect(typeof out.thread_id).toBe("string");
+      if ((args as readonly string[]).includes("t-huge")) expect(out.thread_id).toBe("t-huge");
+    }
+  });
+
   it("demo --question research runs the scripted research over the demo corpus", async () => {
     const r = await runCli(
       [
@@ -128,9 +157,37 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(result.title).toBe(DEMO_RESEARCH.title);
     expect(result.verification.checked).toBe(12);
   });
+
+  it("demo --question research prints the report alone on stdout, from its first line", async () => {
+    const r = await runCli(
+      [
+        "demo",
+        "--question",
+        "research",
+        "--delay",
+        "0",
+        "--home",
+        mkdtempSync(join(tmpdir(), "codehop-demo-")),
+        "-q",
+      ],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    // `> report.md` must give the Markdown as is: no blank line before the title.
+    expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
+    expect(r.stdout).toContain("## References");
+    expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered");
+  });
 });
 
 describe("codehop ask --verify", { timeout: 180_000 }, () => {
+  it("ask --help names the verifier's model variable", async () => {
+    const r = await runCli(["ask", "--help"], world.cliEnv());
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--verify");
+    expect(r.stdout).toContain("CODEHOP_MODEL_VERIFIER");
+  });
+
   it("adds citations and a verification of each claim, and keeps every field of ask's JSON", async () => {
     const plain = JSON.parse(
       (
