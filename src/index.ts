@@ -3,6 +3,8 @@
  *
  * - The reference application: `ask`, `resume`, `replay`, `history`, `createManagerGraph` and the
  *   QA team (manager → wikipedia_search → page_search); the run lifecycle every app shares.
+ * - The chat app: `chat(threadId, message, { files, urls })`, `createChatGraph`, the per-thread
+ *   knowledge base of attached files.
  * - The framework: `createCodeAgent`, `defineTeam`, `agentAsTool`, `defineTool`, the run context,
  *   `resolveModel`, `createSandbox`, human approval of tool calls, MCP tools.
  * - Knowledge sources, persistence and the scripted OpenAI-compatible server used for tests/demos.
@@ -27,9 +29,10 @@ export {
   replayThread,
   historyOfThread,
   traceOfThread,
+  deleteThread,
 } from "./apps/index.ts";
-export { startRun, resumeRun, replayRun, readRunResult } from "./runs/lifecycle.ts";
-export type { StartOptions, ReplayOptions, ResumeOptions } from "./runs/lifecycle.ts";
+export { startRun, resumeRun, replayRun, readRunResult, runTurn } from "./runs/lifecycle.ts";
+export type { StartOptions, ReplayOptions, ResumeOptions, TurnOptions } from "./runs/lifecycle.ts";
 export { threadHistory, traceThread, type CheckpointSummary } from "./runs/inspect.ts";
 export type { RunApp, RunOptions, RunServices, AppGraph } from "./runs/app.ts";
 export type { AskResult, UsageReport, SourceReport } from "./runs/result.ts";
@@ -104,6 +107,44 @@ export {
   MANAGER_RECURSION_LIMIT,
 } from "./apps/qa/team.ts";
 export type { ManagerGraphOptions, ReferenceAgentOptions, AgentName } from "./apps/qa/team.ts";
+
+// The chat app (conversations with files and links)
+export {
+  chat,
+  chatApp,
+  chatHistory,
+  attachToThread,
+  threadFiles,
+  removeThreadFile,
+} from "./apps/chat/app.ts";
+export type { ChatOptions, ChatResult } from "./apps/chat/app.ts";
+export {
+  chatTeam,
+  createChatGraph,
+  createChatBuilder,
+  createChatAgent,
+  CHAT_AGENT,
+  CHAT_MAX_STEPS,
+} from "./apps/chat/team.ts";
+export type { ChatAgentOptions, ChatGraphOptions } from "./apps/chat/team.ts";
+export { ChatState, ChatInput, type ConversationSummary } from "./apps/chat/conversation/state.ts";
+export {
+  ChatFiles,
+  citeLabel,
+  type ThreadFile,
+  type FilePassage,
+} from "./apps/chat/conversation/knowledge-base.ts";
+export type { AttachmentInput, AttachmentResult } from "./apps/chat/conversation/attachments.ts";
+export type { Citation as ChatCitation } from "./apps/chat/conversation/citations.ts";
+export {
+  CHAT_DEFAULTS,
+  ChatSettingsSchema,
+  type ChatSettings,
+} from "./apps/chat/conversation/settings.ts";
+export { ChatRunContextSchema } from "./apps/chat/conversation/context.ts";
+export { createSearchFilesTool } from "./apps/chat/tools/search-files.ts";
+export { startChatDemo } from "./apps/chat/demo.ts";
+export { DEMO_ROUNDS, chatResponder } from "./apps/chat/demo-trajectories.ts";
 
 // Framework
 export {
@@ -182,7 +223,15 @@ export {
 
 // Knowledge sources and tools
 export { openKnowledgeSource, CorpusSource, WikipediaSource } from "./store/index.ts";
-export { ingestDocuments } from "./ingest/index.ts";
+export {
+  ingestDocuments,
+  removeDocument,
+  extractDocument,
+  fetchDocument,
+  type ExtractedDocument,
+  type DocumentKind,
+  type FetchedDocument,
+} from "./ingest/index.ts";
 export type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./store/types.ts";
 export { createSearchWikipediaTool } from "./apps/qa/tools/search-wikipedia.ts";
 export { createRetrievePassagesTool } from "./apps/qa/tools/retrieve-passages.ts";

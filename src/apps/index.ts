@@ -6,11 +6,16 @@ import { threadHistory, traceThread, type CheckpointSummary } from "../runs/insp
 import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
 import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
+import { chatApp } from "./chat/app.ts";
 import { qaApp } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
 
 /** Every app by name: what a thread's record (`options.app`) names. */
-export const APPS: Readonly<Record<string, RunApp>> = { qa: qaApp, research: researchApp };
+export const APPS: Readonly<Record<string, RunApp>> = {
+  qa: qaApp,
+  research: researchApp,
+  chat: chatApp,
+};
 
 /** The app a thread was started with (threads recorded before apps existed are QA threads). */
 export function appNamed(name: unknown): RunApp {
@@ -80,4 +85,35 @@ export async function traceOfThread(
   options: Parameters<typeof traceThread>[2] = {},
 ): Promise<RunProgress> {
   return traceThread(await appForThread(threadId, options), threadId, options);
+}
+
+/**
+ * Deletes a thread: what every app keeps about it outside the persistence (the chat's attached
+ * files), then its checkpoints (all namespaces), call-journal rows and registry row. Returns
+ * whether there was anything to delete.
+ */
+export async function deleteThread(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence"> = {},
+): Promise<boolean> {
+  const config = loadAppConfig(options.config);
+  const persistence = options.persistence ?? (await openPersistenceFor({ home: config.home }));
+  try {
+    const record = await persistence.threads.get(threadId);
+    if (record?.status === "running" && record.pid !== null && record.pid !== process.pid) {
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Thread "${threadId}" is being run by process ${record.pid}; stop it before deleting the thread.`,
+      );
+    }
+    let existed = record !== undefined;
+    // Every app's hook: a thread may hold an app's data before its first checkpoint (files
+    // attached to a conversation that has not had a round yet).
+    for (const app of Object.values(APPS))
+      if ((await app.deleteThread?.(config, threadId)) === true) existed = true;
+    await persistence.deleteThread(threadId);
+    return existed;
+  } finally {
+    if (!options.persistence) await persistence.close();
+  }
 }

@@ -58,6 +58,14 @@ export interface CodehopEnv {
   judgeBaseUrl?: string;
   /** API key of the judge endpoint (CODEHOP_JUDGE_API_KEY, falls back to OPENAI_API_KEY). */
   judgeApiKey?: string;
+  /** Chat: rounds kept verbatim in the agent's view, older ones summarized (CODEHOP_CHAT_KEEP_ROUNDS). */
+  chatKeepRounds?: number;
+  /** Chat: days an idle thread's attached files are kept (CODEHOP_CHAT_FILES_RETENTION_DAYS; 0 = forever). */
+  chatFilesRetentionDays?: number;
+  /** Chat: largest attachable file in MB (CODEHOP_CHAT_MAX_FILE_MB). */
+  chatMaxFileMb?: number;
+  /** Chat: deadline for downloading an attached link in ms (CODEHOP_CHAT_URL_TIMEOUT_MS). */
+  chatUrlTimeoutMs?: number;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -156,6 +164,13 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     judgeModel: nonEmpty(env.CODEHOP_JUDGE_MODEL),
     judgeBaseUrl: nonEmpty(env.CODEHOP_JUDGE_BASE_URL) ?? nonEmpty(env.OPENAI_BASE_URL),
     judgeApiKey: nonEmpty(env.CODEHOP_JUDGE_API_KEY) ?? nonEmpty(env.OPENAI_API_KEY),
+    chatKeepRounds: num("CODEHOP_CHAT_KEEP_ROUNDS", env.CODEHOP_CHAT_KEEP_ROUNDS),
+    chatFilesRetentionDays: num(
+      "CODEHOP_CHAT_FILES_RETENTION_DAYS",
+      env.CODEHOP_CHAT_FILES_RETENTION_DAYS,
+    ),
+    chatMaxFileMb: num("CODEHOP_CHAT_MAX_FILE_MB", env.CODEHOP_CHAT_MAX_FILE_MB),
+    chatUrlTimeoutMs: num("CODEHOP_CHAT_URL_TIMEOUT_MS", env.CODEHOP_CHAT_URL_TIMEOUT_MS),
   };
 }
 

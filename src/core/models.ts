@@ -282,10 +282,18 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export async function callModel(
   model: BaseChatModel,
   messages: BaseMessage[],
-  options: { agentName: string; stop?: string[]; stream?: boolean; signal?: AbortSignal },
+  options: {
+    agentName: string;
+    stop?: string[];
+    stream?: boolean;
+    signal?: AbortSignal;
+    /** Tags of the call's run (e.g. LangGraph's no-stream tag for a call that is not a reply). */
+    tags?: string[];
+  },
 ): Promise<AIMessage | AIMessageChunk> {
   const callOptions: Record<string, unknown> = {};
   if (options.stop?.length) callOptions.stop = options.stop;
+  if (options.tags?.length) callOptions.tags = options.tags;
   // Each call listens on a signal of its own that follows the caller's: the OpenAI client adds an
   // abort listener per request to the signal it is given, so a node making many calls on its one
   // signal (a writer's sections, a verifier's batches) would trip Node's MaxListeners warning.

@@ -43,3 +43,25 @@ export function withoutInheritedAbortSignals(config: RunnableConfig): RunnableCo
   const { [PREGEL_ABORT_SIGNALS_KEY]: _inherited, ...configurable } = config.configurable ?? {};
   return { ...config, configurable };
 }
+
+/**
+ * LangGraph's key in `configurable` for the stream of the running graph. A graph invoked inside a
+ * node with it writes its own events (values, updates) into the caller's stream, where a client
+ * streaming subgraphs receives them.
+ */
+export const PREGEL_STREAM_KEY = "__pregel_stream";
+
+/**
+ * The tag LangGraph's "messages" stream mode skips (TAG_NOSTREAM, not exported by LangGraph): a
+ * model called under it is not streamed to clients as a chat message.
+ */
+export const NOSTREAM_TAG = "langsmith:nostream";
+
+/**
+ * The config without the running graph's stream: a graph invoked with it still checkpoints under
+ * the caller's namespace, but its events stay out of the caller's stream.
+ */
+export function withoutParentStream(config: RunnableConfig): RunnableConfig {
+  const { [PREGEL_STREAM_KEY]: _stream, ...configurable } = config.configurable ?? {};
+  return { ...config, configurable };
+}

@@ -2,12 +2,15 @@
  * The graphs `langgraph.json` serves (Studio, `npm run studio`, `langgraphjs dev`), in this one
  * module, which owns the environment fallback: a run that brings no knowledge source searches the
  * one the environment names (CODEHOP_CORPUS, else online Wikipedia, cached under CODEHOP_HOME),
- * opened on first use, and the call journal in the environment's data directory. The model comes from
- * the run context, else the environment (src/core/models.ts).
+ * opened on first use, and the call journal in the environment's data directory; a conversation
+ * keeps its files under CODEHOP_HOME. The model comes from the run context, else the environment
+ * (src/core/models.ts).
  * No graph here carries a checkpointer: the LangGraph server attaches its own.
  *
  * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
  */
+import { ChatFiles } from "../apps/chat/conversation/knowledge-base.ts";
+import { chatTeam, createChatGraph } from "../apps/chat/team.ts";
 import { lazySource, openSourceFor } from "../apps/common/knowledge-source.ts";
 import {
   createManagerGraph,
@@ -92,6 +95,24 @@ export const code_agent = createCodeAgent({
   journal: environmentJournal,
 }).graph;
 
+let environmentFiles: ChatFiles | undefined;
+
+/** Where conversations keep their files when a run names no store: under CODEHOP_HOME. */
+function chatFilesFromEnvironment(): ChatFiles {
+  environmentFiles ??= new ChatFiles(loadAppConfig().home);
+  return environmentFiles;
+}
+
+/**
+ * The chat app: `{ messages }` in (the LangGraph SDK's streaming hooks, agent-chat-ui), the chat
+ * agent answers the last user message with the thread's attached files (files uploaded as
+ * content blocks, or `attach: [{ url }]` in the input).
+ */
+export const chat = createChatGraph({
+  fallbackFiles: chatFilesFromEnvironment,
+  journal: environmentJournal,
+});
+
 /** One graph of langgraph.json: the compiled graph, and the team and agent it is, if any. */
 export interface GraphEntry {
   graph: { getGraphAsync(o: { xray: boolean }): Promise<{ drawMermaid(): string }> };
@@ -106,4 +127,5 @@ export const GRAPH_ENTRIES: Readonly<Record<string, GraphEntry>> = {
   page_search: { graph: page_search, team: qaTeam, agent: "page_search" },
   code_agent: { graph: code_agent },
   researcher: { graph: researcher, team: researchTeam },
+  chat: { graph: chat, team: chatTeam, agent: "chat" },
 };

@@ -4,6 +4,7 @@ import { type IngestFormat, openReader } from "./readers.ts";
 
 export {
   ingestDocuments,
+  removeDocument,
   validateDocument,
   type IngestOptions,
   type IngestProgress,
@@ -19,6 +20,24 @@ export {
 } from "./readers.ts";
 export { readMediaWikiXml, wikitextToDocument, type MediaWikiXmlOptions } from "./mediawiki-xml.ts";
 export type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
+export {
+  extractDocument,
+  detectDocumentKind,
+  htmlToText,
+  pageLabel,
+  DOCUMENT_EXTENSIONS,
+  EXTRACT_DEFAULTS,
+  type DocumentKind,
+  type DocumentSource,
+  type ExtractedDocument,
+  type ExtractOptions,
+} from "./documents.ts";
+export {
+  fetchDocument,
+  FETCH_DEFAULTS,
+  type FetchedDocument,
+  type FetchLimits,
+} from "./fetch-url.ts";
 
 /**
  * Ingests a file or folder (format detected from the path unless given) into the corpus at

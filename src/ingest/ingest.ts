@@ -206,6 +206,20 @@ export async function ingestDocuments(
   }
 }
 
+/**
+ * Removes a document (by title; one differing only in case when no exact one) and its passages,
+ * index entries and vectors from the corpus at `dbPath`; returns whether it was there.
+ */
+export function removeDocument(dbPath: string, title: string): boolean {
+  const db = openCorpusDb(dbPath);
+  try {
+    const writer = new CorpusWriter(db, undefined);
+    return db.transaction(() => writer.remove(title))();
+  } finally {
+    db.close();
+  }
+}
+
 async function prepare(doc: IngestDocument, chunker: Chunker): Promise<Prepared> {
   const { chunkSize, chunkOverlap } = chunker.options;
   const hash = createHash("sha1")
@@ -302,6 +316,24 @@ class CorpusWriter {
       "INSERT INTO aliases (alias_key, alias, target_key) VALUES (?, ?, ?) ON CONFLICT(alias_key) DO UPDATE SET alias = excluded.alias, target_key = excluded.target_key",
     );
     this.deleteAlias = db.prepare("DELETE FROM aliases WHERE alias_key = ?");
+  }
+
+  /**
+   * Deletes the document `title` leads to (exactly this title first, else one differing only in
+   * case) and everything indexed for it; false if there is none.
+   */
+  remove(title: string): boolean {
+    const existing = this.titles.find(title);
+    if (!existing) return false;
+    const vec = this.vectors();
+    for (const pid of this.docPassages.all(existing.id) as number[]) {
+      this.deleteFts.run(pid);
+      vec?.del.run(BigInt(pid));
+      this.deletePassage.run(pid);
+    }
+    this.deleteTitle.run(existing.id);
+    this.db.prepare("DELETE FROM documents WHERE id = ?").run(existing.id);
+    return true;
   }
 
   /** Redirects stored by this ingest that still stand (a page with the same title replaces one). */

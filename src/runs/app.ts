@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import type { BaseCheckpointSaver, CompiledStateGraph } from "@langchain/langgraph";
+import type { BaseCheckpointSaver, CompiledStateGraph, StateSnapshot } from "@langchain/langgraph";
 import type { RunContext } from "../core/run-context.ts";
 import type { Team } from "../framework/team.ts";
 import type { Persistence } from "../persistence/port.ts";
@@ -7,6 +7,7 @@ import type { McpServerOptions } from "../tools/mcp.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import type { AppConfig, AppConfigOverrides } from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
+import type { AskResult } from "./result.ts";
 
 /** A compiled app graph (the root agent with the app's input) over a checkpointer. */
 export type AppGraph = CompiledStateGraph<any, any, any, any, any, any, any>;
@@ -42,11 +43,6 @@ export interface RunApp {
    */
   record(config: AppConfig, given: Pick<RunOptions, "source">): Record<string, unknown>;
   /**
-   * Fields the app adds to a run's result besides the common ones (answer, sources, usage ...), read
-   * from the thread's latest state values (e.g. a report's citations). Optional.
-   */
-  result?(values: Record<string, unknown>): Record<string, unknown>;
-  /**
    * Names of model callers outside the team's agents (plain graph nodes that call a model, e.g. a
    * writer), checked like the agents before a run and configurable with CODEHOP_MODEL_<NAME>.
    */
@@ -60,6 +56,22 @@ export interface RunApp {
     options: RunOptions,
     stored?: Record<string, unknown>,
   ): Promise<RunServices>;
+  /**
+   * The app's own result fields, read from a thread's latest state and merged over the generic
+   * ones (e.g. the chat's reply as `answer` plus its citations; a research report's citations and
+   * verification). Absent: the root agent's answer, sources and steps.
+   */
+  shapeResult?(snapshot: StateSnapshot): Partial<AskResult> & Record<string, unknown>;
+  /**
+   * Deletes what the app keeps about a thread outside the persistence (e.g. the chat's attached
+   * files), when the thread is deleted; true when there was something. Absent: nothing.
+   */
+  deleteThread?(config: AppConfig, threadId: string): Promise<boolean>;
+  /**
+   * True for apps whose threads take one input after another (a conversation): `runTurn` adds an
+   * input to such a thread, where `startRun` refuses a second one.
+   */
+  readonly multiTurn?: boolean;
 }
 
 /** Options shared by every run (start, resume, replay) of every app. */

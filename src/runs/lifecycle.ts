@@ -243,7 +243,7 @@ async function markAwaitingApproval(
   );
 }
 
-/** An {@link AskResult} from a thread's latest state snapshot (plus the app's own fields). */
+/** An {@link AskResult} from a thread's latest state snapshot (with the app's own fields). */
 function shapeResult(
   app: RunApp,
   persistence: Persistence,
@@ -270,7 +270,7 @@ function shapeResult(
     checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
     checkpoint_db: persistence.location,
     duration_ms: durationMs,
-    ...app.result?.(values),
+    ...app.shapeResult?.(snapshot),
   };
 }
 
@@ -318,6 +318,17 @@ async function latest(
   return { stored };
 }
 
+/**
+ * The session of a new input (start, turn). With no endpoint to ask for a model, a missing model
+ * fails here, before the data directory is touched.
+ */
+async function openForInput(app: RunApp, options: RunOptions): Promise<Session> {
+  const config = loadAppConfig(options.config);
+  // Nothing to ask the endpoint about: fail before touching the data directory.
+  if (!options.model && !config.baseURL) assertModelConfigured(config, modelUsersOf(app));
+  return openSession(app, options, config);
+}
+
 /** Options of {@link startRun}. */
 export interface StartOptions extends RunOptions {
   /**
@@ -344,11 +355,8 @@ export async function startRun(
   options: StartOptions = {},
 ): Promise<AskResult> {
   if (!text.trim()) throw new CodehopError(ErrorCodes.CONFIG_INVALID, "The input is empty.");
-  const config = loadAppConfig(options.config);
-  const agents = modelUsersOf(app);
-  // Nothing to ask the endpoint about: fail before touching the data directory.
-  if (!options.model && !config.baseURL) assertModelConfigured(config, agents);
-  const session = await openSession(app, options, config);
+  const session = await openForInput(app, options);
+  const { config } = session;
   try {
     const { persistence } = session;
     const threadId = options.threadId ?? randomUUID();
@@ -391,6 +399,62 @@ export async function startRun(
       { ...app.input(text), ...options.input },
       { started: true },
     );
+  } finally {
+    await session.close();
+  }
+}
+
+/** Options of {@link runTurn}: those of a start (the thread id, when it is not a new one). */
+export type TurnOptions = StartOptions;
+
+/**
+ * Runs one more input on a thread of a multi-turn app (a conversation), or starts the thread when
+ * it has none. The registry keeps the thread's first input as its question and its latest reply
+ * as its answer; a thread of another app, or one another live process is running, is refused.
+ * Like {@link startRun}, it records the thread before anything slow happens and leaves a stopped
+ * or failed round resumable.
+ */
+export async function runTurn(
+  app: RunApp,
+  text: string,
+  input: Record<string, unknown> | Command,
+  options: TurnOptions = {},
+): Promise<AskResult> {
+  if (!app.multiTurn) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `The ${app.name} app takes one input per thread; start it with startRun.`,
+    );
+  }
+  const session = await openForInput(app, options);
+  const { config } = session;
+  try {
+    const { persistence } = session;
+    const threadId = options.threadId ?? randomUUID();
+    const existing = await persistence.threads.get(threadId);
+    if (existing) {
+      await requireThread(persistence, threadId, true);
+      // Threads without a registry row (made through the graph API) name no app.
+      const owner = existing.status === "unknown" ? app.name : (existing.options.app ?? "qa");
+      if (owner !== app.name) {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `Thread "${threadId}" belongs to the ${String(owner)} app, not ${app.name}; choose another thread.`,
+        );
+      }
+    }
+    await persistence.threads.start(threadId, {
+      ...(text.trim() ? { question: text } : {}),
+      options: runRecord(app, config, options),
+    });
+    options.onStart?.({ threadId, dbPath: persistence.location });
+    try {
+      await prepareRun(session, options, existing?.options);
+    } catch (err) {
+      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    return await execute(session, options, threadId, input, { started: true });
   } finally {
     await session.close();
   }

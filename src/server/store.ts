@@ -484,8 +484,9 @@ export class ServerStore {
   /** Events of a run after event id `after` (exclusive), oldest first. */
   async eventsAfter(runId: string, after: string, limit = 500): Promise<RunEvent[]> {
     const { rows } = await this.pool.query<RunEvent>(
-      `SELECT id::text AS id, event, data FROM ${this.t.events}
-       WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+      // Ordered by the bigint column (e.id), not by the text alias "id" ("10" < "9").
+      `SELECT e.id::text AS id, e.event, e.data FROM ${this.t.events} e
+       WHERE e.run_id = $1 AND e.id > $2::bigint ORDER BY e.id LIMIT $3`,
       [runId, after, limit],
     );
     return rows;
@@ -494,8 +495,8 @@ export class ServerStore {
   /** The last event of a run named `event` (e.g. its final values), if any. */
   async lastEvent(runId: string, events: readonly string[]): Promise<RunEvent | undefined> {
     const { rows } = await this.pool.query<RunEvent>(
-      `SELECT id::text AS id, event, data FROM ${this.t.events}
-       WHERE run_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1`,
+      `SELECT e.id::text AS id, e.event, e.data FROM ${this.t.events} e
+       WHERE e.run_id = $1 AND e.event = ANY($2) ORDER BY e.id DESC LIMIT 1`,
       [runId, events],
     );
     return rows[0];

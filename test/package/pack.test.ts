@@ -165,6 +165,8 @@ describe("the npm package", { timeout: 120_000 }, () => {
       "dist/sandbox/child/protocol.mjs",
       "prompts/manager/system.md",
       "data/demo-corpus.jsonl",
+      "data/chat-demo/harbor-bridge-report.pdf",
+      "data/chat-demo/budget-2025.docx",
       "examples/hello-agent.mjs",
       "examples/custom-tool.mjs",
       "examples/nested-team.mjs",
@@ -241,6 +243,27 @@ describe("the npm package", { timeout: 120_000 }, () => {
     expect(demoRun.stderr).toContain("npx codehop history <thread> --home");
     const listed = await node([bin, "threads", "--json", "--home", home]);
     expect(JSON.parse(listed.stdout)[0]).toMatchObject({ status: "done" });
+  });
+
+  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown", async () => {
+    const bin = join(scratch, "node_modules/.bin/codehop");
+    const home = join(root, "chat-home");
+    const chatRun = await node([
+      bin,
+      "demo",
+      "--question",
+      "chat",
+      "--delay",
+      "0",
+      "-q",
+      "--home",
+      home,
+    ]);
+    expect(chatRun.stdout).toContain("(attached harbor-bridge-report.pdf)");
+    expect(chatRun.stdout).toContain("(attached budget-2025.docx)");
+    expect(chatRun.stdout).toContain("[harbor-bridge-report.pdf, p. 2]");
+    expect(chatRun.stdout).toContain("[budget-2025.docx § Staff]");
+    expect(chatRun.stdout).toContain("[Harbor Bridge visitor information § Bridge climb]");
   });
 
   it("runs every example it ships against an OpenAI-compatible endpoint", async () => {

@@ -47,6 +47,7 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     const graphIds = assistants.map((a) => a.graph_id).sort();
     expect(graphIds).toEqual(
       expect.arrayContaining([
+        "chat",
         "code_agent",
         "manager",
         "page_search",

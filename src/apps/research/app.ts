@@ -97,7 +97,8 @@ export const researchApp: RunApp = {
   input: (topic) => ({ topic }),
   inputText: (input) => String(input.topic ?? ""),
   modelUsers: RESEARCH_MODEL_USERS,
-  result: researchResultFields,
+  shapeResult: (snapshot) =>
+    researchResultFields((snapshot.values ?? {}) as Record<string, unknown>),
   openServices: openKnowledgeServices,
 };
 

@@ -37,7 +37,7 @@ export default function demoCommand(): Command {
     )
     .option(
       "--question <name>",
-      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report) or all`,
+      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report), chat (a scripted file dialogue), or all (every one but chat)`,
       "plywood,towers",
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -57,15 +57,22 @@ export default function demoCommand(): Command {
         const context: CommandContext = { home: flags.home };
         const thread = placeholder("thread");
         const choices = [...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO];
-        const names =
+        const asked =
           flags.question === "all" ? choices : flags.question.split(",").map((s) => s.trim());
+        // "chat" is the conversation demo (src/cli/chat-demo.ts); the rest run over the demo corpus.
+        const names = asked.filter((n) => n !== "chat");
         for (const n of names) {
           if (!choices.includes(n)) {
             throw new CodehopError(
               ErrorCodes.CONFIG_INVALID,
-              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, all.`,
+              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, chat, all.`,
             );
           }
+        }
+        if (asked.includes("chat") && !flags.serve) {
+          const { runChatDemo } = await import("../chat-demo.ts");
+          await runChatDemo(flags, config.home);
+          if (!names.length) return;
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
         const { ensureDemoCorpus, startDemoModelServer } = await import("../../apps/qa/demo.ts");

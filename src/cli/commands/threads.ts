@@ -93,11 +93,15 @@ export function threadJson(t: ThreadRecord): Record<string, unknown> {
   };
 }
 
-/** Deletes `threads` through the persistence port (checkpoints, journal rows, registry row). */
-async function deleteAll(p: Persistence, threads: ThreadRecord[]): Promise<string[]> {
+/**
+ * Deletes `threads`: what their apps keep outside the persistence (a conversation's attached
+ * files), then their checkpoints, journal rows and registry row through the persistence port.
+ */
+async function deleteAll(p: Persistence, threads: ThreadRecord[], home: string): Promise<string[]> {
+  const { deleteThread } = await import("../../apps/index.ts");
   const deleted: string[] = [];
   for (const t of threads) {
-    await p.deleteThread(t.threadId);
+    await deleteThread(t.threadId, { config: { home }, persistence: p });
     deleted.push(t.threadId);
   }
   return deleted;
@@ -127,7 +131,7 @@ export default function threadsCommand(): Command {
     .option("--json", "print JSON")
     .option(
       "--delete <id...>",
-      "delete these threads: their checkpoints, call-journal rows and registry rows",
+      "delete these threads: their checkpoints, call-journal rows, registry rows and a conversation's files",
     )
     .option(
       "--prune",
@@ -192,7 +196,9 @@ export default function threadsCommand(): Command {
           } else {
             chosen = threadsToPrune(all, { olderThanMs: flags.olderThan, statuses: flags.status });
           }
-          const deleted = flags.dryRun ? chosen.map((t) => t.threadId) : await deleteAll(p, chosen);
+          const deleted = flags.dryRun
+            ? chosen.map((t) => t.threadId)
+            : await deleteAll(p, chosen, config.home);
           if (flags.json) {
             process.stdout.write(
               `${JSON.stringify({ deleted, dry_run: Boolean(flags.dryRun) })}\n`,

@@ -1,0 +1,228 @@
+import { readFile, stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import {
+  displayName,
+  extractDocument,
+  hasSupportedExtension,
+  type ExtractedDocument,
+} from "../../../ingest/documents.ts";
+import { fetchDocument, megabytes } from "../../../ingest/fetch-url.ts";
+import type { ChatFiles, ThreadFile } from "./knowledge-base.ts";
+import type { ChatSettings } from "./settings.ts";
+
+/**
+ * Attaching files and links to a conversation: each one read (a local path), downloaded (a URL,
+ * with the settings' timeout, size and redirect limits) or decoded (an upload from a chat UI),
+ * extracted to text, and indexed in the thread's knowledge base. One bad attachment never stops
+ * the others nor the conversation: it comes back as a result with the reason, which the agent
+ * and the user are shown.
+ */
+
+/** A file or link to attach: a local path, an http(s) URL, or an uploaded file's bytes (base64). */
+export type AttachmentInput =
+  { path: string } | { url: string } | { name: string; data: string; mediaType?: string };
+
+/** What attaching one input did. */
+export interface AttachmentResult {
+  /** The name the conversation knows the file by (or the input's name when it failed). */
+  name: string;
+  /** The path, URL or "upload" it came from. */
+  source: string;
+  ok: boolean;
+  /** The indexed file (when `ok`). */
+  file?: ThreadFile;
+  /** Why it could not be attached (when not `ok`). */
+  error?: string;
+  /** The error's code (CODEHOP_INPUT_INVALID for bad input). */
+  code?: string;
+}
+
+/** Where an input comes from, for messages. */
+export function attachmentSource(input: AttachmentInput): string {
+  if ("path" in input) return input.path;
+  if ("url" in input) return input.url;
+  return "upload";
+}
+
+/** A path, URL or upload as an {@link AttachmentInput} ("http(s)://..." is a URL). */
+export function toAttachmentInput(value: string): AttachmentInput {
+  return /^https?:\/\//i.test(value.trim()) ? { url: value.trim() } : { path: value };
+}
+
+/**
+ * Attaches every input to the thread's knowledge base, in order. Bad input (a missing, empty,
+ * huge, encrypted, corrupt or unsupported file, a link that fails) is a failed result with a
+ * clear message; only the run's own abort and broken storage throw.
+ */
+export async function attachAll(
+  files: ChatFiles,
+  threadId: string,
+  inputs: readonly AttachmentInput[],
+  settings: ChatSettings,
+  signal?: AbortSignal,
+): Promise<AttachmentResult[]> {
+  const results: AttachmentResult[] = [];
+  for (const input of inputs) {
+    signal?.throwIfAborted();
+    const source = attachmentSource(input);
+    try {
+      const { name, doc, origin } = await load(input, settings, signal);
+      const file = await files.add(threadId, {
+        name,
+        kind: doc.kind,
+        source: origin,
+        text: doc.text,
+        ...(doc.pages !== undefined ? { pages: doc.pages } : {}),
+        ...(doc.truncated ? { truncated: true } : {}),
+      });
+      results.push({ name: file.name, source, ok: true, file });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      // Bad input is the user's to fix; anything else (a full disk, a broken DB) is not.
+      if (!CodehopError.isInstance(err) || err.code !== ErrorCodes.INPUT_INVALID) throw err;
+      results.push({
+        name: inputName(input),
+        source,
+        ok: false,
+        error: err.message,
+        code: err.code,
+      });
+    }
+  }
+  return results;
+}
+
+function inputName(input: AttachmentInput): string {
+  if ("path" in input) return displayName(input.path);
+  if ("url" in input) return input.url;
+  return input.name || "upload";
+}
+
+function invalid(message: string, cause?: unknown): CodehopError {
+  return new CodehopError(ErrorCodes.INPUT_INVALID, message, cause ? { cause } : undefined);
+}
+
+async function load(
+  input: AttachmentInput,
+  settings: ChatSettings,
+  signal?: AbortSignal,
+): Promise<{ name: string; doc: ExtractedDocument; origin: string }> {
+  if ("url" in input) {
+    const fetched = await fetchDocument(
+      input.url,
+      {
+        timeoutMs: settings.urlTimeoutMs,
+        maxBytes: settings.maxUrlBytes,
+        maxRedirects: settings.maxRedirects,
+      },
+      signal,
+    );
+    const doc = await extractDocument(
+      { name: fetched.name, mediaType: fetched.mediaType },
+      fetched.bytes,
+    );
+    // A page is best known by its title; a file by its name.
+    const name =
+      doc.kind === "html" && doc.title
+        ? doc.title
+        : hasSupportedExtension(fetched.name)
+          ? fetched.name
+          : new URL(fetched.finalUrl).host + new URL(fetched.finalUrl).pathname.replace(/\/$/, "");
+    return { name, doc, origin: fetched.url };
+  }
+  if ("path" in input) {
+    const path = resolve(input.path);
+    const name = displayName(path);
+    let size: number;
+    try {
+      const st = await stat(path);
+      if (st.isDirectory())
+        throw invalid(`${input.path} is a directory; attach the files in it one by one.`);
+      size = st.size;
+    } catch (err) {
+      if (CodehopError.isInstance(err)) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      throw invalid(
+        code === "ENOENT"
+          ? `${input.path} does not exist.`
+          : `${input.path} cannot be read (${code ?? (err as Error).message}).`,
+        err,
+      );
+    }
+    if (size > settings.maxFileBytes) {
+      throw invalid(
+        `${name} is ${megabytes(size)}, over the ${megabytes(settings.maxFileBytes)} limit for attached files (CODEHOP_CHAT_MAX_FILE_MB).`,
+      );
+    }
+    if (size === 0) throw invalid(`${name} is empty: it has no text to search.`);
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(path);
+    } catch (err) {
+      throw invalid(`${input.path} cannot be read (${(err as Error).message}).`, err);
+    }
+    return { name, doc: await extractDocument({ name }, bytes), origin: path };
+  }
+  const name = displayName(input.name || "upload");
+  const bytes = Buffer.from(input.data ?? "", "base64");
+  if (bytes.length > settings.maxFileBytes) {
+    throw invalid(
+      `${name} is ${megabytes(bytes.length)}, over the ${megabytes(settings.maxFileBytes)} limit for attached files.`,
+    );
+  }
+  if (bytes.length === 0) throw invalid(`${name} is empty: it has no text to search.`);
+  return {
+    name,
+    doc: await extractDocument({ name, mediaType: input.mediaType }, bytes),
+    origin: "upload",
+  };
+}
+
+/** A content block of a chat UI's message carrying a file (agent-chat-ui sends PDFs and images). */
+interface DataBlock {
+  type: string;
+  data?: unknown;
+  mimeType?: unknown;
+  mime_type?: unknown;
+  source_type?: unknown;
+  metadata?: { filename?: unknown; name?: unknown };
+}
+
+function isDataBlock(part: unknown): part is DataBlock {
+  if (!part || typeof part !== "object") return false;
+  const p = part as DataBlock;
+  return (p.type === "file" || p.type === "image") && typeof p.data === "string";
+}
+
+/**
+ * The files a chat UI put into a message as base64 content blocks (LangChain's `file` / `image`
+ * blocks, in both the current `mimeType` and the older `mime_type` + `source_type` shape), and the
+ * message content without their bytes — each block replaced by a short text note, so the
+ * conversation's checkpoints do not carry the files (they live in the knowledge base).
+ */
+export function takeUploads(content: unknown): {
+  uploads: AttachmentInput[];
+  content: unknown;
+} {
+  if (!Array.isArray(content) || !content.some(isDataBlock)) return { uploads: [], content };
+  const uploads: AttachmentInput[] = [];
+  const kept = content.map((part, i) => {
+    if (!isDataBlock(part)) return part;
+    const mediaType = String(part.mimeType ?? part.mime_type ?? "");
+    const name = String(
+      part.metadata?.filename ??
+        part.metadata?.name ??
+        `upload-${i + 1}${guessExtension(mediaType)}`,
+    );
+    uploads.push({ name, data: part.data as string, ...(mediaType ? { mediaType } : {}) });
+    return { type: "text", text: `[attached file: ${name}]` };
+  });
+  return { uploads, content: kept };
+}
+
+function guessExtension(mediaType: string): string {
+  if (mediaType === "application/pdf") return ".pdf";
+  if (mediaType.startsWith("image/")) return `.${mediaType.slice(6)}`;
+  return "";
+}

@@ -1,0 +1,51 @@
+import { HumanMessage } from "@langchain/core/messages";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { attachAll, takeUploads, type AttachmentInput } from "../conversation/attachments.ts";
+import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
+import { chatSettingsOf } from "../conversation/settings.ts";
+import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
+
+/**
+ * attach_files: the round's first step. Adds the files and links of the input's `attach` and the files a
+ * chat UI uploaded inside the user's message (whose bytes it then replaces by a note, keeping the
+ * checkpoints small) to the thread's knowledge base, and records one result per file in
+ * `attachments` ([] on a round without any). A file that cannot be attached is a failed result
+ * the agent tells the user about; the round goes on. Re-running it (a resumed round) is harmless:
+ * a file attached again from the same place replaces itself.
+ */
+export function makeAttachNode(deps: ChatFilesDeps) {
+  return async function attach(
+    state: ChatStateValue,
+    config: LangGraphRunnableConfig,
+  ): Promise<ChatUpdate> {
+    const settings = chatSettingsOf(config);
+    const files = chatFilesOf(config, deps);
+    // Retention: indexes of conversations idle for too long go (at most once an hour).
+    files.sweepIfDue(settings.filesRetentionDays);
+    const inputs: AttachmentInput[] = [...(state.attach ?? [])];
+    const update: ChatUpdate = { attachments: [] };
+    const last = state.messages[state.messages.length - 1];
+    if (last?.getType() === "human") {
+      const { uploads, content } = takeUploads(last.content);
+      if (uploads.length) {
+        inputs.push(...uploads);
+        update.messages = [
+          new HumanMessage({
+            content: content as HumanMessage["content"],
+            id: last.id,
+            ...(last.name ? { name: last.name } : {}),
+          }),
+        ];
+      }
+    }
+    if (!inputs.length) return update;
+    update.attachments = await attachAll(
+      files,
+      threadIdOf(config),
+      inputs,
+      settings,
+      config.signal,
+    );
+    return update;
+  };
+}

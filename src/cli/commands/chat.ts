@@ -1,0 +1,256 @@
+import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
+import { Command } from "commander";
+import { configFromFlags, type RunFlags } from "../cli-support.ts";
+import { CodehopError, ErrorCodes } from "../../errors.ts";
+import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
+import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
+import { chatRoundView } from "../chat-view.ts";
+import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
+
+/** Flags of `codehop chat`. */
+interface ChatFlags extends RunFlags {
+  thread?: string;
+  file?: string[];
+  url?: string[];
+  keepRounds?: string;
+}
+
+const HELP = [
+  "Commands:",
+  "  /attach <path-or-url> ...   add files (PDF, DOCX, HTML, Markdown, text) or links to this conversation",
+  "  /files                      list the attached files",
+  "  /forget                     forget this conversation (its history and files) and start a new one",
+  "  /forget <file>              remove one attached file",
+  "  /thread                     show the thread id",
+  "  /exit                       leave (Ctrl-D works too); `codehop chat --thread <id>` continues later",
+  "Ctrl-C while the assistant works stops that reply; the conversation is kept.",
+].join("\n");
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/**
+ * `codehop chat`: an interactive conversation with the chat agent in the terminal. Each line is a
+ * message (or a /command); the history is kept per thread in the data directory, so `--thread`
+ * continues a conversation. Ctrl-C stops the reply being worked on and keeps the conversation.
+ */
+export default function chatCommand(): Command {
+  return new Command("chat")
+    .description(
+      "talk with the chat agent: attach files and links, ask about them over many rounds (history kept per thread)",
+    )
+    .option("--thread <id>", "conversation to continue or start (default: a new one)")
+    .option("--file <path>", "attach a file at the start (repeatable)", collect)
+    .option("--url <url>", "attach a link at the start (repeatable)", collect)
+    .option("--keep-rounds <n>", "rounds the agent sees verbatim; older ones are summarized")
+    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+    .option("--model <name>", "model for the chat agent (default CODEHOP_MODEL)")
+    .option("--json", "print one JSON object per round instead of the reply")
+    .option("-q, --quiet", "no live tree of the agent's steps")
+    .action(async (flags: ChatFlags) => {
+      const config = configFromFlags(flags) ?? {};
+      const resolved = loadAppConfig(config);
+      if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
+      const settings: Record<string, number> = {};
+      if (flags.keepRounds !== undefined) {
+        const n = Number(flags.keepRounds);
+        if (!Number.isInteger(n) || n < 0)
+          throw new CodehopError(
+            ErrorCodes.CONFIG_INVALID,
+            "--keep-rounds must be an integer >= 0.",
+          );
+        settings.keepRounds = n;
+      }
+      // Loaded on use: the agent stack takes a moment to import.
+      const app = await import("../../apps/chat/app.ts");
+      const { deleteThread } = await import("../../apps/index.ts");
+      const out = (text: string) => process.stdout.write(`${text}\n`);
+      const err = (text: string) => process.stderr.write(`${text}\n`);
+      let threadId = flags.thread ?? randomUUID();
+
+      const printAttachments = (results: Awaited<ReturnType<typeof app.attachToThread>>) => {
+        for (const r of results) {
+          if (r.ok && r.file) {
+            const what = r.file.pages ? `${r.file.pages} pages, ` : "";
+            out(`attached: ${r.file.name} (${what}${r.file.passages} passages)`);
+          } else out(`not attached: ${r.name} — ${r.error}`);
+        }
+      };
+
+      const history = await app.chatHistory(threadId, { config });
+      err(
+        `codehop chat — thread ${threadId}${history.length ? ` (continuing: ${history.length} rounds so far)` : ""}. /help for commands, /exit to leave.`,
+      );
+      const last = history[history.length - 1];
+      if (last && !flags.json) {
+        out(`you> ${last.user}`);
+        if (last.reply !== undefined) out(`assistant> ${last.reply}`);
+      }
+      const startFiles = [...(flags.file ?? []), ...(flags.url ?? [])];
+      if (startFiles.length)
+        printAttachments(await app.attachToThread(threadId, startFiles, { config, settings }));
+
+      const tty = Boolean(process.stdin.isTTY);
+      const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
+      rl.setPrompt("you> ");
+      let running: AbortController | undefined;
+      let interruptedAtPrompt = false;
+      const onInterrupt = () => {
+        if (running) {
+          running.abort(new CodehopError(ErrorCodes.RUN_INTERRUPTED, "interrupted (Ctrl-C)"));
+          return;
+        }
+        if (interruptedAtPrompt || !tty) {
+          rl.close();
+          return;
+        }
+        interruptedAtPrompt = true;
+        out("\n(Ctrl-C again or /exit to leave)");
+        rl.prompt();
+      };
+      rl.on("SIGINT", onInterrupt);
+      process.on("SIGINT", onInterrupt);
+
+      // Lines are read from one iterator: the loop's messages and the answers to an approval.
+      const lines = rl[Symbol.asyncIterator]();
+      const nextLine = async (question?: string): Promise<string | undefined> => {
+        // A question waits on the same line in a terminal; in a log it is a line of its own.
+        if (question) process.stdout.write(tty ? question : `${question}\n`);
+        const next = await lines.next();
+        return next.done ? undefined : String(next.value);
+      };
+
+      /** Asks approve / edit / reject for a paused tool call; undefined when the input ends. */
+      const decide = async (request: ApprovalRequest): Promise<ApprovalDecision | undefined> => {
+        out(formatApproval(request));
+        for (;;) {
+          const answer = (await nextLine("[a]pprove, [e]dit arguments, [r]eject? "))
+            ?.trim()
+            .toLowerCase();
+          if (answer === undefined) return undefined;
+          if (answer === "a" || answer === "approve") return { decision: "approve" };
+          if (answer === "r" || answer === "reject") {
+            const reason = (await nextLine("Reason (the agent reads it): "))?.trim();
+            if (reason === undefined) return undefined;
+            return { decision: "reject", ...(reason ? { reason } : {}) };
+          }
+          if (answer === "e" || answer === "edit") {
+            const json = await nextLine(`Arguments as JSON [${JSON.stringify(request.args)}]: `);
+            if (json === undefined) return undefined;
+            try {
+              return { decision: "edit", args: json.trim() ? parseEditedArgs(json) : request.args };
+            } catch (e) {
+              out((e as Error).message);
+            }
+          }
+        }
+      };
+
+      const runRound = async (message: string) => {
+        running = new AbortController();
+        const view = chatRoundView(!flags.json && !flags.quiet);
+        try {
+          let approval: ApprovalDecision | undefined;
+          for (;;) {
+            const result = await app.chat(threadId, message, {
+              config,
+              ...(Object.keys(settings).length ? { settings } : {}),
+              signal: running.signal,
+              ...(approval ? { approval } : {}),
+              ...view.options,
+            });
+            view.stop();
+            if (flags.json) out(JSON.stringify(result));
+            if (result.approval) {
+              // The agent's code wants to run a tool that needs approval: ask, then go on.
+              approval = await decide(result.approval);
+              if (approval) continue;
+              out(
+                `(the reply waits for this approval; answer it later with:\n${approvalCommands(threadId)})`,
+              );
+              return;
+            }
+            if (!flags.json) {
+              for (const a of result.attachments)
+                if (!a.ok) out(`not attached: ${a.name} — ${a.error}`);
+              out(`assistant> ${result.reply}`);
+            }
+            return;
+          }
+        } catch (e) {
+          view.stop();
+          if (CodehopError.isInstance(e) && e.code === ErrorCodes.RUN_INTERRUPTED) {
+            out("(stopped — the conversation is kept; ask again or go on)");
+          } else if (CodehopError.isInstance(e)) {
+            // The round failed (e.g. the model endpoint is down): say so, keep the session.
+            out(`(the reply failed: ${e.message.split("\n")[0]} [${e.code}])`);
+          } else throw e;
+        } finally {
+          running = undefined;
+        }
+      };
+
+      const command = async (line: string): Promise<boolean> => {
+        const [name, ...args] = line.split(/\s+/);
+        const rest = line.slice(name.length).trim();
+        switch (name) {
+          case "/exit":
+          case "/quit":
+            return false;
+          case "/help":
+            out(HELP);
+            break;
+          case "/thread":
+            out(`thread ${threadId}`);
+            break;
+          case "/files": {
+            const files = app.threadFiles(threadId, { config });
+            if (!files.length) out("(no files attached; /attach <path-or-url>)");
+            for (const f of files)
+              out(
+                `- ${f.name} (${f.kind}${f.pages ? `, ${f.pages} pages` : ""}, ${f.passages} passages) from ${f.source}`,
+              );
+            break;
+          }
+          case "/attach":
+            if (!args.length) out("usage: /attach <path-or-url> ...");
+            else printAttachments(await app.attachToThread(threadId, args, { config, settings }));
+            break;
+          case "/forget":
+            if (rest) {
+              out(
+                app.removeThreadFile(threadId, rest, { config })
+                  ? `removed ${rest}`
+                  : `no attached file named ${rest} (see /files)`,
+              );
+            } else {
+              await deleteThread(threadId, { config });
+              const old = threadId;
+              threadId = randomUUID();
+              out(`forgot the conversation ${old} (history and files); new thread ${threadId}`);
+            }
+            break;
+          default:
+            out(`unknown command ${name}; /help lists them`);
+        }
+        return true;
+      };
+
+      try {
+        if (tty) rl.prompt();
+        for (let raw = await nextLine(); raw !== undefined; raw = await nextLine()) {
+          interruptedAtPrompt = false;
+          const line = raw.trim();
+          if (line) {
+            const goOn = line.startsWith("/") ? await command(line) : (await runRound(line), true);
+            if (!goOn) break;
+          }
+          if (tty) rl.prompt();
+        }
+      } finally {
+        process.off("SIGINT", onInterrupt);
+        rl.close();
+      }
+      err(`bye — continue with \`codehop chat --thread ${threadId}\``);
+    });
+}

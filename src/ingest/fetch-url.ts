@@ -1,0 +1,192 @@
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * Downloads a linked document for ingestion with hard limits: a deadline for the whole download,
+ * a size cap enforced while reading (not trusted from Content-Length), and redirects followed one
+ * by one up to a maximum, so a URL that never answers, redirects forever or streams gigabytes
+ * ends with a clear INPUT_INVALID message instead of hanging or filling memory.
+ */
+
+/** Limits of {@link fetchDocument}. */
+export interface FetchLimits {
+  /** Deadline for connecting, the headers and the whole body (default 15 s). */
+  timeoutMs?: number;
+  /** Largest body accepted (default 20 MB). */
+  maxBytes?: number;
+  /** Redirects followed (default 5). */
+  maxRedirects?: number;
+}
+
+/** Default limits. */
+export const FETCH_DEFAULTS = {
+  timeoutMs: 15_000,
+  maxBytes: 20 * 1024 * 1024,
+  maxRedirects: 5,
+} as const;
+
+/** A downloaded document. */
+export interface FetchedDocument {
+  /** The URL asked for. */
+  url: string;
+  /** The URL the content came from, after redirects. */
+  finalUrl: string;
+  bytes: Uint8Array;
+  /** The Content-Type the server declared, if any. */
+  mediaType?: string;
+  /** A file name: Content-Disposition's, else the last path segment, else the host. */
+  name: string;
+}
+
+function invalid(message: string, cause?: unknown): CodehopError {
+  return new CodehopError(ErrorCodes.INPUT_INVALID, message, cause ? { cause } : undefined);
+}
+
+/** Size in MB for messages ("20 MB", "0.5 MB"). */
+export function megabytes(bytes: number): string {
+  const mb = bytes / (1024 * 1024);
+  return `${mb >= 10 ? Math.round(mb) : Number(mb.toFixed(1))} MB`;
+}
+
+/** Parses an http(s) URL; INPUT_INVALID for anything else. */
+export function parseHttpUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw invalid(`"${raw}" is not a valid URL (expected http:// or https://).`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw invalid(`${raw}: only http:// and https:// links can be attached (got ${url.protocol}).`);
+  return url;
+}
+
+/** Why a network request failed, in words ("could not connect", "host not found" ...). */
+function networkReason(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  switch (cause?.code) {
+    case "ECONNREFUSED":
+      return "the server refused the connection";
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return "the host name could not be resolved";
+    case "ECONNRESET":
+      return "the connection was reset";
+    case "UND_ERR_HEADERS_TIMEOUT":
+    case "UND_ERR_BODY_TIMEOUT":
+      return "the server stopped answering";
+    default:
+      return cause?.message ?? (err as Error)?.message ?? String(err);
+  }
+}
+
+function fileNameOf(disposition: string | null, url: URL): string {
+  const star = disposition && /filename\*\s*=\s*(?:UTF-8'')?([^;]+)/i.exec(disposition);
+  if (star) {
+    try {
+      return decodeURIComponent(star[1].trim().replace(/^"|"$/g, ""));
+    } catch {
+      // fall through to the plain filename
+    }
+  }
+  const plain = disposition && /filename\s*=\s*"?([^";]+)"?/i.exec(disposition);
+  if (plain) return plain[1].trim();
+  const segment = url.pathname.split("/").filter(Boolean).pop();
+  if (segment) {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      return segment;
+    }
+  }
+  return url.host;
+}
+
+/**
+ * Downloads `raw` within `limits`. INPUT_INVALID for a bad URL, an HTTP error status, a timeout, a
+ * redirect loop, a body over the size limit or a network failure; `signal` (the run's) aborting
+ * rethrows its reason, so a stopped run is not reported as a bad link.
+ */
+export async function fetchDocument(
+  raw: string,
+  limits: FetchLimits = {},
+  signal?: AbortSignal,
+): Promise<FetchedDocument> {
+  const timeoutMs = limits.timeoutMs ?? FETCH_DEFAULTS.timeoutMs;
+  const maxBytes = limits.maxBytes ?? FETCH_DEFAULTS.maxBytes;
+  const maxRedirects = limits.maxRedirects ?? FETCH_DEFAULTS.maxRedirects;
+  let url = parseHttpUrl(raw);
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const abort = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  const failed = (err: unknown): never => {
+    if (signal?.aborted) throw signal.reason;
+    if (deadline.aborted)
+      throw invalid(`${raw} did not answer within ${timeoutMs / 1000} s (timed out).`, err);
+    throw invalid(`${raw} could not be fetched: ${networkReason(err)}.`, err);
+  };
+  let response: Response | undefined;
+  for (let hop = 0; ; hop++) {
+    try {
+      response = await fetch(url, {
+        redirect: "manual",
+        signal: abort,
+        headers: { "user-agent": "codehop (document attachment)", accept: "*/*" },
+      });
+    } catch (err) {
+      failed(err);
+    }
+    const status = response!.status;
+    if (status >= 300 && status < 400 && response!.headers.get("location")) {
+      await response!.body?.cancel().catch(() => {});
+      if (hop >= maxRedirects) {
+        throw invalid(
+          `${raw} redirects more than ${maxRedirects} times (a redirect loop?); attach the final address instead.`,
+        );
+      }
+      url = parseHttpUrl(new URL(response!.headers.get("location")!, url).href);
+      continue;
+    }
+    break;
+  }
+  const res = response!;
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => {});
+    throw invalid(
+      `${raw} answered HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}; check the link.`,
+    );
+  }
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw invalid(`${raw} is ${megabytes(declared)}, over the ${megabytes(maxBytes)} limit.`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    if (res.body) {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        size += chunk.byteLength;
+        if (size > maxBytes) {
+          await res.body.cancel().catch(() => {});
+          throw invalid(`${raw} is larger than the ${megabytes(maxBytes)} limit.`);
+        }
+        chunks.push(chunk);
+      }
+    }
+  } catch (err) {
+    if (CodehopError.isInstance(err)) throw err;
+    failed(err);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return {
+    url: raw,
+    finalUrl: url.href,
+    bytes,
+    mediaType: res.headers.get("content-type") ?? undefined,
+    name: fileNameOf(res.headers.get("content-disposition"), url),
+  };
+}
