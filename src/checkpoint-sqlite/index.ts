@@ -28,7 +28,7 @@ import Database from "better-sqlite3";
 export interface IncrementalSqliteSaverOptions {
   /** Serializer (default: LangGraph's JsonPlusSerializer). */
   serde?: SerializerProtocol;
-  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 256 bytes. */
+  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 128 bytes. */
   compressAbove?: number;
   /** A list appended this many times in a row is stored whole once more (bounds reads). Default 16. */
   minChainBeforeSnapshot?: number;
@@ -173,6 +173,11 @@ function keepsKeys(before: object, after: object): boolean {
   return true;
 }
 
+/** Queued puts and putWrites are written at once when this many wait (see `enqueue`). */
+const MAX_QUEUED_ROWS = 32;
+/** ... or when the oldest has waited this long (ms). */
+const MAX_QUEUED_MS = 100;
+
 /** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
 const ZIP_DICTIONARY = 2;
 /** Plain rows of a namespace kept in memory as dictionary candidates for the rows after them. */
@@ -282,6 +287,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private pending: Array<() => void> = [];
   private waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private flushScheduled = false;
+  /** When the oldest queued row was queued (performance.now()), for {@link MAX_QUEUED_MS}. */
+  private queuedSince = 0;
   /** Blob rows not written yet, by blob key (read by appends to them). */
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
@@ -297,7 +304,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   constructor(db: Database.Database | string, options: IncrementalSqliteSaverOptions = {}) {
     super(options.serde);
     this.db = typeof db === "string" ? new Database(db) : db;
-    this.compressAbove = options.compressAbove ?? 256;
+    this.compressAbove = options.compressAbove ?? 128;
     this.minChain = options.minChainBeforeSnapshot ?? 16;
     this.values = new Lru(options.cacheSize ?? 512);
     this.writes = new Lru(64);
@@ -446,8 +453,18 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   /** Queues rows to write; the promise resolves once they are committed. */
   private enqueue(write: () => void): Promise<void> {
+    if (!this.pending.length) this.queuedSince = performance.now();
     this.pending.push(write);
     const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    // A graph whose nodes never wait on I/O runs in microtasks only, so the next turn may come
+    // only when the run ends: bound what a crash can lose (and the queue) meanwhile.
+    if (
+      this.pending.length >= MAX_QUEUED_ROWS ||
+      performance.now() - this.queuedSince >= MAX_QUEUED_MS
+    ) {
+      this.flush();
+      return done;
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
