@@ -40,7 +40,7 @@ export interface IncrementalSqliteSaverOptions {
 const KIND_FULL = 0;
 /** Items appended to the value at `base_version`. */
 const KIND_APPEND = 1;
-/** The channel is empty at this version. */
+/** The channel is empty at this version (rows of earlier versions: an empty channel now gets no row). */
 const KIND_EMPTY = 2;
 /** The value is a task write of the parent checkpoint (`value`: JSON [checkpoint_id, [[task_id, idx, 0]]]). */
 const KIND_WRITE = 3;
@@ -727,12 +727,10 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     channel: string,
     version: string,
     value: unknown,
-    present: boolean,
     baseVersion: string | undefined,
     parent: { id: string; writes?: CachedWrite[] } | undefined,
   ): Promise<unknown[]> {
     const key = blobKey(nsId, channel, version);
-    if (!present) return [nsId, channel, version, KIND_EMPTY, null, 0, 0, 0, "empty", 0, null];
     const refsJson = (refs: WriteRef[]) =>
       Buffer.from(JSON.stringify({ checkpoint: parent!.id, refs }), "utf8");
     if (Array.isArray(value) && baseVersion !== undefined && baseVersion !== version) {
@@ -1167,13 +1165,15 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
     for (const [channel, version] of Object.entries(toStore)) {
+      // An empty channel gets no row: a version without one reads as empty (as KIND_EMPTY rows of
+      // earlier versions do), and LangGraph empties a few channels in almost every step.
+      if (!Object.hasOwn(prepared.channel_values, channel)) continue;
       blobs.push(
         await this.blobFor(
           nsId,
           channel,
           String(version),
           prepared.channel_values[channel],
-          Object.hasOwn(prepared.channel_values, channel),
           parent?.versions.channel_versions[channel] !== undefined
             ? String(parent.versions.channel_versions[channel])
             : undefined,
