@@ -166,6 +166,8 @@ interface Versions {
  * this many times in a row, then whole again (bounds a read to this many rows).
  */
 const MAX_VERSIONS_CHAIN = 8;
+/** `base` of a record whose version maps are stored as the change from its parent (the row's). */
+const BASE_IS_PARENT = 1;
 
 /** Whether every key of `before` is in `after` (maps that only grew or changed). */
 function keepsKeys(before: object, after: object): boolean {
@@ -837,8 +839,11 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     nsId: number,
     id: string,
     stored: Record<string, any>,
+    parentId: string | null,
   ): Promise<Versions> {
-    if (typeof stored.base !== "string")
+    // `base`: 1 for the parent (records written since), or the base checkpoint's id (earlier ones).
+    const baseId = stored.base === BASE_IS_PARENT ? parentId : stored.base;
+    if (typeof baseId !== "string")
       return {
         channel_versions: stored.channel_versions ?? {},
         versions_seen: stored.versions_seen ?? {},
@@ -847,16 +852,17 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
-    const baseRow = this.s.getCheckpoint.get(nsId, stored.base) as CheckpointRow | undefined;
+    const baseRow = this.s.getCheckpoint.get(nsId, baseId) as CheckpointRow | undefined;
     if (!baseRow)
       throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
     const base = await this.versionsFrom(
       nsId,
-      stored.base,
+      baseId,
       (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
         string,
         any
       >,
+      baseRow.parent_checkpoint_id,
     );
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
@@ -904,7 +910,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
         vs[node] = changed;
     }
-    return { ...rest, base: parentId, cv, vs };
+    return { ...rest, base: BASE_IS_PARENT, cv, vs };
   }
 
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
@@ -942,12 +948,12 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         vs: _vs,
         ...stored
       } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
-      const versions = await this.versionsFrom(nsId, row.checkpoint_id, {
-        ...stored,
-        base: _base,
-        cv: _cv,
-        vs: _vs,
-      });
+      const versions = await this.versionsFrom(
+        nsId,
+        row.checkpoint_id,
+        { ...stored, base: _base, cv: _cv, vs: _vs },
+        row.parent_checkpoint_id,
+      );
       stored.id = row.checkpoint_id;
       // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
       stored.channel_versions = { ...versions.channel_versions };
@@ -1142,7 +1148,10 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       string,
       any
     >;
-    return { versions: await this.versionsFrom(nsId, id, stored), legacy: false };
+    return {
+      versions: await this.versionsFrom(nsId, id, stored, row.parent_checkpoint_id),
+      legacy: false,
+    };
   }
 
   async put(
