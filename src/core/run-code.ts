@@ -179,6 +179,9 @@ export async function runCodeWithTools(
   const approvals = actionApprovals(config, threadId, journal);
   // Calls of each tool so far, to tell which of its call sites made a call (approval requests).
   const callsByTool = new Map<string, number>();
+  // Calls of each tool with valid arguments so far (`ctx.toolCallIndex`). Counted before anything
+  // is awaited: hosts are entered in call order, so the count is the same on every run.
+  const validCallsByTool = new Map<string, number>();
   const pause = (err: unknown, signal: AbortSignal): Promise<never> => {
     paused ??= err;
     stop.abort(err);
@@ -229,6 +232,8 @@ export async function runCodeWithTools(
         record(rawArgs, false, errorMessage(err), false);
         throw err;
       }
+      const toolCallIndex = validCallsByTool.get(tool.name) ?? 0;
+      validCallsByTool.set(tool.name, toolCallIndex + 1);
       const key: CallKey = {
         threadId,
         checkpointNs,
@@ -315,6 +320,7 @@ export async function runCodeWithTools(
       try {
         const value = await tool.invoke(runArgs, {
           callIndex,
+          toolCallIndex,
           signal,
           config: toolConfig,
           report: (r) => reports.push(r),
