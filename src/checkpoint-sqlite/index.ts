@@ -28,7 +28,7 @@ import Database from "better-sqlite3";
 export interface IncrementalSqliteSaverOptions {
   /** Serializer (default: LangGraph's JsonPlusSerializer). */
   serde?: SerializerProtocol;
-  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 256 bytes. */
+  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 128 bytes. */
   compressAbove?: number;
   /** A list appended this many times in a row is stored whole once more (bounds reads). Default 16. */
   minChainBeforeSnapshot?: number;
@@ -40,7 +40,7 @@ export interface IncrementalSqliteSaverOptions {
 const KIND_FULL = 0;
 /** Items appended to the value at `base_version`. */
 const KIND_APPEND = 1;
-/** The channel is empty at this version. */
+/** The channel is empty at this version (rows of earlier versions: an empty channel now gets no row). */
 const KIND_EMPTY = 2;
 /** The value is a task write of the parent checkpoint (`value`: JSON [checkpoint_id, [[task_id, idx, 0]]]). */
 const KIND_WRITE = 3;
@@ -210,12 +210,19 @@ interface Versions {
  * this many times in a row, then whole again (bounds a read to this many rows).
  */
 const MAX_VERSIONS_CHAIN = 8;
+/** `base` of a record whose version maps are stored as the change from its parent (the row's). */
+const BASE_IS_PARENT = 1;
 
 /** Whether every key of `before` is in `after` (maps that only grew or changed). */
 function keepsKeys(before: object, after: object): boolean {
   for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) return false;
   return true;
 }
+
+/** Queued puts and putWrites are written at once when this many wait (see `enqueue`). */
+const MAX_QUEUED_ROWS = 32;
+/** ... or when the oldest has waited this long (ms). */
+const MAX_QUEUED_MS = 100;
 
 /** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
 const ZIP_DICTIONARY = 2;
@@ -326,6 +333,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private pending: Array<() => void> = [];
   private waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private flushScheduled = false;
+  /** When the oldest queued row was queued (performance.now()), for {@link MAX_QUEUED_MS}. */
+  private queuedSince = 0;
   /** Blob rows not written yet, by blob key (read by appends to them). */
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
@@ -341,7 +350,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   constructor(db: Database.Database | string, options: IncrementalSqliteSaverOptions = {}) {
     super(options.serde);
     this.db = typeof db === "string" ? new Database(db) : db;
-    this.compressAbove = options.compressAbove ?? 256;
+    this.compressAbove = options.compressAbove ?? 128;
     this.minChain = options.minChainBeforeSnapshot ?? 16;
     this.values = new Lru(options.cacheSize ?? 512);
     this.writes = new Lru(64);
@@ -549,8 +558,18 @@ INSERT INTO ${T_BLOBS}
 
   /** Queues rows to write; the promise resolves once they are committed. */
   private enqueue(write: () => void): Promise<void> {
+    if (!this.pending.length) this.queuedSince = performance.now();
     this.pending.push(write);
     const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    // A graph whose nodes never wait on I/O runs in microtasks only, so the next turn may come
+    // only when the run ends: bound what a crash can lose (and the queue) meanwhile.
+    if (
+      this.pending.length >= MAX_QUEUED_ROWS ||
+      performance.now() - this.queuedSince >= MAX_QUEUED_MS
+    ) {
+      this.flush();
+      return done;
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -813,12 +832,10 @@ INSERT INTO ${T_BLOBS}
     channel: string,
     version: string,
     value: unknown,
-    present: boolean,
     baseVersion: string | undefined,
     parent: { id: string; writes?: CachedWrite[] } | undefined,
   ): Promise<unknown[]> {
     const key = blobKey(nsId, channel, version);
-    if (!present) return [nsId, channel, version, KIND_EMPTY, null, 0, 0, 0, "empty", 0, null];
     const refsJson = (refs: WriteRef[]) =>
       Buffer.from(JSON.stringify({ checkpoint: parent!.id, refs }), "utf8");
     if (Array.isArray(value) && baseVersion !== undefined && baseVersion !== version) {
@@ -925,8 +942,11 @@ INSERT INTO ${T_BLOBS}
     nsId: number,
     id: string,
     stored: Record<string, any>,
+    parentId: string | null,
   ): Promise<Versions> {
-    if (typeof stored.base !== "string")
+    // `base`: 1 for the parent (records written since), or the base checkpoint's id (earlier ones).
+    const baseId = stored.base === BASE_IS_PARENT ? parentId : stored.base;
+    if (typeof baseId !== "string")
       return {
         channel_versions: stored.channel_versions ?? {},
         versions_seen: stored.versions_seen ?? {},
@@ -935,16 +955,17 @@ INSERT INTO ${T_BLOBS}
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
-    const baseRow = this.s.getCheckpoint.get(nsId, stored.base) as CheckpointRow | undefined;
+    const baseRow = this.s.getCheckpoint.get(nsId, baseId) as CheckpointRow | undefined;
     if (!baseRow)
       throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
     const base = await this.versionsFrom(
       nsId,
-      stored.base,
+      baseId,
       (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
         string,
         any
       >,
+      baseRow.parent_checkpoint_id,
     );
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
@@ -992,7 +1013,7 @@ INSERT INTO ${T_BLOBS}
       if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
         vs[node] = changed;
     }
-    return { ...rest, base: parentId, cv, vs };
+    return { ...rest, base: BASE_IS_PARENT, cv, vs };
   }
 
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
@@ -1030,12 +1051,12 @@ INSERT INTO ${T_BLOBS}
         vs: _vs,
         ...stored
       } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
-      const versions = await this.versionsFrom(nsId, row.checkpoint_id, {
-        ...stored,
-        base: _base,
-        cv: _cv,
-        vs: _vs,
-      });
+      const versions = await this.versionsFrom(
+        nsId,
+        row.checkpoint_id,
+        { ...stored, base: _base, cv: _cv, vs: _vs },
+        row.parent_checkpoint_id,
+      );
       stored.id = row.checkpoint_id;
       // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
       stored.channel_versions = { ...versions.channel_versions };
@@ -1230,7 +1251,10 @@ INSERT INTO ${T_BLOBS}
       string,
       any
     >;
-    return { versions: await this.versionsFrom(nsId, id, stored), legacy: false };
+    return {
+      versions: await this.versionsFrom(nsId, id, stored, row.parent_checkpoint_id),
+      legacy: false,
+    };
   }
 
   async put(
@@ -1253,13 +1277,15 @@ INSERT INTO ${T_BLOBS}
     const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
     for (const [channel, version] of Object.entries(toStore)) {
+      // An empty channel gets no row: a version without one reads as empty (as KIND_EMPTY rows of
+      // earlier versions do), and LangGraph empties a few channels in almost every step.
+      if (!Object.hasOwn(prepared.channel_values, channel)) continue;
       blobs.push(
         await this.blobFor(
           nsId,
           channel,
           String(version),
           prepared.channel_values[channel],
-          Object.hasOwn(prepared.channel_values, channel),
           parent?.versions.channel_versions[channel] !== undefined
             ? String(parent.versions.channel_versions[channel])
             : undefined,
