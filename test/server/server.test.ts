@@ -149,8 +149,10 @@ describe.skipIf(postgresMissing)(
       expect(assistants.map((a) => a.graph_id).sort()).toEqual([
         "approval",
         "approval_agent",
+        "chat",
         "code_agent",
         "manager",
+        "researcher",
       ]);
       const [manager] = await client.assistants.search({ graphId: "manager" });
       const drawing = await client.assistants.getGraph(manager.assistant_id, { xray: true });
@@ -195,6 +197,55 @@ describe.skipIf(postgresMissing)(
       expect(names.some((n) => /^updates\|act:[^|]+(\|\d+)?\|act:/.test(n))).toBe(true);
       const lastValues = events.filter((e) => e.event === "values").at(-1)!;
       expect(lastValues.data.answer).toBe(DEMO_ANSWERS.towers);
+    });
+
+    it("an empty or malformed input to the manager, researcher or chat graph: the run's error is CODEHOP_INPUT_INVALID in one readable line, before any model call", async () => {
+      const before = world.server.requests.length;
+      for (const [graphId, input, says] of [
+        [
+          "manager",
+          { question: "" },
+          'Invalid input for the "manager" graph: question: the question is empty',
+        ],
+        [
+          "researcher",
+          { topic: "" },
+          'Invalid input for the "researcher" graph: topic: the research topic is empty',
+        ],
+        [
+          "researcher",
+          { topic: "Towers", maxQuestions: 0 },
+          "maxQuestions: maxQuestions must be from 1 to 12",
+        ],
+        [
+          "chat",
+          { messages: [{ content: "no role" }] },
+          'Invalid input for the "chat" graph: messages.0: not a message',
+        ],
+        ["chat", { messages: [] }, "there is nothing to answer"],
+      ] as const) {
+        const thread = await client.threads.create();
+        // The run's result carries the error with its stable code ...
+        const result = (await client.runs.wait(thread.thread_id, graphId, {
+          input,
+          raiseError: false,
+        } as never)) as { __error__?: Record<string, string> };
+        const sent = result.__error__!;
+        expect(sent, graphId).toMatchObject({
+          error: "CodehopError",
+          code: "CODEHOP_INPUT_INVALID",
+        });
+        // ... and the SDK, which throws `${error}: ${message}`, shows the code too.
+        await expect(
+          client.runs.wait(thread.thread_id, graphId, { input } as never),
+        ).rejects.toThrow(/^CodehopError: .*\[CODEHOP_INPUT_INVALID\]$/);
+        expect(sent.message).toContain(says);
+        expect(sent.message).toMatch(/\[CODEHOP_INPUT_INVALID\]$/);
+        // Not zod's issue array nor a reducer's TypeError.
+        expect(sent.message).not.toMatch(/^\[|too_small|Unable to coerce/);
+        expect((await client.threads.get(thread.thread_id)).status).toBe("error");
+      }
+      expect(world.server.requests.length).toBe(before);
     });
 
     it("a stateless run (no thread) waits for its answer too", async () => {
