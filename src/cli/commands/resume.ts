@@ -7,6 +7,7 @@ interface ResumeFlags extends RunFlags {
   approve?: boolean;
   reject?: string;
   edit?: string;
+  approvalId?: string;
 }
 
 /**
@@ -25,6 +26,10 @@ export default function resumeCommand(): Command {
       .option(
         "--edit <json>",
         "run it with these arguments instead (a JSON object by parameter name)",
+      )
+      .option(
+        "--approval-id <id>",
+        "the approval to answer when the thread waits for several (without it: the one pending)",
       ),
   )
     .addHelpText(
