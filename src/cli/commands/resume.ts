@@ -8,6 +8,7 @@ interface ResumeFlags extends RunFlags {
   reject?: string;
   edit?: string;
   approvalId?: string;
+  verify?: boolean;
 }
 
 /**
@@ -28,6 +29,10 @@ export default function resumeCommand(): Command {
         "run it with these arguments instead (a JSON object by parameter name)",
       )
       .option(
+        "--verify",
+        "verify the answer of a QA thread once it has one, as ask --verify (a finished thread: again, without re-running it)",
+      )
+      .option(
         "--approval-id <id>",
         "the approval to answer when the thread waits for several (without it: the one pending)",
       ),
@@ -43,7 +48,13 @@ export default function resumeCommand(): Command {
       await runInTerminal(
         flags,
         "codehop resume",
-        (options) => resume(threadId, { config, ...options, ...(approval ? { approval } : {}) }),
+        (options) =>
+          resume(threadId, {
+            config,
+            ...options,
+            ...(approval ? { approval } : {}),
+            ...(flags.verify ? { verify: true } : {}),
+          }),
         { threadId, config },
       );
     });
