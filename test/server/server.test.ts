@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
@@ -9,7 +10,9 @@ import {
   DEMO_SUBTASKS,
   demoRules,
 } from "../../src/apps/qa/demo-trajectories.ts";
+import { chatRules, DEMO_FILES, DEMO_ROUNDS } from "../../src/apps/chat/demo-trajectories.ts";
 import { type Responder, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { writeDemoDocuments } from "../chat/documents.ts";
 import { type CliRun, spawnCli } from "../app/cli-helpers.ts";
 import { taskOf, useDemoWorld } from "../app/fixtures.ts";
 import { waitForStderr } from "./processes.ts";
@@ -38,6 +41,7 @@ const approvalAction = (id: string) =>
 const holdingResponder = (): Responder => {
   const inner = trajectoryResponder([
     ...demoRules(),
+    ...chatRules(),
     ...["a", "b"].map((id) => ({
       name: `delete:${id}`,
       task: `Delete note ${id}.`,
@@ -246,6 +250,41 @@ describe.skipIf(postgresMissing)(
         expect((await client.threads.get(thread.thread_id)).status).toBe("error");
       }
       expect(world.server.requests.length).toBe(before);
+    });
+
+    it("the chat graph streamed as agent-chat-ui streams it: root values carry the conversation, messages the reply and none of the agent's own model calls", async () => {
+      const span = DEMO_ROUNDS[1];
+      const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-serve-docs-")));
+      const thread = await client.threads.create();
+      const events: Array<{ event: string; data: any }> = [];
+      for await (const e of client.runs.stream(thread.thread_id, "chat", {
+        input: {
+          messages: [{ id: "human-1", type: "human", content: span.message }],
+          attach: [{ path: docs.report }],
+        },
+        streamMode: ["values", "messages-tuple", "custom"],
+        streamSubgraphs: true,
+        streamResumable: true,
+        onDisconnect: "continue",
+      }))
+        events.push(e as { event: string; data: any });
+      expect(events.filter((e) => e.event === "error")).toEqual([]);
+      const values = events.filter((e) => e.event.startsWith("values"));
+      expect(values.length).toBeGreaterThan(1);
+      expect(values.map((e) => e.event)).toEqual(values.map(() => "values"));
+      const messages = events.filter((e) => e.event.startsWith("messages"));
+      expect(messages.length).toBeGreaterThan(0);
+      for (const { data } of messages) {
+        expect(["ai", "AIMessageChunk"]).toContain(data[0].type);
+        expect(String(data[0].content)).not.toContain("Thought:");
+      }
+      const last = values.at(-1)!.data;
+      expect(last.messages.map((m: any) => m.type)).toEqual(["human", "ai"]);
+      expect(last.messages[1].content).toContain(
+        `${span.expect.reply} [${DEMO_FILES.report}, p. 1]`,
+      );
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
+      expect((history[0].values as any).messages).toHaveLength(2);
     });
 
     it("a stateless run (no thread) waits for its answer too", async () => {
