@@ -1,4 +1,5 @@
 import { basename, extname } from "node:path";
+import { decodeHTML } from "entities";
 import TurndownService from "turndown";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
@@ -329,28 +330,14 @@ export function htmlToText(html: string): string {
     .trim();
 }
 
-const ENTITIES: Record<string, string> = {
-  amp: "&",
-  lt: "<",
-  gt: ">",
-  quot: '"',
-  apos: "'",
-  nbsp: " ",
-};
-
-/** The `<title>` of an HTML page, if it has one. */
+/**
+ * The `<title>` of an HTML page, if it has one. Character references are decoded by `entities`
+ * as the HTML standard says (a reference out of Unicode's range or to NUL becomes U+FFFD), so no
+ * page, however malformed, can make decoding throw.
+ */
 export function htmlTitle(html: string): string | undefined {
   const m = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html);
-  const title = m?.[1]
-    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (all, e: string) => {
-      if (e[0] === "#") {
-        const code = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1));
-        return Number.isFinite(code) ? String.fromCodePoint(code) : all;
-      }
-      return ENTITIES[e.toLowerCase()] ?? all;
-    })
-    .replace(/\s+/g, " ")
-    .trim();
+  const title = m ? decodeHTML(m[1]).replace(/\s+/g, " ").trim() : "";
   return title || undefined;
 }
 

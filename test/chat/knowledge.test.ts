@@ -52,6 +52,15 @@ describe("text extraction keeps pages and sections", () => {
     expect(escaped.text).toBe("1. a_b *c*");
   });
 
+  it("a title's character references are decoded safely (out-of-range ones do not crash)", async () => {
+    const page = Buffer.from(
+      "<html><head><title>Tolls &#x110000; &#0; &#99999999999; &amp; &eacute;t&eacute; &lt;2024&gt;</title></head><body><p>Cars pay 4 dollars.</p></body></html>",
+    );
+    const doc = await extractDocument({ name: "t.html" }, page);
+    expect(doc.title).toBe("Tolls \uFFFD \uFFFD \uFFFD & été <2024>");
+    expect(doc.text).toBe("Cars pay 4 dollars.");
+  });
+
   it("Markdown keeps its headings; plain text has none", async () => {
     const md = await extractDocument({ name: "a.md" }, Buffer.from("# T\n\n## S\nbody"));
     expect(md.text).toBe("# T\n\n## S\nbody");

@@ -66,6 +66,22 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(r.stderr).toContain(`codehop research — thread ${result.thread_id}`);
   });
 
+  it("piped, the live tree's lines name the research pipeline at the root and the planner below it, never [agent]", async () => {
+    const r = await runCli(
+      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "--thread", "piped-tree"],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    const lines = r.stderr.split("\n");
+    // The root is the research pipeline (the name its checkpoints carry); the planner agent runs
+    // in its research node, one level down.
+    expect(lines.some((l) => l.startsWith("[research] started:"))).toBe(true);
+    expect(lines).toContain("[research] start: up to 4 sub-question(s), 3 at once");
+    expect(lines.some((l) => l.startsWith("  [planner] started: Research topic:"))).toBe(true);
+    expect(lines.some((l) => /^ {2}\[planner\] step 1\b/.test(l))).toBe(true);
+    expect(r.stderr).not.toContain("[agent]");
+  });
+
   it("prints the report on stdout and how the run went on stderr", async () => {
     const r = await runCli(
       ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "-q"],
