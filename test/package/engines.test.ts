@@ -69,3 +69,23 @@ describe("supported Node versions (package.json engines)", () => {
     }
   });
 });
+
+// npm 11.16+ warns about dependency install scripts nobody reviewed, and npm 12 skips them: an
+// unreviewed better-sqlite3 would install without its native binding and every command would
+// fail. package.json "allowScripts" records the review; a new dependency with an install script
+// fails here until it is approved (true) or denied (false) there.
+describe("install scripts (package.json allowScripts)", () => {
+  const reviewed = (manifest.allowScripts ?? {}) as Record<string, boolean>;
+  const withScripts = installedHere()
+    .filter(([, p]) => (p as { hasInstallScript?: boolean }).hasInstallScript)
+    .map(([path]) => path.replace(/^.*node_modules\//, ""));
+
+  it("every installed dependency with an install script is reviewed", () => {
+    expect(withScripts.filter((name) => !(name in reviewed))).toEqual([]);
+  });
+
+  it("the native SQLite binding's build is allowed, and no review names a package not installed", () => {
+    expect(reviewed["better-sqlite3"]).toBe(true);
+    expect(Object.keys(reviewed).filter((name) => !withScripts.includes(name))).toEqual([]);
+  });
+});
