@@ -57,6 +57,50 @@ const T_WRITES = "lgi_writes";
 /** The official SqliteSaver's tables (read in place, deleted with their thread). */
 const LEGACY_CHECKPOINTS = "checkpoints";
 const LEGACY_WRITES = "writes";
+/** Suffix the first format's tables get while they are copied into the current ones. */
+const FIRST_FORMAT = "_first_format";
+
+/** The saver's tables (created if missing). */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${T_NAMESPACES} (
+  ns_id INTEGER PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL,
+  UNIQUE (thread_id, checkpoint_ns)
+);
+CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
+  ns_id INTEGER NOT NULL,
+  checkpoint_id TEXT NOT NULL,
+  parent_checkpoint_id TEXT,
+  type TEXT NOT NULL,
+  checkpoint BLOB NOT NULL,
+  zip INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  PRIMARY KEY (ns_id, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
+  ns_id INTEGER NOT NULL,
+  channel TEXT NOT NULL,
+  version TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  base_version TEXT,
+  chain INTEGER NOT NULL DEFAULT 0,
+  items INTEGER NOT NULL DEFAULT 0,
+  snapshot_items INTEGER NOT NULL DEFAULT 0,
+  type TEXT NOT NULL,
+  zip INTEGER NOT NULL,
+  value BLOB,
+  PRIMARY KEY (ns_id, channel, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${T_WRITES} (
+  ns_id INTEGER NOT NULL,
+  checkpoint_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  task_path TEXT NOT NULL DEFAULT '',
+  zip INTEGER NOT NULL,
+  writes BLOB NOT NULL,
+  PRIMARY KEY (ns_id, checkpoint_id, task_id)
+);`;
 
 interface BlobRow {
   kind: number;
@@ -380,47 +424,106 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
    */
   setup(): void {
     if (this.statements) return;
-    this.db.exec(`
-CREATE TABLE IF NOT EXISTS ${T_NAMESPACES} (
-  ns_id INTEGER PRIMARY KEY,
-  thread_id TEXT NOT NULL,
-  checkpoint_ns TEXT NOT NULL,
-  UNIQUE (thread_id, checkpoint_ns)
-);
-CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
-  ns_id INTEGER NOT NULL,
-  checkpoint_id TEXT NOT NULL,
-  parent_checkpoint_id TEXT,
-  type TEXT NOT NULL,
-  checkpoint BLOB NOT NULL,
-  zip INTEGER NOT NULL,
-  metadata TEXT NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
-  ns_id INTEGER NOT NULL,
-  channel TEXT NOT NULL,
-  version TEXT NOT NULL,
-  kind INTEGER NOT NULL,
-  base_version TEXT,
-  chain INTEGER NOT NULL DEFAULT 0,
-  items INTEGER NOT NULL DEFAULT 0,
-  snapshot_items INTEGER NOT NULL DEFAULT 0,
-  type TEXT NOT NULL,
-  zip INTEGER NOT NULL,
-  value BLOB,
-  PRIMARY KEY (ns_id, channel, version)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ${T_WRITES} (
-  ns_id INTEGER NOT NULL,
-  checkpoint_id TEXT NOT NULL,
-  task_id TEXT NOT NULL,
-  task_path TEXT NOT NULL DEFAULT '',
-  zip INTEGER NOT NULL,
-  writes BLOB NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id, task_id)
-);`);
+    this.migrateFirstFormat();
+    this.db.exec(SCHEMA);
     this.statements = this.prepare();
+  }
+
+  /**
+   * Converts the tables of this saver's first format (codehop 159df5a, 2026-11-24: thread and
+   * namespace strings in every row, one row per write, each write deflated on its own) to the
+   * current one, in place and in one transaction: the same checkpoint and blob rows under integer
+   * namespace ids, and each task's writes packed into one row. Nothing else differs (blob kinds,
+   * value encoding and checkpoint rows are the same), so every checkpoint reads as before.
+   */
+  private migrateFirstFormat(): void {
+    const isFirst = () =>
+      (this.db.prepare(`PRAGMA table_info(${T_CHECKPOINTS})`).all() as { name: string }[]).some(
+        (c) => c.name === "thread_id",
+      );
+    if (!isFirst()) return;
+    this.db
+      .transaction(() => {
+        if (!isFirst()) return; // another process converted it meanwhile
+        const old = (t: string) => `${t}${FIRST_FORMAT}`;
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
+          if (this.hasTable(t)) this.db.exec(`ALTER TABLE ${t} RENAME TO ${old(t)}`);
+        for (const t of [T_BLOBS, T_WRITES])
+          if (!this.hasTable(old(t)))
+            this.db.exec(`CREATE TABLE ${old(t)} (thread_id TEXT, checkpoint_ns TEXT)`);
+        this.db.exec(SCHEMA);
+        this.db.exec(`
+INSERT OR IGNORE INTO ${T_NAMESPACES} (thread_id, checkpoint_ns)
+  SELECT thread_id, checkpoint_ns FROM ${old(T_CHECKPOINTS)}
+  UNION SELECT thread_id, checkpoint_ns FROM ${old(T_BLOBS)}
+  UNION SELECT thread_id, checkpoint_ns FROM ${old(T_WRITES)};
+INSERT INTO ${T_CHECKPOINTS}
+  (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
+  SELECT n.ns_id, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata
+  FROM ${old(T_CHECKPOINTS)} c JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
+        if (this.hasColumn(old(T_BLOBS), "kind"))
+          this.db.exec(`
+INSERT INTO ${T_BLOBS}
+  (ns_id, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
+  SELECT n.ns_id, b.channel, b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items,
+         b.type, b.zip, b.value
+  FROM ${old(T_BLOBS)} b JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
+        if (this.hasColumn(old(T_WRITES), "idx")) this.packFirstFormatWrites(old(T_WRITES));
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES]) this.db.exec(`DROP TABLE ${old(t)}`);
+      })
+      .immediate();
+  }
+
+  /** The first format's write rows (one per write) as one packed row per task. */
+  private packFirstFormatWrites(table: string): void {
+    const rows = this.db
+      .prepare(
+        `SELECT n.ns_id, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel, w.type, w.zip, w.value
+         FROM ${table} w JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns)
+         ORDER BY n.ns_id, w.checkpoint_id, w.task_id, w.idx`,
+      )
+      .all() as Array<{
+      ns_id: number;
+      checkpoint_id: string;
+      task_id: string;
+      task_path: string;
+      idx: number;
+      channel: string;
+      type: string;
+      zip: number;
+      value: Buffer | null;
+    }>; // all read first: better-sqlite3 cannot write while a statement iterates
+    const insert = this.db.prepare(
+      `INSERT INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes) VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    let task = null as {
+      key: string;
+      args: [number, string, string, string];
+      writes: StoredWrite[];
+    } | null;
+    const flush = () => {
+      if (!task) return;
+      const packed = packWrites(task.writes);
+      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+      const zip = zipped !== undefined && zipped.length < packed.length;
+      insert.run(...task.args, zip ? 1 : 0, zip ? zipped : packed);
+    };
+    for (const r of rows) {
+      const key = `${r.ns_id}\u0000${r.checkpoint_id}\u0000${r.task_id}`;
+      if (task?.key !== key) {
+        flush();
+        task = { key, args: [r.ns_id, r.checkpoint_id, r.task_id, r.task_path], writes: [] };
+      }
+      const data = r.value === null ? Buffer.alloc(0) : r.zip ? inflateRawSync(r.value) : r.value;
+      task.writes.push({ idx: r.idx, channel: r.channel, type: r.type, data });
+    }
+    flush();
+  }
+
+  private hasColumn(table: string, column: string): boolean {
+    return (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some(
+      (c) => c.name === column,
+    );
   }
 
   private hasTable(name: string): boolean {
