@@ -492,7 +492,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
         title: "Sandbox: process replacement after a timeout kill (ms)",
         description:
           `${REPLACEMENTS} times: an infinite loop is SIGKILLed at a 100 ms deadline, then the next trivial action is timed ` +
-          "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child.",
+          "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action).",
         columns: ["measure", "p50", "p95", "max"],
         rows: [
           [

@@ -197,11 +197,64 @@ interface WritesRow {
 /** A reference to a stored write: task id, index, and 1 when its value (a list) is spread. */
 type WriteRef = [taskId: string, idx: number, spread: 0 | 1];
 
-/** Channel versions and versions seen of a checkpoint, whole, and how many deltas led to them. */
+/**
+ * A small channel value kept in the checkpoint record instead of a blob row of its own (a row costs
+ * ~40 bytes of keys and columns; the record is deflated with its neighbours): `[version, 0, JSON
+ * text]`, or `[version, 1, checkpoint id, task id, index]` for the value one task of that checkpoint
+ * wrote.
+ */
+type InlineValue = [string, 0, string] | [string, 1, string, string, number];
+
+/**
+ * An inline value as a record stores it (key `iv`, by channel): without its version (the record's
+ * version of the channel) and, for a write of the record's parent, without the checkpoint id.
+ */
+type StoredInline = [0, string] | [1, string, number] | [1, string, number, string];
+
+function toStoredInline(entry: InlineValue, parentId: string | undefined): StoredInline {
+  if (entry[1] === 0) return [0, entry[2]];
+  return entry[2] === parentId ? [1, entry[3], entry[4]] : [1, entry[3], entry[4], entry[2]];
+}
+
+/** The inline values of a stored record, given its versions of the channels and its parent. */
+function fromStoredInline(
+  iv: Record<string, StoredInline> | undefined,
+  versions: ChannelVersions,
+  parentId: string | null,
+): Record<string, InlineValue> {
+  const out: Record<string, InlineValue> = {};
+  for (const [channel, e] of Object.entries(iv ?? {})) {
+    const version = String(versions[channel]);
+    if (e[0] === 0) out[channel] = [version, 0, e[1]];
+    else {
+      const checkpoint = e[3] ?? parentId;
+      if (typeof checkpoint !== "string")
+        throw new Error(
+          `IncrementalSqliteSaver: an inline write of "${channel}" has no checkpoint`,
+        );
+      out[channel] = [version, 1, checkpoint, e[1], e[2]];
+    }
+  }
+  return out;
+}
+
+/**
+ * JSON values stored in fewer bytes than this (deflated or not) are kept in the checkpoint record
+ * (see InlineValue), as text of at most INLINE_RAW_MAX bytes (the record is deflated as a whole).
+ */
+const INLINE_BELOW = 128;
+const INLINE_RAW_MAX = 1024;
+
+/**
+ * Channel versions and versions seen of a checkpoint, whole, and how many deltas led to them;
+ * `inline`: the values kept in records along the way (an entry counts only while its version is
+ * the channel's version).
+ */
 interface Versions {
   channel_versions: ChannelVersions;
   versions_seen: Record<string, ChannelVersions>;
   chain: number;
+  inline: Record<string, InlineValue>;
 }
 
 /**
@@ -754,6 +807,48 @@ INSERT INTO ${T_BLOBS}
     return out;
   }
 
+  /** The value of an inline entry of a checkpoint record. */
+  private async readInline(nsId: number, entry: InlineValue): Promise<unknown> {
+    if (entry[1] === 0) return this.decode("json", 0, Buffer.from(entry[2], "utf8"));
+    return (
+      await this.resolveWrites(nsId, { checkpoint: entry[2], refs: [[entry[3], entry[4], 0]] })
+    )[0];
+  }
+
+  /**
+   * The inline entry for a blob row about to be written, when it is small enough: a JSON value that
+   * is not a list (a list may be the base later versions append to, which must be a row), or a
+   * reference to the single write that made such a value.
+   */
+  private inlineOf(blob: unknown[], value: unknown): InlineValue | undefined {
+    if (Array.isArray(value)) return undefined;
+    const [, , version, kind, , , , , type, zip, data] = blob as [
+      number,
+      string,
+      string,
+      number,
+      unknown,
+      number,
+      number,
+      number,
+      string,
+      number,
+      Buffer,
+    ];
+    if (kind === KIND_FULL && type === "json" && data.length < INLINE_BELOW) {
+      const raw = zip ? inflateRawSync(data) : data;
+      if (raw.length <= INLINE_RAW_MAX) return [version, 0, raw.toString("utf8")];
+    }
+    if (kind === KIND_WRITE) {
+      const { checkpoint, refs } = JSON.parse(data.toString("utf8")) as {
+        checkpoint: string;
+        refs: WriteRef[];
+      };
+      return [version, 1, checkpoint, refs[0]![0], refs[0]![1]];
+    }
+    return undefined;
+  }
+
   /** The value of a channel at a version (`found` false when no blob exists). */
   private async readBlob(
     nsId: number,
@@ -951,6 +1046,7 @@ INSERT INTO ${T_BLOBS}
         channel_versions: stored.channel_versions ?? {},
         versions_seen: stored.versions_seen ?? {},
         chain: 0,
+        inline: fromStoredInline(stored.iv, stored.channel_versions ?? {}, parentId),
       };
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
@@ -976,6 +1072,7 @@ INSERT INTO ${T_BLOBS}
       channel_versions: { ...base.channel_versions, ...stored.cv },
       versions_seen: seen,
       chain: base.chain + 1,
+      inline: { ...base.inline, ...fromStoredInline(stored.iv, stored.cv ?? {}, parentId) },
     };
     this.versionMaps.set(key, versions);
     return versions;
@@ -990,8 +1087,18 @@ INSERT INTO ${T_BLOBS}
     checkpoint: Omit<Checkpoint, "channel_values">,
     parentId: string | undefined,
     parent: Versions | undefined,
+    inline: { added: Record<string, InlineValue>; current: Record<string, InlineValue> },
   ): Record<string, unknown> {
     const { id: _id, channel_versions, versions_seen, ...rest } = checkpoint;
+    // A whole record holds every inline value still current; a delta only the ones it adds.
+    const iv = (entries: Record<string, InlineValue>) => {
+      const keys = Object.keys(entries);
+      if (!keys.length) return {};
+      return {
+        iv: Object.fromEntries(keys.map((k) => [k, toStoredInline(entries[k]!, parentId)])),
+      };
+    };
+    const whole = () => ({ ...rest, channel_versions, versions_seen, ...iv(inline.current) });
     if (
       parentId === undefined ||
       parent === undefined ||
@@ -999,21 +1106,27 @@ INSERT INTO ${T_BLOBS}
       !keepsKeys(parent.channel_versions, channel_versions) ||
       !keepsKeys(parent.versions_seen, versions_seen)
     )
-      return { ...rest, channel_versions, versions_seen };
+      return whole();
     const cv: ChannelVersions = {};
     for (const [channel, version] of Object.entries(channel_versions))
       if (parent.channel_versions[channel] !== version) cv[channel] = version;
     const vs: Record<string, ChannelVersions> = {};
     for (const [node, seen] of Object.entries(versions_seen)) {
       const before = parent.versions_seen[node] ?? {};
-      if (!keepsKeys(before, seen)) return { ...rest, channel_versions, versions_seen };
+      if (!keepsKeys(before, seen)) return whole();
       const changed: ChannelVersions = {};
       for (const [channel, version] of Object.entries(seen))
         if (before[channel] !== version) changed[channel] = version;
       if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
         vs[node] = changed;
     }
-    return { ...rest, base: BASE_IS_PARENT, cv, vs };
+    return {
+      ...rest,
+      base: BASE_IS_PARENT,
+      cv,
+      vs,
+      ...iv(inline.added),
+    };
   }
 
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
@@ -1049,12 +1162,13 @@ INSERT INTO ${T_BLOBS}
         base: _base,
         cv: _cv,
         vs: _vs,
+        iv: _iv,
         ...stored
       } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
       const versions = await this.versionsFrom(
         nsId,
         row.checkpoint_id,
-        { ...stored, base: _base, cv: _cv, vs: _vs },
+        { ...stored, base: _base, cv: _cv, vs: _vs, iv: _iv },
         row.parent_checkpoint_id,
       );
       stored.id = row.checkpoint_id;
@@ -1067,6 +1181,11 @@ INSERT INTO ${T_BLOBS}
         const known = latest?.get(channel);
         if (known && known.version === String(version)) {
           channelValues[channel] = known.value;
+          continue;
+        }
+        const inline = versions.inline[channel];
+        if (inline && inline[0] === String(version)) {
+          channelValues[channel] = await this.readInline(nsId, inline);
           continue;
         }
         const blob = await this.readBlob(nsId, channel, String(version));
@@ -1243,6 +1362,7 @@ INSERT INTO ${T_BLOBS}
           channel_versions: cp.channel_versions ?? {},
           versions_seen: cp.versions_seen ?? {},
           chain: 0,
+          inline: {},
         },
         legacy: true,
       };
@@ -1276,28 +1396,41 @@ INSERT INTO ${T_BLOBS}
     const toStore = parent?.legacy ? { ...prepared.channel_versions } : newVersions;
     const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
+    // Inline values: the ones this put adds, and every one still current (the parent's that kept
+    // their version, plus the added ones).
+    const added: Record<string, InlineValue> = {};
+    const current: Record<string, InlineValue> = {};
+    for (const [channel, entry] of Object.entries(parent?.versions.inline ?? {}))
+      if (
+        !Object.hasOwn(toStore, channel) &&
+        entry[0] === String(prepared.channel_versions[channel])
+      )
+        current[channel] = entry;
     for (const [channel, version] of Object.entries(toStore)) {
       // An empty channel gets no row: a version without one reads as empty (as KIND_EMPTY rows of
       // earlier versions do), and LangGraph empties a few channels in almost every step.
       if (!Object.hasOwn(prepared.channel_values, channel)) continue;
-      blobs.push(
-        await this.blobFor(
-          nsId,
-          channel,
-          String(version),
-          prepared.channel_values[channel],
-          parent?.versions.channel_versions[channel] !== undefined
-            ? String(parent.versions.channel_versions[channel])
-            : undefined,
-          parentId ? { id: parentId, writes } : undefined,
-        ),
+      const value = prepared.channel_values[channel];
+      const blob = await this.blobFor(
+        nsId,
+        channel,
+        String(version),
+        value,
+        parent?.versions.channel_versions[channel] !== undefined
+          ? String(parent.versions.channel_versions[channel])
+          : undefined,
+        parentId ? { id: parentId, writes } : undefined,
       );
+      const inline = this.inlineOf(blob, value);
+      if (inline) added[channel] = current[channel] = inline;
+      else blobs.push(blob);
     }
     const { channel_values: _values, ...rest } = prepared;
     const record = this.storedRecord(
       rest,
       parentId,
       parent && !parent.legacy ? parent.versions : undefined,
+      { added, current },
     );
     const cp = await this.encode(record);
     // Metadata stays plain JSON text: list() filters on it in SQL.
@@ -1333,6 +1466,7 @@ INSERT INTO ${T_BLOBS}
       channel_versions: { ...prepared.channel_versions },
       versions_seen: structuredClone(prepared.versions_seen ?? {}),
       chain: "base" in record ? parent!.versions.chain + 1 : 0,
+      inline: current,
     };
     this.lastPut.set(nsId, { id: checkpoint.id, versions });
     this.versionMaps.set(`${nsId}\u0000${checkpoint.id}`, versions);

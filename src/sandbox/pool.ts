@@ -15,8 +15,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { DEFAULT_MAX_PROCESSES, MAX_NESTING_EXTRA_PROCESSES } from "./limits.ts";
-import { LineBuffer, encodeLine, type HostMessage } from "./child/protocol.mjs";
+import {
+  DEFAULT_CAPABILITIES,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_PROCESSES,
+  MAX_NESTING_EXTRA_PROCESSES,
+} from "./limits.ts";
+import { LineBuffer, encodeLine, encodeRunLine, type HostMessage } from "./child/protocol.mjs";
+import { buildAction } from "./transform.ts";
 
 /** How a child is started (children are only reused for the same spec). */
 export interface ChildSpec {
@@ -73,6 +79,41 @@ export const DEFAULT_MAX_IDLE = 4;
 
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
+
+/**
+ * The action every child runs, through the protocol, before it counts as ready: a child's first
+ * action otherwise pays ~10 ms more than later ones (V8 compiles and tunes the action path: the
+ * run message, the wrapper, a tool call and its result, logging, the variables report). It runs
+ * framework code only, with no session (action id 0, which no real action has), in a compartment
+ * of its own as every action does; its values are not kept (the host's record of what the child
+ * holds stays empty, so the first real action restores nothing from it).
+ */
+const WARMUP_CODE =
+  'const r = await warmup("a", { n: 1, list: [1, "x"] });\nconst lines = [r, `${r.length}`].map((x) => JSON.stringify(x));\nconsole.log(lines.join(" "), { n: lines.length });';
+const WARMUP_ID = 0;
+let warmupLine: string | undefined;
+
+function warmupRunLine(): string {
+  if (warmupLine) return warmupLine;
+  const built = buildAction(WARMUP_CODE, undefined);
+  if ("error" in built) throw new Error(`sandbox warm-up action: ${built.error.message}`);
+  warmupLine = encodeRunLine(
+    {
+      t: "run",
+      id: WARMUP_ID,
+      source: built.source,
+      names: built.names,
+      keep: [],
+      mentioned: built.names.filter((n) => built.mentioned.has(n)),
+      tools: ["warmup"],
+      unserializable: {},
+      limits: { ...DEFAULT_LIMITS },
+      capabilities: { ...DEFAULT_CAPABILITIES },
+    },
+    [],
+  );
+  return warmupLine;
+}
 
 /** One sandbox child process and its line protocol. */
 export class SandboxChild {
@@ -199,10 +240,24 @@ export class SandboxChild {
             this.kill("protocol");
             return;
           }
-          if (msg?.t === "ready" && this.readyAt === null) {
+          if (this.readyAt !== null) this.onMessage?.(msg);
+          else if (msg.t === "ready") this.sendLine(warmupRunLine());
+          else if (msg.t === "call" && msg.id === WARMUP_ID)
+            this.send({
+              t: "result",
+              id: WARMUP_ID,
+              callIndex: msg.callIndex as number,
+              ok: true,
+              json: '"ok"',
+            });
+          else if (msg.t === "done" && msg.id === WARMUP_ID) {
+            if (msg.error) {
+              this.kill("warm-up failed");
+              return;
+            }
             this.readyAt = performance.now();
             resolve();
-          } else this.onMessage?.(msg);
+          }
         }
       };
       this.out.on("data", onData);
@@ -456,7 +511,7 @@ export class ChildPool {
     this.busy.set(child, scope);
     child.setRef(true);
     // A fresh child is no longer fresh: start its replacement for the next new session.
-    if (wasFresh) this.replenish();
+    if (wasFresh) this.scheduleUpkeep();
     return child;
   }
 

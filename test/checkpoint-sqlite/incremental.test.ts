@@ -1,7 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -68,12 +69,14 @@ describe("IncrementalSqliteSaver", () => {
     const saver = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
     const config = { configurable: { thread_id: "e", checkpoint_ns: "" } };
     const base = { v: 4, ts: new Date().toISOString(), versions_seen: {} };
+    // Large enough for a row of its own, even deflated (a small value is kept in the record).
+    const one = randomBytes(200).toString("base64");
     await saver.put(
       config,
       {
         ...base,
         id: "c1",
-        channel_values: { a: "one", b: "kept" },
+        channel_values: { a: one, b: "kept" },
         channel_versions: { a: 1, b: 1 },
       },
       { source: "loop", step: 0, parents: {} } as any,
@@ -99,7 +102,7 @@ describe("IncrementalSqliteSaver", () => {
     const first = await fresh.getTuple({
       configurable: { ...config.configurable, checkpoint_id: "c1" },
     });
-    expect(first?.checkpoint.channel_values).toEqual({ a: "one", b: "kept" });
+    expect(first?.checkpoint.channel_values).toEqual({ a: one, b: "kept" });
     // A database of an earlier version holds an explicit empty row (kind 2): it reads the same.
     (fresh.db as Database.Database)
       .prepare(
@@ -109,6 +112,56 @@ describe("IncrementalSqliteSaver", () => {
     const again = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
     expect((await again.getTuple(config))?.checkpoint.channel_values).toEqual({ b: "kept" });
     for (const s of [saver, fresh, again]) s.db.close();
+  });
+
+  it("keeps small values in the checkpoint records: every checkpoint reads back what LangGraph's MemorySaver holds", async () => {
+    const State = Annotation.Root({
+      n: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
+      // ~200 bytes written by the node: stored as a reference to the write, inside the record.
+      note: Annotation<{ step: number; text: string }>({ reducer: (_a, b) => b }),
+      status: Annotation<string>({ reducer: (_a, b) => b, default: () => "new" }),
+    });
+    const build = (checkpointer: any) =>
+      new StateGraph(State)
+        .addNode("step", (s) => ({
+          n: s.n + 1,
+          note: { step: s.n, text: `note ${s.n} `.padEnd(200, "-") },
+          ...(s.n % 5 === 4 ? { status: `five ${s.n}` } : {}),
+        }))
+        .addEdge(START, "step")
+        .addConditionalEdges("step", (s) => (s.n >= 30 ? END : "step"))
+        .compile({ checkpointer });
+    const dir = tmp();
+    const config = { configurable: { thread_id: "small" }, recursionLimit: 100 };
+    await build(IncrementalSqliteSaver.fromConnString(join(dir, "c.db"))).invoke({}, config);
+    const memory = new MemorySaver();
+    await build(memory).invoke({}, config);
+    const values = async (saver: any) => {
+      const out: unknown[] = [];
+      for await (const t of saver.list({ configurable: { thread_id: "small" } })) {
+        // The channels with a version and a value (MemorySaver also keeps LangGraph's empty task
+        // channel and defaults of channels never written, which this saver stores nothing for).
+        const { channel_values: v, channel_versions: versions } = t.checkpoint;
+        out.push(
+          Object.fromEntries(
+            Object.keys(versions)
+              .filter((k) => k !== "__pregel_tasks" && Object.hasOwn(v, k))
+              .map((k) => [k, v[k]]),
+          ),
+        );
+      }
+      return out;
+    };
+    // A fresh saver: nothing cached, every value comes from the file.
+    const fresh = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+    const stored = await values(fresh);
+    expect(stored.length).toBeGreaterThan(30);
+    expect(stored).toEqual(await values(memory));
+    const db = fresh.db as Database.Database;
+    const rows = db.prepare(
+      "SELECT count(*) AS n FROM lgi_blobs WHERE channel IN ('n', 'note', 'status')",
+    );
+    expect((rows.get() as { n: number }).n).toBe(0);
   });
 
   it("keeps forks apart: two branches from one checkpoint each read their own values", async () => {

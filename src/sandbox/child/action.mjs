@@ -9,6 +9,7 @@ import {
   Map,
   Object,
   Promise,
+  RangeError,
   Set,
   String,
   apply,
@@ -514,7 +515,11 @@ function captureBindings(act) {
   let values;
   try {
     values = act.read();
-  } catch {
+  } catch (err) {
+    // Out of stack (the action ended at the bottom of a deep recursion; how much stack reading the
+    // bindings needs depends on what V8 has compiled by then): finish() reports again from a fresh
+    // stack instead of reporting no bindings.
+    if (err instanceof RangeError) throw err;
     return out;
   }
   const { maxValueBytes, maxValueDepth } = act.limits;
