@@ -21,7 +21,7 @@ export interface CallKey {
    */
   checkpointNs: string;
   /**
-   * Which task the call belongs to: the `taskEpoch` state channel (src/agent/state.ts: 0 for a
+   * Which task the call belongs to: the `taskEpoch` state channel (src/core/state.ts: 0 for a
    * thread's first task, +1 for each new task on a finished thread) of every agent from the root
    * down to the caller, e.g. `[1, 0]` for a sub-agent's call during the root's second task. A new
    * task restarts step numbers at 1, so without this its calls would sit at the previous task's

@@ -83,7 +83,7 @@ const AGENT_INPUT_CHECK: InputCheck = {
   },
 };
 
-/** Options of {@link createCodeAgent}. Limits and policies default as documented in src/agent/config.ts. */
+/** Options of {@link createCodeAgent}. Limits and policies default as documented in src/core/settings.ts. */
 export interface CodeAgentOptions extends AgentSettingsInput {
   /** Agent name: usage key, checkpoint node label, CODEHOP_MODEL_<NAME> override. Letters, digits, _ and -. */
   name: string;
