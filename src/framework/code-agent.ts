@@ -28,7 +28,11 @@ import {
   type AgentUpdate,
 } from "../core/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { describeInputIssues, reportInputErrorsCoded } from "../core/pregel-internals.ts";
+import {
+  describeInputIssues,
+  type InputCheck,
+  reportInputErrorsCoded,
+} from "../core/pregel-internals.ts";
 import { makeActNode } from "../nodes/act.ts";
 import { makeFinalAnswerNode } from "../nodes/final-answer.ts";
 import { makeObserveNode } from "../nodes/observe.ts";
@@ -62,6 +66,22 @@ export interface CodeAgentInputMapping<Schema extends z.ZodObject = z.ZodObject>
   /** The agent's task (and tool context, default `{}`) from the validated input; runs in `start`. */
   toTask(input: z.output<Schema>): AgentInputValue;
 }
+
+/** The input check of an agent without an input mapping: `{ task, context?, agent? }`. */
+const AGENT_INPUT_CHECK: InputCheck = {
+  expected: "{ task: string, context?: object }",
+  problems(input) {
+    if (typeof input !== "object" || input === null || Array.isArray(input))
+      return ["input: expected an object"];
+    const { task, context } = input as { task?: unknown; context?: unknown };
+    const problems: string[] = [];
+    if (typeof task !== "string") problems.push("task: expected the task as a string");
+    else if (!task.trim()) problems.push("task: the task is empty: say what to do");
+    if (context != null && (typeof context !== "object" || Array.isArray(context)))
+      problems.push("context: expected an object");
+    return problems;
+  },
+};
 
 /** Options of {@link createCodeAgent}. Limits and policies default as documented in src/core/settings.ts. */
 export interface CodeAgentOptions extends AgentSettingsInput {
@@ -371,8 +391,13 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
   // (Studio, a plain graph.invoke) don't stop after ~8 steps at LangGraph's default of 25.
   const graph = builder.compile().withConfig({ recursionLimit }) as CodeAgentGraph<any>;
   graph.name = name;
-  // An input its schema rejects is CODEHOP_INPUT_INVALID naming the problem, not zod's raw issues.
-  if (mapping !== undefined) reportInputErrorsCoded(graph, name, mapping.schema as z.ZodType);
+  // An input its schema rejects is CODEHOP_INPUT_INVALID naming the problem, not zod's raw issues;
+  // a plain agent's `{ task }` must hold a task (Studio's `{}` ran the model on an empty one).
+  reportInputErrorsCoded(
+    graph,
+    name,
+    mapping !== undefined ? (mapping.schema as z.ZodType) : AGENT_INPUT_CHECK,
+  );
   const agent: CodeAgent<any, any> = {
     name,
     description,

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { chat } from "../../src/apps/chat/app.ts";
+import { resumeThread } from "../../src/apps/index.ts";
 import { chatResponder, type DemoRound } from "../../src/apps/chat/demo-trajectories.ts";
 import { action } from "../../src/apps/qa/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
@@ -102,6 +103,24 @@ describe("approvals inside the chat agent's code (API)", () => {
     // Each round asked the model once per step: the resumes re-asked nothing.
     expect(model.requestsFor("chat:round1")).toHaveLength(4);
     expect(approved.round).toBe(2);
+  }, 120_000);
+
+  it("resumeThread (what `codehop resume <thread> --approve` runs) answers the one pending approval of a chat thread without its id", async () => {
+    const config = { home, baseURL: model.baseURL, apiKey: "x", model: "scripted", models: {} };
+    const tools = [lookup, saveNote];
+    const before = { ...calls, saved: saved.length };
+    const paused = await chat("ap-resume", rounds[0].message, { config, tools });
+    expect(paused.status).toBe("awaiting_approval");
+    const done = await resumeThread("ap-resume", {
+      config,
+      context: { agentTools: { chat: tools } },
+      approval: { decision: "approve" },
+    });
+    expect(done).toMatchObject({ status: "done", approval: null });
+    expect(done.answer).toBe("Done with the note.");
+    // The approved call ran once; the lookup the paused action had finished did not run again.
+    expect(calls).toEqual({ lookup: before.lookup + 1, save: before.save + 1 });
+    expect(saved.slice(before.saved)).toEqual(["the main span is 503 m"]);
   }, 120_000);
 });
 

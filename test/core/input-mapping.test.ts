@@ -289,3 +289,23 @@ describe("createCodeAgent tool names", () => {
     expect((err as Error).message).toContain('tool name "Date" is reserved');
   });
 });
+
+describe("an agent without an input mapping", () => {
+  it("refuses an input without a task (Studio's `{}`) with CODEHOP_INPUT_INVALID before any model call; a task runs", async () => {
+    const model = new ScriptedChatModel([action("final_answer('done')")]);
+    const agent = createCodeAgent({ name: "plain", description: "does things", model, sandbox });
+    for (const [input, problem] of [
+      [{}, "task: expected the task as a string"],
+      [{ task: "  " }, "task: the task is empty: say what to do"],
+      [{ task: "go", context: "x" }, "context: expected an object"],
+    ] as const) {
+      const err = await agent.graph.invoke(input as never).catch((e: unknown) => e);
+      expect(codeOf(err)).toBe(ErrorCodes.INPUT_INVALID);
+      expect((err as Error).message).toBe(
+        `Invalid input for the "plain" graph: ${problem} (expected { task: string, context?: object }). [CODEHOP_INPUT_INVALID]`,
+      );
+    }
+    expect(model.calls).toHaveLength(0);
+    expect((await agent.graph.invoke({ task: "go" })).answer).toBe("done");
+  });
+});

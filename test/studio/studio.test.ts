@@ -116,6 +116,11 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
         'Invalid input for the "researcher" graph: maxQuestions: maxQuestions must be from 1 to 12 (expected { topic: string, maxQuestions?: integer }). [CODEHOP_INPUT_INVALID]',
       ],
       [
+        "code_agent",
+        { task: "" },
+        'Invalid input for the "code_agent" graph: task: the task is empty: say what to do (expected { task: string, context?: object }). [CODEHOP_INPUT_INVALID]',
+      ],
+      [
         "manager",
         { question: "" },
         'Invalid input for the "manager" graph: question: the question is empty: ask something (expected { question: string }). [CODEHOP_INPUT_INVALID]',
