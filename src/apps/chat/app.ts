@@ -9,6 +9,7 @@ import { pendingApprovals, type ApprovalDecision } from "../../core/approval.ts"
 import type { AskResult } from "../../runs/result.ts";
 import type { RecordingApp } from "../../runs/thread-record.ts";
 import type { CodeTool } from "../../tools/define-tool.ts";
+import { LOCAL_USER_ACCESS } from "./conversation/access.ts";
 import {
   attachAll,
   toAttachmentInput,
@@ -115,7 +116,11 @@ export const chatApp: RunApp = {
     return last ? messageContentText(last) : "";
   },
   async openServices(config: AppConfig) {
-    return { context: { chatFiles: new ChatFiles(config.home) }, close: async () => {} };
+    return {
+      // The user's own machine: local paths and private addresses may be attached.
+      context: { chatFiles: new ChatFiles(config.home), chatAccess: LOCAL_USER_ACCESS },
+      close: async () => {},
+    };
   },
   shapeResult: (snapshot) => chatResultFields(snapshot),
   async deleteThread(config, threadId) {
@@ -214,13 +219,10 @@ export async function attachToThread(
   options: ChatFilesOptions & { settings?: Partial<ChatSettings>; signal?: AbortSignal } = {},
 ): Promise<AttachmentResult[]> {
   const settings = resolveChatSettings(options.settings, chatSettingsFromEnv());
-  return attachAll(
-    filesOf(options),
-    threadId,
-    paths.map(toAttachmentInput),
-    settings,
-    options.signal,
-  );
+  return attachAll(filesOf(options), threadId, paths.map(toAttachmentInput), settings, {
+    signal: options.signal,
+    access: LOCAL_USER_ACCESS,
+  });
 }
 
 /** The files attached to a conversation, in the order they were attached. */

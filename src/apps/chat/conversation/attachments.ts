@@ -1,5 +1,5 @@
-import { readFile, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { readFile, realpath, stat } from "node:fs/promises";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import {
   displayName,
@@ -7,7 +7,8 @@ import {
   hasSupportedExtension,
   type ExtractedDocument,
 } from "../../../ingest/documents.ts";
-import { fetchDocument, megabytes } from "../../../ingest/fetch-url.ts";
+import { fetchDocument, isPublicAddress, megabytes } from "../../../ingest/fetch-url.ts";
+import { servedChatAccess, type ChatAccess } from "./access.ts";
 import type { ChatFiles, ThreadFile } from "./knowledge-base.ts";
 import type { ChatSettings } from "./settings.ts";
 
@@ -50,24 +51,38 @@ export function toAttachmentInput(value: string): AttachmentInput {
   return /^https?:\/\//i.test(value.trim()) ? { url: value.trim() } : { path: value };
 }
 
+/** Options of {@link attachAll}. */
+export interface AttachOptions {
+  /** The run's signal: aborting it stops the attaching (and rethrows its reason). */
+  signal?: AbortSignal;
+  /**
+   * What the inputs may reach on this machine (local paths, private addresses); default: a
+   * served graph's (neither, unless CODEHOP_CHAT_ALLOW_PRIVATE_URLS allows private addresses).
+   */
+  access?: ChatAccess;
+}
+
 /**
  * Attaches every input to the thread's knowledge base, in order. Bad input (a missing, empty,
- * huge, encrypted, corrupt or unsupported file, a link that fails) is a failed result with a
- * clear message; only the run's own abort and broken storage throw.
+ * huge, encrypted, corrupt or unsupported file, a link that fails, a local path or a private
+ * address the access does not allow) is a failed result with a clear message; only the run's own
+ * abort and broken storage throw.
  */
 export async function attachAll(
   files: ChatFiles,
   threadId: string,
   inputs: readonly AttachmentInput[],
   settings: ChatSettings,
-  signal?: AbortSignal,
+  options: AttachOptions = {},
 ): Promise<AttachmentResult[]> {
+  const { signal } = options;
+  const access = options.access ?? servedChatAccess();
   const results: AttachmentResult[] = [];
   for (const input of inputs) {
     signal?.throwIfAborted();
     const source = attachmentSource(input);
     try {
-      const { name, doc, origin } = await load(input, settings, signal);
+      const { name, doc, origin } = await load(input, settings, access, signal);
       const file = await files.add(threadId, {
         name,
         kind: doc.kind,
@@ -103,9 +118,44 @@ function invalid(message: string, cause?: unknown): CodehopError {
   return new CodehopError(ErrorCodes.INPUT_INVALID, message, cause ? { cause } : undefined);
 }
 
+/** Whether `path` is `root` or inside it (both absolute, normalized). */
+function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/**
+ * The file a path input may read under `access`: any path with `localFiles` (the user's own
+ * machine); else only one under `access.filesRoot` once symbolic links are followed (a link out
+ * of it is refused), relative paths taken from it; else none. A served graph's input comes from
+ * its clients: they may not read the server's other files.
+ */
+async function localPath(given: string, access: ChatAccess): Promise<string> {
+  if (access.localFiles) return resolve(given);
+  const refused = (): never => {
+    throw invalid(
+      `${displayName(given)}: local paths are not read in this conversation (it runs on a server, whose files its clients may not read)${access.filesRoot ? " except those in the directory the server shares for it" : ""}; upload the file instead.`,
+    );
+  };
+  if (!access.filesRoot) return refused();
+  const root = await realpath(access.filesRoot).catch((err: unknown) => {
+    throw invalid(
+      `${displayName(given)}: the directory this server shares for attachments (CODEHOP_CHAT_FILES_ROOT) cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`,
+      err,
+    );
+  });
+  const path = resolve(root, given);
+  // Refused before touching the file system, so a client cannot probe what exists outside.
+  if (!isInside(root, path)) return refused();
+  const real = await realpath(path).catch(() => path);
+  if (!isInside(root, real)) return refused();
+  return real;
+}
+
 async function load(
   input: AttachmentInput,
   settings: ChatSettings,
+  access: ChatAccess,
   signal?: AbortSignal,
 ): Promise<{ name: string; doc: ExtractedDocument; origin: string }> {
   if ("url" in input) {
@@ -115,6 +165,13 @@ async function load(
         timeoutMs: settings.urlTimeoutMs,
         maxBytes: settings.maxUrlBytes,
         maxRedirects: settings.maxRedirects,
+        ...(access.privateNetwork
+          ? {}
+          : {
+              allowAddress: isPublicAddress,
+              refusedHint:
+                "the operator of the server can allow such links with CODEHOP_CHAT_ALLOW_PRIVATE_URLS=1",
+            }),
       },
       signal,
     );
@@ -132,7 +189,7 @@ async function load(
     return { name, doc, origin: fetched.url };
   }
   if ("path" in input) {
-    const path = resolve(input.path);
+    const path = await localPath(input.path, access);
     const name = displayName(path);
     let size: number;
     try {

@@ -1,5 +1,6 @@
 import { HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { chatAccessOf } from "../conversation/access.ts";
 import { attachAll, takeUploads, type AttachmentInput } from "../conversation/attachments.ts";
 import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
 import { chatSettingsOf } from "../conversation/settings.ts";
@@ -39,13 +40,11 @@ export function makeAttachNode(deps: ChatFilesDeps) {
       }
     }
     if (!inputs.length) return update;
-    update.attachments = await attachAll(
-      files,
-      threadIdOf(config),
-      inputs,
-      settings,
-      config.signal,
-    );
+    update.attachments = await attachAll(files, threadIdOf(config), inputs, settings, {
+      signal: config.signal,
+      // Local paths and private addresses only when code granted them (the CLI, chat()).
+      access: chatAccessOf(config, deps.access),
+    });
     return update;
   };
 }
