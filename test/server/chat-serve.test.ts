@@ -1,0 +1,132 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_FILES, DEMO_ROUNDS, chatResponder } from "../../src/apps/chat/demo-trajectories.ts";
+import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
+import { type CliRun, cliEnv, spawnCli } from "../app/cli-helpers.ts";
+import { writeDemoDocuments } from "../chat/documents.ts";
+import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
+import { waitForStderr } from "./processes.ts";
+
+// The chat graph behind `codehop serve` + a `codehop worker` (codehop's own langgraph.json, on a
+// throwaway PostgreSQL cluster), driven with @langchain/langgraph-sdk as agent-chat-ui drives it:
+// a round with a PDF uploaded as a base64 `file` block, then the thread's state and history as
+// the UI reads them. The UI renders plain message dicts ({ type, content, id, ... }), as the
+// LangGraph API server returns them, not LangChain's constructor JSON ({ lc: 1, ... }).
+
+const SPAN = DEMO_ROUNDS[1];
+const cluster = useTestCluster();
+let model: ScriptedOpenAIServer;
+let server: CliRun | undefined;
+let worker: CliRun | undefined;
+let client: Client;
+let pdf: string;
+
+beforeAll(async () => {
+  if (postgresMissing) return;
+  const databaseUrl = await cluster().createDatabase("chat_serve");
+  model = await ScriptedOpenAIServer.start({ responder: chatResponder() });
+  const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-chat-serve-docs-")));
+  pdf = readFileSync(docs.report).toString("base64");
+  const env = (home: string) =>
+    cliEnv({
+      OPENAI_BASE_URL: model.baseURL,
+      OPENAI_API_KEY: "scripted",
+      CODEHOP_MODEL: "scripted",
+      CODEHOP_MAX_RETRIES: "0",
+      CODEHOP_DATABASE_URL: databaseUrl,
+      // The server and its worker do not share a data directory.
+      CODEHOP_HOME: mkdtempSync(join(tmpdir(), `codehop-chat-serve-${home}-`)),
+    });
+  server = spawnCli(["serve", "--port", "0"], env("server"));
+  const url = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
+  worker = spawnCli(["worker", "--worker-id", "cw1", "--concurrency", "1"], env("worker"));
+  await waitForStderr(worker, /cw1 ready/, "codehop worker");
+  client = new Client({ apiUrl: url });
+}, 180_000);
+
+afterAll(async () => {
+  const all = [worker, server].filter((r): r is CliRun => !!r);
+  for (const run of all) if (run.child.exitCode === null) run.child.kill("SIGKILL");
+  await Promise.all(all.map((r) => r.done));
+  await model?.close();
+});
+
+/** Every object in `value` that carries LangChain's serialization marker. */
+function constructorJson(value: unknown): unknown[] {
+  const found: unknown[] = [];
+  JSON.stringify(value, (key, v) => {
+    if (v && typeof v === "object" && "lc" in v && (v as { type?: unknown }).type === "constructor")
+      found.push(v);
+    return v;
+  });
+  return found;
+}
+
+describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK)", () => {
+  let threadId: string;
+  let events: Array<{ event: string; data: any }>;
+
+  beforeAll(async () => {
+    threadId = (await client.threads.create()).thread_id;
+    events = [];
+    for await (const e of client.runs.stream(threadId, "chat", {
+      input: {
+        messages: [
+          {
+            id: "human-1",
+            type: "human",
+            content: [
+              { type: "text", text: SPAN.message },
+              {
+                type: "file",
+                mimeType: "application/pdf",
+                data: pdf,
+                metadata: { filename: DEMO_FILES.report },
+              },
+            ],
+          },
+        ],
+      },
+      streamMode: ["values", "messages-tuple"],
+    }))
+      events.push(e as { event: string; data: any });
+  }, 180_000);
+
+  /** The conversation as a chat UI shows it: plain dicts, the file replaced by a note. */
+  function expectPlainConversation(messages: any[]) {
+    expect(messages).toHaveLength(2);
+    const [human, ai] = messages;
+    expect(human).toMatchObject({
+      type: "human",
+      id: "human-1",
+      content: [
+        { type: "text", text: SPAN.message },
+        { type: "text", text: `[attached file: ${DEMO_FILES.report}]` },
+      ],
+    });
+    expect(ai.type).toBe("ai");
+    expect(typeof ai.id).toBe("string");
+    expect(ai.content).toContain(`${SPAN.expect.reply} [${DEMO_FILES.report}, p. 1]`);
+    expect(constructorJson(messages)).toEqual([]);
+  }
+
+  it("streams the round", () => {
+    expect(events.filter((e) => e.event === "error")).toEqual([]);
+    expectPlainConversation(events.filter((e) => e.event === "values").at(-1)!.data.messages);
+  });
+
+  it("serves the thread's state, history and values as plain message dicts", async () => {
+    const state = await client.threads.getState(threadId);
+    expect(state.next).toEqual([]);
+    expectPlainConversation((state.values as any).messages);
+    const history = await client.threads.getHistory(threadId, { limit: 50 });
+    expect(history.length).toBeGreaterThan(2);
+    expectPlainConversation((history[0].values as any).messages);
+    expect(constructorJson(history)).toEqual([]);
+    const thread = await client.threads.get(threadId);
+    expectPlainConversation((thread.values as any).messages);
+  });
+});
