@@ -147,6 +147,9 @@ export interface JournalEntry extends CallKey {
  */
 export const DECISION_NAMESPACE_PREFIX = "?";
 
+/** Marks, among the decision rows, the approvals a run paused to ask for (`?asked:<id>`). */
+const ASKED_PREFIX = "asked:";
+
 /**
  * A call journal that can also serve replays and list what it holds. It also keeps approval
  * decisions ({@link ApprovalJournal}: optional, so adapters written before approvals still fit;
@@ -174,7 +177,7 @@ export interface ReplayableJournal extends CallJournal, Partial<ApprovalJournal>
 export function createCallJournal(
   rows: JournalRowStore,
   options: { matchAcrossForks?: boolean } = {},
-): ReplayableJournal & ApprovalJournal {
+): ReplayableJournal & Required<ApprovalJournal> {
   return {
     async get(key) {
       const namespaces = [key.checkpointNs];
@@ -228,6 +231,22 @@ export function createCallJournal(
           recordedAt: new Date().toISOString(),
         },
       ]);
+    },
+    async markAsked(threadId, approvalId) {
+      const position = decisionPosition(threadId, `${ASKED_PREFIX}${approvalId}`);
+      if (await rows.getRow(position)) return;
+      await rows.putRows([
+        {
+          ...position,
+          tool: "",
+          argsJson: "",
+          outcomeJson: "true",
+          recordedAt: new Date().toISOString(),
+        },
+      ]);
+    },
+    async wasAsked(threadId, approvalId) {
+      return Boolean(await rows.getRow(decisionPosition(threadId, `${ASKED_PREFIX}${approvalId}`)));
     },
     async entries(threadId) {
       return (await rows.listRows(threadId))

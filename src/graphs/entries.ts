@@ -59,6 +59,8 @@ export const environmentJournal: CallJournal & ApprovalJournal = {
   put: (key, outcome) => journalOfEnvironment().put(key, outcome),
   getDecision: (threadId, approvalId) => journalOfEnvironment().getDecision(threadId, approvalId),
   putDecision: (threadId, decision) => journalOfEnvironment().putDecision(threadId, decision),
+  markAsked: (threadId, approvalId) => journalOfEnvironment().markAsked!(threadId, approvalId),
+  wasAsked: (threadId, approvalId) => journalOfEnvironment().wasAsked!(threadId, approvalId),
 };
 
 function journalOfEnvironment() {
