@@ -130,6 +130,13 @@ CREATE TABLE IF NOT EXISTS ${s}.codehop_run_events (
   data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS codehop_run_events_run ON ${s}.codehop_run_events (run_id, id);
+CREATE TABLE IF NOT EXISTS ${s}.codehop_uploads (
+  thread_id TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  bytes BYTEA NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (thread_id, sha256)
+);
 CREATE TABLE IF NOT EXISTS ${s}.codehop_workers (
   worker_id TEXT PRIMARY KEY,
   host TEXT NOT NULL,
@@ -156,7 +163,7 @@ export class RunConflict extends Error {}
 
 /** The server's tables over a pool (the persistence's). */
 export class ServerStore {
-  readonly t: { threads: string; runs: string; events: string; workers: string };
+  readonly t: { threads: string; runs: string; events: string; workers: string; uploads: string };
 
   constructor(
     readonly pool: pg.Pool,
@@ -168,6 +175,7 @@ export class ServerStore {
       runs: `${s}.codehop_runs`,
       events: `${s}.codehop_run_events`,
       workers: `${s}.codehop_workers`,
+      uploads: `${s}.codehop_uploads`,
     };
   }
 
@@ -251,9 +259,32 @@ export class ServerStore {
         );
         await c.query(`DELETE FROM ${this.t.runs} WHERE thread_id = $1`, [threadId]);
       }
+      if (!options.keepRuns)
+        await c.query(`DELETE FROM ${this.t.uploads} WHERE thread_id = $1`, [threadId]);
       const r = await c.query(`DELETE FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
       return (r.rowCount ?? 0) > 0;
     });
+  }
+
+  /**
+   * Stores a file a run's input uploaded to a thread, once per content (src/core/uploads.ts):
+   * the run's input, events and checkpoints then carry only its hash.
+   */
+  async putUpload(threadId: string, sha256: string, bytes: Buffer): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes) VALUES ($1, $2, $3)
+       ON CONFLICT (thread_id, sha256) DO NOTHING`,
+      [threadId, sha256, bytes],
+    );
+  }
+
+  /** The bytes of a thread's upload, or undefined. */
+  async getUpload(threadId: string, sha256: string): Promise<Uint8Array | undefined> {
+    const { rows } = await this.pool.query<{ bytes: Buffer }>(
+      `SELECT bytes FROM ${this.t.uploads} WHERE thread_id = $1 AND sha256 = $2`,
+      [threadId, sha256],
+    );
+    return rows[0]?.bytes;
   }
 
   /** Records how a run left its thread (status, latest values, pending interrupts). */

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FILES, DEMO_ROUNDS, chatResponder } from "../../src/apps/chat/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
@@ -23,10 +25,12 @@ let server: CliRun | undefined;
 let worker: CliRun | undefined;
 let client: Client;
 let pdf: string;
+let db: pg.Pool;
 
 beforeAll(async () => {
   if (postgresMissing) return;
   const databaseUrl = await cluster().createDatabase("chat_serve");
+  db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   model = await ScriptedOpenAIServer.start({ responder: chatResponder() });
   const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-chat-serve-docs-")));
   pdf = readFileSync(docs.report).toString("base64");
@@ -52,6 +56,7 @@ afterAll(async () => {
   for (const run of all) if (run.child.exitCode === null) run.child.kill("SIGKILL");
   await Promise.all(all.map((r) => r.done));
   await model?.close();
+  await db?.end();
 });
 
 /** Every object in `value` that carries LangChain's serialization marker. */
@@ -128,5 +133,40 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
     expect(constructorJson(history)).toEqual([]);
     const thread = await client.threads.get(threadId);
     expectPlainConversation((thread.values as any).messages);
+  });
+
+  it("keeps the uploaded file once, outside the run's input, events and checkpoints", async () => {
+    const bytes = Buffer.from(pdf, "base64");
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    const { rows: stored } = await db.query(
+      "SELECT thread_id, bytes FROM codehop_uploads WHERE sha256 = $1",
+      [sha256],
+    );
+    expect(stored).toHaveLength(1);
+    expect(stored[0].thread_id).toBe(threadId);
+    expect(Buffer.compare(stored[0].bytes, bytes)).toBe(0);
+    // Every other table of the database, as text (bytea as hex): no piece of the file.
+    const base64Piece = pdf.slice(1000, 1200);
+    const pieces = [
+      base64Piece,
+      Buffer.from(base64Piece).toString("hex"),
+      bytes.subarray(600, 700).toString("hex"),
+    ];
+    const { rows: tables } = await db.query(
+      `SELECT table_schema, table_name FROM information_schema.tables
+       WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')
+         AND table_name <> 'codehop_uploads'`,
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(
+      expect.arrayContaining(["codehop_runs", "codehop_run_events", "checkpoints"]),
+    );
+    for (const { table_schema, table_name } of tables) {
+      const { rows } = await db.query(
+        `SELECT t::text AS row FROM "${table_schema}"."${table_name}" t`,
+      );
+      const text = rows.map((r) => r.row).join("\n");
+      for (const piece of pieces)
+        expect(text.includes(piece), `${table_name} holds the file`).toBe(false);
+    }
   });
 });

@@ -10,6 +10,12 @@ import {
 import { fetchDocument, isPublicAddress, megabytes } from "../../../ingest/fetch-url.ts";
 import { servedChatAccess, type ChatAccess } from "./access.ts";
 import type { ChatFiles, ThreadFile } from "./knowledge-base.ts";
+import {
+  isDataBlock,
+  uploadRefOf,
+  type DataBlock,
+  type UploadReader,
+} from "../../../core/uploads.ts";
 import type { ChatSettings } from "./settings.ts";
 
 /**
@@ -22,7 +28,10 @@ import type { ChatSettings } from "./settings.ts";
 
 /** A file or link to attach: a local path, an http(s) URL, or an uploaded file's bytes (base64). */
 export type AttachmentInput =
-  { path: string } | { url: string } | { name: string; data: string; mediaType?: string };
+  | { path: string }
+  | { url: string }
+  | { name: string; data: string; mediaType?: string }
+  | { name: string; upload: string; mediaType?: string };
 
 /** What attaching one input did. */
 export interface AttachmentResult {
@@ -60,6 +69,8 @@ export interface AttachOptions {
    * served graph's (neither, unless CODEHOP_CHAT_ALLOW_PRIVATE_URLS allows private addresses).
    */
   access?: ChatAccess;
+  /** Where uploads a server stored (reference blocks) are read (the run context's `uploads`). */
+  uploads?: UploadReader;
 }
 
 /**
@@ -82,7 +93,7 @@ export async function attachAll(
     signal?.throwIfAborted();
     const source = attachmentSource(input);
     try {
-      const { name, doc, origin } = await load(input, settings, access, signal);
+      const { name, doc, origin } = await load(input, settings, access, signal, options.uploads);
       const file = await files.add(threadId, {
         name,
         kind: doc.kind,
@@ -157,6 +168,7 @@ async function load(
   settings: ChatSettings,
   access: ChatAccess,
   signal?: AbortSignal,
+  uploads?: UploadReader,
 ): Promise<{ name: string; doc: ExtractedDocument; origin: string }> {
   if ("url" in input) {
     const fetched = await fetchDocument(
@@ -222,7 +234,15 @@ async function load(
     return { name, doc: await extractDocument({ name }, bytes), origin: path };
   }
   const name = displayName(input.name || "upload");
-  const bytes = Buffer.from(input.data ?? "", "base64");
+  let bytes: Uint8Array;
+  if ("upload" in input) {
+    const stored = await uploads?.get(input.upload);
+    if (!stored)
+      throw invalid(
+        `${name}: the uploaded file is not available here (the server that received it keeps it); upload it again.`,
+      );
+    bytes = stored;
+  } else bytes = Buffer.from(input.data ?? "", "base64");
   if (bytes.length > settings.maxFileBytes) {
     throw invalid(
       `${name} is ${megabytes(bytes.length)}, over the ${megabytes(settings.maxFileBytes)} limit for attached files.`,
@@ -236,25 +256,10 @@ async function load(
   };
 }
 
-/** A content block of a chat UI's message carrying a file (agent-chat-ui sends PDFs and images). */
-interface DataBlock {
-  type: string;
-  data?: unknown;
-  mimeType?: unknown;
-  mime_type?: unknown;
-  source_type?: unknown;
-  metadata?: { filename?: unknown; name?: unknown };
-}
-
-function isDataBlock(part: unknown): part is DataBlock {
-  if (!part || typeof part !== "object") return false;
-  const p = part as DataBlock;
-  return (p.type === "file" || p.type === "image") && typeof p.data === "string";
-}
-
 /**
  * The files a chat UI put into a message as base64 content blocks (LangChain's `file` / `image`
- * blocks, in both the current `mimeType` and the older `mime_type` + `source_type` shape), and the
+ * blocks, in both the current `mimeType` and the older `mime_type` + `source_type` shape) or a
+ * server stored and replaced by a reference (`upload: "sha256:..."`, src/core/uploads.ts), and the
  * message content without their bytes — each block replaced by a short text note, so the
  * conversation's checkpoints do not carry the files (they live in the knowledge base).
  */
@@ -262,17 +267,24 @@ export function takeUploads(content: unknown): {
   uploads: AttachmentInput[];
   content: unknown;
 } {
-  if (!Array.isArray(content) || !content.some(isDataBlock)) return { uploads: [], content };
+  const isUpload = (part: unknown) => isDataBlock(part) || uploadRefOf(part) !== undefined;
+  if (!Array.isArray(content) || !content.some(isUpload)) return { uploads: [], content };
   const uploads: AttachmentInput[] = [];
   const kept = content.map((part, i) => {
-    if (!isDataBlock(part)) return part;
-    const mediaType = String(part.mimeType ?? part.mime_type ?? "");
+    if (!isUpload(part)) return part;
+    const block = part as DataBlock;
+    const mediaType = String(block.mimeType ?? block.mime_type ?? "");
     const name = String(
-      part.metadata?.filename ??
-        part.metadata?.name ??
+      block.metadata?.filename ??
+        block.metadata?.name ??
         `upload-${i + 1}${guessExtension(mediaType)}`,
     );
-    uploads.push({ name, data: part.data as string, ...(mediaType ? { mediaType } : {}) });
+    const ref = uploadRefOf(part);
+    uploads.push({
+      name,
+      ...(ref ? { upload: ref } : { data: block.data as string }),
+      ...(mediaType ? { mediaType } : {}),
+    });
     return { type: "text", text: `[attached file: ${name}]` };
   });
   return { uploads, content: kept };

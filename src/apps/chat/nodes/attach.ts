@@ -1,10 +1,18 @@
 import { HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { readRunContext } from "../../../core/run-context.ts";
+import type { UploadReader } from "../../../core/uploads.ts";
 import { chatAccessOf } from "../conversation/access.ts";
 import { attachAll, takeUploads, type AttachmentInput } from "../conversation/attachments.ts";
 import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
 import { chatSettingsOf } from "../conversation/settings.ts";
 import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
+
+/** The server's store of the run's uploads (a plain object a client sent is no store). */
+function uploadsOf(config: LangGraphRunnableConfig): UploadReader | undefined {
+  const uploads = readRunContext(config).uploads;
+  return typeof uploads?.get === "function" ? uploads : undefined;
+}
 
 /**
  * attach_files: the round's first step. Adds the files and links of the input's `attach` and the files a
@@ -44,6 +52,7 @@ export function makeAttachNode(deps: ChatFilesDeps) {
       signal: config.signal,
       // Local paths and private addresses only when code granted them (the CLI, chat()).
       access: chatAccessOf(config, deps.access),
+      uploads: uploadsOf(config),
     });
     return update;
   };
