@@ -1,7 +1,9 @@
 import { basename, extname } from "node:path";
 import { decodeHTML } from "entities";
-import TurndownService from "turndown";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { htmlToText, htmlToTextOffThread } from "./html-to-text.ts";
+
+export { htmlToText };
 
 /**
  * Text extraction from the document types users attach to a conversation (PDF, DOCX, HTML,
@@ -54,6 +56,11 @@ export interface ExtractOptions {
   maxChars?: number;
   /** PDF pages read (default 2,000). */
   maxPages?: number;
+  /**
+   * Characters of an HTML page converted (default 5,000,000): a larger page is cut there, and
+   * `truncated` set (converting takes about a second per megabyte, off the main thread).
+   */
+  maxHtmlChars?: number;
 }
 
 /** Extracted text with the structure citations need. */
@@ -65,12 +72,16 @@ export interface ExtractedDocument {
   text: string;
   /** Pages of a PDF. */
   pages?: number;
-  /** True when the text was cut at `maxChars`. */
+  /** True when the text was cut at `maxChars` (or an HTML page at `maxHtmlChars`). */
   truncated: boolean;
 }
 
 /** Default limits. */
-export const EXTRACT_DEFAULTS = { maxChars: 2_000_000, maxPages: 2_000 } as const;
+export const EXTRACT_DEFAULTS = {
+  maxChars: 2_000_000,
+  maxPages: 2_000,
+  maxHtmlChars: 5_000_000,
+} as const;
 
 /** How a PDF page is labelled: the section heading of its passages and what answers cite. */
 export function pageLabel(page: number): string {
@@ -189,6 +200,7 @@ export async function extractDocument(
   const name = displayName(source.name);
   const maxChars = options.maxChars ?? EXTRACT_DEFAULTS.maxChars;
   let out: Omit<ExtractedDocument, "truncated">;
+  let cut = false;
   switch (kind) {
     case "pdf":
       out = await extractPdf(name, bytes, options.maxPages ?? EXTRACT_DEFAULTS.maxPages);
@@ -197,8 +209,13 @@ export async function extractDocument(
       out = { kind, text: await extractDocx(name, bytes) };
       break;
     case "html": {
-      const html = decodeText(bytes);
-      out = { kind, text: htmlToText(html), title: htmlTitle(html) };
+      let html = decodeText(bytes);
+      const maxHtml = options.maxHtmlChars ?? EXTRACT_DEFAULTS.maxHtmlChars;
+      if (html.length > maxHtml) {
+        html = html.slice(0, maxHtml);
+        cut = true;
+      }
+      out = { kind, text: await htmlToTextOffThread(html, { name }), title: htmlTitle(html) };
       break;
     }
     case "markdown":
@@ -215,8 +232,8 @@ export async function extractDocument(
         : `${name} is empty: it has no text to search.`,
     );
   }
-  const truncated = out.text.length > maxChars;
-  return { ...out, text: truncated ? out.text.slice(0, maxChars) : out.text, truncated };
+  const truncated = cut || out.text.length > maxChars;
+  return { ...out, text: out.text.slice(0, maxChars), truncated };
 }
 
 /** UTF-8 text without a byte-order mark and with \n line ends. */
@@ -296,38 +313,7 @@ async function extractDocx(name: string, bytes: Uint8Array): Promise<string> {
       err,
     );
   }
-  return htmlToText(html);
-}
-
-let turndown: TurndownService | undefined;
-
-/**
- * HTML as plain text with Markdown heading lines (so sections survive chunking): page furniture
- * (scripts, styles, navigation, forms) dropped, links reduced to their text, images to their alt
- * text, and no Markdown escaping (the text is read, not rendered).
- */
-export function htmlToText(html: string): string {
-  if (!turndown) {
-    const td = new TurndownService({
-      headingStyle: "atx",
-      codeBlockStyle: "fenced",
-      bulletListMarker: "-",
-    });
-    td.remove(["script", "style", "noscript", "iframe", "nav", "footer", "form", "head", "title"]);
-    td.remove((node) => ["SVG", "CANVAS", "BUTTON", "TEMPLATE"].includes(node.nodeName));
-    td.addRule("links", { filter: "a", replacement: (content) => content });
-    td.addRule("images", {
-      filter: "img",
-      replacement: (_content, node) =>
-        (node as { getAttribute(name: string): string | null }).getAttribute("alt") ?? "",
-    });
-    td.escape = (text: string) => text;
-    turndown = td;
-  }
-  return turndown
-    .turndown(html)
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
+  return htmlToTextOffThread(html, { name });
 }
 
 /**

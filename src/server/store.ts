@@ -259,8 +259,8 @@ export class ServerStore {
         );
         await c.query(`DELETE FROM ${this.t.runs} WHERE thread_id = $1`, [threadId]);
       }
-      if (!options.keepRuns)
-        await c.query(`DELETE FROM ${this.t.uploads} WHERE thread_id = $1`, [threadId]);
+      // A deleted thread's uploads go even when its runs stay on record (stateless runs).
+      await c.query(`DELETE FROM ${this.t.uploads} WHERE thread_id = $1`, [threadId]);
       const r = await c.query(`DELETE FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
       return (r.rowCount ?? 0) > 0;
     });
