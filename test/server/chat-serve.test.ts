@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
@@ -26,6 +26,7 @@ let worker: CliRun | undefined;
 let client: Client;
 let pdf: string;
 let db: pg.Pool;
+let workerHome: string;
 
 beforeAll(async () => {
   if (postgresMissing) return;
@@ -34,6 +35,7 @@ beforeAll(async () => {
   model = await ScriptedOpenAIServer.start({ responder: chatResponder() });
   const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-chat-serve-docs-")));
   pdf = readFileSync(docs.report).toString("base64");
+  workerHome = mkdtempSync(join(tmpdir(), "codehop-chat-serve-worker-"));
   const env = (home: string) =>
     cliEnv({
       OPENAI_BASE_URL: model.baseURL,
@@ -42,11 +44,14 @@ beforeAll(async () => {
       CODEHOP_MAX_RETRIES: "0",
       CODEHOP_DATABASE_URL: databaseUrl,
       // The server and its worker do not share a data directory.
-      CODEHOP_HOME: mkdtempSync(join(tmpdir(), `codehop-chat-serve-${home}-`)),
+      CODEHOP_HOME: home,
     });
-  server = spawnCli(["serve", "--port", "0"], env("server"));
+  server = spawnCli(
+    ["serve", "--port", "0"],
+    env(mkdtempSync(join(tmpdir(), "codehop-chat-serve-server-"))),
+  );
   const url = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
-  worker = spawnCli(["worker", "--worker-id", "cw1", "--concurrency", "1"], env("worker"));
+  worker = spawnCli(["worker", "--worker-id", "cw1", "--concurrency", "1"], env(workerHome));
   await waitForStderr(worker, /cw1 ready/, "codehop worker");
   client = new Client({ apiUrl: url });
 }, 180_000);
@@ -168,5 +173,21 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
       for (const piece of pieces)
         expect(text.includes(piece), `${table_name} holds the file`).toBe(false);
     }
+  });
+
+  it("deleting the thread through the server drops the worker's file index and the uploads", async () => {
+    const filesDir = join(workerHome, "chat-files");
+    const indexOf = () => readdirSync(filesDir).filter((f) => f.includes(threadId));
+    expect(indexOf().length).toBeGreaterThan(0);
+    await client.threads.delete(threadId);
+    const deadline = Date.now() + 60_000;
+    while (indexOf().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(indexOf()).toEqual([]);
+    expect(existsSync(filesDir)).toBe(true);
+    const { rows } = await db.query(
+      "SELECT count(*)::int AS n FROM codehop_uploads WHERE thread_id = $1",
+      [threadId],
+    );
+    expect(rows[0].n).toBe(0);
   });
 });
