@@ -1,7 +1,10 @@
 import { existsSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
+import { createChatGraph } from "../../src/apps/chat/team.ts";
 import { takeUploads } from "../../src/apps/chat/conversation/attachments.ts";
 import { ChatFiles, citeLabel } from "../../src/apps/chat/conversation/knowledge-base.ts";
 import { withCitations } from "../../src/apps/chat/conversation/citations.ts";
@@ -154,6 +157,30 @@ describe("the per-thread knowledge base", () => {
     expect(files.sweepIfDue(30, 60_000, t + 1_000)).toEqual([]);
     expect(files.has("again")).toBe(true);
     expect(files.sweepIfDue(30, 60_000, t + 61_000)).toEqual([files.pathFor("again")]);
+  });
+
+  it("retention keeps the conversation being continued, however long it was idle", async () => {
+    const files = new ChatFiles(home());
+    await files.add("back", doc("a.md", "alpha"));
+    await files.add("other", doc("b.md", "beta"));
+    const past = new Date(Date.now() - 40 * 24 * 60 * 60 * 1000);
+    for (const t of ["back", "other"]) utimesSync(files.pathFor(t), past, past);
+    expect(files.sweep(30, Date.now(), "back")).toEqual([files.pathFor("other")]);
+    expect(files.has("back")).toBe(true);
+    // A round on a thread idle for 40 days: its first step applies the retention, not to it.
+    await files.add("other", doc("b.md", "beta"));
+    for (const t of ["back", "other"]) utimesSync(files.pathFor(t), past, past);
+    const graph = createChatGraph({ checkpointer: new MemorySaver() });
+    await graph.invoke(
+      { messages: [new HumanMessage("I am back. What was alpha?")] } as any,
+      {
+        configurable: { thread_id: "back" },
+        context: { chatFiles: files, chat: { filesRetentionDays: 30 } },
+        interruptBefore: ["respond", "summarize"],
+      } as any,
+    );
+    expect(files.list("back").map((f) => f.name)).toEqual(["a.md"]);
+    expect(files.has("other")).toBe(false);
   });
 
   it("deleteThread of the apps deletes a conversation's files even before its first round", async () => {

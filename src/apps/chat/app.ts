@@ -1,9 +1,10 @@
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
-import { loadAppConfig, type AppConfig } from "../../runs/config.ts";
+import { loadAppConfig, persistenceLocation, type AppConfig } from "../../runs/config.ts";
 import { resumeRun, runTurn } from "../../runs/lifecycle.ts";
 import { pendingApprovals, type ApprovalDecision } from "../../core/approval.ts";
 import type { AskResult } from "../../runs/result.ts";
@@ -19,7 +20,7 @@ import {
 import type { Citation } from "./conversation/citations.ts";
 import { ChatFiles, type ThreadFile } from "./conversation/knowledge-base.ts";
 import { messageContentText, roundsOf, type Round } from "./conversation/memory.ts";
-import { openPersistenceFor } from "../../persistence/index.ts";
+import { checkpointDbPath, openPersistenceFor } from "../../persistence/index.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import {
   chatSettingsFromEnv,
@@ -247,11 +248,12 @@ export async function chatHistory(
   threadId: string,
   options: ChatFilesOptions & { persistence?: Persistence } = {},
 ): Promise<Round[]> {
-  const home = loadAppConfig(options.config).home;
-  const persistence =
-    options.persistence ??
-    (await openPersistenceFor({ home }, { mustExist: true }).catch(() => undefined));
-  if (!persistence) return [];
+  const location = persistenceLocation(loadAppConfig(options.config));
+  // Nothing has run here yet: no history. Any other failure (a database that cannot be opened
+  // or read) is reported, not taken for an empty conversation.
+  if (!options.persistence && !location.databaseUrl && !existsSync(checkpointDbPath(location.home)))
+    return [];
+  const persistence = options.persistence ?? (await openPersistenceFor(location));
   try {
     const snapshot = await chatApp
       .graph(persistence.checkpointer)

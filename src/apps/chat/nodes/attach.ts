@@ -30,7 +30,8 @@ export function makeAttachNode(deps: ChatFilesDeps) {
     const settings = chatSettingsOf(config);
     const files = chatFilesOf(config, deps);
     // Retention: indexes of conversations idle for too long go (at most once an hour).
-    files.sweepIfDue(settings.filesRetentionDays);
+    // The conversation being continued is not idle, however long ago its last round was.
+    files.sweepIfDue(settings.filesRetentionDays, undefined, undefined, threadIdOf(config));
     const inputs: AttachmentInput[] = [...(state.attach ?? [])];
     const update: ChatUpdate = { attachments: [] };
     const last = state.messages[state.messages.length - 1];
