@@ -64,6 +64,51 @@ describe("text extraction keeps pages and sections", () => {
     expect(doc.text).toBe("Cars pay 4 dollars.");
   });
 
+  it("decodes text in its declared encoding: Content-Type's charset, else HTML's <meta>", async () => {
+    // "Café crème" in windows-1252 (é = 0xE9, è = 0xE8): not valid UTF-8.
+    const latin = (text: string) => Buffer.from(text, "latin1");
+    const page = (meta: string) =>
+      latin(`<html><head>${meta}<title>Café</title></head><body><p>Café crème</p></body></html>`);
+    const byMeta = await extractDocument(
+      { name: "menu.html", mediaType: "text/html" },
+      page('<meta charset="windows-1252">'),
+    );
+    expect(byMeta).toMatchObject({ title: "Café", text: "Café crème" });
+    const byHttpEquiv = await extractDocument(
+      { name: "menu.html" },
+      page('<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'),
+    );
+    expect(byHttpEquiv.text).toBe("Café crème");
+    const byHeader = await extractDocument(
+      { name: "menu", mediaType: "text/html; charset=ISO-8859-1" },
+      page(""),
+    );
+    expect(byHeader).toMatchObject({ title: "Café", text: "Café crème" });
+    const text = await extractDocument(
+      { name: "notes.txt", mediaType: "text/plain; charset=windows-1252" },
+      latin("Crème brûlée"),
+    );
+    expect(text.text).toBe("Crème brûlée");
+    // A page all in another script: not UTF-8, and not binary either.
+    const russian = "Мост открыт в 1932 году. ".repeat(40);
+    const cyrillic = await extractDocument(
+      { name: "most.html", mediaType: "text/html; charset=windows-1251" },
+      new Uint8Array(
+        [...`<html><body><p>${russian}</p></body></html>`].map((ch) => {
+          const code = ch.charCodeAt(0);
+          return code < 128 ? code : code - 0x410 + 0xc0; // А..я → 0xC0..0xFF
+        }),
+      ),
+    );
+    expect(cyrillic.text).toBe(russian.trim());
+    // Without a declaration, UTF-8 (an unknown label too).
+    const utf8 = await extractDocument(
+      { name: "notes.txt", mediaType: "text/plain; charset=no-such-charset" },
+      Buffer.from("Crème brûlée"),
+    );
+    expect(utf8.text).toBe("Crème brûlée");
+  });
+
   it("Markdown keeps its headings; plain text has none", async () => {
     const md = await extractDocument({ name: "a.md" }, Buffer.from("# T\n\n## S\nbody"));
     expect(md.text).toBe("# T\n\n## S\nbody");
