@@ -4,7 +4,7 @@
  * LangGraph's checkpoint package, better-sqlite3 and Node's own modules.
  */
 import { randomInt } from "node:crypto";
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -153,6 +153,57 @@ interface WritesRow {
 /** A reference to a stored write: task id, index, and 1 when its value (a list) is spread. */
 type WriteRef = [taskId: string, idx: number, spread: 0 | 1];
 
+/** Channel versions and versions seen of a checkpoint, whole, and how many deltas led to them. */
+interface Versions {
+  channel_versions: ChannelVersions;
+  versions_seen: Record<string, ChannelVersions>;
+  chain: number;
+}
+
+/**
+ * A checkpoint row stores its version maps as the change from its parent (`base`: the parent's
+ * id; `cv`: channels with a new version; `vs`: per node, the versions it saw that changed) at most
+ * this many times in a row, then whole again (bounds a read to this many rows).
+ */
+const MAX_VERSIONS_CHAIN = 8;
+
+/** Whether every key of `before` is in `after` (maps that only grew or changed). */
+function keepsKeys(before: object, after: object): boolean {
+  for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) return false;
+  return true;
+}
+
+/** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
+const ZIP_DICTIONARY = 2;
+/** Plain rows of a namespace kept in memory as dictionary candidates for the rows after them. */
+const DICTIONARY_ROWS = 3;
+/** Deflate's window: a dictionary longer than this contributes only its end. */
+const DICTIONARY_BYTES = 32 * 1024;
+/** A row is stored with a dictionary only when that makes it at most this share of plain deflate. */
+const DICTIONARY_GAIN = 0.8;
+
+/** A writes row stored plain (or deflated without a dictionary): usable as a dictionary. */
+interface PlainWritesRow {
+  checkpointId: string;
+  taskId: string;
+  raw: Buffer;
+}
+
+/**
+ * Header of a dictionary-compressed writes row: the rows whose raw bytes, concatenated (the last
+ * DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed since
+ * is a clear error, never a silent misread).
+ */
+interface DictionaryHeader {
+  rows: Array<[checkpointId: string, taskId: string]>;
+  crc: number;
+}
+
+function dictionaryOf(raws: readonly Buffer[]): Buffer {
+  const all = Buffer.concat(raws);
+  return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
 /** A small least-recently-used map. */
 class Lru<K, V> {
   private readonly map = new Map<K, V>();
@@ -209,7 +260,9 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   /** Task writes stored by this process, by namespace id and checkpoint id (the parent of the next put). */
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
-  private readonly lastPut = new Map<number, { id: string; versions: ChannelVersions }>();
+  private readonly lastPut = new Map<number, { id: string; versions: Versions }>();
+  /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
+  private readonly versionMaps = new Lru<string, Versions>(256);
   /**
    * The channel values of the latest checkpoint put per namespace id, by channel: version and
    * value. Reading the latest state (every invoke, every resume) is served from here even after a
@@ -220,6 +273,23 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   );
   private readonly nsIds = new Map<string, number>();
   private statements?: ReturnType<IncrementalSqliteSaver["prepare"]>;
+  /**
+   * Rows of puts and putWrites not written yet, in call order, and the promises waiting for them:
+   * written together in one transaction on the next turn of the event loop (or before any read),
+   * so a step's checkpoints and writes cost one commit, and the writing happens while the graph
+   * waits for something else (a model, a tool) instead of before its next node.
+   */
+  private pending: Array<() => void> = [];
+  private waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  private flushScheduled = false;
+  /** Blob rows not written yet, by blob key (read by appends to them). */
+  private readonly pendingBlobs = new Map<string, BlobRow>();
+  /** Task writes not written yet, by namespace id, checkpoint id and task id. */
+  private readonly pendingTaskWrites = new Map<string, StoredWrite[]>();
+  /** The latest plain writes rows of each namespace written by this process (dictionary candidates). */
+  private readonly plainRows = new Lru<number, PlainWritesRow[]>(64);
+  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id. */
+  private readonly rawRows = new Lru<string, Buffer>(64);
 
   /**
    * @param db an open better-sqlite3 database (shared with other tables is fine), or a file path
@@ -374,6 +444,46 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     return this.statements!;
   }
 
+  /** Queues rows to write; the promise resolves once they are committed. */
+  private enqueue(write: () => void): Promise<void> {
+    this.pending.push(write);
+    const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return done;
+  }
+
+  /**
+   * Writes every queued put and putWrites now, in one IMMEDIATE transaction (reads call it first,
+   * so they always see what was put). Callers closing the database themselves call it before.
+   */
+  flush(): void {
+    this.flushScheduled = false;
+    if (!this.pending.length) return;
+    const writes = this.pending;
+    const waiting = this.waiting;
+    this.pending = [];
+    this.waiting = [];
+    try {
+      // IMMEDIATE: the write lock is taken at BEGIN, where the busy timeout applies (a deferred
+      // transaction that read first would fail at once when another process commits before it).
+      this.db
+        .transaction(() => {
+          for (const write of writes) write();
+        })
+        .immediate();
+    } catch (err) {
+      for (const w of waiting) w.reject(err);
+      return;
+    } finally {
+      this.pendingBlobs.clear();
+      this.pendingTaskWrites.clear();
+    }
+    for (const w of waiting) w.resolve();
+  }
+
   /** The id of a thread's namespace (created on first write; undefined when reading one never written). */
   private nsId(thread: string, ns: string, create: boolean): number | undefined {
     const key = `${thread}\u0000${ns}`;
@@ -429,14 +539,83 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     checkpointId: string,
     taskId: string,
   ): StoredWrite[] | undefined {
+    const queued = this.pendingTaskWrites.get(`${nsId}\u0000${checkpointId}\u0000${taskId}`);
+    if (queued) return queued;
     const row = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
-    return row ? this.unpackRow(row) : undefined;
+    return row ? this.unpackRow(nsId, row) : undefined;
   }
 
-  private unpackRow(row: WritesRow): StoredWrite[] {
-    return unpackWrites(row.zip ? inflateRawSync(row.writes) : row.writes).sort(
-      (a, b) => a.idx - b.idx,
+  private unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
+    return unpackWrites(this.rawOf(nsId, row)).sort((a, b) => a.idx - b.idx);
+  }
+
+  /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
+  private rawOf(nsId: number, row: WritesRow): Buffer {
+    if (row.zip === 0) return row.writes;
+    if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
+    const headerLength = row.writes.readUInt32LE(0);
+    const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
+    const raws = header.rows.map(([checkpointId, taskId]) => {
+      const key = `${nsId}\u0000${checkpointId}\u0000${taskId}`;
+      const cached = this.rawRows.get(key);
+      if (cached) return cached;
+      const base = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
+      if (!base || base.zip === ZIP_DICTIONARY)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+      const raw = this.rawOf(nsId, base);
+      this.rawRows.set(key, raw);
+      return raw;
+    });
+    const dictionary = dictionaryOf(raws);
+    if (crc32(dictionary) !== header.crc)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+    return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
+  }
+
+  /**
+   * A task's packed writes as stored: deflated with the namespace's latest plain rows of earlier
+   * checkpoints as dictionary when that is clearly smaller (a step's record repeats much of what
+   * the steps before it wrote: the model's reply, the action's output), else deflated (or plain).
+   * Only plain rows serve as dictionaries, so a read needs at most the rows named in the header.
+   */
+  private packForStorage(
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): { zip: number; data: Buffer } {
+    let zip = 0;
+    let data = packed;
+    // (A row written again replaces what this process knew of it.)
+    const plain = (this.plainRows.get(nsId) ?? []).filter(
+      (r) => !(r.checkpointId === checkpointId && r.taskId === taskId),
     );
+    this.plainRows.set(nsId, plain);
+    if (packed.length >= this.compressAbove) {
+      const zipped = deflateRawSync(packed);
+      if (zipped.length < packed.length) [zip, data] = [1, zipped];
+      const candidates = plain.filter((r) => r.checkpointId !== checkpointId);
+      if (candidates.length) {
+        const dictionary = dictionaryOf(candidates.map((r) => r.raw));
+        const header = Buffer.from(
+          JSON.stringify({
+            rows: candidates.map((r) => [r.checkpointId, r.taskId]),
+            crc: crc32(dictionary),
+          } satisfies DictionaryHeader),
+          "utf8",
+        );
+        const withDictionary = deflateRawSync(packed, { dictionary });
+        const size = 4 + header.length + withDictionary.length;
+        if (size < DICTIONARY_GAIN * data.length) {
+          const length = Buffer.alloc(4);
+          length.writeUInt32LE(header.length);
+          return { zip: ZIP_DICTIONARY, data: Buffer.concat([length, header, withDictionary]) };
+        }
+      }
+    }
+    plain.push({ checkpointId, taskId, raw: packed });
+    this.plainRows.set(nsId, plain.slice(-DICTIONARY_ROWS));
+    return { zip, data };
   }
 
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
@@ -459,10 +638,12 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     channel: string,
     version: string,
   ): Promise<{ found: boolean; value?: unknown; row?: BlobRow }> {
-    const row = this.s.getBlob.get(nsId, channel, version) as BlobRow | undefined;
+    const key = blobKey(nsId, channel, version);
+    const row =
+      this.pendingBlobs.get(key) ??
+      (this.s.getBlob.get(nsId, channel, version) as BlobRow | undefined);
     if (!row) return { found: false };
     if (row.kind === KIND_EMPTY) return { found: true, row };
-    const key = blobKey(nsId, channel, version);
     const cached = this.values.get(key);
     if (cached !== undefined) return { found: true, value: cached, row };
     let value: unknown;
@@ -633,6 +814,84 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   // ------------------------------------------------------------------------------------------
   // Reading
 
+  /**
+   * The whole version maps of a stored checkpoint record: its own, or (delta-encoded, `base` set)
+   * its base checkpoint's with its changes applied.
+   */
+  private async versionsFrom(
+    nsId: number,
+    id: string,
+    stored: Record<string, any>,
+  ): Promise<Versions> {
+    if (typeof stored.base !== "string")
+      return {
+        channel_versions: stored.channel_versions ?? {},
+        versions_seen: stored.versions_seen ?? {},
+        chain: 0,
+      };
+    const key = `${nsId}\u0000${id}`;
+    const cached = this.versionMaps.get(key);
+    if (cached) return cached;
+    const baseRow = this.s.getCheckpoint.get(nsId, stored.base) as CheckpointRow | undefined;
+    if (!baseRow)
+      throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
+    const base = await this.versionsFrom(
+      nsId,
+      stored.base,
+      (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
+        string,
+        any
+      >,
+    );
+    const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
+    for (const [node, changed] of Object.entries(
+      (stored.vs ?? {}) as Record<string, ChannelVersions>,
+    ))
+      seen[node] = { ...seen[node], ...changed };
+    const versions: Versions = {
+      channel_versions: { ...base.channel_versions, ...stored.cv },
+      versions_seen: seen,
+      chain: base.chain + 1,
+    };
+    this.versionMaps.set(key, versions);
+    return versions;
+  }
+
+  /**
+   * What a checkpoint row stores besides its values: the checkpoint without its id (the row's key)
+   * and, when its parent's maps are known and it only added to them, its version maps as the
+   * change from the parent (see {@link MAX_VERSIONS_CHAIN}).
+   */
+  private storedRecord(
+    checkpoint: Omit<Checkpoint, "channel_values">,
+    parentId: string | undefined,
+    parent: Versions | undefined,
+  ): Record<string, unknown> {
+    const { id: _id, channel_versions, versions_seen, ...rest } = checkpoint;
+    if (
+      parentId === undefined ||
+      parent === undefined ||
+      parent.chain >= MAX_VERSIONS_CHAIN ||
+      !keepsKeys(parent.channel_versions, channel_versions) ||
+      !keepsKeys(parent.versions_seen, versions_seen)
+    )
+      return { ...rest, channel_versions, versions_seen };
+    const cv: ChannelVersions = {};
+    for (const [channel, version] of Object.entries(channel_versions))
+      if (parent.channel_versions[channel] !== version) cv[channel] = version;
+    const vs: Record<string, ChannelVersions> = {};
+    for (const [node, seen] of Object.entries(versions_seen)) {
+      const before = parent.versions_seen[node] ?? {};
+      if (!keepsKeys(before, seen)) return { ...rest, channel_versions, versions_seen };
+      const changed: ChannelVersions = {};
+      for (const [channel, version] of Object.entries(seen))
+        if (before[channel] !== version) changed[channel] = version;
+      if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
+        vs[node] = changed;
+    }
+    return { ...rest, base: parentId, cv, vs };
+  }
+
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
     const ns = row.checkpoint_ns;
     let checkpoint: Checkpoint;
@@ -662,10 +921,22 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       );
     } else {
       const nsId = row.ns_id!;
-      const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Omit<
-        Checkpoint,
-        "channel_values"
-      >;
+      const {
+        base: _base,
+        cv: _cv,
+        vs: _vs,
+        ...stored
+      } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
+      const versions = await this.versionsFrom(nsId, row.checkpoint_id, {
+        ...stored,
+        base: _base,
+        cv: _cv,
+        vs: _vs,
+      });
+      stored.id = row.checkpoint_id;
+      // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
+      stored.channel_versions = { ...versions.channel_versions };
+      stored.versions_seen = structuredClone(versions.versions_seen);
       const channelValues: Record<string, unknown> = {};
       const latest = this.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
@@ -681,7 +952,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       metadata = (await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata;
       pendingWrites = [];
       for (const w of this.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
-        for (const one of this.unpackRow(w))
+        for (const one of this.unpackRow(nsId, w))
           pendingWrites.push([w.task_id, one.channel, await this.decode(one.type, 0, one.data)]);
     }
     if (checkpoint.v < 4 && row.parent_checkpoint_id)
@@ -720,7 +991,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const fromNew: unknown[] = [];
     if (row.ns_id !== undefined)
       for (const w of this.s.getWrites.all(row.ns_id, parentId) as WritesRow[])
-        for (const one of this.unpackRow(w))
+        for (const one of this.unpackRow(row.ns_id, w))
           if (one.channel === TASKS) fromNew.push(await this.decode(one.type, 0, one.data));
     const sends = fromNew.length
       ? fromNew
@@ -741,6 +1012,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
   }
 
   private findRow(thread: string, ns: string, id: string | undefined): CheckpointRow | undefined {
+    this.flush();
     const s = this.s;
     const nsId = this.nsId(thread, ns, false);
     if (id) {
@@ -771,6 +1043,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     config: RunnableConfig,
     options: CheckpointListOptions = {},
   ): AsyncGenerator<CheckpointTuple> {
+    this.flush();
     const { before, limit, filter } = options;
     const wheres: string[] = [];
     const args: unknown[] = [];
@@ -834,17 +1107,27 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     ns: string,
     nsId: number,
     id: string,
-  ): Promise<{ versions: ChannelVersions; legacy: boolean } | undefined> {
+  ): Promise<{ versions: Versions; legacy: boolean } | undefined> {
     const last = this.lastPut.get(nsId);
     if (last?.id === id) return { versions: last.versions, legacy: false };
     const row = this.findRow(thread, ns, id);
     if (!row) return undefined;
     if (row.legacy) {
       const cp = (await this.serde.loadsTyped(row.type ?? "json", row.checkpoint)) as Checkpoint;
-      return { versions: cp.channel_versions ?? {}, legacy: true };
+      return {
+        versions: {
+          channel_versions: cp.channel_versions ?? {},
+          versions_seen: cp.versions_seen ?? {},
+          chain: 0,
+        },
+        legacy: true,
+      };
     }
-    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Checkpoint;
-    return { versions: stored.channel_versions ?? {}, legacy: false };
+    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<
+      string,
+      any
+    >;
+    return { versions: await this.versionsFrom(nsId, id, stored), legacy: false };
   }
 
   async put(
@@ -874,35 +1157,56 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
           String(version),
           prepared.channel_values[channel],
           Object.hasOwn(prepared.channel_values, channel),
-          parent?.versions[channel] !== undefined ? String(parent.versions[channel]) : undefined,
+          parent?.versions.channel_versions[channel] !== undefined
+            ? String(parent.versions.channel_versions[channel])
+            : undefined,
           parentId ? { id: parentId, writes } : undefined,
         ),
       );
     }
     const { channel_values: _values, ...rest } = prepared;
-    const cp = await this.encode(rest);
+    const record = this.storedRecord(
+      rest,
+      parentId,
+      parent && !parent.legacy ? parent.versions : undefined,
+    );
+    const cp = await this.encode(record);
     // Metadata stays plain JSON text: list() filters on it in SQL.
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const metaText = Buffer.from(metaBytes).toString("utf8");
     const s = this.s;
-    // Every write transaction here is IMMEDIATE: it takes the write lock at BEGIN, where the busy
-    // timeout applies. A deferred one that reads first fails at once with SQLITE_BUSY when another
-    // process commits before it upgrades to writing (two runs sharing one database file).
-    this.db
-      .transaction(() => {
-        for (const b of blobs) s.putBlob.run(...b);
-        s.putCheckpoint.run(
-          nsId,
-          checkpoint.id,
-          parentId ?? null,
-          cp.type,
-          cp.data,
-          cp.zip,
-          metaText,
-        );
-      })
-      .immediate();
-    this.lastPut.set(nsId, { id: checkpoint.id, versions: { ...prepared.channel_versions } });
+    for (const b of blobs) {
+      const [, , , kind, base_version, chain, items, snapshot_items, type, zip, value] = b;
+      this.pendingBlobs.set(blobKey(nsId, String(b[1]), String(b[2])), {
+        kind,
+        base_version,
+        chain,
+        items,
+        snapshot_items,
+        type,
+        zip,
+        value,
+      } as BlobRow);
+    }
+    const written = this.enqueue(() => {
+      for (const b of blobs) s.putBlob.run(...b);
+      s.putCheckpoint.run(
+        nsId,
+        checkpoint.id,
+        parentId ?? null,
+        cp.type,
+        cp.data,
+        cp.zip,
+        metaText,
+      );
+    });
+    const versions: Versions = {
+      channel_versions: { ...prepared.channel_versions },
+      versions_seen: structuredClone(prepared.versions_seen ?? {}),
+      chain: "base" in record ? parent!.versions.chain + 1 : 0,
+    };
+    this.lastPut.set(nsId, { id: checkpoint.id, versions });
+    this.versionMaps.set(`${nsId}\u0000${checkpoint.id}`, versions);
     // What this put stored, plus the values still current from the previous put (same version);
     // a value the caller passed for a channel it did not list as new was not stored, so it is not
     // served either.
@@ -919,6 +1223,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       }
     }
     this.latestValues.set(nsId, latest);
+    await written;
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -951,23 +1256,23 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     );
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
-    this.db
-      .transaction(() => {
-        const existing = this.taskWrites(nsId, id, taskId) ?? [];
-        const byIdx = new Map(existing.map((w) => [w.idx, w]));
-        for (const w of encoded) {
-          if (byIdx.has(w.idx) && !replace) continue;
-          byIdx.set(w.idx, w);
-          // Only a write this call stored may be referred to by the next checkpoint's values.
-          cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
-        }
-        const packed = packWrites([...byIdx.values()].sort((a, b) => a.idx - b.idx));
-        const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
-        const zip = zipped !== undefined && zipped.length < packed.length;
-        this.s.putTaskWrites.run(nsId, id, taskId, taskPath, zip ? 1 : 0, zip ? zipped : packed);
-      })
-      .immediate();
+    const existing = this.taskWrites(nsId, id, taskId) ?? [];
+    const byIdx = new Map(existing.map((w) => [w.idx, w]));
+    for (const w of encoded) {
+      if (byIdx.has(w.idx) && !replace) continue;
+      byIdx.set(w.idx, w);
+      // Only a write this call stored may be referred to by the next checkpoint's values.
+      cached.push({ taskPath, taskId, idx: w.idx, channel: w.channel, value: w.value });
+    }
+    const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+    this.pendingTaskWrites.set(`${key}\u0000${taskId}`, all);
     this.writes.set(key, cached);
+    const s = this.s;
+    await this.enqueue(() => {
+      const { zip, data } = this.packForStorage(nsId, id, taskId, packWrites(all));
+      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip, data);
+      this.rawRows.deleteWhere((k) => k === `${nsId}\u0000${id}\u0000${taskId}`);
+    });
   }
 
   /**
@@ -976,6 +1281,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
    */
   rootCheckpointCounts(threadId?: string): Map<string, number> {
     this.setup();
+    this.flush();
     const counts = new Map<string, number>();
     const add = (rows: Array<{ thread_id: string; n: number }>) => {
       for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
@@ -1004,6 +1310,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   async deleteThread(threadId: string): Promise<void> {
     this.setup();
+    this.flush();
     const ids = (
       this.db
         .prepare(`SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ?`)
@@ -1024,6 +1331,9 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       .immediate();
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
+      this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.plainRows.deleteWhere((key) => key === nsId);
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));

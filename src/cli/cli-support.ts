@@ -73,10 +73,11 @@ export function terminalRun(
   return {
     options: {
       signal: ctrlC.signal,
-      onStart: ({ threadId, dbPath, state }) => {
+      onStart: ({ threadId, dbPath, state, root }) => {
         process.stderr.write(`${header} — thread ${threadId} (checkpoints: ${dbPath})\n`);
         if (!flags.json && !flags.quiet) {
-          view = createLiveView(process.stderr);
+          // The root is named after the app's root agent (manager, planner ...), piped or not.
+          view = createLiveView(process.stderr, { rootName: root });
           if (state) view.progress.seed(state);
         }
       },

@@ -60,17 +60,38 @@ function errorPrefix(): string {
   return colorsFor(process.stderr).red("codehop:");
 }
 
+/**
+ * A reader that closes early (`codehop resume --help | head -1`) makes the next write to stdout
+ * or stderr fail with EPIPE, which Node raises as an unhandled 'error' event (a stack trace and
+ * exit 1). Nobody reads that stream any more: later writes to it are dropped and the command
+ * ends with its own exit code (0 for help). Any other stream error still surfaces.
+ */
+export function quietOnBrokenPipe(stream: NodeJS.WriteStream): void {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+
 /** Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack). */
 export async function main(argv = process.argv): Promise<void> {
+  quietOnBrokenPipe(process.stdout);
+  quietOnBrokenPipe(process.stderr);
   let program: Command | undefined;
   try {
     program = await buildProgram(argv);
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help, --version, and a bare `codehop` (help on stderr): nothing went wrong.
-      if (err.exitCode === 0 || err.code === "commander.help") {
-        process.exitCode = err.exitCode;
+      // --help and --version: nothing went wrong (exit 0).
+      if (err.exitCode === 0) {
+        process.exitCode = 0;
+        return;
+      }
+      // A bare `codehop` (or a command group without its subcommand): commander printed the help
+      // on stderr; like every other usage error, exit 2.
+      if (err.code === "commander.help") {
+        process.exitCode = 2;
         return;
       }
       const message = err.message.replace(/^error: /, "");

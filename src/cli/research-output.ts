@@ -57,7 +57,12 @@ export async function printResearchResult(
     process.stdout.write(`${JSON.stringify(json)}\n`);
     return;
   }
-  if (!written) process.stdout.write(`\n${result.report}`);
+  // The report alone on stdout (`> report.md` keeps it as is); the blank line that separates it
+  // from the live tree in a terminal goes to stderr with the tree.
+  if (!written) {
+    process.stderr.write("\n");
+    process.stdout.write(result.report);
+  }
   const u = result.usage.total;
   // show / history / replay read the data directory.
   const home = { home: flags.home };

@@ -133,6 +133,23 @@ function decisionPosition(threadId: string, approvalId: string): JournalRowKey {
 /** Prefix of the rows keyed by {@link stableNamespace} (exact rows use the namespace as given). */
 export const STABLE_NAMESPACE_PREFIX = "~";
 
+/**
+ * What a replay copy row holds instead of the outcome: the exact namespace of the row that has it
+ * (rows written before this existed hold the outcome itself; both are read).
+ */
+interface ReplayReference {
+  ref: string;
+}
+
+function isReplayReference(value: unknown): value is ReplayReference {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !("ok" in value) &&
+    typeof (value as { ref?: unknown }).ref === "string"
+  );
+}
+
 /** One recorded call as listed by {@link ReplayableJournal.entries}. */
 export interface JournalEntry extends CallKey {
   /** Stored canonical form: trailing zeros dropped (`[]` = the thread's first task everywhere). */
@@ -163,10 +180,10 @@ export interface ReplayableJournal extends CallJournal, Partial<ApprovalJournal>
 }
 
 /**
- * The call journal over an adapter's rows. Each call is stored twice: under its exact checkpoint
- * namespace (what a resumed run looks up: it always matches the same call) and under the namespace
- * without task ids (what a replay fork looks up, since forking gives tasks new ids; the latest call
- * of the same task at that position wins). A recorded outcome is served only when the tool name
+ * The call journal over an adapter's rows. Each call is stored under its exact checkpoint
+ * namespace (what a resumed run looks up: it always matches the same call), and a copy under the
+ * namespace without task ids (what a replay fork looks up, since forking gives tasks new ids; the
+ * latest call of the same task at that position wins) that refers to the exact row for the outcome. A recorded outcome is served only when the tool name
  * and the arguments match, so a replay from an edited state that makes different calls runs them
  * for real. Task epochs keep a new task on a finished thread, whose steps restart at 1, from
  * meeting the previous task's calls.
@@ -192,8 +209,15 @@ export function createCallJournal(
           step: key.step,
           callIndex: key.callIndex,
         });
-        if (row && row.tool === key.tool && row.argsJson === key.argsJson)
-          return JSON.parse(row.outcomeJson) as CallOutcome;
+        if (!row || row.tool !== key.tool || row.argsJson !== key.argsJson) continue;
+        const stored = JSON.parse(row.outcomeJson) as CallOutcome | ReplayReference;
+        if (!isReplayReference(stored)) return stored;
+        // A replay copy holds where the call's outcome is: the row of its exact namespace.
+        const target = await rows.getRow({ ...row, checkpointNs: stored.ref });
+        if (target && target.tool === key.tool && target.argsJson === key.argsJson) {
+          const outcome = JSON.parse(target.outcomeJson) as CallOutcome | ReplayReference;
+          if (!isReplayReference(outcome)) return outcome;
+        }
       }
       return undefined;
     },
@@ -205,12 +229,18 @@ export function createCallJournal(
         callIndex: key.callIndex,
         tool: key.tool,
         argsJson: key.argsJson,
-        outcomeJson: JSON.stringify(outcome),
         recordedAt: new Date().toISOString(),
       };
+      // The outcome is stored once: the replay copy refers to the exact row (same position but
+      // the namespace), which lives as long as it does (rows go by thread).
+      const reference: ReplayReference = { ref: key.checkpointNs };
       await rows.putRows([
-        { ...base, checkpointNs: key.checkpointNs },
-        { ...base, checkpointNs: STABLE_NAMESPACE_PREFIX + stableNamespace(key.checkpointNs) },
+        { ...base, checkpointNs: key.checkpointNs, outcomeJson: JSON.stringify(outcome) },
+        {
+          ...base,
+          checkpointNs: STABLE_NAMESPACE_PREFIX + stableNamespace(key.checkpointNs),
+          outcomeJson: JSON.stringify(reference),
+        },
       ]);
     },
     forReplay: () => createCallJournal(rows, { matchAcrossForks: true }),

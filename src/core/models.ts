@@ -57,9 +57,34 @@ const STATUS_NO_RETRY = new Set([400, 401, 402, 403, 404, 405, 406, 407, 409, 41
 const QUOTA_EXHAUSTED =
   /insufficient[_ -]?quota|exceeded (?:your|the current).+quota|quota (?:has been )?exhausted|billing|credit balance|out of credits/i;
 
-function httpStatus(error: any): number | undefined {
+/**
+ * The HTTP status of a failed model request: on the error, or on one it wraps (LangChain turns a
+ * 400 "maximum context length" reply into a ContextOverflowError whose cause has the status).
+ */
+function httpStatus(error: unknown): number | undefined {
+  const withStatus = inCauses(error, (e: any): e is unknown => typeof statusOf(e) === "number");
+  return withStatus === undefined ? undefined : statusOf(withStatus);
+}
+
+function statusOf(error: any): number | undefined {
   const s = error?.status ?? error?.response?.status ?? error?.statusCode;
   return typeof s === "number" ? s : undefined;
+}
+
+/** Statuses of an endpoint refusing one request as it is (too long, invalid for the model). */
+const STATUS_REQUEST_REFUSED = new Set([400, 413, 422]);
+
+/**
+ * True when a model call failed because the endpoint refused that request as it is — HTTP 400,
+ * 413 or 422 (e.g. "maximum context length exceeded") — rather than because the endpoint is down,
+ * overloaded or misconfigured (no connection, 5xx, 429, 401, 403, 404): sending the same request
+ * again, now or after a resume, gets the same answer. Callers that run independent parts of a job
+ * can give up that part instead of stopping the run (the research app: a sub-question's gap).
+ */
+export function isRequestRefused(err: unknown): boolean {
+  if (!CodehopError.isInstance(err) || err.code !== ErrorCodes.MODEL_ENDPOINT_FAILED) return false;
+  const status = httpStatus(err.cause);
+  return status !== undefined && STATUS_REQUEST_REFUSED.has(status);
 }
 
 /**

@@ -54,6 +54,56 @@ export function sandboxSession(
   return JSON.stringify([threadId, ownNs, taskEpochs, agent]);
 }
 
+/** The sandbox session of the agent run a node of `rt` runs in (see {@link sandboxSession}). */
+function runSession(
+  rt: AgentRuntime,
+  config: LangGraphRunnableConfig,
+  taskEpoch: number | undefined,
+): string | undefined {
+  const configurable = (config.configurable ?? {}) as Record<string, unknown>;
+  return sandboxSession(
+    String(configurable.thread_id ?? ""),
+    String(configurable.checkpoint_ns ?? ""),
+    [...(readRunContext(config).taskEpochs ?? []), taskEpoch ?? 0],
+    rt.name,
+  );
+}
+
+/**
+ * Tells the agent's sandbox that this run's next action is coming (the action writer calls it as
+ * its model call starts), so a backend can get its process ready while the model thinks
+ * (`CodeSandbox.prepare`). Never waits, never throws.
+ */
+export function prepareSandbox(
+  rt: AgentRuntime,
+  config: LangGraphRunnableConfig,
+  taskEpoch: number | undefined,
+): void {
+  const session = runSession(rt, config, taskEpoch);
+  if (session === undefined) return;
+  void rt
+    .sandbox(config)
+    .then((sandbox) => sandbox.prepare?.(session))
+    .catch(() => {});
+}
+
+/**
+ * Tells the agent's sandbox that this run is over (it answered or stopped): what the backend
+ * kept for it may go (`CodeSandbox.endSession`). Never waits, never throws.
+ */
+export function endSandboxSession(
+  rt: AgentRuntime,
+  config: LangGraphRunnableConfig,
+  taskEpoch: number | undefined,
+): void {
+  const session = runSession(rt, config, taskEpoch);
+  if (session === undefined) return;
+  void rt
+    .sandbox(config)
+    .then((sandbox) => sandbox.endSession?.(session))
+    .catch(() => {});
+}
+
 /**
  * The line of a tool's `nth` call (0-based, in call order) for an approval request: its call site
  * when the code has one, else the nth call site (straight-line code), else the last.
@@ -129,6 +179,9 @@ export async function runCodeWithTools(
   const approvals = actionApprovals(config, threadId, journal);
   // Calls of each tool so far, to tell which of its call sites made a call (approval requests).
   const callsByTool = new Map<string, number>();
+  // Calls of each tool with valid arguments so far (`ctx.toolCallIndex`). Counted before anything
+  // is awaited: hosts are entered in call order, so the count is the same on every run.
+  const validCallsByTool = new Map<string, number>();
   const pause = (err: unknown, signal: AbortSignal): Promise<never> => {
     paused ??= err;
     stop.abort(err);
@@ -179,6 +232,8 @@ export async function runCodeWithTools(
         record(rawArgs, false, errorMessage(err), false);
         throw err;
       }
+      const toolCallIndex = validCallsByTool.get(tool.name) ?? 0;
+      validCallsByTool.set(tool.name, toolCallIndex + 1);
       const key: CallKey = {
         threadId,
         checkpointNs,
@@ -265,6 +320,7 @@ export async function runCodeWithTools(
       try {
         const value = await tool.invoke(runArgs, {
           callIndex,
+          toolCallIndex,
           signal,
           config: toolConfig,
           report: (r) => reports.push(r),

@@ -1,4 +1,5 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { AGENT_NAMES } from "../apps/qa/team.ts";
 import type { BaseMessage } from "@langchain/core/messages";
 import { LAST_ACTION_NOTE } from "../core/history.ts";
 import type { LLMResult } from "@langchain/core/outputs";
@@ -34,15 +35,20 @@ interface ModelCall {
 export class EvalRecorder extends BaseCallbackHandler {
   name = "codehop_eval_recorder";
   override awaitHandlers = true;
-  /** Agent names to look for among enclosing runs (graph names). */
+  /** Agent names to look for among enclosing runs (graph names: the app's team registry). */
   readonly knownAgents: Set<string>;
   private readonly chains = new Map<string, { parentRunId?: string; name?: string }>();
   private readonly calls = new Map<string, ModelCall>();
   private order = 0;
 
+  /**
+   * @param fallbackAgent who a call belongs to when nothing else says (the system's name)
+   * @param knownAgents the agents of the system's team (`teamAgentNames(app.team)`; default: the
+   *   QA app's, from its team registry)
+   */
   constructor(
     private readonly fallbackAgent: string,
-    knownAgents: Iterable<string> = ["manager", "wikipedia_search", "page_search"],
+    knownAgents: Iterable<string> = AGENT_NAMES,
   ) {
     super();
     this.knownAgents = new Set(knownAgents);

@@ -3,7 +3,8 @@ import { renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import cliProgress from "cli-progress";
 import { z } from "zod";
-import { qaTeam } from "../apps/qa/team.ts";
+import { qaApp } from "../apps/qa/app.ts";
+import type { RunApp } from "../runs/app.ts";
 import { teamAgentNames } from "../framework/team.ts";
 import { detectModel, loadAppConfig } from "../runs/config.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
@@ -64,6 +65,11 @@ export interface RunEvalOptions {
   progress?: boolean;
   /** Where progress lines and warnings go (default: stderr). */
   log?: (line: string) => void;
+  /**
+   * The app the agentic system runs (default: the QA app); its team registry names the agents
+   * the model checks, the recorder and the report know.
+   */
+  app?: RunApp;
   /** Builds the systems; default {@link createSystems}. */
   createSystems?: (names: SystemName[], ctx: SystemFactoryContext) => Promise<EvalSystem[]>;
   /**
@@ -212,7 +218,10 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   let env = options.env ?? readEnv();
   // Like `codehop ask`: with an endpoint but no CODEHOP_MODEL, use the first model it lists.
   if (!env.model && env.openaiBaseUrl) {
-    const detected = await detectModel(loadAppConfig({}, env), teamAgentNames(qaTeam));
+    const detected = await detectModel(
+      loadAppConfig({}, env),
+      teamAgentNames((options.app ?? qaApp).team),
+    );
     if (detected) env = { ...env, model: detected };
   }
   const settings = evalModelSettings(env);
@@ -256,6 +265,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
       runId,
       k: checked.k,
       log,
+      app: options.app,
       // Opened once, on first use, and shared by rag and agentic.
       openSource: async () => {
         opened ??= openEvalSource(
@@ -515,7 +525,7 @@ async function answerOneWith(
   stopTimer: () => void,
 ): Promise<QuestionResult | undefined> {
   const threadId = `${ctx.runId}:${system.name}:${example.id}`;
-  const recorder = new EvalRecorder(system.name);
+  const recorder = new EvalRecorder(system.name, system.agents);
   const started = performance.now();
   let prediction = "";
   let sources: string[] = [];

@@ -50,10 +50,12 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
     model: options.model,
     config: { home: options.home },
   };
+  const agents = teamAgentNames(app.team);
   return {
     name: "agentic",
+    agents,
     config: {
-      agents: teamAgentNames(app.team),
+      agents,
       // The root agent's step limit (the report's configuration; named for the QA app's manager).
       managerMaxSteps: buildTeamAgent(app.team, {}).settings.maxSteps,
       prompts: promptDirs.map((d) => `prompts/${d}`),

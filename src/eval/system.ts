@@ -31,6 +31,11 @@ export interface SystemAnswer {
 /** A system under evaluation. */
 export interface EvalSystem {
   readonly name: SystemName;
+  /**
+   * The agents whose model calls the recorder attributes by their enclosing graph run (the
+   * agentic system: its app's team registry). Absent: calls carry their agent in metadata.
+   */
+  readonly agents?: readonly string[];
   /** Prompts and settings, recorded in the report. */
   readonly config: Record<string, unknown>;
   answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer>;

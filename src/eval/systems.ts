@@ -4,6 +4,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { EvalModelSettings } from "./model.ts";
 import type { LoadedDataset, SystemName } from "./types.ts";
 import type { Persistence } from "../persistence/port.ts";
+import type { RunApp } from "../runs/app.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { createDirectSystem, createRagSystem } from "./system-baselines.ts";
 import { createAgenticSystem } from "./system-agentic.ts";
@@ -29,6 +30,8 @@ export interface SystemFactoryContext {
   openSource: () => Promise<KnowledgeSource>;
   /** Set once the source is open: which knowledge source rag / agentic used, for the report. */
   source?: Record<string, unknown>;
+  /** The app the agentic system runs (default: the QA app). */
+  app?: RunApp;
   /** Where agentic threads are checkpointed (default: `<out>/checkpoints.db`). */
   persistence?: Persistence;
 }
@@ -57,6 +60,7 @@ export async function createSystems(
           source: await ctx.openSource(),
           home: ctx.out,
           persistence: ctx.persistence,
+          app: ctx.app,
         }),
       );
     }

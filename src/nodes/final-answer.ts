@@ -4,7 +4,7 @@ import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
 import { foldVariables, variablesUpdate } from "../core/variables.ts";
 import { parseAction, stripThinkBlocks } from "../core/parser.ts";
-import { type CodeRun, runCodeWithTools } from "../core/run-code.ts";
+import { type CodeRun, endSandboxSession, runCodeWithTools } from "../core/run-code.ts";
 import { callAgentModel } from "../core/model-call.ts";
 import { mergeUsage } from "../core/usage.ts";
 
@@ -103,6 +103,8 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
       if (variables) update.variables = variables;
       if (run.sources.length) update.sources = run.sources;
     }
+    // The run ends with this answer: the sandbox may let its process go.
+    endSandboxSession(rt, config, state.taskEpoch);
     return update;
   };
 }

@@ -2,6 +2,8 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { createHash } from "node:crypto";
 import { formatObservation, repeatNudge, truncateMiddle } from "../core/observation.ts";
 import { normalizeCode } from "../core/parser.ts";
+import { routeAfterObserve } from "../core/routing.ts";
+import { endSandboxSession } from "../core/run-code.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentStatus, AgentUpdate } from "../core/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -23,7 +25,8 @@ export function actionFingerprint(normalizedCode: string, observation: string): 
  * observe: turns the action's outcome into an observation and records the step in the trajectory
  * (the model sees it from there in the next prompt), counts the step, detects a final answer,
  * repeated actions (the same normalized code with the same observation k times: a nudge; 2k times:
- * replan or stop) and the step limit. Routing is done by `routeAfterObserve` from what this node
+ * replan or stop) and the step limit; when the run ends here, tells the sandbox its session is over
+ * (endSandboxSession). Routing is done by `routeAfterObserve` from what this node
  * writes.
  */
 export function makeObserveNode(rt: AgentRuntime) {
@@ -105,6 +108,9 @@ export function makeObserveNode(rt: AgentRuntime) {
       outcome: null,
     };
     if (status !== "running") update.answer = answer;
+    // The run ends here: the sandbox may let its process go.
+    if (routeAfterObserve({ status, stepCount: step, replan }, rt.settings) === "end")
+      endSandboxSession(rt, config, state.taskEpoch);
     return update;
   };
 }

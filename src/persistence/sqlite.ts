@@ -60,6 +60,7 @@ export function openSqlitePersistence(
     close() {
       if (closed) return;
       closed = true;
+      checkpointer.flush(); // (nothing is queued once a run has finished; a cut-short one may have)
       db.close();
     },
   };

@@ -28,6 +28,12 @@ export interface RunApp {
   readonly name: string;
   /** The app's team registry (labels of trees and histories). */
   readonly team: Team;
+  /**
+   * The name the app graph stamps into its root checkpoints, when the graph is not the root
+   * agent itself (the research pipeline stamps "research"): the root of the live tree and of
+   * `codehop show`. Default: the team's root agent.
+   */
+  readonly rootName?: string;
   /** The app's graph over a checkpointer: its root agent with the app's input. */
   graph(checkpointer: BaseCheckpointSaver): AppGraph;
   /** Recursion limit of the app's root graph. */
@@ -88,8 +94,17 @@ export interface RunOptions {
   context?: Partial<RunContext>;
   /** Receives every stream event (`[namespace, mode, chunk]`), e.g. for a live tree. */
   onEvent?: (event: StreamEvent) => void;
-  /** Called once the thread id is known, before the first model call. */
-  onStart?: (info: { threadId: string; dbPath: string; state?: Record<string, unknown> }) => void;
+  /**
+   * Called once the thread id is known, before the first model call: the thread, where it is
+   * checkpointed, its state when it continues one, and the app's root agent (the name of the
+   * live tree's root).
+   */
+  onStart?: (info: {
+    threadId: string;
+    dbPath: string;
+    state?: Record<string, unknown>;
+    root: string;
+  }) => void;
   /** Aborts the run (the thread stays resumable from its last checkpoint). */
   signal?: AbortSignal;
   /**
@@ -99,4 +114,9 @@ export interface RunOptions {
   mcpServers?: Readonly<Record<string, McpServerOptions>>;
   /** Receives warnings that do not stop the run (e.g. an MCP tool that could not be offered). */
   onWarning?: (message: string) => void;
+}
+
+/** The name of an app's root in trees and histories ({@link RunApp.rootName}, else its team's root agent). */
+export function rootName(app: Pick<RunApp, "rootName" | "team">): string {
+  return app.rootName ?? app.team.root;
 }

@@ -2,7 +2,7 @@ import type { CheckpointTuple } from "@langchain/langgraph";
 import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
-import type { RunApp, RunOptions } from "./app.ts";
+import { rootName, type RunApp, type RunOptions } from "./app.ts";
 import { loadAppConfig, persistenceLocation } from "./config.ts";
 import { requireThread } from "./lifecycle.ts";
 import { displayTask, RunProgress } from "./progress.ts";
@@ -204,7 +204,7 @@ export async function traceThread(
     };
     const ordered = tuples.filter(inBranch).sort((a, b) => idOf(a).localeCompare(idOf(b)));
 
-    const progress = new RunProgress({ rootName: app.team.root });
+    const progress = new RunProgress({ rootName: rootName(app) });
     const seen = new Map<
       string,
       { steps: number; pending: number; done: boolean; stage?: string }

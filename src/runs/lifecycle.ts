@@ -13,7 +13,7 @@ import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
-import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
+import { rootName, type AppGraph, type RunApp, type RunOptions, type RunServices } from "./app.ts";
 import {
   assertModelConfigured,
   detectModel,
@@ -111,6 +111,29 @@ async function prepareRun(
   if (!options.model) await requireModel(session);
   session.services = await session.app.openServices(session.config, options, stored);
   session.mcp = await openRunMcp(session.config, options, session.app.team);
+}
+
+/**
+ * A run that could not be prepared (no model, a bad corpus, an MCP server that does not start)
+ * never started: a thread without a checkpoint is removed from the registry again (the CLI
+ * records it before loading the agents), so `codehop threads` lists no 0-checkpoint "failed"
+ * thread for a configuration error; asking again starts it afresh. A thread with checkpoints (a
+ * conversation's earlier rounds) is marked failed, and one stopped by its user while preparing
+ * (Ctrl-C) stays registered as interrupted, resumable with its recorded input.
+ */
+async function preparationFailed(
+  session: Session,
+  threadId: string,
+  err: unknown,
+  options: RunOptions,
+): Promise<void> {
+  const { persistence } = session;
+  const interrupted = Boolean(options.signal?.aborted);
+  const checkpoints = (await persistence.threads.get(threadId))?.checkpoints ?? 0;
+  if (!interrupted && checkpoints === 0) return persistence.deleteThread(threadId);
+  await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
+    interrupted,
+  });
 }
 
 /** The run context of a run: models, journal, the app's services, the caller's extras. */
@@ -212,7 +235,8 @@ async function execute(
   }
   // Start the sandbox's warm child now, so its spawn overlaps the first model call.
   void getDefaultSandbox().catch(() => {});
-  if (!from.started) options.onStart?.({ threadId, dbPath: persistence.location, state });
+  if (!from.started)
+    options.onStart?.({ threadId, dbPath: persistence.location, state, root: rootName(app) });
   try {
     const stream = await graph.stream(input, {
       ...runConfig,
@@ -305,7 +329,11 @@ async function latest(
   const snapshot = await session.graph.getState({ configurable: { thread_id: record.threadId } });
   if (snapshot.next.length > 0)
     return { state: snapshot.values as Record<string, unknown>, snapshot };
-  options.onStart?.({ threadId: record.threadId, dbPath: persistence.location });
+  options.onStart?.({
+    threadId: record.threadId,
+    dbPath: persistence.location,
+    root: rootName(session.app),
+  });
   // A stored result reports how long the run that finished it took.
   const stored = shapeResult(
     session.app,
@@ -382,14 +410,11 @@ export async function startRun(
       },
       replaceQuestion: true,
     });
-    options.onStart?.({ threadId, dbPath: persistence.location });
+    options.onStart?.({ threadId, dbPath: persistence.location, root: rootName(app) });
     try {
       await prepareRun(session, options);
     } catch (err) {
-      // Stopped by its user while preparing (Ctrl-C): interrupted, not failed.
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
-        interrupted: Boolean(options.signal?.aborted),
-      });
+      await preparationFailed(session, threadId, err, options);
       throw err;
     }
     return await execute(
@@ -447,11 +472,11 @@ export async function runTurn(
       ...(text.trim() ? { question: text } : {}),
       options: runRecord(app, config, options),
     });
-    options.onStart?.({ threadId, dbPath: persistence.location });
+    options.onStart?.({ threadId, dbPath: persistence.location, root: rootName(app) });
     try {
       await prepareRun(session, options, existing?.options);
     } catch (err) {
-      await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err));
+      await preparationFailed(session, threadId, err, options);
       throw err;
     }
     return await execute(session, options, threadId, input, { started: true });
@@ -544,7 +569,12 @@ export async function resumeRun(
         input = new Command({ resume: approvalResume(options.approval, pending, threadId) });
       } else if (pending.length) {
         // Waiting for a decision: running now would only ask again.
-        options.onStart?.({ threadId, dbPath: session.persistence.location, state });
+        options.onStart?.({
+          threadId,
+          dbPath: session.persistence.location,
+          state,
+          root: rootName(session.app),
+        });
         const result = shapeResult(session.app, session.persistence, threadId, found.snapshot, 0);
         await markAwaitingApproval(session.persistence, threadId, result);
         return result;

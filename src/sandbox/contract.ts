@@ -129,6 +129,18 @@ export interface CodeSandbox {
   run(request: RunActionRequest): Promise<ActionResult>;
   /** Kills all children. */
   close(): Promise<void>;
+  /**
+   * Optional hint: an action of `session` is coming soon (the agent core calls it when a step's
+   * model call starts). A backend may get ready for it ahead of time, e.g. start the process the
+   * session will use while the model thinks. Never required for correctness; never throws.
+   */
+  prepare?(session: string): void;
+  /**
+   * Optional hint: `session`'s agent run is over (it answered or stopped), so whatever the backend
+   * keeps for it may go. A later action of the same session still runs (from its snapshot, like a
+   * resumed run). Never throws.
+   */
+  endSession?(session: string): void;
 }
 
 /**

@@ -80,6 +80,13 @@ export interface SandboxStats {
   readonly peakProcessCount: number;
   /** Actions waiting for a process (over `maxProcesses`). */
   readonly queuedActions: number;
+  /**
+   * Actions that waited 1 ms or more for their process (queued at the cap, a process still
+   * starting, a spawn on the spot) since the sandbox was created.
+   */
+  readonly processWaits: number;
+  /** Total wall time those actions waited for their process, in ms. */
+  readonly processWaitMs: number;
 }
 
 export { TOTAL_ARGS_FACTOR } from "./child/protocol.mjs";
@@ -91,7 +98,9 @@ export { emptySnapshot } from "./session.ts";
  * children never keep the host process alive, so forgetting it only leaks the processes until the
  * host exits.
  */
-export function createSandbox(options: SandboxOptions = {}): CodeSandbox & SandboxStats {
+export function createSandbox(
+  options: SandboxOptions = {},
+): CodeSandbox & SandboxStats & Required<Pick<CodeSandbox, "prepare" | "endSession">> {
   const baseLimits = resolveLimits(DEFAULT_LIMITS, options.limits);
   const capabilities = resolveCapabilities(options.capabilities);
   const poolSize = options.poolSize ?? 1;
@@ -149,6 +158,18 @@ export function createSandbox(options: SandboxOptions = {}): CodeSandbox & Sandb
     },
     get queuedActions() {
       return pool.queued;
+    },
+    get processWaits() {
+      return pool.waits;
+    },
+    get processWaitMs() {
+      return pool.waitMs;
+    },
+    prepare(session: string) {
+      if (!closed && typeof session === "string") pool.prepare(session);
+    },
+    endSession(session: string) {
+      if (typeof session === "string") pool.endSession(session);
     },
     async run(request: RunActionRequest): Promise<ActionResult> {
       if (closed)

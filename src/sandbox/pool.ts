@@ -37,6 +37,12 @@ const CHILD_FILES = readdirSync(CHILD_DIR)
   .map((f) => join(CHILD_DIR, f));
 const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
+/**
+ * util-linux's setpriv: starts the child with a parent-death signal (SIGKILL when the host dies),
+ * which spares each child its watchdog thread (~40 ms of CPU per process start). Without it the
+ * child runs the watchdog (child/child.mjs).
+ */
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p)) ?? null;
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
   ? "--permission"
   : "--experimental-permission";
@@ -53,6 +59,12 @@ const CHILD_START_TIMEOUT_MS = 20_000;
 const STARTUP_OOM = /Failed to reserve|Fatal process OOM|Cannot allocate memory|out of memory/i;
 /** The address-space limit is raised at most to this multiple of the configured one. */
 const MAX_ADDRESS_SPACE_FACTOR = 8;
+
+/**
+ * Delay of the pool's upkeep (replacement spawns, prepared sessions' processes, killing ended
+ * sessions' idle ones): long enough for the caller's model request to be on its way first.
+ */
+const UPKEEP_DELAY_MS = 5;
 
 /** Idle children kept after use unless configured otherwise (see ChildPool). */
 export const DEFAULT_MAX_IDLE = 4;
@@ -123,18 +135,20 @@ export class SandboxChild {
         : []),
       CHILD_ENTRY,
       SES_PATH,
+      ...(SETPRIV ? ["pdeathsig"] : []),
     ];
-    const [cmd, args] =
+    // setpriv and prlimit each set up the process, then exec the next program: one process.
+    const node = SETPRIV
+      ? [SETPRIV, "--pdeathsig", "KILL", "--", process.execPath, ...nodeArgs]
+      : [process.execPath, ...nodeArgs];
+    const [cmd, ...args] =
       spec.addressSpaceMb !== null && PRLIMIT
         ? [
             PRLIMIT,
-            [
-              `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
-              process.execPath,
-              ...nodeArgs,
-            ],
+            `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
+            ...node,
           ]
-        : [process.execPath, nodeArgs];
+        : node;
     this.proc = spawn(cmd, args, {
       // Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child.
       // One malloc arena: per-thread arenas reserve 64 MB of address space each, which would
@@ -361,8 +375,18 @@ export class ChildPool {
   >();
   private readonly waiters: Waiter[] = [];
   private closed = false;
+  /** Sessions prepare() found no fresh process for: one is started for each by the next upkeep. */
+  private readonly preparing = new Set<string>();
+  /** Idle processes of ended sessions, killed by the next upkeep. */
+  private readonly ending: SandboxChild[] = [];
+  /** The pending upkeep timer (see {@link ChildPool.scheduleUpkeep}). */
+  private upkeep: NodeJS.Timeout | null = null;
   /** Most children alive at once since the pool was created (tests and benchmarks). */
   peakSize = 0;
+  /** Actions that waited for their process (queued, starting, or the pool spawning) 1 ms or more. */
+  waits = 0;
+  /** Total wall time those actions waited, in ms (see {@link ChildPool.noteWait}). */
+  waitMs = 0;
 
   /**
    * @param warm idle children that never ran an action, started ahead of time for new sessions
@@ -417,7 +441,7 @@ export class ChildPool {
       // Replace children that were healthy (killed at a deadline, crashed on guest input). One that
       // never started is not replaced here: that would respawn in a tight loop when startup is
       // broken; the next acquire() spawns again and reports the failure to its caller.
-      if (child.readyAt !== null) this.replenish();
+      if (child.readyAt !== null) this.scheduleUpkeep();
     });
     return child;
   }
@@ -471,6 +495,94 @@ export class ChildPool {
       this.idle.push(this.spawnChild(this.defaultSpec));
       fresh++;
     }
+  }
+
+  /** True when `session` has a live process that may serve its next action (idle, busy or finishing). */
+  private hasProcessFor(session: string): boolean {
+    for (const c of this.all)
+      if (c.session === session && !c.dead && c.killedBy === null && !c.retire && !c.singleUse)
+        return true;
+    return false;
+  }
+
+  /**
+   * Process work that nothing waits for — replacement spawns, starting prepared sessions' processes,
+   * killing ended sessions' idle processes — runs a few ms later, off the code path that asked for
+   * it: `spawn` blocks the event loop for several ms (longer in a large host), and the caller is
+   * usually about to send a model request or to hand a tool result back to a running action.
+   */
+  private scheduleUpkeep(): void {
+    if (this.upkeep || this.closed) return;
+    this.upkeep = setTimeout(() => {
+      this.upkeep = null;
+      if (this.closed) return;
+      for (const c of this.ending.splice(0)) c.kill("retired");
+      for (const session of [...this.preparing]) {
+        this.preparing.delete(session);
+        if (this.waiters.length > 0 || this.all.size >= this.maxProcesses) break;
+        if (this.hasProcessFor(session)) continue;
+        const child = this.spawnChild(this.defaultSpec);
+        child.session = session;
+        child.idleSince = performance.now();
+        this.idle.push(child);
+      }
+      this.preparing.clear();
+      this.replenish();
+      this.trimIdle();
+    }, UPKEEP_DELAY_MS);
+    this.upkeep.unref();
+  }
+
+  /**
+   * An action of `session` is coming (its model call just started): a fresh process — one that
+   * never ran an action, so isolation is the same as binding it when the action starts — is bound
+   * to the session now, and the fresh one that replaces it (or, with none idle, the session's own)
+   * is started by the next upkeep, so process starts overlap the model call instead of delaying
+   * the action. Nothing when the session already has a process, when actions are queued for one
+   * (they come first) or at the cap.
+   */
+  prepare(session: string): void {
+    if (this.closed || this.waiters.length > 0 || this.hasProcessFor(session)) return;
+    let index = -1;
+    for (let i = 0; i < this.idle.length; i++) {
+      const c = this.idle[i];
+      if (c.session !== null || c.dead || c.killedBy !== null) continue;
+      if (!this.sameSpec(c.spec, this.defaultSpec)) continue;
+      if (index < 0 || (c.readyAt !== null && this.idle[index].readyAt === null)) index = i;
+    }
+    if (index >= 0) {
+      const child = this.idle[index];
+      child.session = session;
+      child.idleSince = performance.now();
+    } else if (this.all.size < this.maxProcesses) this.preparing.add(session);
+    else return;
+    this.scheduleUpkeep();
+  }
+
+  /**
+   * `session`'s agent run is over: its idle processes are killed (by the next upkeep), a busy or
+   * finishing one when its action ends. A later action of the session gets a fresh process
+   * (restored from its snapshot), as a resumed run does.
+   */
+  endSession(session: string): void {
+    this.preparing.delete(session);
+    for (const c of this.all) {
+      if (c.session !== session) continue;
+      c.retire = true;
+      const i = this.idle.indexOf(c);
+      if (i >= 0) {
+        this.idle.splice(i, 1);
+        this.ending.push(c);
+        this.scheduleUpkeep();
+      }
+    }
+  }
+
+  /** Records that an action waited `ms` for its process (from asking the pool to the process being ready). */
+  noteWait(ms: number): void {
+    if (ms < 1) return;
+    this.waits++;
+    this.waitMs += ms;
   }
 
   /** Retires the least recently used bound idle children beyond `maxIdle`. */
@@ -576,7 +688,8 @@ export class ChildPool {
     }
     if (this.waiters.length === 0) return;
     // At the cap. Idle children nobody queued can use (another spec, another session) make room
-    // by exiting.
+    // by exiting, those of ended sessions first.
+    for (const c of this.ending.splice(0)) c.kill("retired");
     let dying = 0;
     for (const c of this.all) if (c.killedBy !== null) dying++;
     for (const c of this.idle) {
@@ -670,6 +783,9 @@ export class ChildPool {
   /** Kills every child and waits for them to exit; queued actions are rejected (SANDBOX_INTERNAL). */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.upkeep) clearTimeout(this.upkeep);
+    this.upkeep = null;
+    this.ending.length = 0; // (still in `all`: killed below)
     for (const w of this.waiters.splice(0)) {
       w.reject(
         new CodehopError(

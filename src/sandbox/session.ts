@@ -186,10 +186,12 @@ async function readyChild(
   spec: ChildSpec,
   options: AcquireOptions,
 ): Promise<SandboxChild> {
+  const asked = performance.now();
   for (let attempt = 1; ; attempt++) {
     const child = await pool.acquire(spec, options);
     try {
       await child.ready;
+      pool.noteWait(performance.now() - asked);
       return child;
     } catch (err) {
       child.kill("failed to start");

@@ -8,6 +8,13 @@ import { z } from "zod";
 export interface ToolCallContext {
   /** 0-based index of this call within the current code action. */
   callIndex: number;
+  /**
+   * 0-based index of this call among the action's calls of the same tool whose arguments were
+   * valid (calls served from the call journal included), in call order: the same on every run of
+   * the action, unlike a count of the calls that reach `invoke`. Set by the act node; absent when
+   * a tool is called outside an agent.
+   */
+  toolCallIndex?: number;
   /** Aborted when the action ends (timeout, final answer, crash) so long calls can stop early. */
   signal: AbortSignal;
   /** LangGraph RunnableConfig of the act node that runs the action (for nested agent invokes). */

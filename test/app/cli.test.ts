@@ -39,6 +39,17 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
     expect(checkpoints.length).toBeGreaterThan(5);
   });
 
+  it("ask piped: the live tree's lines name the manager (the root) and each sub-agent, never [agent]", async () => {
+    const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
+    const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "piped-tree"], env);
+    expect(asked.code).toBe(0);
+    const lines = asked.stderr.split("\n");
+    expect(lines.some((l) => l.startsWith("[manager] started: "))).toBe(true);
+    expect(lines.some((l) => /^\[manager\] step 1\b/.test(l))).toBe(true);
+    expect(lines.some((l) => /^\s+\[wikipedia_search\] started/.test(l))).toBe(true);
+    expect(asked.stderr).not.toContain("[agent]");
+  });
+
   it("ask of the same question on a finished thread prints the stored result; another question is refused", async () => {
     const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
     const args = ["ask", DEMO_QUESTIONS.towers, "--thread", "same-q", "--json"];

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +7,9 @@ import { qaApp } from "../../src/apps/qa/app.ts";
 import { ensureDemoCorpus } from "../../src/apps/qa/demo.ts";
 import { qaTeam, type ReferenceAgentOptions } from "../../src/apps/qa/team.ts";
 import { labelSubgraphs } from "../../src/cli/commands/graph.ts";
+import { readEnv } from "../../src/config/env.ts";
+import { ResultsStore } from "../../src/eval/results-store.ts";
+import { runEval } from "../../src/eval/runner.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
 import {
   buildTeamAgent,
@@ -83,6 +86,49 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 describe("a fourth agent added to the QA team through the registry alone", () => {
+  it("is evaluated: `codehop eval`'s agentic system records its transcript and its usage", async () => {
+    const corpus = await ensureDemoCorpus(home);
+    const dataset = join(home, "units.jsonl");
+    writeFileSync(
+      dataset,
+      `${JSON.stringify({ id: "u1", question: "How tall is a 330 m tower in feet?", answer: "1083 feet" })}\n`,
+    );
+    const out = join(home, "eval-out");
+    const res = await runEval({
+      dataset,
+      out,
+      app,
+      systems: ["agentic"],
+      env: readEnv({
+        OPENAI_BASE_URL: server.baseURL,
+        OPENAI_API_KEY: "k",
+        CODEHOP_MODEL: "scripted",
+        CODEHOP_CORPUS: corpus,
+        CODEHOP_MAX_RETRIES: "0",
+      }),
+      log: () => undefined,
+    });
+    const [result] = res.report.results;
+    expect(result.error).toBeUndefined();
+    expect(result.prediction).toBe("The tower is about 1083 feet tall.");
+    expect(res.report.config.systems).toMatchObject({
+      agentic: { agents: ["manager", "wikipedia_search", "page_search", "units"] },
+    });
+    // Usage per agent, the units agent's own line included.
+    expect(Object.keys(result.usage).sort()).toEqual(["manager", "units"]);
+    expect(result.usage.units.calls).toBe(1);
+    // The transcripts: one per agent invocation, the units agent's under its own name (not the
+    // system's fallback), with its system prompt and its answer.
+    const transcripts = new ResultsStore(out).transcripts("agentic", "u1");
+    expect(transcripts.map((t) => t.agent)).toEqual(["manager", "units"]);
+    const units = transcripts.find((t) => t.agent === "units")!;
+    expect(units.messages[0].content).toMatch(/^You are units:/);
+    expect(units.messages.at(-1)!.role).toBe("assistant");
+    expect(units.messages.at(-1)!.content).toContain(
+      "final_answer(`${Math.round(330 * 3.28084)} feet`)",
+    );
+  });
+
   it("is built into the team and named in its model checks", () => {
     expect(teamAgentNames(team)).toEqual(["manager", "wikipedia_search", "page_search", "units"]);
     expect(team.members.find((m) => m.name === "manager")!.children).toEqual([

@@ -4,7 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptedChatModel } from "../../src/testing/scripted-chat-model.ts";
 import { readEnv } from "../../src/config/env.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
-import { callModel, modelFailedAttemptHandler, resolveModel } from "../../src/core/models.ts";
+import {
+  callModel,
+  isRequestRefused,
+  modelFailedAttemptHandler,
+  resolveModel,
+} from "../../src/core/models.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 
 const env = (vars: Record<string, string>) => readEnv(vars);
@@ -129,6 +134,16 @@ describe("callModel against a failing endpoint", () => {
         if (task === "no choices once" && emptyReplies++ < 1)
           return { garbage: '{"id":"x","object":"chat.completion","choices":[]}' };
         if (task === "flaky" && failures++ < 1) return { status: 503 };
+        if (task === "too long")
+          return {
+            status: 400,
+            body: JSON.stringify({
+              error: {
+                message:
+                  "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens.",
+              },
+            }),
+          };
         return "ok";
       },
     });
@@ -175,6 +190,23 @@ describe("callModel against a failing endpoint", () => {
     expect(err.message).toContain("the endpoint returned no choices (empty response)");
     expect(err.message).toContain('agent "manager"');
     expect(server.requests.length - before).toBe(2); // first try + one retry
+  });
+
+  it("a request refused as too long: said with its HTTP status, not retried, and told apart from an endpoint that is down", async () => {
+    // LangChain wraps this 400 in a ContextOverflowError: the status is on its cause.
+    const before = server.requests.length;
+    const err = await callModel(model(3), [new HumanMessage("too long")], {
+      agentName: "researcher",
+    }).catch((e) => e);
+    expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
+    expect(err.message).toContain("HTTP 400: This model's maximum context length is 8192 tokens");
+    expect(server.requests.length - before).toBe(1);
+    expect(isRequestRefused(err)).toBe(true);
+    const down = await callModel(model(0), [new HumanMessage("always 500")], {
+      agentName: "researcher",
+    }).catch((e) => e);
+    expect(isRequestRefused(down)).toBe(false);
+    expect(isRequestRefused(new Error("HTTP 400"))).toBe(false);
   });
 
   it("recovers when an empty-choices reply is followed by a real one", async () => {

@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
@@ -198,10 +198,16 @@ describe("codehop ingest (CLI)", () => {
     expect(e.stderr).toMatch(
       /nothing was ingested: .*empty\.jsonl has no records.*\[CODEHOP_INPUT_INVALID\]/,
     );
+    // A failed ingest suggests no next step and leaves no database of its own behind.
+    expect(e.stdout).not.toContain("Search it offline");
+    expect(e.stdout).not.toContain("--corpus");
+    expect(existsSync(db)).toBe(false);
 
     const g = await codehop(garbage, "--db", db);
     expect(g.code).toBe(2);
     expect(g.stdout).toMatch(/0 added/);
+    expect(g.stdout).not.toContain("Search it offline");
+    expect(readdirSync(tmp.dir).filter((f) => f.startsWith("nothing.db"))).toEqual([]);
     expect(g.stderr).toMatch(/none of its \d+ record\(s\) could be stored \(first: line 1: /);
 
     const w = await codehop(xmlAsJsonl, "--db", db, "--format", "jsonl", "--json");
@@ -210,7 +216,17 @@ describe("codehop ingest (CLI)", () => {
     expect(w.stderr).toMatch(/read as jsonl — if that is wrong, pass --format/);
 
     // Something stored: success, also when every record was already there.
+    const ok = await codehop(DEMO_CORPUS, "--db", db);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain(`Search it offline with CODEHOP_CORPUS=${db}`);
     expect((await codehop(DEMO_CORPUS, "--db", db)).code).toBe(0);
-    expect((await codehop(DEMO_CORPUS, "--db", db)).code).toBe(0);
+    // A failed ingest into a database that was there before keeps it, and what it holds.
+    const again = await codehop(empty, "--db", db);
+    expect(again.code).toBe(2);
+    expect(again.stdout).not.toContain("Search it offline");
+    expect(existsSync(db)).toBe(true);
+    const kept = new Database(db, { readonly: true });
+    expect((kept.prepare("SELECT count(*) AS n FROM documents").get() as { n: number }).n).toBe(63);
+    kept.close();
   });
 });

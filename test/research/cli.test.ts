@@ -66,6 +66,22 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(r.stderr).toContain(`codehop research — thread ${result.thread_id}`);
   });
 
+  it("piped, the live tree's lines name the research pipeline at the root and the planner below it, never [agent]", async () => {
+    const r = await runCli(
+      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "--thread", "piped-tree"],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    const lines = r.stderr.split("\n");
+    // The root is the research pipeline (the name its checkpoints carry); the planner agent runs
+    // in its research node, one level down.
+    expect(lines.some((l) => l.startsWith("[research] started:"))).toBe(true);
+    expect(lines).toContain("[research] start: up to 4 sub-question(s), 3 at once");
+    expect(lines.some((l) => l.startsWith("  [planner] started: Research topic:"))).toBe(true);
+    expect(lines.some((l) => /^ {2}\[planner\] step 1\b/.test(l))).toBe(true);
+    expect(r.stderr).not.toContain("[agent]");
+  });
+
   it("prints the report on stdout and how the run went on stderr", async () => {
     const r = await runCli(
       ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "-q"],
@@ -93,6 +109,35 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(bad.stderr).toContain("--max-questions must be a whole number from 1 to 12");
   });
 
+  it("with --json, a bad topic or --max-questions still prints { error, thread_id } on stdout, as ask does", async () => {
+    const env = world.cliEnv();
+    const ask = await runCli(["ask", "", "--json"], env);
+    const askOut = JSON.parse(ask.stdout);
+    expect(Object.keys(askOut)).toEqual(["error", "thread_id"]);
+    for (const [args, code, message] of [
+      [["research", "", "--json"], "CODEHOP_INPUT_INVALID", /topic is empty/],
+      [
+        ["research", "Towers", "--max-questions", "abc", "--json"],
+        "CODEHOP_CONFIG_INVALID",
+        /--max-questions must be a whole number from 1 to 12, got "abc"/,
+      ],
+      [
+        ["research", "word ".repeat(400), "--json", "--thread", "t-huge"],
+        "CODEHOP_INPUT_INVALID",
+        /the limit is 1000/,
+      ],
+    ] as const) {
+      const r = await runCli([...args], env);
+      expect(r.code, r.stderr).toBe(2);
+      const out = JSON.parse(r.stdout);
+      expect(Object.keys(out)).toEqual(Object.keys(askOut));
+      expect(out.error.code).toBe(code);
+      expect(out.error.message).toMatch(message);
+      expect(typeof out.thread_id).toBe("string");
+      if ((args as readonly string[]).includes("t-huge")) expect(out.thread_id).toBe("t-huge");
+    }
+  });
+
   it("demo --question research runs the scripted research over the demo corpus", async () => {
     const r = await runCli(
       [
@@ -112,9 +157,37 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(result.title).toBe(DEMO_RESEARCH.title);
     expect(result.verification.checked).toBe(12);
   });
+
+  it("demo --question research prints the report alone on stdout, from its first line", async () => {
+    const r = await runCli(
+      [
+        "demo",
+        "--question",
+        "research",
+        "--delay",
+        "0",
+        "--home",
+        mkdtempSync(join(tmpdir(), "codehop-demo-")),
+        "-q",
+      ],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    // `> report.md` must give the Markdown as is: no blank line before the title.
+    expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
+    expect(r.stdout).toContain("## References");
+    expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered");
+  });
 });
 
 describe("codehop ask --verify", { timeout: 180_000 }, () => {
+  it("ask --help names the verifier's model variable", async () => {
+    const r = await runCli(["ask", "--help"], world.cliEnv());
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--verify");
+    expect(r.stdout).toContain("CODEHOP_MODEL_VERIFIER");
+  });
+
   it("adds citations and a verification of each claim, and keeps every field of ask's JSON", async () => {
     const plain = JSON.parse(
       (

@@ -1,16 +1,19 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { research, type ResearchResult } from "../../src/apps/research/app.ts";
+import { action } from "../../src/apps/qa/demo-trajectories.ts";
 import {
   DEMO_RESEARCH,
+  RESEARCH_MARKERS,
   demoResearchScript,
   researchResponder,
   type ResearchScript,
 } from "../../src/apps/research/demo-trajectories.ts";
 import { citationNumbers } from "../../src/apps/common/claims.ts";
 import { CodehopError } from "../../src/errors.ts";
-import type { Responder } from "../../src/testing/scripted-openai-server.ts";
-import { useDemoWorld } from "../app/fixtures.ts";
+import { startMcpTestServer } from "../../src/testing/mcp-test-server.ts";
+import { observationCount, type Responder } from "../../src/testing/scripted-openai-server.ts";
+import { systemOf, taskOf, useDemoWorld } from "../app/fixtures.ts";
 
 // Research runs over the demo corpus with the scripted model over real HTTP: the agents replay
 // recorded actions, the condenser/writer are scripted by content (they cite what the prompt shows)
@@ -299,6 +302,60 @@ describe("research over the demo corpus", { timeout: 120_000 }, () => {
     expectCitationsResolve(result, world.corpus);
   });
 
+  it("a sub-question whose model request the endpoint refuses is a gap: the others go on and the report is written", async () => {
+    script = demoResearchScript();
+    // The third researcher's second request is too long for the model: the endpoint answers 400,
+    // which sending the same request again cannot change.
+    const refusal = JSON.stringify({
+      error: {
+        message:
+          "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens.",
+        type: "invalid_request_error",
+      },
+    });
+    script.rules = script.rules.map((r) =>
+      r.name === "researcher:q3"
+        ? { ...r, steps: [r.steps[0], { status: 400, body: refusal }] }
+        : r,
+    );
+    const first = world.server.requests.length;
+    const result = await run(DEMO_RESEARCH.topic, { threadId: "research-refused" });
+    expect(result.status).toBe("final_answer");
+    expect(result.questions.map((q) => [q.question, q.status])).toEqual([
+      [Q1, "answered"],
+      [Q2, "answered"],
+      [Q3, "failed"],
+    ]);
+    expect(result.questions[2].reason).toMatch(/HTTP 400: This model's maximum context length/);
+    expect(result.report).toContain("## Gaps");
+    expect(result.report).toMatch(
+      new RegExp(`"${Q3.replace(/[?()]/g, "\\$&")}": research failed — .*maximum context length`),
+    );
+    expect(result.report).toContain("## Construction, 1887 to 1889");
+    expect(result.report).toContain("## Height and record");
+    expect(result.report).not.toContain("## Overtaken by the Chrysler Building");
+    expectCitationsResolve(result, world.corpus);
+    // The refused request was made once (a 400 is not retried); the other pipelines ran to the end.
+    const requests = world.server.requests.slice(first);
+    expect(requests.filter((r) => r.rule === "researcher:q3")).toHaveLength(2);
+    expect(requests.filter((r) => r.rule === "writer").length).toBeGreaterThan(0);
+  });
+
+  it("a sub-question stopped by an endpoint that is down stops the run (resumable), it is not a gap", async () => {
+    script = demoResearchScript();
+    script.rules = script.rules.map((r) =>
+      r.name === "researcher:q3" ? { ...r, steps: [r.steps[0], { status: 503 }] } : r,
+    );
+    const err = await run(DEMO_RESEARCH.topic, {
+      threadId: "research-down",
+      config: world.config({ maxRetries: 0 }),
+    }).catch((e) => e);
+    expect(CodehopError.isInstance(err), String(err)).toBe(true);
+    expect(err.code).toBe("CODEHOP_MODEL_ENDPOINT_FAILED");
+    expect(err.message).toContain("HTTP 503");
+    expect(err.message).toContain("codehop resume research-down");
+  });
+
   it("researches at most --max-questions sub-questions: the planner's extra calls are refused", async () => {
     script = demoResearchScript();
     const first = world.server.requests.length;
@@ -311,6 +368,136 @@ describe("research over the demo corpus", { timeout: 120_000 }, () => {
     expect(planner[1].request.messages.map((m) => m.content).join("\n")).toContain(
       `Not researched: "${Q3}". The limit of 2 sub-questions`,
     );
+  });
+
+  it("counts research() calls themselves: another tool's call and a research() call refused for its arguments use no sub-question", async () => {
+    const topic = "The Eiffel Tower's building, height, record and visitors";
+    const Q4 = "How many people visit the Eiffel Tower each year?";
+    const questions = [Q1, Q2, Q3, Q4];
+    script = demoResearchScript();
+    script.rules = [
+      {
+        name: "planner:counted",
+        system: RESEARCH_MARKERS.planner,
+        task: topic,
+        steps: [
+          action(
+            "I look a word up, make one call with a bad argument, then research four sub-questions.",
+            [
+              'console.log(await lookup_word("tower"));',
+              'try { await research("x"); } catch (e) { console.log("refused: " + e.message); }',
+              `const notes = await Promise.all(${JSON.stringify(questions)}.map((q) => research(q)));`,
+              "notes.forEach((n) => console.log(n));",
+            ].join("\n"),
+          ),
+          action("Done.", 'final_answer("The Eiffel Tower");'),
+        ],
+      },
+      {
+        name: "researcher:q4",
+        system: RESEARCH_MARKERS.researcher,
+        task: Q4,
+        steps: [
+          action("I search.", 'console.log(await search_wikipedia("Eiffel Tower visitors"));'),
+          action("Nothing on visitors.", 'final_answer("The pages do not say.");'),
+        ],
+      },
+      ...script.rules,
+    ];
+    const mcp = await startMcpTestServer();
+    try {
+      const first = world.server.requests.length;
+      const result = await run(topic, {
+        threadId: "research-counted",
+        maxQuestions: 4,
+        mcpServers: { dictionary: { url: mcp.url, tools: ["lookup_word"] } },
+      });
+      // All four were researched; the other calls took no slot.
+      expect(result.questions.map((q) => q.question)).toEqual(questions);
+      expect(result.questions.map((q) => q.status)).toEqual([
+        "answered",
+        "answered",
+        "answered",
+        "no_evidence",
+      ]);
+      const planner = world.server.requests
+        .slice(first)
+        .filter((r) => r.rule === "planner:counted");
+      const observation = planner[1].request.messages.map((m) => m.content).join("\n");
+      expect(observation).toContain("tower: a word");
+      expect(observation).toMatch(/refused: .*question/);
+      expect(observation).not.toContain("Not researched");
+      expect(world.server.requestsFor("researcher:q4").length).toBeGreaterThan(0);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it("never runs more than `concurrency` sub-questions at once (in-flight pipelines measured at the model server)", async () => {
+    const topic = "Five questions about towers, two at a time";
+    const questions = [1, 2, 3, 4, 5].map(
+      (i) => `Which tower is number ${i} on the list of towers?`,
+    );
+    script = demoResearchScript();
+    script.rules = [
+      {
+        name: "planner:five",
+        system: RESEARCH_MARKERS.planner,
+        task: topic,
+        steps: [
+          action(
+            "Five sub-questions at once.",
+            `const notes = await Promise.all(${JSON.stringify(questions)}.map((q) => research(q)));\nnotes.forEach((n) => console.log(n));`,
+          ),
+          action("Done.", 'final_answer("Towers");'),
+        ],
+      },
+      ...questions.map((q, i) => ({
+        name: `researcher:five-${i + 1}`,
+        system: RESEARCH_MARKERS.researcher,
+        task: q,
+        steps: [
+          action("I search.", `console.log(await search_wikipedia("tower ${i + 1}"));`),
+          action("Not in the pages.", 'final_answer("The pages do not say.");'),
+        ],
+      })),
+      ...script.rules,
+    ];
+    // A sub-question's pipeline is live from its researcher's first request until its last reply
+    // (two requests: search, then final answer; nothing read, so no condenser call). Every reply
+    // takes 120 ms, so pipelines that may run together do overlap.
+    const live = new Set<string>();
+    let most = 0;
+    const inner = researchResponder(script);
+    const measured: Responder = async (req, ctx) => {
+      const question = questions.find((q) => taskOf(req).includes(q));
+      if (question && systemOf(req).includes(RESEARCH_MARKERS.researcher)) {
+        if (observationCount(req) === 0) {
+          live.add(question);
+          most = Math.max(most, live.size);
+        }
+        await new Promise((r) => setTimeout(r, 120));
+        const reply = await inner(req, ctx);
+        if (observationCount(req) >= 1) live.delete(question);
+        return reply;
+      }
+      return inner(req, ctx);
+    };
+    const previous = world.server.responder;
+    world.server.responder = measured;
+    try {
+      const result = await run(topic, {
+        threadId: "research-bounded",
+        maxQuestions: 5,
+        settings: { concurrency: 2 },
+      });
+      expect(result.questions.map((q) => q.question)).toEqual(questions);
+      // Two at a time: never three, and the two did run together.
+      expect(most).toBe(2);
+      expect(live.size).toBe(0);
+    } finally {
+      world.server.responder = previous;
+    }
   });
 
   it("rejects an empty or huge topic and bad limits before anything runs", async () => {

@@ -5,6 +5,7 @@ import type { AskResult } from "../../runs/result.ts";
 import { openKnowledgeServices } from "../common/knowledge-source.ts";
 import type { VerificationReport } from "../common/verifier.ts";
 import type { QuestionRecord } from "./base/records.ts";
+import { RESEARCH_STAMP } from "./nodes/start.ts";
 import { researchRecording } from "./recording.ts";
 import { renderReportHtml } from "./report/html.ts";
 import {
@@ -91,6 +92,8 @@ export function researchResultFields(values: Record<string, unknown>): Record<st
 export const researchApp: RunApp = {
   ...researchRecording,
   team: researchTeam,
+  // The pipeline, not the planner agent, is the root of its trees (its start node stamps it).
+  rootName: RESEARCH_STAMP,
   graph: (checkpointer: BaseCheckpointSaver) =>
     createResearcherGraph({ checkpointer }) as unknown as AppGraph,
   recursionLimit: RESEARCH_RECURSION_LIMIT,

@@ -25,7 +25,7 @@ export default function askCommand(): Command {
     )
     .addHelpText(
       "after",
-      "\nModel endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL (per agent: CODEHOP_MODEL_MANAGER, _WIKIPEDIA_SEARCH, _PAGE_SEARCH).",
+      "\nModel endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL (per agent: CODEHOP_MODEL_MANAGER, _WIKIPEDIA_SEARCH, _PAGE_SEARCH; the --verify step: CODEHOP_MODEL_VERIFIER).",
     )
     .action(async (words: string[], flags: RunFlags & { thread?: string; verify?: boolean }) => {
       const threadId = flags.thread ?? randomUUID();

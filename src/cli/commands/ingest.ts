@@ -1,3 +1,4 @@
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import cliProgress from "cli-progress";
@@ -31,8 +32,16 @@ const FORMATS: Record<string, IngestFormat> = {
   "mediawiki-xml": "mediawiki-xml",
 };
 
-/** Human-readable summary of an ingest report (the CLI's last lines). */
-export function formatIngestReport(report: IngestReport, dbPath: string, maxSkipped = 20): string {
+/**
+ * Human-readable summary of an ingest report (the CLI's last lines). `failed`: the ingest stored
+ * nothing (the command exits 2), so no next step is suggested.
+ */
+export function formatIngestReport(
+  report: IngestReport,
+  dbPath: string,
+  maxSkipped = 20,
+  failed = false,
+): string {
   const secs = report.elapsedMs / 1000;
   const rate = secs > 0 ? Math.round((report.records - report.resumedFrom) / secs) : 0;
   const lines = [
@@ -50,7 +59,7 @@ export function formatIngestReport(report: IngestReport, dbPath: string, maxSkip
       lines.push(`  ... and ${report.skippedRecords.length - maxSkipped} more`);
   }
   if (report.interrupted) lines.push("Run the same command again to resume.");
-  else
+  else if (!failed)
     lines.push(
       `Search it offline with CODEHOP_CORPUS=${dbPath}, or: ${cliCommand(["ask", placeholder("question"), "--corpus", dbPath])}`,
     );
@@ -124,6 +133,8 @@ export default function ingestCommand(): Command {
             cliProgress.Presets.shades_classic,
           )
         : undefined;
+      // A failed ingest removes a database it created (never one that was there before).
+      const existedBefore = existsSync(dbPath);
       const total = reader.progress().total ?? 0;
       bar?.start(Math.max(total, 1), 0, { records: 0, rate: 0 });
       const ctrlC = stopOnCtrlC({
@@ -155,17 +166,24 @@ export default function ingestCommand(): Command {
         ctrlC.dispose();
         bar?.stop();
       }
+      const problem = report.interrupted ? undefined : nothingStored(report, path, reader.format);
       if (opts.json)
         process.stdout.write(
           `${JSON.stringify(withSnakeCaseKeys({ db: dbPath, ...report }), null, 2)}\n`,
         );
-      else process.stdout.write(`${formatIngestReport(report, dbPath)}\n`);
+      else process.stdout.write(`${formatIngestReport(report, dbPath, undefined, !!problem)}\n`);
       if (report.interrupted) process.exitCode = 130;
-      else {
-        const problem = nothingStored(report, path, reader.format);
-        if (problem) throw new CodehopError(ErrorCodes.INPUT_INVALID, problem);
+      else if (problem) {
+        if (!existedBefore) removeDatabase(dbPath);
+        throw new CodehopError(ErrorCodes.INPUT_INVALID, problem);
       }
     });
+}
+
+/** Deletes a SQLite database and its WAL / shared-memory / journal files. */
+function removeDatabase(dbPath: string): void {
+  for (const suffix of ["", "-wal", "-shm", "-journal"])
+    rmSync(`${dbPath}${suffix}`, { force: true });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import { configFromFlags, runInTerminal, type RunFlags } from "../cli-support.ts";
+import { configFromFlags, runInTerminal, withJsonErrors, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 /** Flags of `codehop research`. */
@@ -52,10 +52,16 @@ export default function researchCommand(): Command {
       "\nModel endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL (per agent or step: CODEHOP_MODEL_PLANNER, _RESEARCHER, _PAGE_READER, _CONDENSER, _WRITER, _VERIFIER).",
     )
     .action(async (words: string[], flags: ResearchFlags) => {
-      const { checkTopic, MAX_QUESTIONS } = await import("../../apps/research/base/settings.ts");
-      const topic = checkTopic(words.join(" "));
-      const maxQuestions = parseMaxQuestions(flags.maxQuestions, MAX_QUESTIONS);
       const threadId = flags.thread ?? randomUUID();
+      // Checked before anything runs; under --json a bad topic or limit still prints
+      // `{ error, thread_id }` on stdout, as `ask` does.
+      const { topic, maxQuestions } = await withJsonErrors(flags, threadId, async () => {
+        const { checkTopic, MAX_QUESTIONS } = await import("../../apps/research/base/settings.ts");
+        return {
+          topic: checkTopic(words.join(" ")),
+          maxQuestions: parseMaxQuestions(flags.maxQuestions, MAX_QUESTIONS),
+        };
+      });
       const config = configFromFlags(flags);
       // Recorded before the agents are even loaded, so a kill from here on can be resumed.
       const { recordInputEarly } = await import("../../runs/thread-record.ts");

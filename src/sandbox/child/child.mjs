@@ -45,7 +45,11 @@ receive((msg) => {
 // nobody would ever kill this process. A worker thread keeps running while the main thread is
 // busy; it kills the whole process once the parent is gone (we get re-parented). Started right
 // after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
+// Not needed when the host started us with a parent-death signal (`setpriv --pdeathsig KILL`,
+// third argument "pdeathsig"): the kernel then kills us the moment the host dies.
+const KILLED_WITH_HOST = process.argv[3] === "pdeathsig";
 function startWatchdog() {
+  if (KILLED_WITH_HOST) return;
   const hostPid = process.ppid;
   const watchdog = new Worker(
     `const { workerData } = require("node:worker_threads");
