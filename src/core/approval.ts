@@ -238,9 +238,9 @@ export interface ApprovalJournal {
   getDecision(threadId: string, approvalId: string): Promise<ApprovalResume | undefined>;
   /** Records a decision unless one is already recorded for its approval id. */
   putDecision(threadId: string, decision: ApprovalResume): Promise<void>;
-  /** Records that the run paused to ask for `approvalId` (what a HITL resume value may answer). */
+  /** Records that the run paused showing `approvalId` (what a HITL resume value may answer). */
   markAsked?(threadId: string, approvalId: string): Promise<void>;
-  /** Whether the run ever paused to ask for `approvalId`. */
+  /** Whether the run ever paused showing `approvalId`. */
   wasAsked?(threadId: string, approvalId: string): Promise<boolean>;
 }
 
@@ -293,6 +293,11 @@ export interface ActionApprovals {
   ): Promise<ApprovalResume>;
   /** Ends the action's use of the thread's live decisions. */
   release(): void;
+  /**
+   * Records the approvals the run pauses with (the GraphInterrupt the root agent's action ends
+   * with: what the thread's state shows), in the journal: the calls a HITL decision may answer.
+   */
+  surfaced(pause: unknown): Promise<void>;
 }
 
 /**
@@ -339,9 +344,9 @@ export function actionApprovals(
         ],
       };
       // A HITL value (agent-chat-ui's) names no approval: it answers this call only when this
-      // call is the one the run paused for (asked before, undecided) and the value is the one
-      // the resume command brought (not an older value of the task, not a copy LangGraph hands
-      // a sub-agent started in the resumed node, which never asked).
+      // call is the one the run paused for (shown in the thread's state: see `surfaced`,
+      // undecided) and the value is the one the resume command brought (not an older value of
+      // the task, not a copy LangGraph hands another sub-agent started in the resumed node).
       const mayTakeHitl =
         !own() && store?.wasAsked ? await store.wasAsked(threadId, approvalId) : false;
       // Synchronous from here to the end of the loop: no other host takes resume values of this
@@ -386,15 +391,17 @@ export function actionApprovals(
       // Values this task received for other calls are kept for them too (first decision wins).
       if (store) for (const d of seen) await store.putDecision(threadId, d);
       if (asked === undefined) return own()!;
-      if (isGraphInterrupt(asked)) {
-        await store?.markAsked?.(threadId, approvalId);
-        throw asked;
-      }
+      if (isGraphInterrupt(asked)) throw asked;
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
         `${tool.name}() needs approval, which pauses the run: run the graph with a checkpointer (${asked instanceof Error ? asked.message : String(asked)})`,
         { cause: asked },
       );
+    },
+    async surfaced(pause) {
+      if (!store?.markAsked || !isGraphInterrupt(pause)) return;
+      for (const i of pause.interrupts ?? [])
+        if (isApprovalRequest(i.value)) await store.markAsked(threadId, i.value.approvalId);
     },
     release() {
       if (released) return;

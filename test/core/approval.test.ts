@@ -204,33 +204,66 @@ const answer = (
 ) =>
   graph.invoke(new Command({ resume: { approvalId: request!.approvalId, ...decision } }), config);
 
+/** A manager whose worker sub-agent reads and deletes notes (delete_note needs approval). */
+function nestedTeam(threadId: string) {
+  const { ran, readNote, deleteNote, lookup } = noteTools();
+  const worker = createCodeAgent({
+    name: "worker",
+    description: "cleans notes",
+    tools: [readNote, deleteNote],
+    maxSteps: 2,
+    sandbox,
+  });
+  const manager = createCodeAgent({
+    name: "manager",
+    description: "tidies",
+    maxSteps: 3,
+    sandbox,
+    tools: [
+      lookup,
+      worker.asTool({
+        name: "worker_agent",
+        description: "Cleans notes.",
+        parameters: z.object({ task: z.string() }),
+        toInput: ({ task }) => ({ task }),
+      }),
+    ],
+  });
+  const graph: any = manager.builder.compile({ checkpointer: persistence.checkpointer });
+  return { ran, graph, config: runConfig(threadId, manager.recursionLimit) };
+}
+
+/** Two concurrent shelf sub-agents, each reading and deleting a note (approval needed). */
+function twinTeam(threadId: string) {
+  const { ran, readNote, deleteNote } = noteTools("always", 2);
+  const shelf = createCodeAgent({
+    name: "shelf",
+    description: "empties a shelf",
+    tools: [readNote, deleteNote],
+    maxSteps: 2,
+    sandbox,
+  });
+  const twins = createCodeAgent({
+    name: "twins",
+    description: "cleans",
+    maxSteps: 2,
+    sandbox,
+    tools: [
+      shelf.asTool({
+        name: "shelf_agent",
+        description: "Empties a shelf.",
+        parameters: z.object({ task: z.string() }),
+        toInput: ({ task }) => ({ task }),
+      }),
+    ],
+  });
+  const graph: any = twins.builder.compile({ checkpointer: persistence.checkpointer });
+  return { ran, graph, config: runConfig(threadId, twins.recursionLimit) };
+}
+
 describe("approval inside a nested sub-agent's code", () => {
   it("pauses, is rejected once and approved once; nothing finished runs again", async () => {
-    const { ran, readNote, deleteNote, lookup } = noteTools();
-    const worker = createCodeAgent({
-      name: "worker",
-      description: "cleans notes",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const manager = createCodeAgent({
-      name: "manager",
-      description: "tidies",
-      maxSteps: 3,
-      sandbox,
-      tools: [
-        lookup,
-        worker.asTool({
-          name: "worker_agent",
-          description: "Cleans notes.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = manager.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("nested-approval", manager.recursionLimit);
+    const { ran, graph, config } = nestedTeam("nested-approval");
 
     const first = await graph.invoke({ task: "Tidy the notes." }, config);
     expect(first.__interrupt__).toHaveLength(1);
@@ -297,31 +330,7 @@ describe("approval inside a nested sub-agent's code", () => {
 
 describe("approval in LangChain's human-in-the-loop format (agent-chat-ui)", () => {
   it("a nested sub-agent's call: { decisions } rejects once and approves once, each the call asked", async () => {
-    const { ran, readNote, deleteNote, lookup } = noteTools();
-    const worker = createCodeAgent({
-      name: "worker",
-      description: "cleans notes",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const manager = createCodeAgent({
-      name: "manager",
-      description: "tidies",
-      maxSteps: 3,
-      sandbox,
-      tools: [
-        lookup,
-        worker.asTool({
-          name: "worker_agent",
-          description: "Cleans notes.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = manager.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("nested-approval-hitl", manager.recursionLimit);
+    const { ran, graph, config } = nestedTeam("nested-approval-hitl");
     const models = () => [requestsOf("manager"), requestsOf("worker")];
     const before = models();
 
@@ -431,30 +440,7 @@ describe("approvals in one action", () => {
 
 describe("approvals in two concurrent sub-agents", () => {
   it("one asks at a time; each call runs once; no model call is repeated", async () => {
-    const { ran, readNote, deleteNote } = noteTools("always", 2);
-    const shelf = createCodeAgent({
-      name: "shelf",
-      description: "empties a shelf",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const twins = createCodeAgent({
-      name: "twins",
-      description: "cleans",
-      maxSteps: 2,
-      sandbox,
-      tools: [
-        shelf.asTool({
-          name: "shelf_agent",
-          description: "Empties a shelf.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = twins.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("twin-approval", twins.recursionLimit);
+    const { ran, graph, config } = twinTeam("twin-approval");
     await graph.invoke({ task: "Clean both shelves." }, config);
     const asked: string[] = [];
     for (let round = 0; round < 4; round++) {
@@ -483,31 +469,8 @@ describe("approvals in two concurrent sub-agents", () => {
 });
 
 describe("human-in-the-loop decisions in two concurrent sub-agents", () => {
-  it("each { decisions } answers the call shown; each call is shown before it runs", async () => {
-    const { ran, readNote, deleteNote } = noteTools("always", 2);
-    const shelf = createCodeAgent({
-      name: "shelf",
-      description: "empties a shelf",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const twins = createCodeAgent({
-      name: "twins",
-      description: "cleans",
-      maxSteps: 2,
-      sandbox,
-      tools: [
-        shelf.asTool({
-          name: "shelf_agent",
-          description: "Empties a shelf.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = twins.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("twin-approval-hitl", twins.recursionLimit);
+  it("{ decisions } answers only a call the run showed; each call is shown before it runs, once", async () => {
+    const { ran, graph, config } = twinTeam("twin-approval-hitl");
     await graph.invoke({ task: "Clean both shelves." }, config);
     const shown: string[] = [];
     for (let round = 0; round < 4; round++) {
@@ -517,8 +480,10 @@ describe("human-in-the-loop decisions in two concurrent sub-agents", () => {
       expect(ran.filter((r) => r === `delete ${pending.args.id}`)).toEqual([]);
       await graph.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
     }
-    // A copy of the plain value reaches the other sub-agent too: it answers only the call shown.
-    expect(shown.sort()).toEqual(["left", "right"]);
+    // A copy of the plain value reaches the other sub-agent too: it answers only a call the run
+    // showed, never one it did not (a call may be shown again when the sub-agents race: each
+    // call ran only after it was shown, checked above).
+    expect([...new Set(shown)].sort()).toEqual(["left", "right"]);
     const state = await graph.getState(config);
     expect(state.values.answer).toBe("deleted left & deleted right");
     expect(ran.filter((r) => r.startsWith("delete")).sort()).toEqual([

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FILES, DEMO_ROUNDS, chatResponder } from "../../src/apps/chat/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { type CliRun, cliEnv, spawnCli } from "../app/cli-helpers.ts";
-import { writeDemoDocuments } from "../chat/documents.ts";
+import { messageWithPdf, writeDemoDocuments } from "../chat/documents.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
 import { waitForStderr } from "./processes.ts";
 
@@ -84,21 +84,7 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
     events = [];
     for await (const e of client.runs.stream(threadId, "chat", {
       input: {
-        messages: [
-          {
-            id: "human-1",
-            type: "human",
-            content: [
-              { type: "text", text: SPAN.message },
-              {
-                type: "file",
-                mimeType: "application/pdf",
-                data: pdf,
-                metadata: { filename: DEMO_FILES.report },
-              },
-            ],
-          },
-        ],
+        messages: [messageWithPdf("human-1", SPAN.message, pdf, DEMO_FILES.report)],
       },
       streamMode: ["values", "messages-tuple"],
     }))
