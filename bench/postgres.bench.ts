@@ -383,6 +383,8 @@ async function serverBench(cluster: TestCluster): Promise<BenchSection> {
       fmt(percentile(b.latencies, 95) / 1000, 2),
       fmt(b.wallMs / 1000, 1),
       b.lost + b.wrong,
+      // The machine is shared: the load next to each figure says how much of it this run had.
+      loadavg()[0].toFixed(1),
     ];
     for (const workers of [1, 2, 4]) {
       const b = await serverRound(cluster, model, workers);
@@ -398,7 +400,7 @@ async function serverBench(cluster: TestCluster): Promise<BenchSection> {
   }
   return {
     title: "Postgres: 200 concurrent runs through codehop serve",
-    description: `${RUNS} runs submitted at once through the LangGraph SDK (threads.create, runs.create, runs.join; one thread each) to \`codehop serve\` with N \`codehop worker\` processes (each running up to ${PER_WORKER} runs at once with its own sandbox pool), all on one throwaway PostgreSQL 15 cluster (fsync on) on this machine. Each run is the code_agent graph with a scripted model answering after ${MODEL_MS} ms: 2 model calls and 2 sandbox actions (so at least ${(2 * MODEL_MS) / 1000} s). Latency = create to join per run; throughput = runs / wall time; a warm-up of 4 runs per worker first. The last row kills one of 2 workers with SIGKILL once ${RUNS / 2} runs have finished: its runs go to the other worker after the ${LEASE} s lease and resume from their checkpoints. Server, workers, model and database share the machine's cores; the 1-minute load average was ${loadBefore} when this section started${Number(loadBefore) > cpus().length ? " (above the core count: other jobs were running)" : ""}.`,
+    description: `${RUNS} runs submitted at once through the LangGraph SDK (threads.create, runs.create, runs.join; one thread each) to \`codehop serve\` with N \`codehop worker\` processes (each running up to ${PER_WORKER} runs at once with its own sandbox pool), all on one throwaway PostgreSQL 15 cluster (fsync on) on this machine. Each run is the code_agent graph with a scripted model answering after ${MODEL_MS} ms: 2 model calls and 2 sandbox actions (so at least ${(2 * MODEL_MS) / 1000} s). Latency = create to join per run; throughput = runs / wall time; a warm-up of 4 runs per worker first. The last row kills one of 2 workers with SIGKILL once ${RUNS / 2} runs have finished: its runs go to the other worker after the ${LEASE} s lease and resume from their checkpoints. Server, workers, model and database share the machine's cores; the 1-minute load average was ${loadBefore} when this section started${Number(loadBefore) > cpus().length ? " (above the core count: other jobs were running)" : ""}, and each row gives it as that row ended (${cpus().length} cores: a load above that means the figures are the share of the machine this run got, not its capacity).`,
     columns: [
       "setup",
       "runs/s",
@@ -406,6 +408,7 @@ async function serverBench(cluster: TestCluster): Promise<BenchSection> {
       "p95 latency (s)",
       "wall (s)",
       "runs lost or wrong",
+      "load avg (1 min) after",
     ],
     rows,
     verdicts,

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -139,5 +139,33 @@ describe("architecture (docs/architecture.md)", () => {
     };
     for (const v of graph.keys()) if (!indices.has(v)) visit(v);
     expect(cycles).toEqual([]);
+  });
+});
+
+describe("docs/architecture.md is true of the tree", () => {
+  const doc = readFileSync(join(root, "docs/architecture.md"), "utf8");
+
+  it("every file or folder it names exists (templates like src/apps/<app>/ aside)", () => {
+    const named = new Set(
+      [
+        ...doc.matchAll(/\b((?:src|test|prompts|bench|docs)\/[A-Za-z0-9_./<>*-]*[A-Za-z0-9_/])/g),
+      ].map((m) => m[1]),
+    );
+    const missing = [...named].filter((p) => !/[<*]/.test(p) && !existsSync(join(root, p)));
+    expect(missing).toEqual([]);
+  });
+
+  it("its layer table gives every folder the layer the import check uses", () => {
+    const table = doc.split("\n").filter((line) => /^\| \d/.test(line));
+    const documented = new Map<string, number>();
+    for (const row of table) {
+      const [, layers, folders] = row.split("|");
+      const [low, high = low] = layers.trim().split(" ")[0].split("–").map(Number);
+      for (const m of folders.matchAll(/`(src\/[^`]+)`(?: \((\d+)\))?/g)) {
+        documented.set(m[1], m[2] ? Number(m[2]) : low === high ? low : NaN);
+      }
+    }
+    const expected = new Map(LAYERS.map(([prefix, layer]) => [prefix.replace(/\/$/, ""), layer]));
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(expected));
   });
 });

@@ -7,8 +7,10 @@ import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "..
 import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
 import { chatApp } from "./chat/app.ts";
-import { qaApp } from "./qa/app.ts";
+import { qaApp, withVerification } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
+
+export { verificationOf } from "./qa/app.ts";
 
 /** Every app by name: what a thread's record (`options.app`) names. */
 export const APPS: Readonly<Record<string, RunApp>> = {
@@ -57,9 +59,24 @@ export async function appForThread(
  */
 export async function resumeThread(
   threadId: string,
-  options: ResumeOptions = {},
+  options: ResumeOptions & {
+    /**
+     * Verify the answer once the thread has one (a QA thread: `ask --verify`'s verifier; a
+     * finished thread is verified again without running its agents), recorded with the thread.
+     */
+    verify?: boolean;
+  } = {},
 ): Promise<AskResult> {
-  return resumeRun(await appForThread(threadId, options), threadId, options);
+  const { verify, ...rest } = options;
+  const app = await appForThread(threadId, rest);
+  if (verify && app !== qaApp) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `--verify checks a QA answer; thread "${threadId}" is a ${app.name} thread${app.name === "research" ? " (its report was verified as it was written)" : ""}.`,
+    );
+  }
+  const result = await resumeRun(app, threadId, rest);
+  return verify ? withVerification(result, rest) : result;
 }
 
 /** Re-runs (forks) a thread of any app from one of its checkpoints. */

@@ -28,7 +28,7 @@ import Database from "better-sqlite3";
 export interface IncrementalSqliteSaverOptions {
   /** Serializer (default: LangGraph's JsonPlusSerializer). */
   serde?: SerializerProtocol;
-  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 256 bytes. */
+  /** Values (blobs, writes, checkpoints) at least this large are stored deflated. Default 128 bytes. */
   compressAbove?: number;
   /** A list appended this many times in a row is stored whole once more (bounds reads). Default 16. */
   minChainBeforeSnapshot?: number;
@@ -40,7 +40,7 @@ export interface IncrementalSqliteSaverOptions {
 const KIND_FULL = 0;
 /** Items appended to the value at `base_version`. */
 const KIND_APPEND = 1;
-/** The channel is empty at this version. */
+/** The channel is empty at this version (rows of earlier versions: an empty channel now gets no row). */
 const KIND_EMPTY = 2;
 /** The value is a task write of the parent checkpoint (`value`: JSON [checkpoint_id, [[task_id, idx, 0]]]). */
 const KIND_WRITE = 3;
@@ -57,6 +57,50 @@ const T_WRITES = "lgi_writes";
 /** The official SqliteSaver's tables (read in place, deleted with their thread). */
 const LEGACY_CHECKPOINTS = "checkpoints";
 const LEGACY_WRITES = "writes";
+/** Suffix the first format's tables get while they are copied into the current ones. */
+const FIRST_FORMAT = "_first_format";
+
+/** The saver's tables (created if missing). */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${T_NAMESPACES} (
+  ns_id INTEGER PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL,
+  UNIQUE (thread_id, checkpoint_ns)
+);
+CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
+  ns_id INTEGER NOT NULL,
+  checkpoint_id TEXT NOT NULL,
+  parent_checkpoint_id TEXT,
+  type TEXT NOT NULL,
+  checkpoint BLOB NOT NULL,
+  zip INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  PRIMARY KEY (ns_id, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
+  ns_id INTEGER NOT NULL,
+  channel TEXT NOT NULL,
+  version TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  base_version TEXT,
+  chain INTEGER NOT NULL DEFAULT 0,
+  items INTEGER NOT NULL DEFAULT 0,
+  snapshot_items INTEGER NOT NULL DEFAULT 0,
+  type TEXT NOT NULL,
+  zip INTEGER NOT NULL,
+  value BLOB,
+  PRIMARY KEY (ns_id, channel, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${T_WRITES} (
+  ns_id INTEGER NOT NULL,
+  checkpoint_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  task_path TEXT NOT NULL DEFAULT '',
+  zip INTEGER NOT NULL,
+  writes BLOB NOT NULL,
+  PRIMARY KEY (ns_id, checkpoint_id, task_id)
+);`;
 
 interface BlobRow {
   kind: number;
@@ -166,12 +210,19 @@ interface Versions {
  * this many times in a row, then whole again (bounds a read to this many rows).
  */
 const MAX_VERSIONS_CHAIN = 8;
+/** `base` of a record whose version maps are stored as the change from its parent (the row's). */
+const BASE_IS_PARENT = 1;
 
 /** Whether every key of `before` is in `after` (maps that only grew or changed). */
 function keepsKeys(before: object, after: object): boolean {
   for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) return false;
   return true;
 }
+
+/** Queued puts and putWrites are written at once when this many wait (see `enqueue`). */
+const MAX_QUEUED_ROWS = 32;
+/** ... or when the oldest has waited this long (ms). */
+const MAX_QUEUED_MS = 100;
 
 /** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
 const ZIP_DICTIONARY = 2;
@@ -282,6 +333,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private pending: Array<() => void> = [];
   private waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private flushScheduled = false;
+  /** When the oldest queued row was queued (performance.now()), for {@link MAX_QUEUED_MS}. */
+  private queuedSince = 0;
   /** Blob rows not written yet, by blob key (read by appends to them). */
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
@@ -297,7 +350,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   constructor(db: Database.Database | string, options: IncrementalSqliteSaverOptions = {}) {
     super(options.serde);
     this.db = typeof db === "string" ? new Database(db) : db;
-    this.compressAbove = options.compressAbove ?? 256;
+    this.compressAbove = options.compressAbove ?? 128;
     this.minChain = options.minChainBeforeSnapshot ?? 16;
     this.values = new Lru(options.cacheSize ?? 512);
     this.writes = new Lru(64);
@@ -318,47 +371,106 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
    */
   setup(): void {
     if (this.statements) return;
-    this.db.exec(`
-CREATE TABLE IF NOT EXISTS ${T_NAMESPACES} (
-  ns_id INTEGER PRIMARY KEY,
-  thread_id TEXT NOT NULL,
-  checkpoint_ns TEXT NOT NULL,
-  UNIQUE (thread_id, checkpoint_ns)
-);
-CREATE TABLE IF NOT EXISTS ${T_CHECKPOINTS} (
-  ns_id INTEGER NOT NULL,
-  checkpoint_id TEXT NOT NULL,
-  parent_checkpoint_id TEXT,
-  type TEXT NOT NULL,
-  checkpoint BLOB NOT NULL,
-  zip INTEGER NOT NULL,
-  metadata TEXT NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
-  ns_id INTEGER NOT NULL,
-  channel TEXT NOT NULL,
-  version TEXT NOT NULL,
-  kind INTEGER NOT NULL,
-  base_version TEXT,
-  chain INTEGER NOT NULL DEFAULT 0,
-  items INTEGER NOT NULL DEFAULT 0,
-  snapshot_items INTEGER NOT NULL DEFAULT 0,
-  type TEXT NOT NULL,
-  zip INTEGER NOT NULL,
-  value BLOB,
-  PRIMARY KEY (ns_id, channel, version)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ${T_WRITES} (
-  ns_id INTEGER NOT NULL,
-  checkpoint_id TEXT NOT NULL,
-  task_id TEXT NOT NULL,
-  task_path TEXT NOT NULL DEFAULT '',
-  zip INTEGER NOT NULL,
-  writes BLOB NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id, task_id)
-);`);
+    this.migrateFirstFormat();
+    this.db.exec(SCHEMA);
     this.statements = this.prepare();
+  }
+
+  /**
+   * Converts the tables of this saver's first format (codehop 159df5a, 2026-11-24: thread and
+   * namespace strings in every row, one row per write, each write deflated on its own) to the
+   * current one, in place and in one transaction: the same checkpoint and blob rows under integer
+   * namespace ids, and each task's writes packed into one row. Nothing else differs (blob kinds,
+   * value encoding and checkpoint rows are the same), so every checkpoint reads as before.
+   */
+  private migrateFirstFormat(): void {
+    const isFirst = () =>
+      (this.db.prepare(`PRAGMA table_info(${T_CHECKPOINTS})`).all() as { name: string }[]).some(
+        (c) => c.name === "thread_id",
+      );
+    if (!isFirst()) return;
+    this.db
+      .transaction(() => {
+        if (!isFirst()) return; // another process converted it meanwhile
+        const old = (t: string) => `${t}${FIRST_FORMAT}`;
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
+          if (this.hasTable(t)) this.db.exec(`ALTER TABLE ${t} RENAME TO ${old(t)}`);
+        for (const t of [T_BLOBS, T_WRITES])
+          if (!this.hasTable(old(t)))
+            this.db.exec(`CREATE TABLE ${old(t)} (thread_id TEXT, checkpoint_ns TEXT)`);
+        this.db.exec(SCHEMA);
+        this.db.exec(`
+INSERT OR IGNORE INTO ${T_NAMESPACES} (thread_id, checkpoint_ns)
+  SELECT thread_id, checkpoint_ns FROM ${old(T_CHECKPOINTS)}
+  UNION SELECT thread_id, checkpoint_ns FROM ${old(T_BLOBS)}
+  UNION SELECT thread_id, checkpoint_ns FROM ${old(T_WRITES)};
+INSERT INTO ${T_CHECKPOINTS}
+  (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
+  SELECT n.ns_id, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata
+  FROM ${old(T_CHECKPOINTS)} c JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
+        if (this.hasColumn(old(T_BLOBS), "kind"))
+          this.db.exec(`
+INSERT INTO ${T_BLOBS}
+  (ns_id, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
+  SELECT n.ns_id, b.channel, b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items,
+         b.type, b.zip, b.value
+  FROM ${old(T_BLOBS)} b JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
+        if (this.hasColumn(old(T_WRITES), "idx")) this.packFirstFormatWrites(old(T_WRITES));
+        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES]) this.db.exec(`DROP TABLE ${old(t)}`);
+      })
+      .immediate();
+  }
+
+  /** The first format's write rows (one per write) as one packed row per task. */
+  private packFirstFormatWrites(table: string): void {
+    const rows = this.db
+      .prepare(
+        `SELECT n.ns_id, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel, w.type, w.zip, w.value
+         FROM ${table} w JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns)
+         ORDER BY n.ns_id, w.checkpoint_id, w.task_id, w.idx`,
+      )
+      .all() as Array<{
+      ns_id: number;
+      checkpoint_id: string;
+      task_id: string;
+      task_path: string;
+      idx: number;
+      channel: string;
+      type: string;
+      zip: number;
+      value: Buffer | null;
+    }>; // all read first: better-sqlite3 cannot write while a statement iterates
+    const insert = this.db.prepare(
+      `INSERT INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes) VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    let task = null as {
+      key: string;
+      args: [number, string, string, string];
+      writes: StoredWrite[];
+    } | null;
+    const flush = () => {
+      if (!task) return;
+      const packed = packWrites(task.writes);
+      const zipped = packed.length >= this.compressAbove ? deflateRawSync(packed) : undefined;
+      const zip = zipped !== undefined && zipped.length < packed.length;
+      insert.run(...task.args, zip ? 1 : 0, zip ? zipped : packed);
+    };
+    for (const r of rows) {
+      const key = `${r.ns_id}\u0000${r.checkpoint_id}\u0000${r.task_id}`;
+      if (task?.key !== key) {
+        flush();
+        task = { key, args: [r.ns_id, r.checkpoint_id, r.task_id, r.task_path], writes: [] };
+      }
+      const data = r.value === null ? Buffer.alloc(0) : r.zip ? inflateRawSync(r.value) : r.value;
+      task.writes.push({ idx: r.idx, channel: r.channel, type: r.type, data });
+    }
+    flush();
+  }
+
+  private hasColumn(table: string, column: string): boolean {
+    return (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some(
+      (c) => c.name === column,
+    );
   }
 
   private hasTable(name: string): boolean {
@@ -446,8 +558,18 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
 
   /** Queues rows to write; the promise resolves once they are committed. */
   private enqueue(write: () => void): Promise<void> {
+    if (!this.pending.length) this.queuedSince = performance.now();
     this.pending.push(write);
     const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    // A graph whose nodes never wait on I/O runs in microtasks only, so the next turn may come
+    // only when the run ends: bound what a crash can lose (and the queue) meanwhile.
+    if (
+      this.pending.length >= MAX_QUEUED_ROWS ||
+      performance.now() - this.queuedSince >= MAX_QUEUED_MS
+    ) {
+      this.flush();
+      return done;
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -710,12 +832,10 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     channel: string,
     version: string,
     value: unknown,
-    present: boolean,
     baseVersion: string | undefined,
     parent: { id: string; writes?: CachedWrite[] } | undefined,
   ): Promise<unknown[]> {
     const key = blobKey(nsId, channel, version);
-    if (!present) return [nsId, channel, version, KIND_EMPTY, null, 0, 0, 0, "empty", 0, null];
     const refsJson = (refs: WriteRef[]) =>
       Buffer.from(JSON.stringify({ checkpoint: parent!.id, refs }), "utf8");
     if (Array.isArray(value) && baseVersion !== undefined && baseVersion !== version) {
@@ -822,8 +942,11 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     nsId: number,
     id: string,
     stored: Record<string, any>,
+    parentId: string | null,
   ): Promise<Versions> {
-    if (typeof stored.base !== "string")
+    // `base`: 1 for the parent (records written since), or the base checkpoint's id (earlier ones).
+    const baseId = stored.base === BASE_IS_PARENT ? parentId : stored.base;
+    if (typeof baseId !== "string")
       return {
         channel_versions: stored.channel_versions ?? {},
         versions_seen: stored.versions_seen ?? {},
@@ -832,16 +955,17 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
-    const baseRow = this.s.getCheckpoint.get(nsId, stored.base) as CheckpointRow | undefined;
+    const baseRow = this.s.getCheckpoint.get(nsId, baseId) as CheckpointRow | undefined;
     if (!baseRow)
       throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
     const base = await this.versionsFrom(
       nsId,
-      stored.base,
+      baseId,
       (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
         string,
         any
       >,
+      baseRow.parent_checkpoint_id,
     );
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
@@ -889,7 +1013,7 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       if (Object.keys(changed).length || !Object.hasOwn(parent.versions_seen, node))
         vs[node] = changed;
     }
-    return { ...rest, base: parentId, cv, vs };
+    return { ...rest, base: BASE_IS_PARENT, cv, vs };
   }
 
   private async tupleFromRow(row: CheckpointRow): Promise<CheckpointTuple> {
@@ -927,12 +1051,12 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
         vs: _vs,
         ...stored
       } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
-      const versions = await this.versionsFrom(nsId, row.checkpoint_id, {
-        ...stored,
-        base: _base,
-        cv: _cv,
-        vs: _vs,
-      });
+      const versions = await this.versionsFrom(
+        nsId,
+        row.checkpoint_id,
+        { ...stored, base: _base, cv: _cv, vs: _vs },
+        row.parent_checkpoint_id,
+      );
       stored.id = row.checkpoint_id;
       // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
       stored.channel_versions = { ...versions.channel_versions };
@@ -1127,7 +1251,10 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
       string,
       any
     >;
-    return { versions: await this.versionsFrom(nsId, id, stored), legacy: false };
+    return {
+      versions: await this.versionsFrom(nsId, id, stored, row.parent_checkpoint_id),
+      legacy: false,
+    };
   }
 
   async put(
@@ -1150,13 +1277,15 @@ CREATE TABLE IF NOT EXISTS ${T_WRITES} (
     const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
     for (const [channel, version] of Object.entries(toStore)) {
+      // An empty channel gets no row: a version without one reads as empty (as KIND_EMPTY rows of
+      // earlier versions do), and LangGraph empties a few channels in almost every step.
+      if (!Object.hasOwn(prepared.channel_values, channel)) continue;
       blobs.push(
         await this.blobFor(
           nsId,
           channel,
           String(version),
           prepared.channel_values[channel],
-          Object.hasOwn(prepared.channel_values, channel),
           parent?.versions.channel_versions[channel] !== undefined
             ? String(parent.versions.channel_versions[channel])
             : undefined,

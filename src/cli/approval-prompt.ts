@@ -47,6 +47,7 @@ export function decisionFromFlags(flags: {
   approve?: boolean;
   reject?: string;
   edit?: string;
+  approvalId?: string;
 }): ApprovalDecision | undefined {
   const given = [flags.approve, flags.reject !== undefined, flags.edit !== undefined].filter(
     Boolean,
@@ -57,9 +58,18 @@ export function decisionFromFlags(flags: {
       "Give one of --approve, --reject and --edit.",
     );
   }
-  if (flags.approve) return { decision: "approve" };
-  if (flags.reject !== undefined) return { decision: "reject", reason: flags.reject };
-  if (flags.edit !== undefined) return { decision: "edit", args: parseEditedArgs(flags.edit) };
+  if (flags.approvalId !== undefined && !given) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      "--approval-id names the approval to answer: give it with --approve, --reject or --edit.",
+    );
+  }
+  // Without --approval-id, the decision answers the one approval pending (several: an error).
+  const id = flags.approvalId !== undefined ? { approvalId: flags.approvalId } : {};
+  if (flags.approve) return { ...id, decision: "approve" };
+  if (flags.reject !== undefined) return { ...id, decision: "reject", reason: flags.reject };
+  if (flags.edit !== undefined)
+    return { ...id, decision: "edit", args: parseEditedArgs(flags.edit) };
   return undefined;
 }
 

@@ -188,10 +188,12 @@ export async function printResult(result: AskResult, flags: RunFlags): Promise<v
 }
 
 /** What `ask --verify` found, claim by claim (nothing for an unverified result). */
-function verificationLines(result: AskResult): string[] {
+export function verificationLines(result: object): string[] {
   const v = (result as { verification?: any }).verification;
   const citations = (result as { citations?: any[] }).citations ?? [];
   if (!v || !Array.isArray(v.claims)) return [];
+  if (v.status === "failed")
+    return [`Verification FAILED (the answer is kept, unchecked): ${v.error ?? "no reason given"}`];
   const mark: Record<string, string> = {
     supported: "supported",
     fixed: "partly supported",

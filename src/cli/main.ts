@@ -104,7 +104,9 @@ export async function main(argv = process.argv): Promise<void> {
       return;
     }
     if (CodehopError.isInstance(err)) {
-      process.stderr.write(`${errorPrefix()} ${err.message} [${err.code}]\n`);
+      // An input error from a graph already ends with its code (the LangGraph API sends no code).
+      const code = err.message.endsWith(`[${err.code}]`) ? "" : ` [${err.code}]`;
+      process.stderr.write(`${errorPrefix()} ${err.message}${code}\n`);
       process.exitCode = 2;
       return;
     }

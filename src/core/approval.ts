@@ -428,8 +428,9 @@ export function pendingApprovals(snapshot: {
 
 /**
  * The resume value answering `decision` (validated; its `approvalId` defaults to the pending
- * approval's) for a thread waiting for `pending`. CODEHOP_CONFIG_INVALID when nothing is pending,
- * the decision is malformed or names another approval.
+ * approval's when exactly one is pending) for a thread waiting for `pending`.
+ * CODEHOP_CONFIG_INVALID when nothing is pending, the decision is malformed, names another
+ * approval, or names none while several are pending (the message lists them).
  */
 export function approvalResume(
   decision: unknown,
@@ -448,6 +449,15 @@ export function approvalResume(
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
       `Thread "${threadId}" is not waiting for an approval.`,
+    );
+  }
+  // Without an id, the decision answers the one pending approval; with several, guessing could
+  // approve the wrong call.
+  if (parsed.data.approvalId === undefined && pending.length > 1) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `Thread "${threadId}" waits for ${pending.length} approvals: ${pending.map((p) => `${p.approvalId} (${describeApproval(p)})`).join(", ")}. ` +
+        `Name the one you answer: --approval-id <id> (API: the decision's approvalId).`,
     );
   }
   const approvalId = parsed.data.approvalId ?? pending[0].approvalId;

@@ -21,7 +21,7 @@ export interface CallKey {
    */
   checkpointNs: string;
   /**
-   * Which task the call belongs to: the `taskEpoch` state channel (src/agent/state.ts: 0 for a
+   * Which task the call belongs to: the `taskEpoch` state channel (src/core/state.ts: 0 for a
    * thread's first task, +1 for each new task on a finished thread) of every agent from the root
    * down to the caller, e.g. `[1, 0]` for a sub-agent's call during the root's second task. A new
    * task restarts step numbers at 1, so without this its calls would sit at the previous task's
@@ -168,6 +168,52 @@ export const DECISION_NAMESPACE_PREFIX = "?";
 const ASKED_PREFIX = "asked:";
 
 /**
+ * Prefix of the rows holding a thread's own records (`@<name>`, step 0, call 0): what an app did
+ * with a thread outside its graph — `ask --verify`'s verification — kept beside the thread's calls
+ * (deleted with them, in every adapter), never served to a run.
+ */
+export const RECORD_NAMESPACE_PREFIX = "@";
+
+/** Where a thread's record `name` is stored among its rows. */
+function recordPosition(threadId: string, name: string): JournalRowKey {
+  return {
+    threadId,
+    checkpointNs: RECORD_NAMESPACE_PREFIX + name,
+    taskEpoch: "",
+    step: 0,
+    callIndex: 0,
+  };
+}
+
+/** Stores (replaces) a thread's record `name` (see {@link RECORD_NAMESPACE_PREFIX}). */
+export async function putThreadRecord(
+  rows: JournalRowStore,
+  threadId: string,
+  name: string,
+  value: unknown,
+): Promise<void> {
+  await rows.putRows([
+    {
+      ...recordPosition(threadId, name),
+      tool: "",
+      argsJson: "",
+      outcomeJson: JSON.stringify(value),
+      recordedAt: new Date().toISOString(),
+    },
+  ]);
+}
+
+/** A thread's record `name`, or undefined when none was stored. */
+export async function getThreadRecord<T>(
+  rows: JournalRowStore,
+  threadId: string,
+  name: string,
+): Promise<T | undefined> {
+  const row = await rows.getRow(recordPosition(threadId, name));
+  return row ? (JSON.parse(row.outcomeJson) as T) : undefined;
+}
+
+/**
  * A call journal that can also serve replays and list what it holds. It also keeps approval
  * decisions ({@link ApprovalJournal}: optional, so adapters written before approvals still fit;
  * without them a decision lives in LangGraph's resume values only).
@@ -283,7 +329,8 @@ export function createCallJournal(
         .filter(
           (r) =>
             !r.checkpointNs.startsWith(STABLE_NAMESPACE_PREFIX) &&
-            !r.checkpointNs.startsWith(DECISION_NAMESPACE_PREFIX),
+            !r.checkpointNs.startsWith(DECISION_NAMESPACE_PREFIX) &&
+            !r.checkpointNs.startsWith(RECORD_NAMESPACE_PREFIX),
         )
         .map((r) => ({
           threadId: r.threadId,

@@ -1,4 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { isCommand } from "@langchain/langgraph";
+import { z } from "zod";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
  * The private LangGraph configuration keys codehop relies on, in one place. They are not part of
@@ -64,4 +67,98 @@ export const NOSTREAM_TAG = "langsmith:nostream";
 export function withoutParentStream(config: RunnableConfig): RunnableConfig {
   const { [PREGEL_STREAM_KEY]: _stream, ...configurable } = config.configurable ?? {};
   return { ...config, configurable };
+}
+
+/**
+ * The compiled graph's method that checks a run's input (and a `Command`'s update) against the
+ * graph's zod input schema, throwing zod's own error: a JSON array of issues that Studio and the
+ * SDK show as is.
+ */
+export const VALIDATE_INPUT_METHOD = "_validateInput";
+
+/** The issues of a zod error (zod 3 and 4), or undefined for any other error. */
+function zodIssues(
+  err: unknown,
+): ReadonlyArray<{ path: PropertyKey[]; message: string }> | undefined {
+  const issues = (err as { issues?: unknown } | null)?.issues;
+  const name = (err as { name?: unknown } | null)?.name;
+  return Array.isArray(issues) && typeof name === "string" && /ZodError$/.test(name)
+    ? issues
+    : undefined;
+}
+
+/** Zod issues as one line: `topic: the research topic is empty; maxQuestions: ...`. */
+export function describeInputIssues(
+  issues: ReadonlyArray<{ path: readonly PropertyKey[]; message: string }>,
+): string {
+  const lines = issues.map((i) => `${i.path.map(String).join(".") || "input"}: ${i.message}`);
+  return [...new Set(lines)].join("; ");
+}
+
+/**
+ * A check of a graph's input other than a zod schema (a graph whose input is an Annotation, like
+ * `chat`): the problems of an input, one `path: what is wrong` each (none when it is valid), and
+ * the expected shape in one line.
+ */
+export interface InputCheck {
+  problems(input: unknown): string[];
+  expected: string;
+}
+
+/**
+ * Makes `graph` (compiled) report an input it rejects as CODEHOP_INPUT_INVALID naming each
+ * problem — `Invalid input for the "researcher" graph: topic: the research topic is empty ...
+ * [CODEHOP_INPUT_INVALID]` — instead of zod's raw issue array (or a reducer's TypeError), wherever
+ * the graph runs (graph.invoke, Studio, `codehop serve`), before any node runs. The code is in the
+ * message too: the LangGraph API sends only an error's name and message. `check` is the graph's
+ * zod input schema (LangGraph validates with it; its errors are reworded) or an {@link InputCheck}
+ * run first. A `Command` (resume) and a null input (continue) are left to LangGraph. Apply it to
+ * the instance that runs: `withConfig` makes a new one.
+ */
+export function reportInputErrorsCoded<G extends object>(
+  graph: G,
+  name: string,
+  check: z.ZodType | InputCheck,
+): G {
+  const custom = "problems" in check ? (check as InputCheck) : undefined;
+  const expected = custom ? custom.expected : describeInputShape(check as z.ZodType);
+  const g = graph as Record<string, unknown>;
+  const validate = g[VALIDATE_INPUT_METHOD];
+  if (typeof validate !== "function") return graph;
+  const invalid = (problems: string, cause?: unknown) =>
+    new CodehopError(
+      ErrorCodes.INPUT_INVALID,
+      `Invalid input for the "${name}" graph: ${problems}${expected ? ` (expected ${expected})` : ""}. [${ErrorCodes.INPUT_INVALID}]`,
+      { cause },
+    );
+  g[VALIDATE_INPUT_METHOD] = async function (this: unknown, input: unknown) {
+    if (custom && input != null && !isCommand(input)) {
+      const problems = custom.problems(input);
+      if (problems.length) throw invalid([...new Set(problems)].join("; "));
+    }
+    try {
+      return await validate.call(this, input);
+    } catch (err) {
+      const issues = zodIssues(err);
+      if (!issues) throw err;
+      throw invalid(describeInputIssues(issues), err);
+    }
+  };
+  return graph;
+}
+
+/** An input schema's shape in one line, from its JSON Schema: `{ topic: string, maxQuestions?: integer }`. */
+export function describeInputShape(schema: z.ZodType): string {
+  let json: { properties?: Record<string, { type?: unknown }>; required?: string[] };
+  try {
+    json = z.toJSONSchema(schema, { unrepresentable: "any", io: "input" }) as typeof json;
+  } catch {
+    return "";
+  }
+  const required = new Set(json.required ?? []);
+  const fields = Object.entries(json.properties ?? {}).map(
+    ([key, p]) =>
+      `${key}${required.has(key) ? "" : "?"}: ${typeof p.type === "string" ? p.type : "any"}`,
+  );
+  return fields.length ? `{ ${fields.join(", ")} }` : "";
 }

@@ -21,7 +21,7 @@ export const AgentSettingsSchema = z.object({
   planningInterval: z.number().int().min(1).optional(),
   /**
    * What the model sees: "condensed" (default), "full" (every action and observation), or a custom
-   * pure function from all history entries to the ones to keep (see src/agent/history.ts).
+   * pure function from all history entries to the ones to keep (see src/core/history.ts).
    */
   historyPolicy: z
     .union([

@@ -28,6 +28,7 @@ import {
   type AgentUpdate,
 } from "../core/state.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { describeInputIssues, reportInputErrorsCoded } from "../core/pregel-internals.ts";
 import { makeActNode } from "../nodes/act.ts";
 import { makeFinalAnswerNode } from "../nodes/final-answer.ts";
 import { makeObserveNode } from "../nodes/observe.ts";
@@ -62,7 +63,7 @@ export interface CodeAgentInputMapping<Schema extends z.ZodObject = z.ZodObject>
   toTask(input: z.output<Schema>): AgentInputValue;
 }
 
-/** Options of {@link createCodeAgent}. Limits and policies default as documented in src/agent/config.ts. */
+/** Options of {@link createCodeAgent}. Limits and policies default as documented in src/core/settings.ts. */
 export interface CodeAgentOptions extends AgentSettingsInput {
   /** Agent name: usage key, checkpoint node label, CODEHOP_MODEL_<NAME> override. Letters, digits, _ and -. */
   name: string;
@@ -370,6 +371,8 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
   // (Studio, a plain graph.invoke) don't stop after ~8 steps at LangGraph's default of 25.
   const graph = builder.compile().withConfig({ recursionLimit }) as CodeAgentGraph<any>;
   graph.name = name;
+  // An input its schema rejects is CODEHOP_INPUT_INVALID naming the problem, not zod's raw issues.
+  if (mapping !== undefined) reportInputErrorsCoded(graph, name, mapping.schema as z.ZodType);
   const agent: CodeAgent<any, any> = {
     name,
     description,
@@ -398,12 +401,7 @@ export function createCodeAgent(options: CodeAgentOptions): CodeAgent<any, any> 
       // LangGraph validates the input too (a ZodError); checked here first for a coded error.
       const parsed = interopSafeParse(mapping.schema, input);
       if (!parsed.success) {
-        const problems = (parsed.error?.issues ?? [])
-          .map(
-            (i: { path: PropertyKey[]; message: string }) =>
-              `${i.path.join(".") || "input"}: ${i.message}`,
-          )
-          .join("; ");
+        const problems = describeInputIssues(parsed.error?.issues ?? []);
         throw new CodehopError(
           ErrorCodes.INPUT_INVALID,
           `Agent "${name}": invalid input — ${problems} (expected the keys of its input schema: ${Object.keys(getInteropZodObjectShape(mapping.schema)).join(", ")})`,

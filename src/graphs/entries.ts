@@ -2,7 +2,7 @@
  * The graphs `langgraph.json` serves (Studio, `npm run studio`, `langgraphjs dev`), in this one
  * module, which owns the environment fallback: a run that brings no knowledge source searches the
  * one the environment names (CODEHOP_CORPUS, else online Wikipedia, cached under CODEHOP_HOME),
- * opened on first use, and the call journal in the environment's data directory; a conversation
+ * opened on first use, and the call journal of the environment's persistence; a conversation
  * keeps its files under CODEHOP_HOME. The model comes from the run context, else the environment
  * (src/core/models.ts).
  * No graph here carries a checkpointer: the LangGraph server attaches its own.
@@ -27,9 +27,9 @@ import {
 import type { ApprovalJournal } from "../core/approval.ts";
 import type { CallJournal, ReplayableJournal } from "../core/journal.ts";
 import { createCodeAgent } from "../framework/code-agent.ts";
-import { openPersistence, type Persistence } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence } from "../persistence/index.ts";
 import type { Team } from "../framework/team.ts";
-import { loadAppConfig } from "../runs/config.ts";
+import { loadAppConfig, persistenceLocation } from "../runs/config.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 
 let environmentSource: KnowledgeSource | undefined;
@@ -46,26 +46,36 @@ function fromEnvironment(): KnowledgeSource {
   return environmentSource;
 }
 
-let environmentPersistence: Persistence | undefined;
+let environmentPersistence: Promise<Persistence> | undefined;
 
 /**
  * The call journal of runs that bring none (the LangGraph server gives a run only its own
- * checkpointer): the one in the environment's data directory (CODEHOP_HOME/checkpoints.db), opened
- * on first use. With it, a run the server resumes (after an approval, a crash) is served the calls
- * its action had finished instead of making them again.
+ * checkpointer): the one of the environment's persistence — Postgres when CODEHOP_DATABASE_URL is
+ * set, else CODEHOP_HOME/checkpoints.db — opened on first use. With it, a run the server resumes
+ * (after an approval, a crash) is served the calls its action had finished instead of making them
+ * again.
  */
 export const environmentJournal: CallJournal & ApprovalJournal = {
-  get: (key) => journalOfEnvironment().get(key),
-  put: (key, outcome) => journalOfEnvironment().put(key, outcome),
-  getDecision: (threadId, approvalId) => journalOfEnvironment().getDecision(threadId, approvalId),
-  putDecision: (threadId, decision) => journalOfEnvironment().putDecision(threadId, decision),
-  markAsked: (threadId, approvalId) => journalOfEnvironment().markAsked!(threadId, approvalId),
-  wasAsked: (threadId, approvalId) => journalOfEnvironment().wasAsked!(threadId, approvalId),
+  get: async (key) => (await journalOfEnvironment()).get(key),
+  put: async (key, outcome) => (await journalOfEnvironment()).put(key, outcome),
+  getDecision: async (threadId, approvalId) =>
+    (await journalOfEnvironment()).getDecision(threadId, approvalId),
+  putDecision: async (threadId, decision) =>
+    (await journalOfEnvironment()).putDecision(threadId, decision),
+  markAsked: async (threadId, approvalId) =>
+    (await journalOfEnvironment()).markAsked!(threadId, approvalId),
+  wasAsked: async (threadId, approvalId) =>
+    (await journalOfEnvironment()).wasAsked!(threadId, approvalId),
 };
 
-function journalOfEnvironment() {
-  environmentPersistence ??= openPersistence(loadAppConfig().home);
-  return environmentPersistence.journal as ReplayableJournal & ApprovalJournal;
+async function journalOfEnvironment(): Promise<ReplayableJournal & ApprovalJournal> {
+  environmentPersistence ??= openPersistenceFor(persistenceLocation(loadAppConfig())).catch(
+    (err: unknown) => {
+      environmentPersistence = undefined; // the next call tries again (e.g. the database is back)
+      throw err;
+    },
+  );
+  return (await environmentPersistence).journal as ReplayableJournal & ApprovalJournal;
 }
 
 const qaDeps: ReferenceAgentOptions = {

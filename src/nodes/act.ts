@@ -7,7 +7,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
  * act: runs the pending code in the sandbox with the agent's tools (runCodeWithTools,
- * src/agent/run-code.ts). Each tool call is validated against the tool's schema, served from the
+ * src/core/run-code.ts). Each tool call is validated against the tool's schema, served from the
  * call journal when it was already made (same thread, namespace, step, call index, tool and
  * arguments — so a resumed run never repeats a finished sub-agent call) and recorded otherwise.
  * Tools report usage and sources through `ctx.report`; they are merged into this node's update.

@@ -3,7 +3,7 @@ import { answerText } from "./result.ts";
  * A live view of a run: turns `graph.stream(..., { subgraphs: true, streamMode: ["updates",
  * "tasks"] })` events into a tree of agents and their steps (thought, code, observation), with the
  * sub-agents an action called nested under that action. Pure data + text rendering, so it is unit
- * tested without a terminal; src/app/tree-renderer.ts draws it live.
+ * tested without a terminal; src/runs/tree-renderer.ts draws it live.
  */
 
 /** One stream event of `graph.stream(..., { subgraphs: true, streamMode: [...] })`. */

@@ -94,7 +94,7 @@ export interface SandboxLimits {
   maxToolCalls: number;
   /** Concurrent in-flight tool calls per action. */
   maxConcurrentToolCalls: number;
-  /** Serialized size of one tool argument list / tool result / final answer (bytes). */
+  /** Serialized size of one tool argument list / tool result / final answer (JSON, UTF-8 bytes). */
   maxValueBytes: number;
   /** Nesting depth of values crossing the boundary. */
   maxValueDepth: number;

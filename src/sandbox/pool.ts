@@ -23,6 +23,8 @@ export interface ChildSpec {
   heapMb: number;
   /** RLIMIT_AS in MB, or null for none. */
   addressSpaceMb: number | null;
+  /** Test only: another child program speaking the protocol (default: child/child.mjs). */
+  entry?: string;
 }
 
 /** Message from a child (already JSON-parsed; validated by the consumer). */
@@ -126,14 +128,14 @@ export class SandboxChild {
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
       PERMISSION_FLAG,
-      ...CHILD_FILES.map((f) => `--allow-fs-read=${f}`),
+      ...[...CHILD_FILES, ...(spec.entry ? [spec.entry] : [])].map((f) => `--allow-fs-read=${f}`),
       `--allow-fs-read=${SES_PATH}`,
       "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
       ...(CAN_DISABLE_WARNINGS
         ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
         : []),
-      CHILD_ENTRY,
+      spec.entry ?? CHILD_ENTRY,
       SES_PATH,
       ...(SETPRIV ? ["pdeathsig"] : []),
     ];
@@ -410,7 +412,7 @@ export class ChildPool {
   }
 
   private sameSpec(a: ChildSpec, b: ChildSpec): boolean {
-    return a.heapMb === b.heapMb && a.addressSpaceMb === b.addressSpaceMb;
+    return a.heapMb === b.heapMb && a.addressSpaceMb === b.addressSpaceMb && a.entry === b.entry;
   }
 
   private spawnChild(spec: ChildSpec): SandboxChild {

@@ -17,7 +17,7 @@ import {
   type ChildSpec,
   type SandboxChild,
 } from "./pool.ts";
-import { encodeRunLine, TOTAL_ARGS_FACTOR } from "./child/protocol.mjs";
+import { encodeRunLine, overBytes, TOTAL_ARGS_FACTOR, utf8Bytes } from "./child/protocol.mjs";
 import { sanitizeErrorMessage } from "./sanitize.ts";
 import {
   acceptSnapshot,
@@ -333,7 +333,7 @@ class ActionSession {
       return this.protocolError();
     if (callIndex !== this.calls) return this.protocolError(); // indexes are assigned in order by the child
     this.calls++;
-    this.argBytes += msg.argsJson.length;
+    this.argBytes += utf8Bytes(msg.argsJson); // UTF-8 bytes, as the child counts them
     // The child enforces these caps itself; a child that exceeds them is broken or compromised.
     if (
       this.calls > this.limits.maxToolCalls ||
@@ -405,10 +405,10 @@ class ActionSession {
       return { ok: false, message: `${tool}() returned a value that is not JSON-serializable` };
     }
     if (json === undefined) return { ok: true };
-    if (json.length > this.limits.maxValueBytes) {
+    if (overBytes(json, this.limits.maxValueBytes)) {
       return {
         ok: false,
-        message: `${tool}() returned too much data (${json.length} bytes; the limit is ${this.limits.maxValueBytes})`,
+        message: `${tool}() returned too much data (${utf8Bytes(json)} bytes; the limit is ${this.limits.maxValueBytes})`,
       };
     }
     return { ok: true, json };
@@ -434,7 +434,7 @@ class ActionSession {
     const isFinal = msg.isFinal === true;
     if (isFinal && typeof msg.finalJson === "string") {
       // The child caps the answer at maxValueBytes; more is a broken or compromised child.
-      if (msg.finalJson.length > this.limits.maxValueBytes) return this.protocolError();
+      if (overBytes(msg.finalJson, this.limits.maxValueBytes)) return this.protocolError();
       try {
         finalAnswer = JSON.parse(msg.finalJson);
       } catch {

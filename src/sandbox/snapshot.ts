@@ -7,7 +7,12 @@
  * again (the same object, carried from one action to the next) is neither walked nor serialized
  * again, and since it is frozen it cannot have changed in between.
  */
-import { SNAPSHOT_BUDGET_FACTOR, type BindingReport } from "./child/protocol.mjs";
+import {
+  SNAPSHOT_BUDGET_FACTOR,
+  overBytes,
+  utf8Bytes,
+  type BindingReport,
+} from "./child/protocol.mjs";
 import {
   isBindableName,
   type JsonValue,
@@ -43,7 +48,7 @@ export function checkValue(
 ): number | string {
   if (value !== null && typeof value === "object") {
     const known = checked.get(value);
-    if (known !== undefined) return known.length;
+    if (known !== undefined) return utf8Bytes(known);
   }
   // Iterative: a crafted value nested a million levels deep must not overflow the host's stack.
   const stack: [unknown, number][] = [[value, 0]];
@@ -70,11 +75,11 @@ export function checkValue(
     }
   }
   const json = JSON.stringify(value) ?? "null";
-  if (json.length > limits.maxValueBytes)
+  if (overBytes(json, limits.maxValueBytes))
     return `value is too large (over ${limits.maxValueBytes} bytes as JSON)`;
   for (const o of seen) Object.freeze(o);
   if (value !== null && typeof value === "object") checked.set(value, json);
-  return json.length;
+  return utf8Bytes(json);
 }
 
 /**
@@ -91,7 +96,7 @@ function checkParsed(
     if (problem) return problem;
     checked.set(value, json);
   }
-  return json.length;
+  return utf8Bytes(json);
 }
 
 /** Deep-freezes parsed JSON data, or says it is nested deeper than `maxDepth`. */
@@ -177,9 +182,9 @@ export function acceptSnapshot(
     if (typeof source !== "string") note(name, "declaration source is not a string");
     else if (source.length > MAX_DECLARATION_CHARS)
       note(name, `declaration source is too long (over ${MAX_DECLARATION_CHARS} characters)`);
-    else if (source.length > budget) note(name, overBudget(limits));
+    else if (utf8Bytes(source) > budget) note(name, overBudget(limits));
     else {
-      budget -= source.length;
+      budget -= utf8Bytes(source);
       defineEntry(out.declarations, name, source);
     }
   }
@@ -262,7 +267,7 @@ export function assembleSnapshot(options: {
         if (typeof size === "number" && keep(name, size))
           snapshot.values[name] = previous.values[name];
       } else if (Object.hasOwn(previous.declarations, name)) {
-        if (keep(name, previous.declarations[name].length))
+        if (keep(name, utf8Bytes(previous.declarations[name])))
           snapshot.declarations[name] = previous.declarations[name];
       } else if (previous.unserializable[name] === UNDEFINED_NOTE)
         snapshot.unserializable[name] = UNDEFINED_NOTE;
@@ -271,7 +276,7 @@ export function assembleSnapshot(options: {
     const b = reports[name];
     if (b === null || typeof b !== "object") throw new ProtocolViolation(`binding ${name}`);
     if (b.kind === "value") {
-      if (typeof b.json !== "string" || b.json.length > limits.maxValueBytes)
+      if (typeof b.json !== "string" || overBytes(b.json, limits.maxValueBytes))
         throw new ProtocolViolation(`value of ${name}`);
       let value: unknown;
       try {
@@ -291,7 +296,7 @@ export function assembleSnapshot(options: {
     } else if (b.kind === "decl") {
       const source = built.declarationSources[name];
       if (typeof source !== "string") throw new ProtocolViolation(`declaration ${name}`);
-      if (keep(name, source.length)) snapshot.declarations[name] = source;
+      if (keep(name, utf8Bytes(source))) snapshot.declarations[name] = source;
     } else if (b.kind === "undefined") {
       snapshot.unserializable[name] = UNDEFINED_NOTE;
     } else if (b.kind === "unserializable") {

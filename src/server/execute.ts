@@ -31,7 +31,7 @@ export const STREAM_MODES = [
 /** How a run ended on this worker. */
 export type RunEnd =
   | { status: "success" }
-  | { status: "error"; error: { error: string; message: string } }
+  | { status: "error"; error: { error: string; message: string; code?: string } }
   /** Stopped by a cancel (interrupt) or because this worker lost the run: see the abort reason. */
   | { status: "aborted"; reason: unknown };
 

@@ -1,6 +1,8 @@
+import { CodehopError } from "../errors.ts";
+
 /**
  * JSON as the LangGraph API sends it: LangChain objects (messages ...) as their `toDict()` data
- * with a `type`, state snapshots as the API's ThreadState, errors as `{ error, message }`.
+ * with a `type`, state snapshots as the API's ThreadState, errors as `{ error, message, code? }`.
  */
 
 /** JSON text of a value, LangChain serializables flattened like the LangGraph server does. */
@@ -27,8 +29,13 @@ export function toPlainJson<T>(value: T): T {
   return JSON.parse(toJson(value)) as T;
 }
 
-/** An error as the API reports it. */
-export function serializeError(err: unknown): { error: string; message: string } {
+/**
+ * An error as the API reports it: `{ error, message }`, plus the stable `code` of a CodehopError
+ * (the LangGraph server sends none; clients reading only `error` and `message` are unaffected).
+ */
+export function serializeError(err: unknown): { error: string; message: string; code?: string } {
+  if (CodehopError.isInstance(err))
+    return { error: err.name, message: err.message, code: err.code };
   if (err instanceof Error) return { error: err.name, message: err.message };
   return { error: "Error", message: typeof err === "string" ? err : JSON.stringify(err) };
 }

@@ -131,8 +131,30 @@ describe("approvals through the CLI, in a sub-agent's MCP tool calls", { timeout
     );
     expect(plain.stdout).toContain('codehop resume approve-1 --reject "why"');
 
+    // --approval-id names the approval answered: another id is refused, naming the pending one.
+    const wrongId = await runCli(
+      ["resume", "approve-1", "--approve", "--approval-id", "ap_0"],
+      env,
+    );
+    expect(wrongId.code).toBe(2);
+    expect(wrongId.stderr).toContain(
+      `Thread "approve-1" is not waiting for approval "ap_0" (it waits for ${first.approval.approvalId}).`,
+    );
+    const idAlone = await runCli(["resume", "approve-1", "--approval-id", "ap_0"], env);
+    expect(idAlone.code).toBe(2);
+    expect(idAlone.stderr).toContain("--approval-id names the approval to answer");
+    expect(requests()).toEqual({ manager: 1, wiki: 1 });
+
     const rejected = await runCli(
-      ["resume", "approve-1", "--reject", "not that file", "--json"],
+      [
+        "resume",
+        "approve-1",
+        "--reject",
+        "not that file",
+        "--approval-id",
+        first.approval.approvalId,
+        "--json",
+      ],
       env,
     );
     expect(rejected.code).toBe(3);

@@ -75,3 +75,36 @@ it("commits queued puts and writes together, before resolving; reads see what wa
     saver.db.close();
   }
 });
+
+it("writes the queue at once when many rows wait, so a run that never yields to the event loop still commits as it goes", async () => {
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-batch-")), "cp.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  saver.setup();
+  const other = new Database(path, { readonly: true });
+  const committedWrites = () =>
+    (other.prepare("SELECT count(*) AS n FROM lgi_writes").get() as { n: number }).n;
+  try {
+    const config = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+    await saver.put(
+      config,
+      checkpoint("c1", "one"),
+      { source: "loop", step: 0, parents: {} } as any,
+      { text: 1 },
+    );
+    const at = { configurable: { ...config.configurable, checkpoint_id: "c1" } };
+    const all: Promise<void>[] = [];
+    // Microtasks only: the event loop never gets its next turn while these are queued.
+    for (let i = 0; i < 70; i++) {
+      all.push(saver.putWrites(at, [["text", `w${i}`]], `task-${i}`));
+      await Promise.resolve();
+    }
+    for (let i = 0; i < 50; i++) await Promise.resolve();
+    // At most 31 rows wait for the next turn (a full batch of 32 is written at once).
+    expect(committedWrites()).toBeGreaterThanOrEqual(70 - 31);
+    await Promise.all(all);
+    expect(committedWrites()).toBe(70);
+  } finally {
+    other.close();
+    saver.db.close();
+  }
+});

@@ -63,6 +63,54 @@ describe("IncrementalSqliteSaver", () => {
     expect(sizes[2] / sizes[1]).toBeLessThan(2.6);
   });
 
+  it("stores no row for a channel emptied in a step; it reads as empty, as rows of earlier versions did", async () => {
+    const dir = tmp();
+    const saver = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+    const config = { configurable: { thread_id: "e", checkpoint_ns: "" } };
+    const base = { v: 4, ts: new Date().toISOString(), versions_seen: {} };
+    await saver.put(
+      config,
+      {
+        ...base,
+        id: "c1",
+        channel_values: { a: "one", b: "kept" },
+        channel_versions: { a: 1, b: 1 },
+      },
+      { source: "loop", step: 0, parents: {} } as any,
+      { a: 1, b: 1 },
+    );
+    // `a` gets a new version but no value (LangGraph's ephemeral and edge channels, after a step).
+    await saver.put(
+      { configurable: { ...config.configurable, checkpoint_id: "c1" } },
+      { ...base, id: "c2", channel_values: { b: "kept" }, channel_versions: { a: 2, b: 1 } },
+      { source: "loop", step: 1, parents: {} } as any,
+      { a: 2 },
+    );
+    const rows = () =>
+      (saver.db as Database.Database)
+        .prepare("SELECT version FROM lgi_blobs WHERE channel = 'a' ORDER BY version")
+        .all()
+        .map((r: any) => r.version);
+    expect(rows()).toEqual(["1"]);
+    const fresh = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+    const latest = await fresh.getTuple(config);
+    expect(latest?.checkpoint.channel_values).toEqual({ b: "kept" });
+    expect(latest?.checkpoint.channel_versions).toEqual({ a: 2, b: 1 });
+    const first = await fresh.getTuple({
+      configurable: { ...config.configurable, checkpoint_id: "c1" },
+    });
+    expect(first?.checkpoint.channel_values).toEqual({ a: "one", b: "kept" });
+    // A database of an earlier version holds an explicit empty row (kind 2): it reads the same.
+    (fresh.db as Database.Database)
+      .prepare(
+        "INSERT INTO lgi_blobs (ns_id, channel, version, kind, type, zip, value) SELECT ns_id, 'a', '2', 2, 'empty', 0, NULL FROM lgi_namespaces WHERE thread_id = 'e'",
+      )
+      .run();
+    const again = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));
+    expect((await again.getTuple(config))?.checkpoint.channel_values).toEqual({ b: "kept" });
+    for (const s of [saver, fresh, again]) s.db.close();
+  });
+
   it("keeps forks apart: two branches from one checkpoint each read their own values", async () => {
     const dir = tmp();
     const saver = IncrementalSqliteSaver.fromConnString(join(dir, "c.db"));

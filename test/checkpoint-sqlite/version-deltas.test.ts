@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inflateRawSync } from "node:zlib";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import Database from "better-sqlite3";
 import { expect, it } from "vitest";
 import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
 
@@ -42,7 +43,8 @@ it("stores version maps as changes, and reads every checkpoint back whole", asyn
   const stored = rows.map((r) =>
     JSON.parse(String(r.zip ? inflateRawSync(r.checkpoint) : r.checkpoint)),
   );
-  const deltas = stored.filter((c) => typeof c.base === "string");
+  // `base` 1: the change from the row's parent (the parent's id is in the row already).
+  const deltas = stored.filter((c) => c.base === 1);
   // Most rows are changes; whole copies come back at least every 9th row.
   expect(deltas.length).toBeGreaterThan(stored.length / 2);
   expect(stored.length - deltas.length).toBeGreaterThanOrEqual(Math.floor(stored.length / 9));
@@ -55,4 +57,36 @@ it("stores version maps as changes, and reads every checkpoint back whole", asyn
   const state = await countingGraph(fresh).getState(cfg);
   expect(state.values).toEqual({ n: 30, note: "at 30" });
   fresh.db.close();
+
+  // Rows of an earlier version name their base by id: they read the same.
+  const db = new Database(path);
+  const all = db
+    .prepare(
+      "SELECT ns_id, checkpoint_id, parent_checkpoint_id, checkpoint, zip FROM lgi_checkpoints",
+    )
+    .all() as Array<{
+    ns_id: number;
+    checkpoint_id: string;
+    parent_checkpoint_id: string | null;
+    checkpoint: Buffer;
+    zip: number;
+  }>;
+  const rewrite = db.prepare(
+    "UPDATE lgi_checkpoints SET checkpoint = ?, zip = 0 WHERE ns_id = ? AND checkpoint_id = ?",
+  );
+  let rewritten = 0;
+  for (const r of all) {
+    const record = JSON.parse(String(r.zip ? inflateRawSync(r.checkpoint) : r.checkpoint));
+    if (record.base !== 1) continue;
+    record.base = r.parent_checkpoint_id;
+    rewrite.run(Buffer.from(JSON.stringify(record)), r.ns_id, r.checkpoint_id);
+    rewritten++;
+  }
+  db.close();
+  expect(rewritten).toBe(deltas.length);
+  const older = IncrementalSqliteSaver.fromConnString(path);
+  const fromOlder = [];
+  for await (const t of older.list(cfg)) fromOlder.push(t);
+  expect(fromOlder.map((t) => t.checkpoint)).toEqual(seen.map((t) => t.checkpoint));
+  older.db.close();
 });

@@ -5,8 +5,10 @@ import { Command } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
+  APPROVAL_INTERRUPT_TYPE,
   type ApprovalRequest,
   ApprovalRequestSchema,
+  approvalResume,
   isApprovalRequest,
 } from "../../src/core/approval.ts";
 import { createCodeAgent } from "../../src/framework/code-agent.ts";
@@ -490,5 +492,49 @@ describe("human-in-the-loop decisions in two concurrent sub-agents", () => {
       "delete left",
       "delete right",
     ]);
+  });
+});
+
+describe("a decision without an approval id", () => {
+  const request = (id: string, note: string) =>
+    ApprovalRequestSchema.parse({
+      type: APPROVAL_INTERRUPT_TYPE,
+      approvalId: id,
+      agent: "shelf",
+      agentPath: ["twins", "shelf"],
+      tool: "delete_note",
+      args: { id: note },
+      step: 1,
+      callIndex: 0,
+      line: 1,
+      lineText: `await delete_note("${note}")`,
+      code: `await delete_note("${note}")`,
+      parameters: {},
+    });
+  const left = request("ap_left", "left");
+  const right = request("ap_right", "right");
+
+  it("answers the one pending approval", () => {
+    expect(approvalResume({ decision: "approve" }, [left], "t")).toEqual({
+      approvalId: "ap_left",
+      decision: "approve",
+    });
+  });
+
+  it("is refused while several are pending, listing them; naming one answers it", () => {
+    let err: unknown;
+    try {
+      approvalResume({ decision: "reject", reason: "no" }, [left, right], "t");
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: "CODEHOP_CONFIG_INVALID" });
+    expect((err as Error).message).toBe(
+      'Thread "t" waits for 2 approvals: ap_left (shelf: delete_note({"id":"left"})), ap_right (shelf: delete_note({"id":"right"})). ' +
+        "Name the one you answer: --approval-id <id> (API: the decision's approvalId).",
+    );
+    expect(
+      approvalResume({ approvalId: "ap_right", decision: "approve" }, [left, right], "t"),
+    ).toEqual({ approvalId: "ap_right", decision: "approve" });
   });
 });

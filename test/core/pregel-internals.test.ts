@@ -3,12 +3,16 @@ import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   PREGEL_ABORT_SIGNALS_KEY,
   PREGEL_SCRATCHPAD_KEY,
+  VALIDATE_INPUT_METHOD,
   pinSubgraphNamespace,
+  reportInputErrorsCoded,
   withoutInheritedAbortSignals,
 } from "../../src/core/pregel-internals.ts";
+import { CodehopError } from "../../src/errors.ts";
 
 // codehop relies on two private LangGraph configuration keys (src/core/pregel-internals.ts). These
 // tests fail loudly when a LangGraph upgrade renames or reshapes them, instead of letting resumes
@@ -97,5 +101,64 @@ describe("LangGraph's private keys codehop uses", () => {
     expect(seen).toBeTruthy();
     expect(dropped).toBeUndefined();
     expect(out.log).toEqual(["stopped: caller's action ended"]);
+  });
+
+  it("validate a run's input in the compiled graph's _validateInput, whose zod errors become CODEHOP_INPUT_INVALID", async () => {
+    const Input = z.object({
+      name: z.string().min(1, "the name is empty"),
+      n: z.number().optional(),
+    });
+    const build = () =>
+      new StateGraph({ stateSchema: State, input: Input })
+        .addNode("c", () => ({ log: ["ran"] }))
+        .addEdge(START, "c")
+        .addEdge("c", END)
+        .compile();
+    // Unwrapped: LangGraph throws zod's error, whose message is the JSON array of its issues.
+    const raw = await build()
+      .invoke({ name: "" })
+      .catch((e) => e);
+    expect(raw.message).toMatch(/^\[/);
+    expect(typeof (build() as any)[VALIDATE_INPUT_METHOD]).toBe("function");
+    const graph = reportInputErrorsCoded(build(), "named", Input);
+    for (const [input, problem] of [
+      [{ name: "" }, "name: the name is empty"],
+      [{ name: "x", n: "2" }, "n: Invalid input: expected number, received string"],
+    ] as const) {
+      const err = await graph.invoke(input as any).catch((e) => e);
+      expect(CodehopError.isInstance(err), String(err)).toBe(true);
+      expect(err.code).toBe("CODEHOP_INPUT_INVALID");
+      expect(err.message).toBe(
+        `Invalid input for the "named" graph: ${problem} (expected { name: string, n?: number }). [CODEHOP_INPUT_INVALID]`,
+      );
+    }
+    expect((await graph.invoke({ name: "x" })).log).toEqual(["ran"]);
+  });
+
+  it("an input check of a graph without a zod input runs before any node; a null input and a Command are left to LangGraph", async () => {
+    const ran: string[] = [];
+    const graph = reportInputErrorsCoded(
+      new StateGraph(State)
+        .addNode("c", () => (ran.push("c"), { log: ["ran"] }))
+        .addEdge(START, "c")
+        .addEdge("c", END)
+        .compile({ checkpointer: new MemorySaver() }),
+      "checked",
+      {
+        expected: "{ log: [string] }",
+        problems: (input) =>
+          Array.isArray((input as { log?: unknown }).log) ? [] : ["log: expected a list"],
+      },
+    );
+    const config = { configurable: { thread_id: "t" } };
+    const err = await graph.invoke({ log: "x" } as never, config).catch((e) => e);
+    expect(err.code).toBe("CODEHOP_INPUT_INVALID");
+    expect(err.message).toBe(
+      'Invalid input for the "checked" graph: log: expected a list (expected { log: [string] }). [CODEHOP_INPUT_INVALID]',
+    );
+    expect(ran).toEqual([]);
+    expect((await graph.invoke({ log: ["a"] }, config)).log).toEqual(["a", "ran"]);
+    // A null input continues the thread (nothing to run here), never an input error.
+    await expect(graph.invoke(null, config)).resolves.toBeDefined();
   });
 });

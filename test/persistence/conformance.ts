@@ -1,6 +1,11 @@
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { afterEach, describe, expect, it } from "vitest";
-import { type CallKey, stableNamespace } from "../../src/core/journal.ts";
+import {
+  type CallKey,
+  getThreadRecord,
+  putThreadRecord,
+  stableNamespace,
+} from "../../src/core/journal.ts";
 import type { Persistence } from "../../src/persistence/port.ts";
 
 /**
@@ -103,6 +108,24 @@ export function describePersistenceConformance(factory: PersistenceFactory): voi
           "act:0aa1|1|act:77b2",
         ]);
         expect(stableNamespace("act:0aa1|1|act:77b2")).toBe("act|1|act");
+      });
+
+      it("keeps a thread's records (ask --verify's verdict) apart from its calls: replaced by the next, deleted with the thread", async () => {
+        const { p, reopen } = await open();
+        await p.journal.put(key(0), { ok: true, value: "call" });
+        await putThreadRecord(p.journalRows, "t1", "verification", { status: "failed" });
+        await putThreadRecord(p.journalRows, "t1", "verification", { status: "verified" });
+        const again = await reopen();
+        expect(await getThreadRecord(again.journalRows, "t1", "verification")).toEqual({
+          status: "verified",
+        });
+        expect(await getThreadRecord(again.journalRows, "t2", "verification")).toBeUndefined();
+        // Never listed or served as a call.
+        expect((await again.journal.entries("t1")).map((e) => e.outcome)).toEqual([
+          { ok: true, value: "call" },
+        ]);
+        await p.deleteThread("t1");
+        expect(await getThreadRecord(p.journalRows, "t1", "verification")).toBeUndefined();
       });
 
       it("a later put at the same position replaces the earlier one", async () => {

@@ -1,4 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import {
   openPersistenceFor,
@@ -35,6 +38,35 @@ describe.skipIf(postgresMissing)("postgres adapter", () => {
       expect(p.location).not.toContain("secret");
     } finally {
       await p.close();
+    }
+  });
+
+  it("is where the langgraph.json graphs journal the calls of runs that bring no journal", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-env-journal-"));
+    vi.stubEnv("CODEHOP_DATABASE_URL", cluster().url);
+    vi.stubEnv("CODEHOP_HOME", home);
+    vi.resetModules(); // entries.ts opens the environment's persistence once per module instance
+    try {
+      const { environmentJournal } = await import("../../src/graphs/entries.ts");
+      const key = {
+        threadId: "studio-run",
+        checkpointNs: "act:1",
+        step: 1,
+        callIndex: 0,
+        tool: "search_wikipedia",
+        argsJson: '["Rome"]',
+      };
+      await environmentJournal.put(key, { ok: true, value: "found" });
+      const p = await openPostgresPersistence({ url: cluster().url });
+      try {
+        expect(await p.journal.get(key)).toMatchObject({ ok: true, value: "found" });
+      } finally {
+        await p.close();
+      }
+      // Nothing was written to the data directory's SQLite file.
+      expect(existsSync(join(home, "checkpoints.db"))).toBe(false);
+    } finally {
+      vi.unstubAllEnvs();
     }
   });
 

@@ -221,5 +221,53 @@ describe("codehop ask --verify", { timeout: 180_000 }, () => {
     // The agents' usage is the same as without verification: the verifier's is apart.
     expect(result.usage.total.calls).toBe(plain.usage.total.calls);
     expect(existsSync(result.checkpoint_db)).toBe(true);
+    expect(result.verification.status).toBe("verified");
+
+    // The verdict is recorded with the thread: `codehop show` prints it.
+    const shown = await runCli(["show", result.thread_id], world.cliEnv());
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^Verified \d{4}-\d\d-\d\d \d\d:\d\d UTC:$/m);
+    expect(shown.stdout).toContain(
+      "Verification: 1 of 1 claim(s) supported by the source passages",
+    );
+    const cites = result.verification.claims[0].citations.map((n: number) => `[${n}]`).join("");
+    expect(shown.stdout).toContain(`  - supported ${cites}: ${result.verification.claims[0].text}`);
+
+    // resume --verify checks the finished thread again: the verifier's call only, no agent's.
+    const before = world.server.requests.length;
+    const again = await runCli(["resume", result.thread_id, "--verify", "--json"], world.cliEnv());
+    expect(again.code).toBe(0);
+    const reverified = JSON.parse(again.stdout);
+    expect(reverified.answer).toBe(result.answer);
+    expect(reverified.verification).toMatchObject({ status: "verified", checked: 1, supported: 1 });
+    expect(world.server.requests.length - before).toBe(1);
+
+    // A dead verifier endpoint: the answer is printed, the verification says it failed.
+    const dead = await runCli(
+      ["resume", result.thread_id, "--verify"],
+      world.cliEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", CODEHOP_MAX_RETRIES: "0" }),
+    );
+    expect(dead.code).toBe(0);
+    expect(dead.stdout).toContain(`Answer: ${result.answer}`);
+    expect(dead.stdout).toMatch(
+      /Verification FAILED \(the answer is kept, unchecked\): .*127\.0\.0\.1:9/,
+    );
+    const shownAfter = await runCli(["show", result.thread_id], world.cliEnv());
+    expect(shownAfter.stdout).toContain("Verification FAILED");
+  });
+
+  it("resume --verify on a research thread says why not, before running anything", async () => {
+    const r = await runCli(
+      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "--json", "--thread", "t-rv"],
+      world.cliEnv(),
+    );
+    expect(r.code).toBe(0);
+    const before = world.server.requests.length;
+    const refused = await runCli(["resume", "t-rv", "--verify"], world.cliEnv());
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      '--verify checks a QA answer; thread "t-rv" is a research thread (its report was verified as it was written).',
+    );
+    expect(world.server.requests.length).toBe(before);
   });
 });

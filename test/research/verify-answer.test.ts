@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { ask } from "../../src/apps/qa/app.ts";
+import { resumeThread } from "../../src/apps/index.ts";
+import { ask, verificationOf } from "../../src/apps/qa/app.ts";
 import { action, DEMO_QUESTIONS, towersRules } from "../../src/apps/qa/demo-trajectories.ts";
 import { researchResponder } from "../../src/apps/research/demo-trajectories.ts";
 import {
   trajectoryResponder,
   type TrajectoryRule,
 } from "../../src/testing/scripted-openai-server.ts";
-import { useDemoWorld } from "../app/fixtures.ts";
+import { readThread, systemOf, useDemoWorld } from "../app/fixtures.ts";
 
 // ask({ verify: true }) in process: the answer's claims checked against passages of the pages the
 // agents used, by the same verifier as research reports (the lexical judge stands in for its model).
@@ -24,9 +25,41 @@ function towersAnswering(answer: string): TrajectoryRule[] {
 }
 
 let rules: TrajectoryRule[] = towersRules();
+/** How the verifier's model answers: the lexical judge, or replies that hold no verdict. */
+let verifierReplies: "judge" | "chatter" = "judge";
+const isVerifier = (req: Parameters<typeof systemOf>[0]) =>
+  systemOf(req).startsWith("You check claims against the source passages");
 const world = useDemoWorld("codehop-verify-answer-", {
-  responder: () => (req, ctx) => trajectoryResponder(rules, researchResponder())(req, ctx),
+  responder: () => (req, ctx) =>
+    verifierReplies === "chatter" && isVerifier(req)
+      ? "These claims look fine to me overall."
+      : trajectoryResponder(rules, researchResponder())(req, ctx),
 });
+
+/**
+ * What the run's agents were shown, as the call journal holds it: the passages of their
+ * retrieve_passages calls and the search summaries of the pages the answer reports using.
+ */
+async function passagesRead(threadId: string, pages: string[]): Promise<string[]> {
+  const entries = await readThread(world.home, threadId, (_s, p) => p.journal.entries(threadId));
+  const texts: string[] = [];
+  for (const e of entries) {
+    if (!e.outcome.ok) continue;
+    const shown = String(e.outcome.value);
+    if (e.tool === "search_wikipedia") {
+      for (const [, title, summary] of shown.matchAll(/^Page: (.+)\nSummary: (.*)$/gm))
+        if (pages.includes(title) && !texts.includes(summary)) texts.push(summary);
+    }
+    if (e.tool !== "retrieve_passages") continue;
+    for (const line of shown.split("\n")) {
+      const m = /^Passage \d+: (?:\[[^\]]*\] )?(.*)$/.exec(line);
+      if (m && !texts.includes(m[1])) texts.push(m[1]);
+    }
+  }
+  return texts;
+}
+
+const flat = (text: string) => text.replace(/\s+/g, " ").trim();
 
 describe("ask({ verify: true })", { timeout: 120_000 }, () => {
   it("says which claims of the answer its sources support, and with which passages", async () => {
@@ -53,6 +86,66 @@ describe("ask({ verify: true })", { timeout: 120_000 }, () => {
     );
     // The answer itself is not changed.
     expect(result.answer).toContain("painted gold in 1925");
+    // The evidence is what the agents read: every passage their retrieve_passages calls showed,
+    // in reading order, and nothing else.
+    const read = await passagesRead(
+      result.thread_id,
+      result.sources.map((x) => x.title),
+    );
+    expect(read.length).toBeGreaterThan(0);
+    expect(result.citations.map((c) => flat(c.text))).toEqual(read.slice(0, 12));
+    expect(v.status).toBe("verified");
+    // Recorded with the thread (what `codehop show` prints).
+    const recorded = await verificationOf(result.thread_id, { config: world.config() });
+    expect(recorded).toMatchObject({
+      answer: result.answer,
+      checkpoint_id: result.checkpoint_id,
+      verification: { status: "verified", checked: 3, supported: 2 },
+    });
+    expect(recorded!.citations).toEqual(result.citations);
+  });
+
+  it("a verifier that fails keeps the answer and says why; resume --verify verifies a finished thread again without running its agents", async () => {
+    rules = towersRules();
+    const asked = await ask(DEMO_QUESTIONS.towers, { config: world.config(), threadId: "again" });
+    expect(asked.answer).toBeTruthy();
+    const before = world.server.requests.length;
+
+    // A dead endpoint: the answer is kept, the verification failed, naming the problem.
+    const dead = await resumeThread("again", {
+      verify: true,
+      config: world.config({ baseURL: "http://127.0.0.1:9/v1", maxRetries: 0 }),
+    });
+    expect(dead.answer).toBe(asked.answer);
+    const failed = (dead as typeof dead & { verification: any }).verification;
+    expect(failed).toMatchObject({ status: "failed", checked: 0, claims: [] });
+    expect(failed.error).toMatch(/127\.0\.0\.1:9/);
+    expect((await verificationOf("again", { config: world.config() }))?.verification).toEqual(
+      failed,
+    );
+    expect(world.server.requests.length).toBe(before);
+
+    // Replies that hold no verdict: failed too, saying so; only the verifier was asked.
+    verifierReplies = "chatter";
+    try {
+      const chatter = await resumeThread("again", { verify: true, config: world.config() });
+      expect(chatter.answer).toBe(asked.answer);
+      expect((chatter as any).verification).toMatchObject({ status: "failed" });
+      expect((chatter as any).verification.error).toContain("held no usable verdict");
+    } finally {
+      verifierReplies = "judge";
+    }
+    const asks = world.server.requests.slice(before);
+    expect(asks.length).toBeGreaterThan(0);
+    expect(asks.every((r) => isVerifier(r.request))).toBe(true);
+
+    // A working verifier: verified, and the record replaced.
+    const ok = await resumeThread("again", { verify: true, config: world.config() });
+    expect((ok as any).verification).toMatchObject({ status: "verified", all_supported: true });
+    expect(world.server.requests.slice(before).every((r) => isVerifier(r.request))).toBe(true);
+    expect((await verificationOf("again", { config: world.config() }))?.verification.status).toBe(
+      "verified",
+    );
   });
 
   it("marks every claim unverified, without a verifier call, when the run used no page", async () => {

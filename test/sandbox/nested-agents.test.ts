@@ -95,10 +95,11 @@ describe("nested agents on a capped sandbox", () => {
     const peakBefore = sandbox.peakProcessCount;
     const mid = fanOut("mid", "leaf_agent", 4, leaf(), "r.join(',')");
     const top = fanOut("top", "mid_agent", 4, mid, "r");
-    const t0 = performance.now();
     const out = await top.invoke({ task: "two levels of fan-out" });
+    // Every leaf answered: an action stuck behind a parent holding the last process would have
+    // hit its deadline, and its leaf's error would have failed the Promise.all above it. (Not a
+    // wall-time bound: under a loaded CI machine the honest run takes 3-16 s.)
     expect(out.answer).toEqual(Array(4).fill("ok,ok,ok,ok"));
-    expect(performance.now() - t0).toBeLessThan(15_000); // no action waited for a deadline
     // 37 actions, most of them wanting a process at the same time: the extras follow the nesting
     // depth (2), not the fan-out.
     expect(Math.max(peakBefore, sandbox.peakProcessCount)).toBeLessThanOrEqual(2 + 2);

@@ -81,3 +81,36 @@ describe("what a child reports (a broken or compromised child is stopped)", () =
     expect(notCarriedOver.big).toMatch(/exceed 4000 bytes in total/);
   });
 });
+
+describe("sizes are UTF-8 bytes, on the host as in the child", () => {
+  const previous = acceptSnapshot(undefined, limits);
+  const wide = "é".repeat(600); // 602 characters as JSON, 1,202 bytes
+
+  it("a value's size is its JSON in bytes; one over maxValueBytes only in bytes is refused", () => {
+    expect(checkValue("é", limits)).toBe(4);
+    expect(checkValue(wide, limits)).toMatch(/too large/);
+    expect(() =>
+      assembleSnapshot({
+        built: built("const a = 1"),
+        previous,
+        shadowable: new Set(),
+        bindings: { a: { kind: "value", json: JSON.stringify(wide) } },
+        limits,
+      }),
+    ).toThrow(ProtocolViolation);
+  });
+
+  it("saved declarations count their bytes against the snapshot budget", () => {
+    // 4,000 bytes of budget: 3 sources of 1,400 bytes (700 characters) fit only counted in characters.
+    const source = (name: string) => `function ${name}() { return "${"é".repeat(670)}" }`;
+    const accepted = acceptSnapshot(
+      {
+        values: {},
+        declarations: { f1: source("f1"), f2: source("f2"), f3: source("f3") },
+        unserializable: {},
+      },
+      limits,
+    );
+    expect(Object.keys(accepted.declarations)).toHaveLength(2);
+  });
+});

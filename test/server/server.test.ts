@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
@@ -9,7 +10,9 @@ import {
   DEMO_SUBTASKS,
   demoRules,
 } from "../../src/apps/qa/demo-trajectories.ts";
+import { chatRules, DEMO_FILES, DEMO_ROUNDS } from "../../src/apps/chat/demo-trajectories.ts";
 import { type Responder, trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
+import { writeDemoDocuments } from "../chat/documents.ts";
 import { type CliRun, spawnCli } from "../app/cli-helpers.ts";
 import { taskOf, useDemoWorld } from "../app/fixtures.ts";
 import { waitForStderr } from "./processes.ts";
@@ -38,6 +41,7 @@ const approvalAction = (id: string) =>
 const holdingResponder = (): Responder => {
   const inner = trajectoryResponder([
     ...demoRules(),
+    ...chatRules(),
     ...["a", "b"].map((id) => ({
       name: `delete:${id}`,
       task: `Delete note ${id}.`,
@@ -149,8 +153,10 @@ describe.skipIf(postgresMissing)(
       expect(assistants.map((a) => a.graph_id).sort()).toEqual([
         "approval",
         "approval_agent",
+        "chat",
         "code_agent",
         "manager",
+        "researcher",
       ]);
       const [manager] = await client.assistants.search({ graphId: "manager" });
       const drawing = await client.assistants.getGraph(manager.assistant_id, { xray: true });
@@ -195,6 +201,90 @@ describe.skipIf(postgresMissing)(
       expect(names.some((n) => /^updates\|act:[^|]+(\|\d+)?\|act:/.test(n))).toBe(true);
       const lastValues = events.filter((e) => e.event === "values").at(-1)!;
       expect(lastValues.data.answer).toBe(DEMO_ANSWERS.towers);
+    });
+
+    it("an empty or malformed input to the manager, researcher or chat graph: the run's error is CODEHOP_INPUT_INVALID in one readable line, before any model call", async () => {
+      const before = world.server.requests.length;
+      for (const [graphId, input, says] of [
+        [
+          "manager",
+          { question: "" },
+          'Invalid input for the "manager" graph: question: the question is empty',
+        ],
+        [
+          "researcher",
+          { topic: "" },
+          'Invalid input for the "researcher" graph: topic: the research topic is empty',
+        ],
+        [
+          "researcher",
+          { topic: "Towers", maxQuestions: 0 },
+          "maxQuestions: maxQuestions must be from 1 to 12",
+        ],
+        [
+          "chat",
+          { messages: [{ content: "no role" }] },
+          'Invalid input for the "chat" graph: messages.0: not a message',
+        ],
+        ["chat", { messages: [] }, "there is nothing to answer"],
+      ] as const) {
+        const thread = await client.threads.create();
+        // The run's result carries the error with its stable code ...
+        const result = (await client.runs.wait(thread.thread_id, graphId, {
+          input,
+          raiseError: false,
+        } as never)) as { __error__?: Record<string, string> };
+        const sent = result.__error__!;
+        expect(sent, graphId).toMatchObject({
+          error: "CodehopError",
+          code: "CODEHOP_INPUT_INVALID",
+        });
+        // ... and the SDK, which throws `${error}: ${message}`, shows the code too.
+        await expect(
+          client.runs.wait(thread.thread_id, graphId, { input } as never),
+        ).rejects.toThrow(/^CodehopError: .*\[CODEHOP_INPUT_INVALID\]$/);
+        expect(sent.message).toContain(says);
+        expect(sent.message).toMatch(/\[CODEHOP_INPUT_INVALID\]$/);
+        // Not zod's issue array nor a reducer's TypeError.
+        expect(sent.message).not.toMatch(/^\[|too_small|Unable to coerce/);
+        expect((await client.threads.get(thread.thread_id)).status).toBe("error");
+      }
+      expect(world.server.requests.length).toBe(before);
+    });
+
+    it("the chat graph streamed as agent-chat-ui streams it: root values carry the conversation, messages the reply and none of the agent's own model calls", async () => {
+      const span = DEMO_ROUNDS[1];
+      const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-serve-docs-")));
+      const thread = await client.threads.create();
+      const events: Array<{ event: string; data: any }> = [];
+      for await (const e of client.runs.stream(thread.thread_id, "chat", {
+        input: {
+          messages: [{ id: "human-1", type: "human", content: span.message }],
+          attach: [{ path: docs.report }],
+        },
+        streamMode: ["values", "messages-tuple", "custom"],
+        streamSubgraphs: true,
+        streamResumable: true,
+        onDisconnect: "continue",
+      }))
+        events.push(e as { event: string; data: any });
+      expect(events.filter((e) => e.event === "error")).toEqual([]);
+      const values = events.filter((e) => e.event.startsWith("values"));
+      expect(values.length).toBeGreaterThan(1);
+      expect(values.map((e) => e.event)).toEqual(values.map(() => "values"));
+      const messages = events.filter((e) => e.event.startsWith("messages"));
+      expect(messages.length).toBeGreaterThan(0);
+      for (const { data } of messages) {
+        expect(["ai", "AIMessageChunk"]).toContain(data[0].type);
+        expect(String(data[0].content)).not.toContain("Thought:");
+      }
+      const last = values.at(-1)!.data;
+      expect(last.messages.map((m: any) => m.type)).toEqual(["human", "ai"]);
+      expect(last.messages[1].content).toContain(
+        `${span.expect.reply} [${DEMO_FILES.report}, p. 1]`,
+      );
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
+      expect((history[0].values as any).messages).toHaveLength(2);
     });
 
     it("a stateless run (no thread) waits for its answer too", async () => {

@@ -100,6 +100,57 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     expect(values.verification).toMatchObject({ checked: 12, supported: 12 });
   }, 120_000);
 
+  it("an empty topic, question or message: CODEHOP_INPUT_INVALID with a readable message, not zod's issue array", async () => {
+    const CHAT_SHAPE =
+      '{ messages: [{ role: "user", content: "..." }], attach?: [{ path } | { url } | { name, data }] }';
+    const before = model.requests.length;
+    for (const [graphId, input, expected] of [
+      [
+        "researcher",
+        { topic: "" },
+        'Invalid input for the "researcher" graph: topic: the research topic is empty: give a subject to research (expected { topic: string, maxQuestions?: integer }). [CODEHOP_INPUT_INVALID]',
+      ],
+      [
+        "researcher",
+        { topic: "Towers", maxQuestions: 40 },
+        'Invalid input for the "researcher" graph: maxQuestions: maxQuestions must be from 1 to 12 (expected { topic: string, maxQuestions?: integer }). [CODEHOP_INPUT_INVALID]',
+      ],
+      [
+        "manager",
+        { question: "" },
+        'Invalid input for the "manager" graph: question: the question is empty: ask something (expected { question: string }). [CODEHOP_INPUT_INVALID]',
+      ],
+      [
+        "chat",
+        { messages: [] },
+        `The conversation's last message is not a user message with text: there is nothing to answer (send { messages: [{ role: "user", content: "..." }] }). [CODEHOP_INPUT_INVALID]`,
+      ],
+      [
+        "chat",
+        { messages: [{ content: "no role" }], attach: "report.pdf" },
+        `Invalid input for the "chat" graph: messages.0: not a message (give { role: "user", content: "..." }); attach: expected a list of files or links (expected ${CHAT_SHAPE}). [CODEHOP_INPUT_INVALID]`,
+      ],
+    ] as const) {
+      const [assistant] = await client.assistants.search({ graphId });
+      const thread = await client.threads.create();
+      const thrown = await client.runs
+        .wait(thread.thread_id, assistant.assistant_id, { input } as never)
+        .then(
+          () => undefined,
+          (err: Error) => err,
+        );
+      // The API server reports the failed run as { error, message } (the SDK throws it as JSON).
+      const sent = JSON.parse(String(thrown?.message).replace(/^Error: /, ""));
+      expect(sent.error, graphId).toBe("CodehopError");
+      expect(sent.message).toBe(expected);
+      const state = await client.threads.getState(thread.thread_id);
+      const failed = (state as { tasks?: { error?: unknown }[] }).tasks?.find((t) => t.error);
+      if (failed) expect(String(failed.error)).not.toContain("too_small");
+    }
+    // Refused before any model call.
+    expect(model.requests.length).toBe(before);
+  }, 120_000);
+
   it("a model endpoint answering HTML: the run's error is a readable sentence, not raw JSON", async () => {
     // A chat web UI where the API was expected: every path answers an HTML page with 200.
     const html = createHttpServer((_req, res) => {

@@ -1,5 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { reportInputErrorsCoded } from "../../core/pregel-internals.ts";
 import { readRunContext } from "../../core/run-context.ts";
 import { createCodeAgent, type CodeAgent } from "../../framework/code-agent.ts";
 import {
@@ -23,7 +24,12 @@ import { makeAttachNode } from "./nodes/attach.ts";
 import { makeRespondNode } from "./nodes/respond.ts";
 import { makeSummarizeNode, needsSummary } from "./nodes/summarize.ts";
 import { chatSettingsOf } from "./conversation/settings.ts";
-import { ChatInput, ChatState, type ChatStateValue } from "./conversation/state.ts";
+import {
+  CHAT_INPUT_CHECK,
+  ChatInput,
+  ChatState,
+  type ChatStateValue,
+} from "./conversation/state.ts";
 import { createSearchFilesTool } from "./tools/search-files.ts";
 
 /** The chat agent's name: usage key, CODEHOP_MODEL_CHAT, the prompts in prompts/chat/. */
@@ -137,5 +143,6 @@ export function createChatGraph(options: ChatGraphOptions = {}) {
     .compile({ checkpointer })
     .withConfig({ recursionLimit: CHAT_RECURSION_LIMIT });
   graph.name = "chat";
-  return graph;
+  // `{ messages: [{}] }` from Studio or the SDK: CODEHOP_INPUT_INVALID before any node runs.
+  return reportInputErrorsCoded(graph, "chat", CHAT_INPUT_CHECK);
 }

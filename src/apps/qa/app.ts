@@ -1,10 +1,16 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { KnowledgeSource } from "../../store/types.ts";
-import type { AppGraph, RunApp } from "../../runs/app.ts";
+import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { resolveModel } from "../../core/models.ts";
-import { detectModel, loadAppConfig, modelSettingsOf, type AppConfig } from "../../runs/config.ts";
+import {
+  detectModel,
+  loadAppConfig,
+  modelSettingsOf,
+  persistenceLocation,
+  type AppConfig,
+} from "../../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../../runs/inspect.ts";
 import {
   readRunResult,
@@ -19,8 +25,15 @@ import type { RunProgress } from "../../runs/progress.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import type { Citation } from "../common/citations.ts";
-import { openKnowledgeServices, openSourceFor } from "../common/knowledge-source.ts";
-import { type AnswerVerification, verifyAnswer } from "./verify.ts";
+import { getThreadRecord, putThreadRecord } from "../../core/journal.ts";
+import { openPersistenceFor } from "../../persistence/index.ts";
+import { openKnowledgeServices } from "../common/knowledge-source.ts";
+import {
+  type AnswerVerification,
+  failedVerification,
+  passagesReadIn,
+  verifyAnswer,
+} from "./verify.ts";
 import { qaRecording } from "./recording.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
 
@@ -74,38 +87,126 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   const result = await startRun(qaApp, question, start);
   // A run paused for an approval has no answer yet: nothing to verify.
   if (!verify || result.approval) return result;
-  return { ...result, ...(await verifyResult(question, result, start)) };
+  return { ...result, ...(await verifyResult(result, start)) };
 }
 
-/** Runs the verifier on a finished QA result, with the run's source and model configuration. */
+/** Name of the thread record holding the answer's latest verification (src/core/journal.ts). */
+export const VERIFICATION_RECORD = "verification";
+
+/** A verification as recorded with its thread (`codehop show`, {@link verificationOf}). */
+export interface RecordedVerification {
+  /** The answer checked. */
+  answer: string;
+  /** The thread's checkpoint the answer was read at. */
+  checkpoint_id: string | null;
+  /** When it was checked (ISO time). */
+  verified_at: string;
+  citations: Citation[];
+  verification: AnswerVerification;
+}
+
+/**
+ * Runs the verifier on a finished QA result — outside the agent graph, after it — over the
+ * passages the run's agents read (its call journal), with the thread's knowledge source and the
+ * verifier's model, and records the outcome with the thread ({@link VERIFICATION_RECORD}: shown by
+ * `codehop show`, replaced by the next verification). A verifier that fails (an endpoint that is
+ * down, replies with no usable verdict, no model) does not fail the run: the answer is kept and the
+ * verification says "failed" and why. Only the caller's abort (Ctrl-C) stops it.
+ */
 async function verifyResult(
-  question: string,
   result: AskResult,
-  options: StartOptions,
+  options: RunOptions,
 ): Promise<Pick<VerifiedAskResult, "citations" | "verification">> {
   const config = loadAppConfig(options.config);
-  const model =
-    options.model ??
-    (config.models[VERIFIER_MODEL] ||
-      config.model ||
-      (await detectModel(config, [VERIFIER_MODEL])));
-  const context = {
-    ...(model ? { model } : {}),
-    ...(Object.keys(config.models).length ? { models: config.models } : {}),
-    modelSettings: modelSettingsOf(config),
-  };
-  const source = options.source ?? (await openSourceFor(config));
+  const persistence =
+    options.persistence ?? (await openPersistenceFor(persistenceLocation(config)));
   try {
-    return await verifyAnswer(
-      { question, answer: result.answer, sources: result.sources },
-      {
-        source,
-        model: resolveModel(VERIFIER_MODEL, { context } as RunnableConfig),
-        signal: options.signal,
-      },
+    const record = await persistence.threads.get(result.thread_id);
+    const stored = record?.options ?? {};
+    let outcome: Pick<VerifiedAskResult, "citations" | "verification">;
+    let services: Awaited<ReturnType<typeof openKnowledgeServices>> | undefined;
+    try {
+      const model =
+        options.model ??
+        (config.models[VERIFIER_MODEL] ||
+          config.model ||
+          (typeof stored.model === "string" && stored.model) ||
+          (await detectModel(config, [VERIFIER_MODEL])));
+      const context = {
+        ...(model ? { model } : {}),
+        ...(Object.keys(config.models).length ? { models: config.models } : {}),
+        modelSettings: modelSettingsOf(config),
+      };
+      // The thread's own knowledge source (its recorded corpus), unless the caller gives one.
+      services = await openKnowledgeServices(config, options, stored);
+      const read = passagesReadIn(
+        await persistence.journal.entries(result.thread_id),
+        result.sources.map((source) => source.title),
+      );
+      outcome = await verifyAnswer(
+        {
+          question: record?.question ?? "",
+          answer: result.answer,
+          sources: result.sources,
+          read,
+        },
+        {
+          source: services.context.knowledgeSource as KnowledgeSource,
+          model: resolveModel(VERIFIER_MODEL, { context } as RunnableConfig),
+          signal: options.signal,
+        },
+      );
+    } catch (err) {
+      if (options.signal?.aborted) throw err;
+      const why = err instanceof Error ? err.message : String(err);
+      outcome = { citations: [], verification: failedVerification(why) };
+    } finally {
+      await services?.close();
+    }
+    const recorded: RecordedVerification = {
+      answer: result.answer,
+      checkpoint_id: result.checkpoint_id,
+      verified_at: new Date().toISOString(),
+      ...outcome,
+    };
+    await putThreadRecord(persistence.journalRows, result.thread_id, VERIFICATION_RECORD, recorded);
+    return outcome;
+  } finally {
+    if (!options.persistence) await persistence.close();
+  }
+}
+
+/**
+ * Verifies a QA thread's answer as `ask --verify` does (see {@link verifyResult}): for
+ * `resumeThread(..., { verify: true })` and `codehop resume <thread> --verify`, which re-verify a
+ * finished thread without running its agents again.
+ */
+export async function withVerification(
+  result: AskResult,
+  options: RunOptions = {},
+): Promise<AskResult> {
+  if (result.approval || !result.answer) return result;
+  return { ...result, ...(await verifyResult(result, options)) };
+}
+
+/** The latest verification recorded with a thread (`ask --verify`, `resume --verify`), if any. */
+export async function verificationOf(
+  threadId: string,
+  options: Pick<RunOptions, "config" | "persistence"> = {},
+): Promise<RecordedVerification | undefined> {
+  const persistence =
+    options.persistence ??
+    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
+      mustExist: true,
+    }));
+  try {
+    return await getThreadRecord<RecordedVerification>(
+      persistence.journalRows,
+      threadId,
+      VERIFICATION_RECORD,
     );
   } finally {
-    if (!options.source) await source.close();
+    if (!options.persistence) await persistence.close();
   }
 }
 

@@ -1,6 +1,7 @@
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import type { CodeAgent } from "../../framework/code-agent.ts";
+import { reportInputErrorsCoded } from "../../core/pregel-internals.ts";
 import { recursionLimitFor } from "../../core/settings.ts";
 import { KnowledgeRunContextSchema } from "../common/knowledge-source.ts";
 import { buildTeamAgent, defineTeam, teamAgentNames, type Team } from "../../framework/team.ts";
@@ -18,7 +19,11 @@ import {
 
 /** Input of the QA app's graph (the CLI, `ask()`, Studio): the user's question. */
 export const ManagerInput = z.object({
-  question: z.string().describe("the question to answer"),
+  question: z
+    .string()
+    .min(1, "the question is empty: ask something")
+    .refine((q) => q.trim().length > 0, "the question is empty: ask something")
+    .describe("the question to answer"),
 });
 
 /**
@@ -111,7 +116,8 @@ export function createManagerGraph(options: ManagerGraphOptions = {}) {
   const { checkpointer, ...agentOptions } = options;
   const graph = createManagerBuilder(agentOptions).compile({ checkpointer });
   graph.name = "manager";
-  return graph;
+  // `{ question: "" }` from Studio or the SDK: CODEHOP_INPUT_INVALID before any model call.
+  return reportInputErrorsCoded(graph, "manager", ManagerInput);
 }
 
 /** The QA team's agent names (root first): their per-agent model keys and labels. */

@@ -1,4 +1,5 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { reportInputErrorsCoded } from "../../core/pregel-internals.ts";
 import type { CodeAgent } from "../../framework/code-agent.ts";
 import { buildTeamAgent, defineTeam, teamAgentNames, type Team } from "../../framework/team.ts";
 import { createSearchInfoTool, type ReferenceAgentOptions } from "../qa/agents/page-search.ts";
@@ -102,5 +103,6 @@ export function createResearcherGraph(options: ResearcherGraphOptions = {}) {
   const { checkpointer, ...agentOptions } = options;
   const graph = createResearcherBuilder(agentOptions).compile({ checkpointer });
   graph.name = "researcher";
-  return graph;
+  // `{ topic: "" }` from Studio or the SDK: CODEHOP_INPUT_INVALID naming the problem.
+  return reportInputErrorsCoded(graph, "researcher", ResearchInput);
 }

@@ -7,6 +7,8 @@ interface ResumeFlags extends RunFlags {
   approve?: boolean;
   reject?: string;
   edit?: string;
+  approvalId?: string;
+  verify?: boolean;
 }
 
 /**
@@ -25,6 +27,14 @@ export default function resumeCommand(): Command {
       .option(
         "--edit <json>",
         "run it with these arguments instead (a JSON object by parameter name)",
+      )
+      .option(
+        "--verify",
+        "verify the answer of a QA thread once it has one, as ask --verify (a finished thread: again, without re-running it)",
+      )
+      .option(
+        "--approval-id <id>",
+        "the approval to answer when the thread waits for several (without it: the one pending)",
       ),
   )
     .addHelpText(
@@ -38,7 +48,13 @@ export default function resumeCommand(): Command {
       await runInTerminal(
         flags,
         "codehop resume",
-        (options) => resume(threadId, { config, ...options, ...(approval ? { approval } : {}) }),
+        (options) =>
+          resume(threadId, {
+            config,
+            ...options,
+            ...(approval ? { approval } : {}),
+            ...(flags.verify ? { verify: true } : {}),
+          }),
         { threadId, config },
       );
     });

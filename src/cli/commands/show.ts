@@ -1,5 +1,10 @@
 import { Command } from "commander";
-import { configFromFlags, withSnakeCaseKeys, type RunFlags } from "../cli-support.ts";
+import {
+  configFromFlags,
+  verificationLines,
+  withSnakeCaseKeys,
+  type RunFlags,
+} from "../cli-support.ts";
 import { colorsFor } from "../../config/colors.ts";
 
 /** `codehop show <thread>`: the whole run as a tree (manager steps with nested sub-agent runs). */
@@ -13,8 +18,9 @@ export default function showCommand(): Command {
     .option("--width <n>", "line width", String(Math.max(60, (process.stdout.columns ?? 120) - 2)))
     .option("--json", "print the tree as JSON")
     .action(async (threadId: string, flags: RunFlags & { width: string }) => {
-      const { traceOfThread: trace } = await import("../../apps/index.ts");
-      const progress = await trace(threadId, { config: configFromFlags(flags) });
+      const { traceOfThread: trace, verificationOf } = await import("../../apps/index.ts");
+      const config = configFromFlags(flags);
+      const progress = await trace(threadId, { config });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(withSnakeCaseKeys(progress.root ?? null))}\n`);
         return;
@@ -22,5 +28,13 @@ export default function showCommand(): Command {
       const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
       const colors = colorsFor(process.stdout);
       process.stdout.write(`${progress.render("…", width, { expand: true, colors }).join("\n")}\n`);
+      // The answer's verification (ask --verify, resume --verify), recorded with the thread.
+      const recorded = await verificationOf(threadId, { config });
+      if (recorded) {
+        const when = recorded.verified_at.replace("T", " ").slice(0, 16);
+        process.stdout.write(
+          `${[`Verified ${when} UTC:`, ...verificationLines(recorded)].join("\n")}\n`,
+        );
+      }
     });
 }

@@ -36,7 +36,12 @@ import {
   floatArrays,
   harden,
 } from "./lockdown.mjs";
-import { LAST_VALUE_CHARS, SNAPSHOT_BUDGET_FACTOR, TOTAL_ARGS_FACTOR } from "./protocol.mjs";
+import {
+  LAST_VALUE_CHARS,
+  SNAPSHOT_BUDGET_FACTOR,
+  TOTAL_ARGS_FACTOR,
+  utf8Bytes,
+} from "./protocol.mjs";
 
 /** @typedef {import("./protocol.mjs").RunMessage} RunMessage */
 /** @typedef {import("./protocol.mjs").ResultMessage} ResultMessage */
@@ -413,7 +418,7 @@ function makeTool(act, tool, guestError) {
           act.limits.maxValueDepth,
           `argument ${i + 1} of ${tool}()`,
         );
-        budget -= part.length + 1;
+        budget -= utf8Bytes(part) + 1;
         parts.push(part);
       }
       argsJson = `[${parts.join(",")}]`;
@@ -425,8 +430,10 @@ function makeTool(act, tool, guestError) {
         ),
       );
     }
-    // Bounds what one action can make the host hold in queued tool arguments.
-    if (act.argBytes + argsJson.length > act.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
+    // Bounds what one action can make the host hold in queued tool arguments (UTF-8 bytes, as the
+    // host counts them).
+    const argBytes = utf8Bytes(argsJson);
+    if (act.argBytes + argBytes > act.limits.maxValueBytes * TOTAL_ARGS_FACTOR) {
       return Promise.reject(
         guestError(
           "Error",
@@ -435,7 +442,7 @@ function makeTool(act, tool, guestError) {
         ),
       );
     }
-    act.argBytes += argsJson.length;
+    act.argBytes += argBytes;
     // Assigned here, synchronously, in call order: deterministic code gets deterministic indexes.
     const callIndex = act.calls++;
     act.inflight++;
@@ -525,7 +532,7 @@ function captureBindings(act) {
         const json = toJson(v, min(maxValueBytes, budget), maxValueDepth, name, true);
         if (restored && restored.json === json) out[name] = { kind: "same" };
         else {
-          budget -= json.length;
+          budget -= utf8Bytes(json);
           out[name] = { kind: "value", json };
         }
       } catch (err) {

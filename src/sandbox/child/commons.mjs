@@ -108,6 +108,8 @@ export function heapUsed() {
 
 // Node's process-level objects and timers (the guest never sees them).
 export const { process, Buffer, setImmediate, setInterval } = globalThis;
+/** Buffer.byteLength (static: it does not use `this`), for sizes counted in UTF-8 bytes. */
+export const bufferByteLength = Buffer.byteLength;
 /** The host's Intl, captured before lockdown (the `intl` capability hands out a hardened copy). */
 export const Intl = typeof globalThis.Intl === "object" ? globalThis.Intl : undefined;
 /** Node's TextEncoder/TextDecoder: wrapped before the guest sees them (see lockdown.mjs). */

@@ -29,6 +29,7 @@ import {
   regexpTest,
   typedArrayPrototype,
 } from "./commons.mjs";
+import { overBytes } from "./protocol.mjs";
 
 const PLAIN_KEY = /^[A-Za-z_$][\w$]*$/;
 
@@ -115,7 +116,7 @@ export function toJson(value, maxBytes, maxDepth, what, nestedDates = false) {
     new JsonCheck(maxBytes, maxDepth, what, nestedDates).value(value, 0);
   }
   const json = value === undefined ? "null" : /** @type {string} */ (jsonStringify(value));
-  if (json.length > maxBytes)
+  if (overBytes(json, maxBytes))
     throw new CopyError(`${what} is too large (over ${maxBytes} bytes as JSON)`);
   return json;
 }

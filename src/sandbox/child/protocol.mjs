@@ -8,7 +8,7 @@
  * Newline-delimited JSON: host -> child on the child's stdin, child -> host on fd 3 (synchronous
  * writes, so a message sent right before a guest busy-loop still arrives).
  */
-import { jsonStringify } from "./commons.mjs";
+import { bufferByteLength, jsonStringify } from "./commons.mjs";
 
 /** File descriptor the child writes its messages to. */
 export const CHILD_OUT_FD = 3;
@@ -18,6 +18,30 @@ export const TOTAL_ARGS_FACTOR = 8;
 
 /** All carried-over values together may use this many times `maxValueBytes`. */
 export const SNAPSHOT_BUDGET_FACTOR = 4;
+
+/**
+ * Size of a protocol text in UTF-8 bytes: the unit of every size limit (`maxValueBytes`, the
+ * argument and snapshot budgets), measured the same way by the child and the host ("é" is 2
+ * bytes, an emoji 4, while String#length counts 1 and 2).
+ * @param {string} text
+ * @returns {number}
+ */
+export function utf8Bytes(text) {
+  return bufferByteLength(text, "utf8");
+}
+
+/**
+ * Whether `text` is over `maxBytes` in UTF-8 ({@link utf8Bytes}), without measuring it when its
+ * length alone decides (a UTF-16 code unit is 1 to 3 bytes).
+ * @param {string} text
+ * @param {number} maxBytes
+ * @returns {boolean}
+ */
+export function overBytes(text, maxBytes) {
+  if (text.length > maxBytes) return true;
+  if (text.length * 3 <= maxBytes) return false;
+  return utf8Bytes(text) > maxBytes;
+}
 
 /** Longest REPL echo of the last expression's value (characters). */
 export const LAST_VALUE_CHARS = 2_000;

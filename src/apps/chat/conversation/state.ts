@@ -1,4 +1,8 @@
-import type { BaseMessage } from "@langchain/core/messages";
+import {
+  coerceMessageLikeToMessage,
+  type BaseMessage,
+  type BaseMessageLike,
+} from "@langchain/core/messages";
 import { Annotation, messagesStateReducer, type Messages } from "@langchain/langgraph";
 import { EphemeralValue } from "@langchain/langgraph/channels";
 import { type UsageByAgent, mergeUsage } from "../../../core/usage.ts";
@@ -64,3 +68,47 @@ export const ChatInput = Annotation.Root({
 export type ChatStateValue = typeof ChatState.State;
 /** A node's update of the chat state. */
 export type ChatUpdate = typeof ChatState.Update;
+
+/** What the chat graph's input looks like, in one line (its input errors say it). */
+const CHAT_INPUT_SHAPE =
+  '{ messages: [{ role: "user", content: "..." }], attach?: [{ path } | { url } | { name, data }] }';
+
+/**
+ * The problems of a chat graph input, one `path: what is wrong` each: `messages` must be message
+ * likes LangChain can read (a string, `{ role, content }`, a message), `attach` a list of
+ * `{ path }`, `{ url }` or `{ name, data }`. Without it a malformed input reached the messages
+ * reducer or the attach node as a raw TypeError.
+ */
+export function chatInputProblems(input: unknown): string[] {
+  if (typeof input !== "object" || input === null || Array.isArray(input))
+    return ["input: expected an object"];
+  const { messages, attach } = input as { messages?: unknown; attach?: unknown };
+  const problems: string[] = [];
+  if (messages !== undefined) {
+    const list = Array.isArray(messages) ? messages : [messages];
+    list.forEach((m, i) => {
+      const at = Array.isArray(messages) ? `messages.${i}` : "messages";
+      try {
+        coerceMessageLikeToMessage(m as BaseMessageLike);
+      } catch {
+        problems.push(`${at}: not a message (give { role: "user", content: "..." })`);
+      }
+    });
+  }
+  if (attach !== undefined) {
+    if (!Array.isArray(attach)) problems.push("attach: expected a list of files or links");
+    else
+      attach.forEach((a, i) => {
+        const o = (typeof a === "object" && a !== null ? a : {}) as Record<string, unknown>;
+        const ok =
+          typeof o.path === "string" ||
+          typeof o.url === "string" ||
+          (typeof o.name === "string" && typeof o.data === "string");
+        if (!ok) problems.push(`attach.${i}: expected { path }, { url } or { name, data }`);
+      });
+  }
+  return problems;
+}
+
+/** The chat graph's input check (see `reportInputErrorsCoded`). */
+export const CHAT_INPUT_CHECK = { problems: chatInputProblems, expected: CHAT_INPUT_SHAPE };

@@ -68,7 +68,8 @@ export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
     if (!message) {
       throw new CodehopError(
         ErrorCodes.INPUT_INVALID,
-        "The conversation's last message is not a user message with text: there is nothing to answer.",
+        // The code in the message too: the LangGraph API (Studio, `codehop serve`) sends no code.
+        `The conversation's last message is not a user message with text: there is nothing to answer (send { messages: [{ role: "user", content: "..." }] }). [${ErrorCodes.INPUT_INVALID}]`,
       );
     }
     const files = chatFilesOf(config, deps).list(threadId);

@@ -7,6 +7,9 @@ const parameters = z.object({
   query: z.string().describe('what to look for on the page, e.g. "year construction completed"'),
 });
 
+/** Passages a `retrieve_passages` call shows by default (what `ask --verify` reads again). */
+export const RETRIEVE_PASSAGES_K = 5;
+
 /** What a `retrieve_passages` call showed: the page it read and the passages, best first. */
 export interface PassagesShown {
   page: Page;
@@ -41,7 +44,7 @@ export function createRetrievePassagesTool(
 ): CodeTool<typeof parameters.shape> {
   return defineTool({
     name: "retrieve_passages",
-    description: `Returns up to ${options.k ?? 5} passages of the page "${pageTitle}" that best match the query, best first.`,
+    description: `Returns up to ${options.k ?? RETRIEVE_PASSAGES_K} passages of the page "${pageTitle}" that best match the query, best first.`,
     parameters,
     returns: "string",
     async invoke({ query }, ctx) {
@@ -50,7 +53,7 @@ export function createRetrievePassagesTool(
         return 'The query is empty. Describe what you are looking for, e.g. retrieve_passages("year construction completed").';
       }
       const { lookup, passages } = await source.retrievePassages(pageTitle, q, {
-        k: options.k ?? 5,
+        k: options.k ?? RETRIEVE_PASSAGES_K,
       });
       const problem = formatLookupProblem(lookup);
       if (problem) return problem;

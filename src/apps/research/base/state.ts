@@ -24,12 +24,19 @@ export type { Citation };
 
 /** Input of the researcher graph (the CLI, `research()`, Studio). */
 export const ResearchInput = z.object({
-  topic: z.string().min(1).max(MAX_TOPIC_CHARS).describe("the subject to research"),
+  topic: z
+    .string()
+    .min(1, "the research topic is empty: give a subject to research")
+    .max(
+      MAX_TOPIC_CHARS,
+      `the topic is longer than ${MAX_TOPIC_CHARS} characters: state the subject in a sentence (documents belong in a corpus: codehop ingest)`,
+    )
+    .describe("the subject to research"),
   maxQuestions: z
     .number()
-    .int()
-    .min(1)
-    .max(MAX_QUESTIONS)
+    .int("maxQuestions must be a whole number")
+    .min(1, `maxQuestions must be from 1 to ${MAX_QUESTIONS}`)
+    .max(MAX_QUESTIONS, `maxQuestions must be from 1 to ${MAX_QUESTIONS}`)
     .optional()
     .describe("at most this many sub-questions (default: the run's research settings, 4)"),
 });
