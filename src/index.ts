@@ -135,6 +135,11 @@ export {
   type FilePassage,
 } from "./apps/chat/conversation/knowledge-base.ts";
 export type { AttachmentInput, AttachmentResult } from "./apps/chat/conversation/attachments.ts";
+export {
+  grantChatAccess,
+  LOCAL_USER_ACCESS,
+  type ChatAccess,
+} from "./apps/chat/conversation/access.ts";
 export type { Citation as ChatCitation } from "./apps/chat/conversation/citations.ts";
 export {
   CHAT_DEFAULTS,
@@ -228,6 +233,7 @@ export {
   removeDocument,
   extractDocument,
   fetchDocument,
+  isPublicAddress,
   type ExtractedDocument,
   type DocumentKind,
   type FetchedDocument,

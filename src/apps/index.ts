@@ -1,7 +1,7 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
-import { loadAppConfig, persistenceLocation } from "../runs/config.ts";
+import { loadAppConfig, persistenceLocation, type AppConfig } from "../runs/config.ts";
 import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
 import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
 import type { RunProgress } from "../runs/progress.ts";
@@ -105,6 +105,21 @@ export async function traceOfThread(
 }
 
 /**
+ * Deletes what every app keeps about a thread outside the persistence (`RunApp.deleteThread`: the
+ * chat's file index ...) under `config`'s home; true when there was something. What `codehop
+ * worker` does for threads deleted through `codehop serve` (each worker has its own home).
+ */
+export async function deleteAppThreadData(
+  threadId: string,
+  config: AppConfig = loadAppConfig(),
+): Promise<boolean> {
+  let found = false;
+  for (const app of Object.values(APPS))
+    if ((await app.deleteThread?.(config, threadId)) === true) found = true;
+  return found;
+}
+
+/**
  * Deletes a thread: what every app keeps about it outside the persistence (the chat's attached
  * files), then its checkpoints (all namespaces), call-journal rows and registry row. Returns
  * whether there was anything to delete.
@@ -123,11 +138,9 @@ export async function deleteThread(
         `Thread "${threadId}" is being run by process ${record.pid}; stop it before deleting the thread.`,
       );
     }
-    let existed = record !== undefined;
     // Every app's hook: a thread may hold an app's data before its first checkpoint (files
     // attached to a conversation that has not had a round yet).
-    for (const app of Object.values(APPS))
-      if ((await app.deleteThread?.(config, threadId)) === true) existed = true;
+    const existed = (await deleteAppThreadData(threadId, config)) || record !== undefined;
     await persistence.deleteThread(threadId);
     return existed;
   } finally {

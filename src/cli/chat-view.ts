@@ -3,10 +3,14 @@ import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
 
 /**
  * The live tree of one chat round in the terminal (stderr): the chat agent's own steps, which run
- * under the `respond` node's namespace, drawn as the root of the tree. Disabled, it draws nothing
- * and asks the graph not to stream the agent's steps.
+ * under the `respond` node's namespace, drawn as the root of the tree, titled with the user's
+ * `message` (the agent's own task is the whole conversation). Disabled, it draws nothing and asks
+ * the graph not to stream the agent's steps.
  */
-export function chatRoundView(enabled: boolean): {
+export function chatRoundView(
+  enabled: boolean,
+  message?: string,
+): {
   /** Options for `chat()`. */
   options: {
     streamAgentSteps: boolean;
@@ -21,7 +25,11 @@ export function chatRoundView(enabled: boolean): {
     options: {
       streamAgentSteps: enabled,
       onStart: () => {
-        if (enabled) view = createLiveView(process.stderr, { rootName: "chat" });
+        if (enabled)
+          view = createLiveView(process.stderr, {
+            rootName: "chat",
+            ...(message?.trim() ? { rootTask: message.trim() } : {}),
+          });
       },
       onEvent: ([ns, mode, chunk]) => {
         if (ns[0]?.startsWith("respond:")) view?.onEvent([ns.slice(1), mode, chunk]);

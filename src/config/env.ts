@@ -66,11 +66,29 @@ export interface CodehopEnv {
   chatMaxFileMb?: number;
   /** Chat: deadline for downloading an attached link in ms (CODEHOP_CHAT_URL_TIMEOUT_MS). */
   chatUrlTimeoutMs?: number;
+  /**
+   * Chat: a served chat graph (Studio's server, `codehop serve`) may fetch links to private,
+   * loopback and link-local addresses (CODEHOP_CHAT_ALLOW_PRIVATE_URLS=1; default refused).
+   */
+  chatAllowPrivateUrls?: boolean;
+  /**
+   * Chat: the directory whose files a served chat graph may attach by path
+   * (CODEHOP_CHAT_FILES_ROOT; unset: a served graph reads no local paths).
+   */
+  chatFilesRoot?: string;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
   const v = value?.trim();
   return v ? v : undefined;
+}
+
+function flag(name: string, value: string | undefined): boolean | undefined {
+  const v = nonEmpty(value)?.toLowerCase();
+  if (v === undefined) return undefined;
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off"].includes(v)) return false;
+  throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${name} must be 1 or 0, got "${value}".`);
 }
 
 function num(name: string, value: string | undefined): number | undefined {
@@ -171,6 +189,11 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     ),
     chatMaxFileMb: num("CODEHOP_CHAT_MAX_FILE_MB", env.CODEHOP_CHAT_MAX_FILE_MB),
     chatUrlTimeoutMs: num("CODEHOP_CHAT_URL_TIMEOUT_MS", env.CODEHOP_CHAT_URL_TIMEOUT_MS),
+    chatAllowPrivateUrls: flag(
+      "CODEHOP_CHAT_ALLOW_PRIVATE_URLS",
+      env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS,
+    ),
+    chatFilesRoot: nonEmpty(env.CODEHOP_CHAT_FILES_ROOT),
   };
 }
 

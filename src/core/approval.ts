@@ -54,6 +54,30 @@ export const ApprovalRequestSchema = z.object({
   code: z.string(),
   /** JSON Schema of the tool's parameters (what an edit must satisfy). */
   parameters: z.record(z.string(), z.unknown()),
+  /**
+   * The same request in LangChain's human-in-the-loop format (HITLRequest), which agent-chat-ui
+   * renders as an approve / edit / reject form: the call, with a description naming the agent
+   * and the code line. Absent from requests made before it was added.
+   */
+  action_requests: z
+    .array(
+      z.object({
+        name: z.string(),
+        args: z.record(z.string(), z.unknown()),
+        description: z.string().optional(),
+      }),
+    )
+    .optional(),
+  /** HITLRequest's review configuration: the decisions allowed and the arguments' JSON Schema. */
+  review_configs: z
+    .array(
+      z.object({
+        action_name: z.string(),
+        allowed_decisions: z.array(z.enum(["approve", "edit", "reject"])),
+        args_schema: z.record(z.string(), z.unknown()).optional(),
+      }),
+    )
+    .optional(),
 });
 
 /** The interrupt payload of an approval (see {@link ApprovalRequestSchema}). */
@@ -83,6 +107,39 @@ export const ApprovalResumeSchema = z.discriminatedUnion("decision", [
 
 /** The resume value of an approval (see {@link ApprovalResumeSchema}). */
 export type ApprovalResume = z.infer<typeof ApprovalResumeSchema>;
+
+/**
+ * A resume value in LangChain's human-in-the-loop format, as agent-chat-ui sends it:
+ * `{ decisions: [{ type: "approve" } | { type: "reject", message? } | { type: "edit",
+ * edited_action: { name, args } }] }`. It names no approval: see {@link actionApprovals} for
+ * which call it answers.
+ */
+export const HitlResumeSchema = z.object({
+  decisions: z
+    .array(
+      z.discriminatedUnion("type", [
+        z.object({ type: z.literal("approve") }),
+        z.object({ type: z.literal("reject"), message: z.string().optional() }),
+        z.object({
+          type: z.literal("edit"),
+          edited_action: z.object({ name: z.string(), args: z.record(z.string(), z.unknown()) }),
+        }),
+      ]),
+    )
+    .length(1),
+});
+
+/** A human-in-the-loop resume value (see {@link HitlResumeSchema}). */
+export type HitlResume = z.infer<typeof HitlResumeSchema>;
+
+/** The decision of a human-in-the-loop resume value for `approvalId`. */
+export function fromHitlResume(value: HitlResume, approvalId: string): ApprovalResume {
+  const [d] = value.decisions;
+  if (d.type === "approve") return { approvalId, decision: "approve" };
+  if (d.type === "reject")
+    return { approvalId, decision: "reject", ...(d.message ? { reason: d.message } : {}) };
+  return { approvalId, decision: "edit", args: d.edited_action.args };
+}
 
 /** A decision as the API takes it: `approvalId` may be left out to answer the pending approval. */
 export const ApprovalDecisionSchema = z.discriminatedUnion("decision", [
@@ -181,6 +238,10 @@ export interface ApprovalJournal {
   getDecision(threadId: string, approvalId: string): Promise<ApprovalResume | undefined>;
   /** Records a decision unless one is already recorded for its approval id. */
   putDecision(threadId: string, decision: ApprovalResume): Promise<void>;
+  /** Records that the run paused showing `approvalId` (what a HITL resume value may answer). */
+  markAsked?(threadId: string, approvalId: string): Promise<void>;
+  /** Whether the run ever paused showing `approvalId`. */
+  wasAsked?(threadId: string, approvalId: string): Promise<boolean>;
 }
 
 function approvalJournal(journal: CallJournal | undefined): ApprovalJournal | undefined {
@@ -197,6 +258,28 @@ function approvalJournal(journal: CallJournal | undefined): ApprovalJournal | un
  */
 const liveDecisions = new Map<string, { decisions: Map<string, ApprovalResume>; users: number }>();
 
+/** The description of a call in a HITL request: agent, tool, and the line of code that calls it. */
+function describeCall(
+  fields: Pick<ApprovalRequest, "agent" | "line" | "lineText">,
+  tool: string,
+): string {
+  const where = fields.line !== null ? ` (line ${fields.line}: ${fields.lineText ?? ""})` : "";
+  return `${fields.agent} calls ${tool}()${where}; approve, edit its arguments or reject it.`;
+}
+
+/**
+ * Whether the next interrupt() of the node task `config` runs returns the value of the resume
+ * command this run started with (rather than an earlier value of the task). Reads LangGraph's
+ * scratchpad (pinned @langchain/langgraph: `interrupt()` returns `resume[counter]` while there
+ * is one, else consumes `nullResume`); false when it cannot be told.
+ */
+function takesNewResumeValue(config: RunnableConfig): boolean {
+  const pad = (config.configurable as Record<string, unknown> | undefined)?.__pregel_scratchpad as
+    { interruptCounter?: unknown; resume?: unknown; nullResume?: unknown } | undefined;
+  if (!pad || typeof pad.interruptCounter !== "number" || !Array.isArray(pad.resume)) return false;
+  return pad.nullResume !== undefined && pad.interruptCounter + 1 >= pad.resume.length;
+}
+
 /** The approval side of one code action: asks, records and hands out decisions. */
 export interface ActionApprovals {
   /**
@@ -210,6 +293,11 @@ export interface ActionApprovals {
   ): Promise<ApprovalResume>;
   /** Ends the action's use of the thread's live decisions. */
   release(): void;
+  /**
+   * Records the approvals the run pauses with (the GraphInterrupt the root agent's action ends
+   * with: what the thread's state shows), in the journal: the calls a HITL decision may answer.
+   */
+  surfaced(pause: unknown): Promise<void>;
 }
 
 /**
@@ -238,29 +326,64 @@ export function actionApprovals(
         const stored = await store.getDecision(threadId, approvalId);
         if (stored) record(stored);
       }
+      const parameters = toolParametersJsonSchema(tool);
       const request: ApprovalRequest = {
         type: APPROVAL_INTERRUPT_TYPE,
         approvalId,
         ...fields,
-        parameters: toolParametersJsonSchema(tool),
+        parameters,
+        action_requests: [
+          { name: tool.name, args: fields.args, description: describeCall(fields, tool.name) },
+        ],
+        review_configs: [
+          {
+            action_name: tool.name,
+            allowed_decisions: ["approve", "edit", "reject"],
+            args_schema: parameters,
+          },
+        ],
       };
+      // A HITL value (agent-chat-ui's) names no approval: it answers this call only when this
+      // call is the one the run paused for (shown in the thread's state: see `surfaced`,
+      // undecided) and the value is the one the resume command brought (not an older value of
+      // the task, not a copy LangGraph hands another sub-agent started in the resumed node).
+      const mayTakeHitl =
+        !own() && store?.wasAsked ? await store.wasAsked(threadId, approvalId) : false;
       // Synchronous from here to the end of the loop: no other host takes resume values of this
       // task in between (LangGraph counts interrupt() calls per task).
       const seen: ApprovalResume[] = [];
       let asked: unknown;
       try {
         while (!own()) {
+          const fresh = mayTakeHitl && takesNewResumeValue(config);
           // interrupt() reads the node task's config from async-local storage; a host function
           // runs in the sandbox's message handler, so the act node's config is installed here.
           const value = AsyncLocalStorageProviderSingleton.runWithConfig(config, () =>
             interrupt(request),
           );
           const parsed = ApprovalResumeSchema.safeParse(value);
-          // A value naming no approval cannot be told apart from an older one: it is skipped,
-          // and the call asks again.
-          if (!parsed.success) continue;
-          record(parsed.data);
-          seen.push(parsed.data);
+          if (parsed.success) {
+            record(parsed.data);
+            seen.push(parsed.data);
+            continue;
+          }
+          const hitl = HitlResumeSchema.safeParse(value);
+          if (hitl.success) {
+            const named = (value as { approvalId?: unknown }).approvalId;
+            if (typeof named === "string" || fresh) {
+              const decision = fromHitlResume(
+                hitl.data,
+                typeof named === "string" ? named : approvalId,
+              );
+              // Named from now on: a re-run of this task reads it as this call's answer.
+              if (typeof named !== "string") Object.assign(value as object, { approvalId });
+              record(decision);
+              seen.push(decision);
+              continue;
+            }
+          }
+          // Otherwise the value names no approval and cannot be told apart from an older one:
+          // it is skipped, and the call asks again.
         }
       } catch (err) {
         asked = err;
@@ -274,6 +397,11 @@ export function actionApprovals(
         `${tool.name}() needs approval, which pauses the run: run the graph with a checkpointer (${asked instanceof Error ? asked.message : String(asked)})`,
         { cause: asked },
       );
+    },
+    async surfaced(pause) {
+      if (!store?.markAsked || !isGraphInterrupt(pause)) return;
+      for (const i of pause.interrupts ?? [])
+        if (isApprovalRequest(i.value)) await store.markAsked(threadId, i.value.approvalId);
     },
     release() {
       if (released) return;

@@ -164,6 +164,9 @@ export interface JournalEntry extends CallKey {
  */
 export const DECISION_NAMESPACE_PREFIX = "?";
 
+/** Marks, among the decision rows, the approvals a run paused to ask for (`?asked:<id>`). */
+const ASKED_PREFIX = "asked:";
+
 /**
  * Prefix of the rows holding a thread's own records (`@<name>`, step 0, call 0): what an app did
  * with a thread outside its graph — `ask --verify`'s verification — kept beside the thread's calls
@@ -237,7 +240,7 @@ export interface ReplayableJournal extends CallJournal, Partial<ApprovalJournal>
 export function createCallJournal(
   rows: JournalRowStore,
   options: { matchAcrossForks?: boolean } = {},
-): ReplayableJournal & ApprovalJournal {
+): ReplayableJournal & Required<ApprovalJournal> {
   return {
     async get(key) {
       const namespaces = [key.checkpointNs];
@@ -304,6 +307,22 @@ export function createCallJournal(
           recordedAt: new Date().toISOString(),
         },
       ]);
+    },
+    async markAsked(threadId, approvalId) {
+      const position = decisionPosition(threadId, `${ASKED_PREFIX}${approvalId}`);
+      if (await rows.getRow(position)) return;
+      await rows.putRows([
+        {
+          ...position,
+          tool: "",
+          argsJson: "",
+          outcomeJson: "true",
+          recordedAt: new Date().toISOString(),
+        },
+      ]);
+    },
+    async wasAsked(threadId, approvalId) {
+      return Boolean(await rows.getRow(decisionPosition(threadId, `${ASKED_PREFIX}${approvalId}`)));
     },
     async entries(threadId) {
       return (await rows.listRows(threadId))

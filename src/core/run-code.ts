@@ -394,7 +394,12 @@ export async function runCodeWithTools(
   } finally {
     approvals.release();
   }
-  if (paused !== undefined) throw paused;
+  if (paused !== undefined) {
+    // The root agent's pause is what the run shows: its approvals are the ones a decision that
+    // names none (agent-chat-ui's) may answer on resume.
+    if (!context.agentPath?.length) await approvals.surfaced(paused);
+    throw paused;
+  }
   if (fatal) throw fatal;
   toolCalls.sort((a, b) => a.callIndex - b.callIndex);
   let usage: UsageByAgent = {};

@@ -5,6 +5,7 @@ import type { ModelSettings } from "./models.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "./journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
+import type { UploadReader } from "./uploads.ts";
 import type { UsageByAgent } from "./usage.ts";
 
 /**
@@ -49,6 +50,11 @@ export interface RunContext {
    * so tokens of a sub-agent that fails instead of answering still reach the parent.
    */
   usageSink?: (usage: UsageByAgent) => void;
+  /**
+   * Files the run's input uploaded, stored by the server that received them (src/core/uploads.ts):
+   * what reference blocks (`upload: "sha256:..."`) in the input's messages are read from.
+   */
+  uploads?: UploadReader;
 }
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null;
@@ -84,6 +90,12 @@ export const RunContextSchema = z.looseObject({
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  uploads: z
+    .custom<UploadReader>(
+      (v) => isObject(v) && typeof (v as UploadReader).get === "function",
+      "an upload store (set by the server, code only)",
+    )
+    .optional(),
 });
 
 /** `configurable` keys that belong to LangGraph (never read as run context). */

@@ -62,6 +62,10 @@ export const environmentJournal: CallJournal & ApprovalJournal = {
     (await journalOfEnvironment()).getDecision(threadId, approvalId),
   putDecision: async (threadId, decision) =>
     (await journalOfEnvironment()).putDecision(threadId, decision),
+  markAsked: async (threadId, approvalId) =>
+    (await journalOfEnvironment()).markAsked!(threadId, approvalId),
+  wasAsked: async (threadId, approvalId) =>
+    (await journalOfEnvironment()).wasAsked!(threadId, approvalId),
 };
 
 async function journalOfEnvironment(): Promise<ReplayableJournal & ApprovalJournal> {

@@ -1,7 +1,9 @@
 import { basename, extname } from "node:path";
 import { decodeHTML } from "entities";
-import TurndownService from "turndown";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { htmlToText, htmlToTextOffThread } from "./html-to-text.ts";
+
+export { htmlToText };
 
 /**
  * Text extraction from the document types users attach to a conversation (PDF, DOCX, HTML,
@@ -54,6 +56,11 @@ export interface ExtractOptions {
   maxChars?: number;
   /** PDF pages read (default 2,000). */
   maxPages?: number;
+  /**
+   * Characters of an HTML page converted (default 5,000,000): a larger page is cut there, and
+   * `truncated` set (converting takes about a second per megabyte, off the main thread).
+   */
+  maxHtmlChars?: number;
 }
 
 /** Extracted text with the structure citations need. */
@@ -65,12 +72,16 @@ export interface ExtractedDocument {
   text: string;
   /** Pages of a PDF. */
   pages?: number;
-  /** True when the text was cut at `maxChars`. */
+  /** True when the text was cut at `maxChars` (or an HTML page at `maxHtmlChars`). */
   truncated: boolean;
 }
 
 /** Default limits. */
-export const EXTRACT_DEFAULTS = { maxChars: 2_000_000, maxPages: 2_000 } as const;
+export const EXTRACT_DEFAULTS = {
+  maxChars: 2_000_000,
+  maxPages: 2_000,
+  maxHtmlChars: 5_000_000,
+} as const;
 
 /** How a PDF page is labelled: the section heading of its passages and what answers cite. */
 export function pageLabel(page: number): string {
@@ -125,15 +136,16 @@ export function detectDocumentKind(source: DocumentSource, bytes: Uint8Array): D
     );
   }
   const byMedia = media ? MEDIA_TYPES[media] : undefined;
-  if (byMedia && byMedia !== "pdf" && byMedia !== "docx") return textual(byMedia, name, bytes);
+  if (byMedia && byMedia !== "pdf" && byMedia !== "docx")
+    return textual(byMedia, name, bytes, source.mediaType);
   for (const [kind, exts] of Object.entries(DOCUMENT_EXTENSIONS) as [DocumentKind, string[]][]) {
     if (!exts.includes(ext)) continue;
     if (kind === "pdf") throw invalid(`${name} is not a PDF (it does not start with %PDF-).`);
     if (kind === "docx") throw invalid(`${name} is not a DOCX file (it is not a ZIP archive).`);
-    return textual(kind, name, bytes);
+    return textual(kind, name, bytes, source.mediaType);
   }
   // A server that says "text/..." without saying which: read it as plain text.
-  if (media?.startsWith("text/")) return textual("text", name, bytes);
+  if (media?.startsWith("text/")) return textual("text", name, bytes, source.mediaType);
   if (looksBinary(bytes)) {
     throw invalid(
       `${name} is binary content (${media ?? (ext || "unknown type")}), not a supported document: codehop reads ${SUPPORTED}.`,
@@ -145,8 +157,13 @@ export function detectDocumentKind(source: DocumentSource, bytes: Uint8Array): D
 }
 
 /** A text type whose bytes must really be text. */
-function textual(kind: DocumentKind, name: string, bytes: Uint8Array): DocumentKind {
-  if (looksBinary(bytes)) {
+function textual(
+  kind: DocumentKind,
+  name: string,
+  bytes: Uint8Array,
+  mediaType?: string,
+): DocumentKind {
+  if (looksBinary(bytes, textEncodingOf(bytes, mediaType, kind === "html"))) {
     throw invalid(
       `${name} should be ${kind === "html" ? "HTML" : kind === "markdown" ? "Markdown" : "text"} but holds binary content; codehop reads ${SUPPORTED}.`,
     );
@@ -156,9 +173,10 @@ function textual(kind: DocumentKind, name: string, bytes: Uint8Array): DocumentK
 
 /**
  * True for content that is not text: NUL bytes, or many bytes that are neither printable ASCII,
- * whitespace nor part of UTF-8 sequences, in its first 8 KB.
+ * whitespace nor part of UTF-8 sequences (for text in UTF-8, the default `encoding`), in its
+ * first 8 KB.
  */
-export function looksBinary(bytes: Uint8Array): boolean {
+export function looksBinary(bytes: Uint8Array, encoding = "utf-8"): boolean {
   const head = bytes.subarray(0, 8192);
   if (head.length === 0) return false;
   let odd = 0;
@@ -167,6 +185,8 @@ export function looksBinary(bytes: Uint8Array): boolean {
     if (b < 0x09 || (b > 0x0d && b < 0x20) || b === 0x7f) odd++;
   }
   if (odd / head.length > 0.1) return true;
+  // Text declared in another encoding (windows-1251 ...) is not UTF-8, and need not be.
+  if (encoding !== "utf-8") return false;
   // Invalid UTF-8 in more than a few places: an image, an archive, a legacy binary format.
   const decoded = new TextDecoder("utf-8", { fatal: false }).decode(head);
   const replaced = decoded.split("\uFFFD").length - 1;
@@ -189,6 +209,7 @@ export async function extractDocument(
   const name = displayName(source.name);
   const maxChars = options.maxChars ?? EXTRACT_DEFAULTS.maxChars;
   let out: Omit<ExtractedDocument, "truncated">;
+  let cut = false;
   switch (kind) {
     case "pdf":
       out = await extractPdf(name, bytes, options.maxPages ?? EXTRACT_DEFAULTS.maxPages);
@@ -197,15 +218,20 @@ export async function extractDocument(
       out = { kind, text: await extractDocx(name, bytes) };
       break;
     case "html": {
-      const html = decodeText(bytes);
-      out = { kind, text: htmlToText(html), title: htmlTitle(html) };
+      let html = decodeText(bytes, source.mediaType, true);
+      const maxHtml = options.maxHtmlChars ?? EXTRACT_DEFAULTS.maxHtmlChars;
+      if (html.length > maxHtml) {
+        html = html.slice(0, maxHtml);
+        cut = true;
+      }
+      out = { kind, text: await htmlToTextOffThread(html, { name }), title: htmlTitle(html) };
       break;
     }
     case "markdown":
-      out = { kind, text: decodeText(bytes).trim() };
+      out = { kind, text: decodeText(bytes, source.mediaType).trim() };
       break;
     case "text":
-      out = { kind, text: neutralizeHeadings(decodeText(bytes).trim()) };
+      out = { kind, text: neutralizeHeadings(decodeText(bytes, source.mediaType).trim()) };
       break;
   }
   if (!out.text.replace(/^#{1,6}[ \t].*$/gm, "").trim()) {
@@ -215,13 +241,39 @@ export async function extractDocument(
         : `${name} is empty: it has no text to search.`,
     );
   }
-  const truncated = out.text.length > maxChars;
-  return { ...out, text: truncated ? out.text.slice(0, maxChars) : out.text, truncated };
+  const truncated = cut || out.text.length > maxChars;
+  return { ...out, text: out.text.slice(0, maxChars), truncated };
 }
 
-/** UTF-8 text without a byte-order mark and with \n line ends. */
-function decodeText(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8")
+/**
+ * The character encoding of a text document: a byte-order mark, else the `charset` its server
+ * declared (Content-Type), else, for HTML, a `<meta charset>` or `<meta http-equiv="Content-Type">`
+ * in its first 4 KB — the order the HTML standard's encoding sniffing uses — else UTF-8. Labels
+ * the platform's TextDecoder does not know fall back to UTF-8.
+ */
+export function textEncodingOf(bytes: Uint8Array, mediaType?: string, html = false): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return "utf-8";
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return "utf-16le";
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return "utf-16be";
+  const declared = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(mediaType ?? "")?.[1];
+  const head = html ? Buffer.from(bytes.subarray(0, 4096)).toString("latin1") : "";
+  const meta = html
+    ? /<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)/i.exec(head)?.[1]
+    : undefined;
+  for (const label of [declared, meta]) {
+    if (!label) continue;
+    try {
+      return new TextDecoder(label).encoding;
+    } catch {
+      // An unknown label: the next source decides.
+    }
+  }
+  return "utf-8";
+}
+
+/** Text in its encoding ({@link textEncodingOf}), without a byte-order mark, with \n line ends. */
+function decodeText(bytes: Uint8Array, mediaType?: string, html = false): string {
+  return new TextDecoder(textEncodingOf(bytes, mediaType, html))
     .decode(bytes)
     .replace(/^\uFEFF/, "")
     .replace(/\r\n?/g, "\n");
@@ -296,38 +348,7 @@ async function extractDocx(name: string, bytes: Uint8Array): Promise<string> {
       err,
     );
   }
-  return htmlToText(html);
-}
-
-let turndown: TurndownService | undefined;
-
-/**
- * HTML as plain text with Markdown heading lines (so sections survive chunking): page furniture
- * (scripts, styles, navigation, forms) dropped, links reduced to their text, images to their alt
- * text, and no Markdown escaping (the text is read, not rendered).
- */
-export function htmlToText(html: string): string {
-  if (!turndown) {
-    const td = new TurndownService({
-      headingStyle: "atx",
-      codeBlockStyle: "fenced",
-      bulletListMarker: "-",
-    });
-    td.remove(["script", "style", "noscript", "iframe", "nav", "footer", "form", "head", "title"]);
-    td.remove((node) => ["SVG", "CANVAS", "BUTTON", "TEMPLATE"].includes(node.nodeName));
-    td.addRule("links", { filter: "a", replacement: (content) => content });
-    td.addRule("images", {
-      filter: "img",
-      replacement: (_content, node) =>
-        (node as { getAttribute(name: string): string | null }).getAttribute("alt") ?? "",
-    });
-    td.escape = (text: string) => text;
-    turndown = td;
-  }
-  return turndown
-    .turndown(html)
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
+  return htmlToTextOffThread(html, { name });
 }
 
 /**

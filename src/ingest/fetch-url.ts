@@ -1,3 +1,7 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { LookupFunction } from "node:net";
+import ipaddr from "ipaddr.js";
+import { Agent, fetch, type Dispatcher, type Response } from "undici";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -5,6 +9,13 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
  * a size cap enforced while reading (not trusted from Content-Length), and redirects followed one
  * by one up to a maximum, so a URL that never answers, redirects forever or streams gigabytes
  * ends with a clear INPUT_INVALID message instead of hanging or filling memory.
+ *
+ * A server fetching links its clients send must not become their way into its own network
+ * (server-side request forgery): with `allowAddress` (e.g. {@link isPublicAddress}), every
+ * connection — the first and each redirect's — goes only to addresses it allows, checked on the
+ * addresses DNS returned, at connection time (so a name that resolves elsewhere the second time
+ * gains nothing), and on IP literals before connecting. Downloads use undici (Node's own fetch
+ * implementation, as a package) because its Agent lets the connection's DNS lookup be replaced.
  */
 
 /** Limits of {@link fetchDocument}. */
@@ -15,6 +26,13 @@ export interface FetchLimits {
   maxBytes?: number;
   /** Redirects followed (default 5). */
   maxRedirects?: number;
+  /**
+   * Addresses connections may go to (default: any). Checked for every address a host name
+   * resolves to (one refused address refuses the host) and for IP literals, on every redirect.
+   */
+  allowAddress?: (address: string) => boolean;
+  /** Said after the message when an address is refused (e.g. how an operator allows it). */
+  refusedHint?: string;
 }
 
 /** Default limits. */
@@ -58,6 +76,72 @@ export function parseHttpUrl(raw: string): URL {
   if (url.protocol !== "http:" && url.protocol !== "https:")
     throw invalid(`${raw}: only http:// and https:// links can be attached (got ${url.protocol}).`);
   return url;
+}
+
+/**
+ * True for public unicast addresses; false for private (10/8, 172.16/12, 192.168/16), loopback,
+ * link-local (169.254/16 — cloud metadata services — and fe80::/10), unique-local (fc00::/7),
+ * carrier-grade NAT, unspecified, multicast, reserved and documentation ranges, IPv4 addresses
+ * mapped into IPv6, NAT64 and 6to4 addresses, and anything that is not an IP address. The ranges
+ * are ipaddr.js's (a well-kept table of the IANA special-purpose registries).
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  return ipaddr.process(address).range() === "unicast";
+}
+
+/** A connection refused by {@link FetchLimits.allowAddress}. */
+class RefusedAddressError extends Error {
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
+    super(`${host} resolves to ${address}, an address this fetch may not connect to`);
+  }
+}
+
+/** A DNS lookup (net.connect's `lookup` option) that fails when any address is not allowed. */
+function guardedLookup(allow: (address: string) => boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return (callback as (e: Error) => void)(err);
+      const refused = addresses.find((a) => !allow(a.address));
+      if (refused || !addresses.length) {
+        return (callback as (e: Error) => void)(
+          new RefusedAddressError(hostname, refused?.address ?? "no address"),
+        );
+      }
+      if ((options as { all?: boolean }).all)
+        (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      else callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+/** undici Agents whose connections go only to allowed addresses, one per policy. */
+const guardedAgents = new WeakMap<(address: string) => boolean, Dispatcher>();
+
+function dispatcherFor(allow: ((address: string) => boolean) | undefined): Dispatcher | undefined {
+  if (!allow) return undefined;
+  let agent = guardedAgents.get(allow);
+  if (!agent) {
+    agent = new Agent({ connect: { lookup: guardedLookup(allow) } });
+    guardedAgents.set(allow, agent);
+  }
+  return agent;
+}
+
+/** The address of a URL whose host is an IP literal ("[::1]" → "::1"), else undefined. */
+function literalAddress(url: URL): string | undefined {
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  return ipaddr.isValid(host) ? host : undefined;
+}
+
+/** The RefusedAddressError behind a failed fetch, if that is why it failed. */
+function refusedCause(err: unknown): RefusedAddressError | undefined {
+  for (let e = err; e && typeof e === "object"; e = (e as { cause?: unknown }).cause)
+    if (e instanceof RefusedAddressError) return e;
+  return undefined;
 }
 
 /** Why a network request failed, in words ("could not connect", "host not found" ...). */
@@ -117,19 +201,33 @@ export async function fetchDocument(
   let url = parseHttpUrl(raw);
   const deadline = AbortSignal.timeout(timeoutMs);
   const abort = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  const dispatcher = dispatcherFor(limits.allowAddress);
+  const refused = (host: string, address: string, err?: unknown): never => {
+    throw invalid(
+      `${raw} leads to ${host} (${address}), a private, loopback or link-local address, which is not fetched here${limits.refusedHint ? ` (${limits.refusedHint})` : ""}.`,
+      err,
+    );
+  };
   const failed = (err: unknown): never => {
     if (signal?.aborted) throw signal.reason;
+    const refusal = refusedCause(err);
+    if (refusal) refused(refusal.host, refusal.address, err);
     if (deadline.aborted)
       throw invalid(`${raw} did not answer within ${timeoutMs / 1000} s (timed out).`, err);
     throw invalid(`${raw} could not be fetched: ${networkReason(err)}.`, err);
   };
   let response: Response | undefined;
   for (let hop = 0; ; hop++) {
+    // An IP literal is connected to without a DNS lookup: checked here instead.
+    const literal = literalAddress(url);
+    if (literal && limits.allowAddress && !limits.allowAddress(literal))
+      refused(url.hostname, literal);
     try {
       response = await fetch(url, {
         redirect: "manual",
         signal: abort,
         headers: { "user-agent": "codehop (document attachment)", accept: "*/*" },
+        ...(dispatcher ? { dispatcher } : {}),
       });
     } catch (err) {
       failed(err);

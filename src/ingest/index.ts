@@ -34,6 +34,7 @@ export {
 } from "./documents.ts";
 export {
   fetchDocument,
+  isPublicAddress,
   FETCH_DEFAULTS,
   type FetchedDocument,
   type FetchLimits,

@@ -198,4 +198,12 @@ export class SqliteCallJournal implements ReplayableJournal, ApprovalJournal {
   putDecision(threadId: string, decision: ApprovalResume): Promise<void> {
     return this.journal.putDecision(threadId, decision);
   }
+
+  markAsked(threadId: string, approvalId: string): Promise<void> {
+    return this.journal.markAsked!(threadId, approvalId);
+  }
+
+  wasAsked(threadId: string, approvalId: string): Promise<boolean> {
+    return this.journal.wasAsked!(threadId, approvalId);
+  }
 }

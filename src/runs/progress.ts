@@ -49,6 +49,11 @@ export interface RunProgressOptions {
    * state carries: the `agent` channel, in their input and first update).
    */
   rootName?: string;
+  /**
+   * What the top agent's line shows as its task, instead of the task it was given (the chat's
+   * agent is given the whole conversation; its tree shows the user's message).
+   */
+  rootTask?: string;
   /** Called with one plain text line per notable event (for non-TTY output). */
   onLine?: (line: string) => void;
 }
@@ -145,10 +150,12 @@ export class RunProgress {
   /** The final output of the top-level graph, once it arrived. */
   output: Record<string, unknown> | undefined;
   private readonly rootName: string;
+  private readonly rootTask?: string;
   private readonly onLine?: (line: string) => void;
 
   constructor(options: RunProgressOptions = {}) {
     this.rootName = options.rootName ?? "agent";
+    this.rootTask = options.rootTask;
     this.onLine = options.onLine;
   }
 
@@ -171,7 +178,7 @@ export class RunProgress {
       key,
       name: name || (depth === 1 ? this.rootName : "agent"),
       depth,
-      task: displayTask(task ?? ""),
+      task: depth === 1 && this.rootTask !== undefined ? this.rootTask : displayTask(task ?? ""),
       phase: "thinking",
       steps: [],
     };

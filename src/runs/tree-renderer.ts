@@ -45,13 +45,14 @@ export function fitToRows(lines: string[], rows: number, keepTop = KEEP_TOP): st
  */
 export function createLiveView(
   stream: NodeJS.WriteStream = process.stderr,
-  options: { rootName?: string; header?: string } = {},
+  options: { rootName?: string; rootTask?: string; header?: string } = {},
 ): LiveView {
   const colors = colorsFor(stream);
   if (!stream.isTTY) {
     if (options.header) stream.write(`${options.header}\n`);
     const progress = new RunProgress({
       rootName: options.rootName,
+      rootTask: options.rootTask,
       onLine: (l) => stream.write(`${l}\n`),
     });
     return {
@@ -62,7 +63,7 @@ export function createLiveView(
       },
     };
   }
-  const progress = new RunProgress({ rootName: options.rootName });
+  const progress = new RunProgress({ rootName: options.rootName, rootTask: options.rootTask });
   const log = createLogUpdate(stream);
   let tick = 0;
   const started = Date.now();

@@ -7,6 +7,7 @@ import { STREAM_MODES } from "./execute.ts";
 import { assistantIdOf } from "./graphs.ts";
 import { inClient, RUNS_QUEUE } from "./queue.ts";
 import { stateToThreadState, toJson } from "./serialize.ts";
+import { storeUploads } from "../core/uploads.ts";
 import {
   type ApiThread,
   type MultitaskStrategy,
@@ -456,8 +457,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ? body.stream_mode
         : [body.stream_mode]
       : [];
+    // Uploaded files are stored once, outside the run's input, events and checkpoints.
+    const threadOfRun = id;
+    const input = await storeUploads(body.input ?? null, (sha256, bytes) =>
+      store.putUpload(threadOfRun, sha256, bytes),
+    );
     const kwargs: RunKwargs = {
-      input: body.input ?? null,
+      input,
       command: (body.command as RunKwargs["command"]) ?? null,
       config: {
         ...(body.config ?? {}),

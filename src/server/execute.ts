@@ -152,6 +152,8 @@ export async function executeRun(options: {
       context: {
         ...run.kwargs.context,
         journal: forking ? persistence.journal.forReplay() : persistence.journal,
+        // What the input's uploaded files are read from (the server stored them at run creation).
+        uploads: { get: (sha256: string) => store.getUpload(threadId, sha256) },
       },
       metadata: { run_id: run.run_id, run_attempt: run.attempt, graph_id: run.graph_id },
       streamMode: [...modes],

@@ -21,6 +21,15 @@ export function toJson(value: unknown): string {
 }
 
 /**
+ * `value` as plain JSON data, LangChain serializables flattened by {@link toJson}: what a route
+ * returns, since Fastify's own JSON.stringify would write messages in LangChain's constructor form
+ * (`{ lc: 1, type: "constructor", ... }`), which clients such as agent-chat-ui cannot read.
+ */
+export function toPlainJson<T>(value: T): T {
+  return JSON.parse(toJson(value)) as T;
+}
+
+/**
  * An error as the API reports it: `{ error, message }`, plus the stable `code` of a CodehopError
  * (the LangGraph server sends none; clients reading only `error` and `message` are unaffected).
  */
@@ -67,8 +76,15 @@ export interface ApiThreadState {
   interrupts: unknown[];
 }
 
-/** A LangGraph StateSnapshot as the API's ThreadState (nested agents' states included when read). */
+/**
+ * A LangGraph StateSnapshot as the API's ThreadState (nested agents' states included when read),
+ * as plain JSON data: messages as `{ type, content, id, ... }` dicts, like the LangGraph server.
+ */
 export function stateToThreadState(state: any): ApiThreadState {
+  return toPlainJson(threadStateOf(state));
+}
+
+function threadStateOf(state: any): ApiThreadState {
   const tasks: ApiTask[] = (state.tasks ?? []).map((task: any) => {
     const nested = task.state && "values" in task.state && "next" in task.state;
     return {
@@ -78,7 +94,7 @@ export function stateToThreadState(state: any): ApiThreadState {
       error: task.error ? serializeError(task.error).message : null,
       interrupts: task.interrupts ?? [],
       checkpoint: !nested && task.state?.configurable ? task.state.configurable : null,
-      state: nested ? stateToThreadState(task.state) : null,
+      state: nested ? threadStateOf(task.state) : null,
       result: task.result ?? null,
     };
   });

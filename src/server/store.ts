@@ -85,6 +85,8 @@ export interface RunEvent {
 export const EVENTS_CHANNEL = "codehop_run_events";
 /** NOTIFY channel: a run was cancelled (payload: run id). */
 export const CANCEL_CHANNEL = "codehop_run_cancel";
+/** NOTIFY channel: a thread was deleted (payload: thread id); workers drop what they keep of it. */
+export const THREAD_DELETED_CHANNEL = "codehop_thread_deleted";
 
 /** DDL of the server's tables in `schema`. */
 export function serverTablesSql(schema: string): string {
@@ -130,6 +132,18 @@ CREATE TABLE IF NOT EXISTS ${s}.codehop_run_events (
   data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS codehop_run_events_run ON ${s}.codehop_run_events (run_id, id);
+CREATE TABLE IF NOT EXISTS ${s}.codehop_uploads (
+  thread_id TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  bytes BYTEA NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (thread_id, sha256)
+);
+CREATE TABLE IF NOT EXISTS ${s}.codehop_thread_deletions (
+  id BIGSERIAL PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  deleted_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
 CREATE TABLE IF NOT EXISTS ${s}.codehop_workers (
   worker_id TEXT PRIMARY KEY,
   host TEXT NOT NULL,
@@ -156,7 +170,14 @@ export class RunConflict extends Error {}
 
 /** The server's tables over a pool (the persistence's). */
 export class ServerStore {
-  readonly t: { threads: string; runs: string; events: string; workers: string };
+  readonly t: {
+    threads: string;
+    runs: string;
+    events: string;
+    workers: string;
+    uploads: string;
+    deletions: string;
+  };
 
   constructor(
     readonly pool: pg.Pool,
@@ -168,6 +189,8 @@ export class ServerStore {
       runs: `${s}.codehop_runs`,
       events: `${s}.codehop_run_events`,
       workers: `${s}.codehop_workers`,
+      uploads: `${s}.codehop_uploads`,
+      deletions: `${s}.codehop_thread_deletions`,
     };
   }
 
@@ -251,9 +274,48 @@ export class ServerStore {
         );
         await c.query(`DELETE FROM ${this.t.runs} WHERE thread_id = $1`, [threadId]);
       }
+      // A deleted thread's uploads go even when its runs stay on record (stateless runs).
+      await c.query(`DELETE FROM ${this.t.uploads} WHERE thread_id = $1`, [threadId]);
       const r = await c.query(`DELETE FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
+      // Workers keep data of their own about a thread (a conversation's file index in their
+      // CODEHOP_HOME): each reads this log and drops its part (see threadDeletionsAfter).
+      await c.query(`INSERT INTO ${this.t.deletions} (thread_id) VALUES ($1)`, [threadId]);
+      await c.query(`SELECT pg_notify($1, $2)`, [THREAD_DELETED_CHANNEL, threadId]);
       return (r.rowCount ?? 0) > 0;
     });
+  }
+
+  /** Deleted threads recorded after position `after` (0: all), oldest first, at most `limit`. */
+  async threadDeletionsAfter(
+    after: number,
+    limit = 500,
+  ): Promise<Array<{ id: number; threadId: string }>> {
+    const { rows } = await this.pool.query<{ id: string; thread_id: string }>(
+      `SELECT id, thread_id FROM ${this.t.deletions} WHERE id > $1 ORDER BY id LIMIT $2`,
+      [after, limit],
+    );
+    return rows.map((r) => ({ id: Number(r.id), threadId: r.thread_id }));
+  }
+
+  /**
+   * Stores a file a run's input uploaded to a thread, once per content (src/core/uploads.ts):
+   * the run's input, events and checkpoints then carry only its hash.
+   */
+  async putUpload(threadId: string, sha256: string, bytes: Buffer): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes) VALUES ($1, $2, $3)
+       ON CONFLICT (thread_id, sha256) DO NOTHING`,
+      [threadId, sha256, bytes],
+    );
+  }
+
+  /** The bytes of a thread's upload, or undefined. */
+  async getUpload(threadId: string, sha256: string): Promise<Uint8Array | undefined> {
+    const { rows } = await this.pool.query<{ bytes: Buffer }>(
+      `SELECT bytes FROM ${this.t.uploads} WHERE thread_id = $1 AND sha256 = $2`,
+      [threadId, sha256],
+    );
+    return rows[0]?.bytes;
   }
 
   /** Records how a run left its thread (status, latest values, pending interrupts). */

@@ -6,7 +6,7 @@ import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { type Backend, type BackendOptions, openBackend, queueOptionsOf } from "./backend.ts";
 import { executeRun } from "./execute.ts";
 import { DEAD_RUNS_QUEUE, RUNS_QUEUE, leaseSecondsOf, pollSecondsOf } from "./queue.ts";
-import { CANCEL_CHANNEL } from "./store.ts";
+import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
 
 /**
  * `codehop worker`: takes runs from the queue and executes them with this machine's sandbox pool,
@@ -28,6 +28,12 @@ export interface WorkerOptions extends BackendOptions {
   extraQueues?: (backend: Backend, workerId: string) => Promise<void>;
   /** Receives one line per notable event (taken, finished, lost ...). */
   log?: (line: string) => void;
+  /**
+   * Drops what this worker keeps of a deleted thread outside the database (the apps' data in its
+   * own CODEHOP_HOME, e.g. a conversation's file index). Called for every thread deleted while
+   * the worker runs (NOTIFY) and, at start, for every one recorded before (idempotent).
+   */
+  onThreadDeleted?: (threadId: string) => Promise<void>;
 }
 
 /** A started worker. */
@@ -72,7 +78,35 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   await listener.query(`LISTEN ${CANCEL_CHANNEL}`);
   listener.on("notification", (n) => {
     if (n.channel === CANCEL_CHANNEL && n.payload) stop(n.payload, "cancel");
+    if (n.channel === THREAD_DELETED_CHANNEL) void sweepDeletions();
   });
+
+  // Deleted threads, read from the store's log in order: at start (everything recorded before),
+  // on NOTIFY and on every heartbeat (a notification missed while reconnecting). One sweep at a
+  // time; a hook that fails is retried at the next sweep.
+  let deletionsSeen = 0;
+  let sweeping: Promise<void> = Promise.resolve();
+  const sweepDeletions = (): Promise<void> => {
+    const onDeleted = options.onThreadDeleted;
+    if (!onDeleted) return sweeping;
+    sweeping = sweeping.then(async () => {
+      try {
+        for (;;) {
+          const batch = await store.threadDeletionsAfter(deletionsSeen);
+          for (const { id, threadId } of batch) {
+            await onDeleted(threadId);
+            deletionsSeen = id;
+          }
+          if (batch.length < 500) break;
+        }
+      } catch (err) {
+        log(`dropping a deleted thread's data failed: ${(err as Error).message}`);
+      }
+    });
+    return sweeping;
+  };
+  if (options.onThreadDeleted) await listener.query(`LISTEN ${THREAD_DELETED_CHANNEL}`);
+  await sweepDeletions();
 
   const beat = async () => {
     try {
@@ -86,6 +120,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     } catch (err) {
       log(`heartbeat failed: ${(err as Error).message}`);
     }
+    void sweepDeletions();
   };
   const heartbeat = setInterval(() => void beat(), Math.max(1000, (lease * 1000) / 3));
 
@@ -203,6 +238,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     stop() {
       stopped ??= (async () => {
         clearInterval(heartbeat);
+        await sweeping;
         for (const runId of running.keys()) stop(runId, "shutdown");
         await queue.offWork(RUNS_QUEUE, { wait: true }).catch(() => {});
         await queue.offWork(DEAD_RUNS_QUEUE).catch(() => {});

@@ -179,6 +179,20 @@ describe("run progress tree", () => {
     expect(p.render("*").join("\n")).toContain("answer: Yes, it floats.");
   });
 
+  it("titles the root with rootTask when given (the chat's tree shows the user's message)", () => {
+    const task =
+      "Earlier in this conversation:\nUser: hi\n\nThe user's new message:\nHow long is the span?";
+    const start: StreamEvent = [[], "tasks", { id: "1", name: "plan", input: { task } }];
+    const titled = new RunProgress({ rootName: "chat", rootTask: "How long is the span?" });
+    titled.apply(start);
+    expect(titled.render("*")[0]).toBe("* chat: How long is the span?");
+    const plain = new RunProgress({ rootName: "chat" });
+    plain.apply(start);
+    expect(plain.render("*")[0]).toBe(
+      "* chat: Earlier in this conversation: User: hi The user's new message: How long is the span?",
+    );
+  });
+
   it("starts a resumed run's tree from the checkpointed steps", () => {
     const lines: string[] = [];
     const p = new RunProgress({ onLine: (l) => lines.push(l) });

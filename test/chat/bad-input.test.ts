@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, threadFiles } from "../../src/apps/chat/app.ts";
+import { LOCAL_USER_ACCESS } from "../../src/apps/chat/conversation/access.ts";
 import { attachAll, type AttachmentInput } from "../../src/apps/chat/conversation/attachments.ts";
 import { ChatFiles } from "../../src/apps/chat/conversation/knowledge-base.ts";
 import { CHAT_DEFAULTS, type ChatSettings } from "../../src/apps/chat/conversation/settings.ts";
@@ -97,7 +98,14 @@ afterAll(async () => {
 
 async function attachOne(input: AttachmentInput, options: Partial<ChatSettings> = {}) {
   const store = new ChatFiles(mkdtempSync(join(tmpdir(), "codehop-bad-home-")));
-  const [result] = await attachAll(store, "t", [input], { ...settings, ...options });
+  // The user's own machine (as the CLI and chat()): local paths and the local test server.
+  const [result] = await attachAll(
+    store,
+    "t",
+    [input],
+    { ...settings, ...options },
+    { access: LOCAL_USER_ACCESS },
+  );
   return { result, store };
 }
 

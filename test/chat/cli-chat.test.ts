@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,7 +8,8 @@ import { DEMO_FILES, DEMO_ROUNDS, chatResponder } from "../../src/apps/chat/demo
 import type { DemoRound } from "../../src/apps/chat/demo-trajectories.ts";
 import { action } from "../../src/apps/qa/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
-import { writeDemoDocuments } from "./documents.ts";
+import { attachTargets } from "../../src/cli/commands/chat.ts";
+import { startHttpServer, writeDemoDocuments } from "./documents.ts";
 
 // `codehop chat` as a user runs it: a real process whose stdin the test types into, talking to
 // the scripted model over HTTP. Ctrl-C (SIGINT) while a reply is being worked on stops that reply
@@ -121,6 +122,46 @@ describe("codehop chat in a terminal session", () => {
       [DEMO_ROUNDS[1].message, true],
     ]);
   }, 120_000);
+
+  it("/attach takes quoted paths with spaces; Ctrl-C while attaching keeps what was attached", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "codehop-cli-chat-spaces-")), "my docs");
+    mkdirSync(dir);
+    copyFileSync(docs.report, join(dir, "bridge report.pdf"));
+    // A link that never answers: only Ctrl-C ends its download before the 15 s deadline.
+    let asked!: () => void;
+    const requested = new Promise<void>((ok) => (asked = ok));
+    const never = await startHttpServer(() => asked());
+    try {
+      const s = new Session(["--thread", "spaces"]);
+      s.type(`/attach "${join(dir, "bridge report.pdf")}"`);
+      await s.waitFor(/^attached: bridge report\.pdf \(3 pages, /m);
+      s.type(`/attach ${never.url("/slow")}`);
+      await requested;
+      s.proc.kill("SIGINT");
+      await s.waitFor(/^\(stopped attaching — the files attached before are kept; see \/files\)$/m);
+      s.type("/files");
+      await s.waitFor(/^- bridge report\.pdf \(pdf, 3 pages, /m);
+      s.type("/exit");
+      expect(await s.exited).toBe(0);
+      expect(threadFiles("spaces", { config: { home } }).map((f) => f.name)).toEqual([
+        "bridge report.pdf",
+      ]);
+    } finally {
+      await never.close();
+    }
+  }, 60_000);
+
+  it("splits /attach arguments as a shell does", () => {
+    expect(attachTargets(`"a b.pdf" 'c d.md' e\\ f.txt https://x.org/p?q=1`)).toEqual([
+      "a b.pdf",
+      "c d.md",
+      "e f.txt",
+      "https://x.org/p?q=1",
+    ]);
+    expect(attachTargets("$HOME/notes.md *.pdf")).toEqual(["$HOME/notes.md", "*.pdf"]);
+    expect(attachTargets("")).toMatch(/^usage: \/attach/);
+    expect(attachTargets("a.pdf | rm -rf /")).toMatch(/^usage: \/attach/);
+  });
 
   it("a second session on the thread continues the conversation", async () => {
     const s = new Session(["--thread", "cli"]);

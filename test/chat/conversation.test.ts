@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -137,5 +137,18 @@ describe("a five-round conversation with a PDF and a DOCX", () => {
     expect(await deleteThread(THREAD, { config: config() })).toBe(true);
     expect(threadFiles(THREAD, { config: config() })).toEqual([]);
     expect(await chatHistory(THREAD, { config: config() })).toEqual([]);
+  });
+});
+
+describe("chatHistory", () => {
+  it("is empty where nothing ran yet, and reports a database it cannot read", async () => {
+    expect(
+      await chatHistory("t", { config: { home: join(tmpdir(), "codehop-nothing-here") } }),
+    ).toEqual([]);
+    const home = mkdtempSync(join(tmpdir(), "codehop-history-broken-"));
+    writeFileSync(join(home, "checkpoints.db"), "this is not a SQLite database ".repeat(200));
+    await expect(chatHistory("t", { config: { home } })).rejects.toMatchObject({
+      code: "CODEHOP_DB_INVALID",
+    });
   });
 });

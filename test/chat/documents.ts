@@ -59,6 +59,21 @@ export async function writeDemoDocuments(dir: string): Promise<{ report: string;
   return { report, budget };
 }
 
+/**
+ * A human message as agent-chat-ui sends one with a PDF: its text, then the file as a base64
+ * `file` content block.
+ */
+export function messageWithPdf(id: string, text: string, base64: string, filename: string) {
+  return {
+    id,
+    type: "human",
+    content: [
+      { type: "text", text },
+      { type: "file", mimeType: "application/pdf", data: base64, metadata: { filename } },
+    ],
+  };
+}
+
 /** A local HTTP server answering with `handler`; `url(path)` is its address. */
 export async function startHttpServer(
   handler: (req: IncomingMessage, res: ServerResponse) => void,

@@ -1,7 +1,10 @@
 import { existsSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
+import { createChatGraph } from "../../src/apps/chat/team.ts";
 import { takeUploads } from "../../src/apps/chat/conversation/attachments.ts";
 import { ChatFiles, citeLabel } from "../../src/apps/chat/conversation/knowledge-base.ts";
 import { withCitations } from "../../src/apps/chat/conversation/citations.ts";
@@ -59,6 +62,51 @@ describe("text extraction keeps pages and sections", () => {
     const doc = await extractDocument({ name: "t.html" }, page);
     expect(doc.title).toBe("Tolls \uFFFD \uFFFD \uFFFD & été <2024>");
     expect(doc.text).toBe("Cars pay 4 dollars.");
+  });
+
+  it("decodes text in its declared encoding: Content-Type's charset, else HTML's <meta>", async () => {
+    // "Café crème" in windows-1252 (é = 0xE9, è = 0xE8): not valid UTF-8.
+    const latin = (text: string) => Buffer.from(text, "latin1");
+    const page = (meta: string) =>
+      latin(`<html><head>${meta}<title>Café</title></head><body><p>Café crème</p></body></html>`);
+    const byMeta = await extractDocument(
+      { name: "menu.html", mediaType: "text/html" },
+      page('<meta charset="windows-1252">'),
+    );
+    expect(byMeta).toMatchObject({ title: "Café", text: "Café crème" });
+    const byHttpEquiv = await extractDocument(
+      { name: "menu.html" },
+      page('<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'),
+    );
+    expect(byHttpEquiv.text).toBe("Café crème");
+    const byHeader = await extractDocument(
+      { name: "menu", mediaType: "text/html; charset=ISO-8859-1" },
+      page(""),
+    );
+    expect(byHeader).toMatchObject({ title: "Café", text: "Café crème" });
+    const text = await extractDocument(
+      { name: "notes.txt", mediaType: "text/plain; charset=windows-1252" },
+      latin("Crème brûlée"),
+    );
+    expect(text.text).toBe("Crème brûlée");
+    // A page all in another script: not UTF-8, and not binary either.
+    const russian = "Мост открыт в 1932 году. ".repeat(40);
+    const cyrillic = await extractDocument(
+      { name: "most.html", mediaType: "text/html; charset=windows-1251" },
+      new Uint8Array(
+        [...`<html><body><p>${russian}</p></body></html>`].map((ch) => {
+          const code = ch.charCodeAt(0);
+          return code < 128 ? code : code - 0x410 + 0xc0; // А..я → 0xC0..0xFF
+        }),
+      ),
+    );
+    expect(cyrillic.text).toBe(russian.trim());
+    // Without a declaration, UTF-8 (an unknown label too).
+    const utf8 = await extractDocument(
+      { name: "notes.txt", mediaType: "text/plain; charset=no-such-charset" },
+      Buffer.from("Crème brûlée"),
+    );
+    expect(utf8.text).toBe("Crème brûlée");
   });
 
   it("Markdown keeps its headings; plain text has none", async () => {
@@ -154,6 +202,30 @@ describe("the per-thread knowledge base", () => {
     expect(files.sweepIfDue(30, 60_000, t + 1_000)).toEqual([]);
     expect(files.has("again")).toBe(true);
     expect(files.sweepIfDue(30, 60_000, t + 61_000)).toEqual([files.pathFor("again")]);
+  });
+
+  it("retention keeps the conversation being continued, however long it was idle", async () => {
+    const files = new ChatFiles(home());
+    await files.add("back", doc("a.md", "alpha"));
+    await files.add("other", doc("b.md", "beta"));
+    const past = new Date(Date.now() - 40 * 24 * 60 * 60 * 1000);
+    for (const t of ["back", "other"]) utimesSync(files.pathFor(t), past, past);
+    expect(files.sweep(30, Date.now(), "back")).toEqual([files.pathFor("other")]);
+    expect(files.has("back")).toBe(true);
+    // A round on a thread idle for 40 days: its first step applies the retention, not to it.
+    await files.add("other", doc("b.md", "beta"));
+    for (const t of ["back", "other"]) utimesSync(files.pathFor(t), past, past);
+    const graph = createChatGraph({ checkpointer: new MemorySaver() });
+    await graph.invoke(
+      { messages: [new HumanMessage("I am back. What was alpha?")] } as any,
+      {
+        configurable: { thread_id: "back" },
+        context: { chatFiles: files, chat: { filesRetentionDays: 30 } },
+        interruptBefore: ["respond", "summarize"],
+      } as any,
+    );
+    expect(files.list("back").map((f) => f.name)).toEqual(["a.md"]);
+    expect(files.has("other")).toBe(false);
   });
 
   it("deleteThread of the apps deletes a conversation's files even before its first round", async () => {

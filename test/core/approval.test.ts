@@ -206,33 +206,66 @@ const answer = (
 ) =>
   graph.invoke(new Command({ resume: { approvalId: request!.approvalId, ...decision } }), config);
 
+/** A manager whose worker sub-agent reads and deletes notes (delete_note needs approval). */
+function nestedTeam(threadId: string) {
+  const { ran, readNote, deleteNote, lookup } = noteTools();
+  const worker = createCodeAgent({
+    name: "worker",
+    description: "cleans notes",
+    tools: [readNote, deleteNote],
+    maxSteps: 2,
+    sandbox,
+  });
+  const manager = createCodeAgent({
+    name: "manager",
+    description: "tidies",
+    maxSteps: 3,
+    sandbox,
+    tools: [
+      lookup,
+      worker.asTool({
+        name: "worker_agent",
+        description: "Cleans notes.",
+        parameters: z.object({ task: z.string() }),
+        toInput: ({ task }) => ({ task }),
+      }),
+    ],
+  });
+  const graph: any = manager.builder.compile({ checkpointer: persistence.checkpointer });
+  return { ran, graph, config: runConfig(threadId, manager.recursionLimit) };
+}
+
+/** Two concurrent shelf sub-agents, each reading and deleting a note (approval needed). */
+function twinTeam(threadId: string) {
+  const { ran, readNote, deleteNote } = noteTools("always", 2);
+  const shelf = createCodeAgent({
+    name: "shelf",
+    description: "empties a shelf",
+    tools: [readNote, deleteNote],
+    maxSteps: 2,
+    sandbox,
+  });
+  const twins = createCodeAgent({
+    name: "twins",
+    description: "cleans",
+    maxSteps: 2,
+    sandbox,
+    tools: [
+      shelf.asTool({
+        name: "shelf_agent",
+        description: "Empties a shelf.",
+        parameters: z.object({ task: z.string() }),
+        toInput: ({ task }) => ({ task }),
+      }),
+    ],
+  });
+  const graph: any = twins.builder.compile({ checkpointer: persistence.checkpointer });
+  return { ran, graph, config: runConfig(threadId, twins.recursionLimit) };
+}
+
 describe("approval inside a nested sub-agent's code", () => {
   it("pauses, is rejected once and approved once; nothing finished runs again", async () => {
-    const { ran, readNote, deleteNote, lookup } = noteTools();
-    const worker = createCodeAgent({
-      name: "worker",
-      description: "cleans notes",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const manager = createCodeAgent({
-      name: "manager",
-      description: "tidies",
-      maxSteps: 3,
-      sandbox,
-      tools: [
-        lookup,
-        worker.asTool({
-          name: "worker_agent",
-          description: "Cleans notes.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = manager.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("nested-approval", manager.recursionLimit);
+    const { ran, graph, config } = nestedTeam("nested-approval");
 
     const first = await graph.invoke({ task: "Tidy the notes." }, config);
     expect(first.__interrupt__).toHaveLength(1);
@@ -294,6 +327,47 @@ describe("approval inside a nested sub-agent's code", () => {
       ['{"id":"a"}', { decision: "reject", reason: "keep a" }],
       ['{"id":"b"}', { decision: "approve" }],
     ]);
+  });
+});
+
+describe("approval in LangChain's human-in-the-loop format (agent-chat-ui)", () => {
+  it("a nested sub-agent's call: { decisions } rejects once and approves once, each the call asked", async () => {
+    const { ran, graph, config } = nestedTeam("nested-approval-hitl");
+    const models = () => [requestsOf("manager"), requestsOf("worker")];
+    const before = models();
+
+    await graph.invoke({ task: "Tidy the notes." }, config);
+    const asked = await pendingApproval(graph, config);
+    expect(asked).toMatchObject({
+      action_requests: [{ name: "delete_note", args: { id: "a" } }],
+      review_configs: [
+        { action_name: "delete_note", allowed_decisions: ["approve", "edit", "reject"] },
+      ],
+    });
+    expect(asked!.action_requests![0].description).toMatch(
+      /^worker calls delete_note\(\) \(line 3: /,
+    );
+
+    // The reject answers the call that asked (a), not the worker's next call (b), which asks.
+    await graph.invoke(
+      new Command({ resume: { decisions: [{ type: "reject", message: "keep a" }] } }),
+      config,
+    );
+    const next = await pendingApproval(graph, config);
+    expect(next).toMatchObject({ tool: "delete_note", args: { id: "b" } });
+    expect(ran).toEqual(["lookup notes", "read a"]);
+
+    // The approve answers b; the earlier reject, still among the task's resume values, does not.
+    const done = await graph.invoke(
+      new Command({ resume: { decisions: [{ type: "approve" }] } }),
+      config,
+    );
+    expect(done.__interrupt__).toBeUndefined();
+    expect(done.answer).toBe(
+      "note a / refused: The user rejected this call to delete_note(): keep a / deleted b",
+    );
+    expect(ran).toEqual(["lookup notes", "read a", "delete b"]);
+    expect(models().map((n, i) => n - before[i])).toEqual([2, 1]);
   });
 });
 
@@ -368,30 +442,7 @@ describe("approvals in one action", () => {
 
 describe("approvals in two concurrent sub-agents", () => {
   it("one asks at a time; each call runs once; no model call is repeated", async () => {
-    const { ran, readNote, deleteNote } = noteTools("always", 2);
-    const shelf = createCodeAgent({
-      name: "shelf",
-      description: "empties a shelf",
-      tools: [readNote, deleteNote],
-      maxSteps: 2,
-      sandbox,
-    });
-    const twins = createCodeAgent({
-      name: "twins",
-      description: "cleans",
-      maxSteps: 2,
-      sandbox,
-      tools: [
-        shelf.asTool({
-          name: "shelf_agent",
-          description: "Empties a shelf.",
-          parameters: z.object({ task: z.string() }),
-          toInput: ({ task }) => ({ task }),
-        }),
-      ],
-    });
-    const graph: any = twins.builder.compile({ checkpointer: persistence.checkpointer });
-    const config = runConfig("twin-approval", twins.recursionLimit);
+    const { ran, graph, config } = twinTeam("twin-approval");
     await graph.invoke({ task: "Clean both shelves." }, config);
     const asked: string[] = [];
     for (let round = 0; round < 4; round++) {
@@ -415,6 +466,31 @@ describe("approvals in two concurrent sub-agents", () => {
     expect(ran.filter((r) => r.startsWith("read")).sort()).toEqual(["read left", "read right"]);
     expect([requestsOf("twins"), requestsOf("shelf-left"), requestsOf("shelf-right")]).toEqual([
       1, 1, 1,
+    ]);
+  });
+});
+
+describe("human-in-the-loop decisions in two concurrent sub-agents", () => {
+  it("{ decisions } answers only a call the run showed; each call is shown before it runs, once", async () => {
+    const { ran, graph, config } = twinTeam("twin-approval-hitl");
+    await graph.invoke({ task: "Clean both shelves." }, config);
+    const shown: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const pending = await pendingApproval(graph, config);
+      if (!pending) break;
+      shown.push(pending.args.id as string);
+      expect(ran.filter((r) => r === `delete ${pending.args.id}`)).toEqual([]);
+      await graph.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    }
+    // A copy of the plain value reaches the other sub-agent too: it answers only a call the run
+    // showed, never one it did not (a call may be shown again when the sub-agents race: each
+    // call ran only after it was shown, checked above).
+    expect([...new Set(shown)].sort()).toEqual(["left", "right"]);
+    const state = await graph.getState(config);
+    expect(state.values.answer).toBe("deleted left & deleted right");
+    expect(ran.filter((r) => r.startsWith("delete")).sort()).toEqual([
+      "delete left",
+      "delete right",
     ]);
   });
 });

@@ -24,7 +24,7 @@ beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), "codehop-studio-approval-"));
   model = await ScriptedOpenAIServer.start({
     responder: trajectoryResponder(
-      ["a", "b"].map((id) => ({
+      ["a", "b", "c", "d", "e"].map((id) => ({
         name: `delete:${id}`,
         task: `Delete note ${id}.`,
         steps: [
@@ -99,5 +99,80 @@ describe("approvals through the LangGraph API server (Studio, SDK)", { timeout: 
     // The approved call ran once, the rejected one never; count_note, finished before each pause,
     // was served from the call journal on resume instead of running again.
     expect(calls()).toEqual(["count a", "delete a", "count b"]);
+  });
+
+  /** agent-chat-ui's check of an interrupt it can render as an approve / edit / reject form. */
+  function isAgentInboxInterrupt(value: any): boolean {
+    const requests = value?.action_requests;
+    const configs = value?.review_configs;
+    return (
+      Array.isArray(requests) &&
+      requests.length > 0 &&
+      requests.every(
+        (r: any) => typeof r?.name === "string" && r.args && typeof r.args === "object",
+      ) &&
+      Array.isArray(configs) &&
+      configs.length > 0 &&
+      configs.every(
+        (c: any) => typeof c?.action_name === "string" && Array.isArray(c.allowed_decisions),
+      )
+    );
+  }
+
+  it("agent-chat-ui: the interrupt is its HITL request; its decisions approve, reject and edit", async () => {
+    const cases = [
+      ["c", { type: "approve" }, "deleted c (3 words)", ["count c", "delete c"]],
+      [
+        "d",
+        { type: "reject", message: "keep d" },
+        "refused: The user rejected this call to delete_note(): keep d (3 words)",
+        ["count d"],
+      ],
+      [
+        "e",
+        { type: "edit", edited_action: { name: "delete_note", args: { id: "x" } } },
+        "deleted x (3 words)",
+        ["count e", "delete x"],
+      ],
+    ] as const;
+    for (const [id, decision, answer, ran] of cases) {
+      const before = calls().length;
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, "approval_agent", {
+        input: { task: `Delete note ${id}.` },
+      });
+      // What agent-chat-ui reads: the thread's interrupt value.
+      const [request] = await pending(thread.thread_id);
+      expect(isAgentInboxInterrupt(request)).toBe(true);
+      expect(request.action_requests).toEqual([
+        {
+          name: "delete_note",
+          args: { id },
+          description: expect.stringMatching(
+            /^approval_agent calls delete_note\(\) \(line 3: .*delete_note\("/,
+          ),
+        },
+      ]);
+      expect(request.review_configs).toEqual([
+        {
+          action_name: "delete_note",
+          allowed_decisions: ["approve", "edit", "reject"],
+          args_schema: expect.objectContaining({ type: "object" }),
+        },
+      ]);
+      // What it sends: submit({}, { command: { resume: { decisions: [decision] } } }).
+      const events: Array<{ event: string; data: any }> = [];
+      for await (const e of client.runs.stream(thread.thread_id, "approval_agent", {
+        input: {},
+        command: { resume: { decisions: [decision] } },
+        streamMode: ["values"],
+      }))
+        events.push(e as { event: string; data: any });
+      expect(events.filter((e) => e.event === "error")).toEqual([]);
+      expect(events.filter((e) => e.event === "values").at(-1)!.data.answer).toBe(answer);
+      expect(await pending(thread.thread_id)).toEqual([]);
+      // The call answered ran once (or never, rejected); count_note was served from the journal.
+      expect(calls().slice(before)).toEqual(ran);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -45,6 +45,8 @@ beforeAll(async () => {
     OPENAI_API_KEY: "scripted",
     CODEHOP_MODEL: "scripted",
     CODEHOP_HOME: home,
+    // The test's pages are served on 127.0.0.1: the operator's opt-in for private addresses.
+    CODEHOP_CHAT_ALLOW_PRIVATE_URLS: "1",
     LANGSMITH_TRACING: "false",
     LANGCHAIN_TRACING_V2: "false",
   });
@@ -150,6 +152,40 @@ describe("agent-chat-ui against the chat graph (LangGraph server + SDK)", () => 
       .request.messages.find((m) => m.role === "user")!.content;
     expect(task).toContain(`User: ${SPAN.message}`);
     expect(task).toContain(`- ${DEMO_FILES.visitor} (web page)`);
+  }, 120_000);
+
+  it("a client cannot make the server read its files (attach: [{ path }])", async () => {
+    const secret = join(mkdtempSync(join(tmpdir(), "codehop-chat-ui-secret-")), "secret.md");
+    writeFileSync(secret, "# Server\n\nThe database password is swordfish.\n");
+    const thread = (await client.threads.create()).thread_id;
+    const input = {
+      messages: [{ type: "human", content: "Read it." }],
+      attach: [{ path: secret }],
+    };
+    const events: Array<{ event: string; data: any }> = [];
+    // Stopped before the reply: what attach_files did is what matters.
+    for await (const e of client.runs.stream(thread, "chat", {
+      input,
+      streamMode: ["values"],
+      interruptBefore: ["respond", "summarize"],
+    }))
+      events.push(e as { event: string; data: any });
+    expect(events.filter((e) => e.event === "error")).toEqual([]);
+    const state = await client.threads.getState(thread);
+    const attachments = (state.values as any).attachments;
+    expect(attachments).toMatchObject([{ name: "secret.md", ok: false }]);
+    expect(attachments[0].error).toMatch(/local paths are not read in this conversation/);
+    expect(JSON.stringify(events)).not.toContain("swordfish");
+    // A grant forged in the run's context is refused before the run starts.
+    const forged: Array<{ event: string; data: any }> = [];
+    for await (const e of client.runs.stream(thread, "chat", {
+      input,
+      context: { chatAccess: { localFiles: true, privateNetwork: true } },
+      streamMode: ["values"],
+    }))
+      forged.push(e as { event: string; data: any });
+    expect(JSON.stringify(forged.find((e) => e.event === "error"))).toMatch(/chatAccess/);
+    expect(JSON.stringify(forged)).not.toContain("swordfish");
   }, 120_000);
 
   it("serves the thread's history as the UI fetches it", async () => {

@@ -1,14 +1,16 @@
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import type { AppGraph, RunApp, RunOptions } from "../../runs/app.ts";
-import { loadAppConfig, type AppConfig } from "../../runs/config.ts";
+import { loadAppConfig, persistenceLocation, type AppConfig } from "../../runs/config.ts";
 import { resumeRun, runTurn } from "../../runs/lifecycle.ts";
 import { pendingApprovals, type ApprovalDecision } from "../../core/approval.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { RecordingApp } from "../../runs/thread-record.ts";
 import type { CodeTool } from "../../tools/define-tool.ts";
+import { LOCAL_USER_ACCESS } from "./conversation/access.ts";
 import {
   attachAll,
   toAttachmentInput,
@@ -18,7 +20,7 @@ import {
 import type { Citation } from "./conversation/citations.ts";
 import { ChatFiles, type ThreadFile } from "./conversation/knowledge-base.ts";
 import { messageContentText, roundsOf, type Round } from "./conversation/memory.ts";
-import { openPersistenceFor } from "../../persistence/index.ts";
+import { checkpointDbPath, openPersistenceFor } from "../../persistence/index.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import {
   chatSettingsFromEnv,
@@ -115,7 +117,11 @@ export const chatApp: RunApp = {
     return last ? messageContentText(last) : "";
   },
   async openServices(config: AppConfig) {
-    return { context: { chatFiles: new ChatFiles(config.home) }, close: async () => {} };
+    return {
+      // The user's own machine: local paths and private addresses may be attached.
+      context: { chatFiles: new ChatFiles(config.home), chatAccess: LOCAL_USER_ACCESS },
+      close: async () => {},
+    };
   },
   shapeResult: (snapshot) => chatResultFields(snapshot),
   async deleteThread(config, threadId) {
@@ -214,13 +220,10 @@ export async function attachToThread(
   options: ChatFilesOptions & { settings?: Partial<ChatSettings>; signal?: AbortSignal } = {},
 ): Promise<AttachmentResult[]> {
   const settings = resolveChatSettings(options.settings, chatSettingsFromEnv());
-  return attachAll(
-    filesOf(options),
-    threadId,
-    paths.map(toAttachmentInput),
-    settings,
-    options.signal,
-  );
+  return attachAll(filesOf(options), threadId, paths.map(toAttachmentInput), settings, {
+    signal: options.signal,
+    access: LOCAL_USER_ACCESS,
+  });
 }
 
 /** The files attached to a conversation, in the order they were attached. */
@@ -245,11 +248,12 @@ export async function chatHistory(
   threadId: string,
   options: ChatFilesOptions & { persistence?: Persistence } = {},
 ): Promise<Round[]> {
-  const home = loadAppConfig(options.config).home;
-  const persistence =
-    options.persistence ??
-    (await openPersistenceFor({ home }, { mustExist: true }).catch(() => undefined));
-  if (!persistence) return [];
+  const location = persistenceLocation(loadAppConfig(options.config));
+  // Nothing has run here yet: no history. Any other failure (a database that cannot be opened
+  // or read) is reported, not taken for an empty conversation.
+  if (!options.persistence && !location.databaseUrl && !existsSync(checkpointDbPath(location.home)))
+    return [];
+  const persistence = options.persistence ?? (await openPersistenceFor(location));
   try {
     const snapshot = await chatApp
       .graph(persistence.checkpointer)

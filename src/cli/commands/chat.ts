@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { Command } from "commander";
+import { parse as parseShellWords } from "shell-quote";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
@@ -28,6 +29,23 @@ const HELP = [
 ].join("\n");
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/**
+ * The paths and links of `/attach ...`, split as a shell splits words: quotes ("my report.pdf",
+ * 'a b.md') and backslashes (my\ report.pdf) keep spaces in a path; `$` and globs are taken
+ * literally. A usage message instead when there is none or the line has shell operators.
+ */
+export function attachTargets(text: string): string[] | string {
+  const usage =
+    'usage: /attach <path-or-url> ... (quote paths with spaces: /attach "my report.pdf")';
+  const words: string[] = [];
+  for (const token of parseShellWords(text, (key) => `$${key}`)) {
+    if (typeof token === "string") words.push(token);
+    else if ("op" in token && token.op === "glob") words.push(token.pattern);
+    else return usage;
+  }
+  return words.length ? words : usage;
+}
 
 /**
  * `codehop chat`: an interactive conversation with the chat agent in the terminal. Each line is a
@@ -86,9 +104,25 @@ export default function chatCommand(): Command {
         out(`you> ${last.user}`);
         if (last.reply !== undefined) out(`assistant> ${last.reply}`);
       }
-      const startFiles = [...(flags.file ?? []), ...(flags.url ?? [])];
-      if (startFiles.length)
-        printAttachments(await app.attachToThread(threadId, startFiles, { config, settings }));
+      /** Attaches files and links; Ctrl-C stops between (and during downloads of) them. */
+      const attach = async (targets: string[]) => {
+        running = new AbortController();
+        try {
+          printAttachments(
+            await app.attachToThread(threadId, targets, {
+              config,
+              settings,
+              signal: running.signal,
+            }),
+          );
+        } catch (e) {
+          if (!CodehopError.isInstance(e) || e.code !== ErrorCodes.RUN_INTERRUPTED) throw e;
+          // Each file is indexed whole or not at all: the ones before the Ctrl-C stay.
+          out("(stopped attaching — the files attached before are kept; see /files)");
+        } finally {
+          running = undefined;
+        }
+      };
 
       const tty = Boolean(process.stdin.isTTY);
       const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
@@ -110,6 +144,9 @@ export default function chatCommand(): Command {
       };
       rl.on("SIGINT", onInterrupt);
       process.on("SIGINT", onInterrupt);
+
+      const startFiles = [...(flags.file ?? []), ...(flags.url ?? [])];
+      if (startFiles.length) await attach(startFiles);
 
       // Lines are read from one iterator: the loop's messages and the answers to an approval.
       const lines = rl[Symbol.asyncIterator]();
@@ -148,7 +185,7 @@ export default function chatCommand(): Command {
 
       const runRound = async (message: string) => {
         running = new AbortController();
-        const view = chatRoundView(!flags.json && !flags.quiet);
+        const view = chatRoundView(!flags.json && !flags.quiet, message);
         try {
           let approval: ApprovalDecision | undefined;
           for (;;) {
@@ -191,7 +228,7 @@ export default function chatCommand(): Command {
       };
 
       const command = async (line: string): Promise<boolean> => {
-        const [name, ...args] = line.split(/\s+/);
+        const [name] = line.split(/\s+/);
         const rest = line.slice(name.length).trim();
         switch (name) {
           case "/exit":
@@ -212,10 +249,12 @@ export default function chatCommand(): Command {
               );
             break;
           }
-          case "/attach":
-            if (!args.length) out("usage: /attach <path-or-url> ...");
-            else printAttachments(await app.attachToThread(threadId, args, { config, settings }));
+          case "/attach": {
+            const targets = attachTargets(rest);
+            if (typeof targets === "string") out(targets);
+            else await attach(targets);
             break;
+          }
           case "/forget":
             if (rest) {
               out(

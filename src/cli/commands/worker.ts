@@ -26,6 +26,7 @@ export default function workerCommand(): Command {
     async (flags: ServerFlags & { concurrency: number; workerId?: string; quiet?: boolean }) => {
       const { startWorker } = await import("../../server/worker.ts");
       const { evalQueueHandlers } = await import("../../server/eval-queue.ts");
+      const { deleteAppThreadData } = await import("../../apps/index.ts");
       const log = (line: string) => {
         if (!flags.quiet) process.stderr.write(`codehop worker: ${line}\n`);
       };
@@ -34,6 +35,10 @@ export default function workerCommand(): Command {
         concurrency: Math.max(1, flags.concurrency),
         workerId: flags.workerId,
         extraQueues: evalQueueHandlers({ concurrency: Math.max(1, flags.concurrency), log }),
+        // A thread deleted through `codehop serve`: this worker's own data of it goes too.
+        onThreadDeleted: async (threadId) => {
+          await deleteAppThreadData(threadId);
+        },
         log,
       });
       const { graphs, persistence } = worker.backend;

@@ -1,5 +1,5 @@
-import { readFile, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { readFile, realpath, stat } from "node:fs/promises";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import {
   displayName,
@@ -7,8 +7,15 @@ import {
   hasSupportedExtension,
   type ExtractedDocument,
 } from "../../../ingest/documents.ts";
-import { fetchDocument, megabytes } from "../../../ingest/fetch-url.ts";
+import { fetchDocument, isPublicAddress, megabytes } from "../../../ingest/fetch-url.ts";
+import { servedChatAccess, type ChatAccess } from "./access.ts";
 import type { ChatFiles, ThreadFile } from "./knowledge-base.ts";
+import {
+  isDataBlock,
+  uploadRefOf,
+  type DataBlock,
+  type UploadReader,
+} from "../../../core/uploads.ts";
 import type { ChatSettings } from "./settings.ts";
 
 /**
@@ -21,7 +28,10 @@ import type { ChatSettings } from "./settings.ts";
 
 /** A file or link to attach: a local path, an http(s) URL, or an uploaded file's bytes (base64). */
 export type AttachmentInput =
-  { path: string } | { url: string } | { name: string; data: string; mediaType?: string };
+  | { path: string }
+  | { url: string }
+  | { name: string; data: string; mediaType?: string }
+  | { name: string; upload: string; mediaType?: string };
 
 /** What attaching one input did. */
 export interface AttachmentResult {
@@ -50,24 +60,40 @@ export function toAttachmentInput(value: string): AttachmentInput {
   return /^https?:\/\//i.test(value.trim()) ? { url: value.trim() } : { path: value };
 }
 
+/** Options of {@link attachAll}. */
+export interface AttachOptions {
+  /** The run's signal: aborting it stops the attaching (and rethrows its reason). */
+  signal?: AbortSignal;
+  /**
+   * What the inputs may reach on this machine (local paths, private addresses); default: a
+   * served graph's (neither, unless CODEHOP_CHAT_ALLOW_PRIVATE_URLS allows private addresses).
+   */
+  access?: ChatAccess;
+  /** Where uploads a server stored (reference blocks) are read (the run context's `uploads`). */
+  uploads?: UploadReader;
+}
+
 /**
  * Attaches every input to the thread's knowledge base, in order. Bad input (a missing, empty,
- * huge, encrypted, corrupt or unsupported file, a link that fails) is a failed result with a
- * clear message; only the run's own abort and broken storage throw.
+ * huge, encrypted, corrupt or unsupported file, a link that fails, a local path or a private
+ * address the access does not allow) is a failed result with a clear message; only the run's own
+ * abort and broken storage throw.
  */
 export async function attachAll(
   files: ChatFiles,
   threadId: string,
   inputs: readonly AttachmentInput[],
   settings: ChatSettings,
-  signal?: AbortSignal,
+  options: AttachOptions = {},
 ): Promise<AttachmentResult[]> {
+  const { signal } = options;
+  const access = options.access ?? servedChatAccess();
   const results: AttachmentResult[] = [];
   for (const input of inputs) {
     signal?.throwIfAborted();
     const source = attachmentSource(input);
     try {
-      const { name, doc, origin } = await load(input, settings, signal);
+      const { name, doc, origin } = await load(input, settings, access, signal, options.uploads);
       const file = await files.add(threadId, {
         name,
         kind: doc.kind,
@@ -103,10 +129,46 @@ function invalid(message: string, cause?: unknown): CodehopError {
   return new CodehopError(ErrorCodes.INPUT_INVALID, message, cause ? { cause } : undefined);
 }
 
+/** Whether `path` is `root` or inside it (both absolute, normalized). */
+function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/**
+ * The file a path input may read under `access`: any path with `localFiles` (the user's own
+ * machine); else only one under `access.filesRoot` once symbolic links are followed (a link out
+ * of it is refused), relative paths taken from it; else none. A served graph's input comes from
+ * its clients: they may not read the server's other files.
+ */
+async function localPath(given: string, access: ChatAccess): Promise<string> {
+  if (access.localFiles) return resolve(given);
+  const refused = (): never => {
+    throw invalid(
+      `${displayName(given)}: local paths are not read in this conversation (it runs on a server, whose files its clients may not read)${access.filesRoot ? " except those in the directory the server shares for it" : ""}; upload the file instead.`,
+    );
+  };
+  if (!access.filesRoot) return refused();
+  const root = await realpath(access.filesRoot).catch((err: unknown) => {
+    throw invalid(
+      `${displayName(given)}: the directory this server shares for attachments (CODEHOP_CHAT_FILES_ROOT) cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`,
+      err,
+    );
+  });
+  const path = resolve(root, given);
+  // Refused before touching the file system, so a client cannot probe what exists outside.
+  if (!isInside(root, path)) return refused();
+  const real = await realpath(path).catch(() => path);
+  if (!isInside(root, real)) return refused();
+  return real;
+}
+
 async function load(
   input: AttachmentInput,
   settings: ChatSettings,
+  access: ChatAccess,
   signal?: AbortSignal,
+  uploads?: UploadReader,
 ): Promise<{ name: string; doc: ExtractedDocument; origin: string }> {
   if ("url" in input) {
     const fetched = await fetchDocument(
@@ -115,6 +177,13 @@ async function load(
         timeoutMs: settings.urlTimeoutMs,
         maxBytes: settings.maxUrlBytes,
         maxRedirects: settings.maxRedirects,
+        ...(access.privateNetwork
+          ? {}
+          : {
+              allowAddress: isPublicAddress,
+              refusedHint:
+                "the operator of the server can allow such links with CODEHOP_CHAT_ALLOW_PRIVATE_URLS=1",
+            }),
       },
       signal,
     );
@@ -132,7 +201,7 @@ async function load(
     return { name, doc, origin: fetched.url };
   }
   if ("path" in input) {
-    const path = resolve(input.path);
+    const path = await localPath(input.path, access);
     const name = displayName(path);
     let size: number;
     try {
@@ -165,7 +234,15 @@ async function load(
     return { name, doc: await extractDocument({ name }, bytes), origin: path };
   }
   const name = displayName(input.name || "upload");
-  const bytes = Buffer.from(input.data ?? "", "base64");
+  let bytes: Uint8Array;
+  if ("upload" in input) {
+    const stored = await uploads?.get(input.upload);
+    if (!stored)
+      throw invalid(
+        `${name}: the uploaded file is not available here (the server that received it keeps it); upload it again.`,
+      );
+    bytes = stored;
+  } else bytes = Buffer.from(input.data ?? "", "base64");
   if (bytes.length > settings.maxFileBytes) {
     throw invalid(
       `${name} is ${megabytes(bytes.length)}, over the ${megabytes(settings.maxFileBytes)} limit for attached files.`,
@@ -179,25 +256,10 @@ async function load(
   };
 }
 
-/** A content block of a chat UI's message carrying a file (agent-chat-ui sends PDFs and images). */
-interface DataBlock {
-  type: string;
-  data?: unknown;
-  mimeType?: unknown;
-  mime_type?: unknown;
-  source_type?: unknown;
-  metadata?: { filename?: unknown; name?: unknown };
-}
-
-function isDataBlock(part: unknown): part is DataBlock {
-  if (!part || typeof part !== "object") return false;
-  const p = part as DataBlock;
-  return (p.type === "file" || p.type === "image") && typeof p.data === "string";
-}
-
 /**
  * The files a chat UI put into a message as base64 content blocks (LangChain's `file` / `image`
- * blocks, in both the current `mimeType` and the older `mime_type` + `source_type` shape), and the
+ * blocks, in both the current `mimeType` and the older `mime_type` + `source_type` shape) or a
+ * server stored and replaced by a reference (`upload: "sha256:..."`, src/core/uploads.ts), and the
  * message content without their bytes — each block replaced by a short text note, so the
  * conversation's checkpoints do not carry the files (they live in the knowledge base).
  */
@@ -205,17 +267,24 @@ export function takeUploads(content: unknown): {
   uploads: AttachmentInput[];
   content: unknown;
 } {
-  if (!Array.isArray(content) || !content.some(isDataBlock)) return { uploads: [], content };
+  const isUpload = (part: unknown) => isDataBlock(part) || uploadRefOf(part) !== undefined;
+  if (!Array.isArray(content) || !content.some(isUpload)) return { uploads: [], content };
   const uploads: AttachmentInput[] = [];
   const kept = content.map((part, i) => {
-    if (!isDataBlock(part)) return part;
-    const mediaType = String(part.mimeType ?? part.mime_type ?? "");
+    if (!isUpload(part)) return part;
+    const block = part as DataBlock;
+    const mediaType = String(block.mimeType ?? block.mime_type ?? "");
     const name = String(
-      part.metadata?.filename ??
-        part.metadata?.name ??
+      block.metadata?.filename ??
+        block.metadata?.name ??
         `upload-${i + 1}${guessExtension(mediaType)}`,
     );
-    uploads.push({ name, data: part.data as string, ...(mediaType ? { mediaType } : {}) });
+    const ref = uploadRefOf(part);
+    uploads.push({
+      name,
+      ...(ref ? { upload: ref } : { data: block.data as string }),
+      ...(mediaType ? { mediaType } : {}),
+    });
     return { type: "text", text: `[attached file: ${name}]` };
   });
   return { uploads, content: kept };

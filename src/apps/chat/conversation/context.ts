@@ -2,6 +2,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
 import { readRunContext, RunContextSchema } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import { isChatAccessGrant, type ChatAccess } from "./access.ts";
 import { ChatFiles } from "./knowledge-base.ts";
 import { ChatSettingsSchema, type ChatSettings } from "./settings.ts";
 
@@ -17,6 +18,11 @@ declare module "../../../core/run-context.ts" {
      * agent's state for the conversation's.
      */
     streamAgentSteps?: boolean;
+    /**
+     * Chat: what the run may reach on its machine (local paths, private addresses): a grant made
+     * by `grantChatAccess` (src/apps/chat/conversation/access.ts); the CLI and `chat()` set it.
+     */
+    chatAccess?: ChatAccess;
   }
 }
 
@@ -29,6 +35,9 @@ export const ChatRunContextSchema = RunContextSchema.extend({
     .describe("chat settings for this run (keepRounds, summaryWords, limits of attached files)"),
   chatFiles: z.custom<ChatFiles>(isObject, "a ChatFiles store").optional(),
   streamAgentSteps: z.boolean().optional(),
+  chatAccess: z
+    .custom<ChatAccess>(isChatAccessGrant, "a grant made by grantChatAccess (code only)")
+    .optional(),
 });
 
 /** What the chat graph's nodes need to find a run's file store when the run names none. */
@@ -37,6 +46,11 @@ export interface ChatFilesDeps {
   files?: ChatFiles;
   /** The environment's store, opened on first use (the langgraph.json entry gives it). */
   fallbackFiles?: () => ChatFiles;
+  /**
+   * What every run of this graph may reach on its machine (a `grantChatAccess` grant) when its
+   * run context grants nothing; without one, a served graph's default (see access.ts).
+   */
+  access?: ChatAccess;
 }
 
 /** The file store of a run: the run context's, else the graph's, else the fallback. */

@@ -199,15 +199,19 @@ export class ChatFiles {
 
   /**
    * Deletes the indexes not used for `retentionDays` (none when 0); returns the removed files.
-   * Cheap (one stat per thread), so every chat session runs it when it starts.
+   * Cheap (one stat per thread), so every chat session runs it when it starts. `active` names the
+   * thread being talked in: its index is kept (and marked used), however long it was idle.
    */
-  sweep(retentionDays: number, now = Date.now()): string[] {
+  sweep(retentionDays: number, now = Date.now(), active?: string): string[] {
     if (!(retentionDays > 0) || !existsSync(this.dir)) return [];
     const cutoff = now - retentionDays * 24 * 60 * 60 * 1000;
     const removed: string[] = [];
+    const kept = active === undefined ? undefined : this.pathFor(active);
+    if (active !== undefined) this.touch(active);
     for (const entry of readdirSync(this.dir)) {
       if (!entry.endsWith(".db")) continue;
       const path = join(this.dir, entry);
+      if (path === kept) continue;
       try {
         if (statSync(path).mtimeMs >= cutoff) continue;
       } catch {
@@ -223,12 +227,18 @@ export class ChatFiles {
 
   /**
    * {@link sweep}, at most once per `intervalMs` (default an hour) for this store: what every
-   * round calls, so a long-running server applies the retention too.
+   * round calls (with its own thread as `active`), so a long-running server applies the
+   * retention too.
    */
-  sweepIfDue(retentionDays: number, intervalMs = 60 * 60 * 1000, now = Date.now()): string[] {
+  sweepIfDue(
+    retentionDays: number,
+    intervalMs = 60 * 60 * 1000,
+    now = Date.now(),
+    active?: string,
+  ): string[] {
     if (now - this.lastSweep < intervalMs) return [];
     this.lastSweep = now;
-    return this.sweep(retentionDays, now);
+    return this.sweep(retentionDays, now, active);
   }
 
   /** Marks the thread's index as used now (what {@link sweep} measures idleness by). */

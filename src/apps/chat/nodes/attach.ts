@@ -1,9 +1,18 @@
 import { HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { readRunContext } from "../../../core/run-context.ts";
+import type { UploadReader } from "../../../core/uploads.ts";
+import { chatAccessOf } from "../conversation/access.ts";
 import { attachAll, takeUploads, type AttachmentInput } from "../conversation/attachments.ts";
 import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
 import { chatSettingsOf } from "../conversation/settings.ts";
 import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
+
+/** The server's store of the run's uploads (a plain object a client sent is no store). */
+function uploadsOf(config: LangGraphRunnableConfig): UploadReader | undefined {
+  const uploads = readRunContext(config).uploads;
+  return typeof uploads?.get === "function" ? uploads : undefined;
+}
 
 /**
  * attach_files: the round's first step. Adds the files and links of the input's `attach` and the files a
@@ -21,7 +30,8 @@ export function makeAttachNode(deps: ChatFilesDeps) {
     const settings = chatSettingsOf(config);
     const files = chatFilesOf(config, deps);
     // Retention: indexes of conversations idle for too long go (at most once an hour).
-    files.sweepIfDue(settings.filesRetentionDays);
+    // The conversation being continued is not idle, however long ago its last round was.
+    files.sweepIfDue(settings.filesRetentionDays, undefined, undefined, threadIdOf(config));
     const inputs: AttachmentInput[] = [...(state.attach ?? [])];
     const update: ChatUpdate = { attachments: [] };
     const last = state.messages[state.messages.length - 1];
@@ -39,13 +49,12 @@ export function makeAttachNode(deps: ChatFilesDeps) {
       }
     }
     if (!inputs.length) return update;
-    update.attachments = await attachAll(
-      files,
-      threadIdOf(config),
-      inputs,
-      settings,
-      config.signal,
-    );
+    update.attachments = await attachAll(files, threadIdOf(config), inputs, settings, {
+      signal: config.signal,
+      // Local paths and private addresses only when code granted them (the CLI, chat()).
+      access: chatAccessOf(config, deps.access),
+      uploads: uploadsOf(config),
+    });
     return update;
   };
 }

@@ -1,0 +1,105 @@
+import { Worker } from "node:worker_threads";
+import TurndownService from "turndown";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/**
+ * HTML → plain text with Markdown heading lines, by turndown (its DOM parser, domino, needs no
+ * jsdom). Converting takes about a second per megabyte of HTML, all of it synchronous: on the
+ * thread of a server (Studio's, `codehop serve`'s workers) a large page would stop every other
+ * request, run and heartbeat meanwhile. So a large page is converted in a worker thread
+ * ({@link htmlToTextOffThread}) with a deadline, and the process stays responsive.
+ */
+
+/**
+ * A converter built on `Turndown` (the turndown class): page furniture (scripts, styles,
+ * navigation, forms) dropped, links reduced to their text, images to their alt text, no Markdown
+ * escaping (the text is read, not rendered). Self-contained — no imports, no outer variables —
+ * because a worker thread runs its source text.
+ */
+function buildConverter(Turndown: typeof TurndownService): (html: string) => string {
+  const td = new Turndown({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+  td.remove(["script", "style", "noscript", "iframe", "nav", "footer", "form", "head", "title"]);
+  td.remove((node) => ["SVG", "CANVAS", "BUTTON", "TEMPLATE"].includes(node.nodeName));
+  td.addRule("links", { filter: "a", replacement: (content) => content });
+  td.addRule("images", {
+    filter: "img",
+    replacement: (_content, node) =>
+      (node as { getAttribute(name: string): string | null }).getAttribute("alt") ?? "",
+  });
+  td.escape = (text: string) => text;
+  return (html) =>
+    td
+      .turndown(html)
+      .replace(/\n{3,}/g, "\n\n")
+      .trim();
+}
+
+let converter: ((html: string) => string) | undefined;
+
+/** HTML as text on this thread (small pages, and DOCX's HTML); see the module comment. */
+export function htmlToText(html: string): string {
+  converter ??= buildConverter(TurndownService);
+  return converter(html);
+}
+
+/** HTML of at least this many characters is converted in a worker thread. */
+export const OFF_THREAD_HTML_CHARS = 256 * 1024;
+
+/** How long a worker thread may take to convert one page (ms). */
+export const HTML_WORKER_TIMEOUT_MS = 120_000;
+
+// The worker's program: CommonJS, loading turndown from codehop's own dependencies. `__name` is
+// defined for builds (esbuild with keepNames, as tsx and vitest run the sources) whose function
+// text calls it.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { createRequire } = require("node:module");
+const __name = (f) => f;
+const Turndown = createRequire(workerData.base)("turndown");
+const convert = (${buildConverter.toString()})(Turndown);
+parentPort.postMessage(convert(workerData.html));
+`;
+
+/**
+ * HTML as text, converted in a worker thread when it is large (at least
+ * {@link OFF_THREAD_HTML_CHARS}), on this thread otherwise. A conversion that takes longer than
+ * `timeoutMs` is stopped: INPUT_INVALID naming the document.
+ */
+export async function htmlToTextOffThread(
+  html: string,
+  options: { name?: string; timeoutMs?: number } = {},
+): Promise<string> {
+  if (html.length < OFF_THREAD_HTML_CHARS) return htmlToText(html);
+  const timeoutMs = options.timeoutMs ?? HTML_WORKER_TIMEOUT_MS;
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { html, base: import.meta.url },
+  });
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(
+          new CodehopError(
+            ErrorCodes.INPUT_INVALID,
+            `${options.name ?? "The page"} could not be converted to text within ${timeoutMs / 1000} s (${(html.length / 1024 / 1024).toFixed(1)} MB of HTML).`,
+          ),
+        );
+      }, timeoutMs);
+      const settle = () => clearTimeout(timer);
+      worker.once("message", (text: string) => {
+        settle();
+        resolve(text);
+      });
+      worker.once("error", (err) => {
+        settle();
+        reject(err);
+      });
+      worker.once("exit", (code) => {
+        settle();
+        reject(new Error(`the HTML conversion thread exited (code ${code}) without a result`));
+      });
+    });
+  } finally {
+    await worker.terminate();
+  }
+}

@@ -1,0 +1,255 @@
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
+import ipaddr from "ipaddr.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { attachToThread, threadFiles } from "../../src/apps/chat/app.ts";
+import {
+  LOCAL_USER_ACCESS,
+  grantChatAccess,
+  type ChatAccess,
+} from "../../src/apps/chat/conversation/access.ts";
+import type { AttachmentResult } from "../../src/apps/chat/conversation/attachments.ts";
+import { ChatFiles } from "../../src/apps/chat/conversation/knowledge-base.ts";
+import { createChatGraph } from "../../src/apps/chat/team.ts";
+import { chat as servedChat } from "../../src/graphs/entries.ts";
+import { fetchDocument, isPublicAddress } from "../../src/ingest/fetch-url.ts";
+import { startHttpServer } from "./documents.ts";
+
+// What a conversation may reach on the machine running it. A served chat graph (the langgraph.json
+// entry behind Studio's server and `codehop serve`) takes its input from any client: it must not
+// read the server's files (`attach: [{ path }]`) nor fetch the server's own network (loopback,
+// private and link-local addresses, after DNS and on every redirect). Code grants more (the CLI,
+// chat()); a client cannot, whatever it sends in its context or configurable.
+
+const PAGE =
+  "<html><head><title>Tolls</title></head><body><h2>Cars</h2><p>A car pays 4 dollars.</p></body></html>";
+let web: Awaited<ReturnType<typeof startHttpServer>>;
+let secret: string;
+let home: string;
+
+beforeAll(async () => {
+  web = await startHttpServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(PAGE);
+  });
+  const dir = mkdtempSync(join(tmpdir(), "codehop-access-"));
+  secret = join(dir, "secret.md");
+  writeFileSync(secret, "# Server secrets\n\nThe database password is swordfish.\n");
+  home = mkdtempSync(join(tmpdir(), "codehop-access-home-"));
+});
+
+afterAll(async () => {
+  await web?.close();
+});
+
+afterEach(() => {
+  delete process.env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS;
+  delete process.env.CODEHOP_CHAT_FILES_ROOT;
+});
+
+/**
+ * Runs a served graph's first step (attach_files) on a new thread with `attach`, as a LangGraph
+ * server would (its checkpointer attached, the client's context and configurable passed on).
+ */
+async function attachThrough(
+  graph: typeof servedChat,
+  attach: unknown[],
+  extra: { context?: Record<string, unknown>; configurable?: Record<string, unknown> } = {},
+): Promise<{ results: AttachmentResult[]; files: ChatFiles; thread: string }> {
+  const files = new ChatFiles(home);
+  const thread = `t-${Math.random().toString(36).slice(2)}`;
+  (graph as { checkpointer?: unknown }).checkpointer = new MemorySaver();
+  const state = await graph.invoke(
+    { messages: [new HumanMessage("Read this.")], attach } as any,
+    {
+      configurable: { thread_id: thread, ...extra.configurable },
+      context: { chatFiles: files, ...extra.context },
+      interruptBefore: ["respond", "summarize"],
+    } as any,
+  );
+  return { results: state.attachments as AttachmentResult[], files, thread };
+}
+
+describe("a served chat graph does not read the server's files", () => {
+  const forged: Array<[string, Parameters<typeof attachThrough>[2]]> = [
+    ["no grant", {}],
+    [
+      "a grant forged in configurable",
+      { configurable: { chatAccess: { localFiles: true, privateNetwork: true } } },
+    ],
+  ];
+  it.each(forged)("%s: the path is refused and nothing is indexed", async (_what, extra) => {
+    const { results, files, thread } = await attachThrough(servedChat, [{ path: secret }], extra);
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ ok: false, code: "CODEHOP_INPUT_INVALID" });
+    expect(results[0].error).toMatch(
+      /secret\.md: local paths are not read in this conversation .*upload the file instead/,
+    );
+    expect(results[0].error).not.toContain("swordfish");
+    expect(files.list(thread)).toEqual([]);
+    expect(await files.search(thread, "password")).toEqual([]);
+  });
+
+  it("a grant forged in the context (JSON) fails the run's context validation", async () => {
+    const files = new ChatFiles(home);
+    (servedChat as { checkpointer?: unknown }).checkpointer = new MemorySaver();
+    const forgedContext = {
+      chatFiles: files,
+      chatAccess: { localFiles: true, privateNetwork: true },
+    };
+    for (const attach of [[{ path: secret }], [{ url: web.url("/page.html") }]]) {
+      await expect(
+        servedChat.invoke(
+          { messages: [new HumanMessage("Read this.")], attach } as any,
+          {
+            configurable: { thread_id: "forged" },
+            context: forgedContext,
+          } as any,
+        ),
+      ).rejects.toThrow(/chatAccess[\s\S]*a grant made by grantChatAccess \(code only\)/);
+    }
+    expect(files.list("forged")).toEqual([]);
+  });
+
+  it("code grants it: in the run context, or to the graph", async () => {
+    const byContext = await attachThrough(servedChat, [{ path: secret }], {
+      context: { chatAccess: LOCAL_USER_ACCESS },
+    });
+    expect(byContext.results[0]).toMatchObject({ ok: true, name: "secret.md" });
+    const own = createChatGraph({ access: grantChatAccess({ localFiles: true }) });
+    const byGraph = await attachThrough(own, [{ path: secret }]);
+    expect(byGraph.results[0]).toMatchObject({ ok: true, name: "secret.md" });
+    // The API is the user's own: attachToThread reads local files.
+    const config = { home };
+    const [viaApi] = await attachToThread("api-thread", [secret], { config });
+    expect(viaApi).toMatchObject({ ok: true });
+    expect(threadFiles("api-thread", { config }).map((f) => f.name)).toEqual(["secret.md"]);
+  });
+});
+
+describe("the operator's shared directory (CODEHOP_CHAT_FILES_ROOT)", () => {
+  it("a served graph reads files under it, and nothing outside (.., absolute, symlinks)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "codehop-access-root-"));
+    mkdirSync(join(root, "docs"));
+    writeFileSync(join(root, "docs", "tolls.md"), "# Tolls\n\nA car pays 4 dollars.\n");
+    symlinkSync(secret, join(root, "docs", "escape.md"));
+    process.env.CODEHOP_CHAT_FILES_ROOT = root;
+    const { results, files, thread } = await attachThrough(servedChat, [
+      { path: "docs/tolls.md" },
+      { path: join(root, "docs", "tolls.md") },
+      { path: "../" + secret.split("/").slice(-2).join("/") },
+      { path: secret },
+      { path: "docs/escape.md" },
+      { path: "docs/missing.md" },
+    ]);
+    expect(results.map((r) => r.ok)).toEqual([true, true, false, false, false, false]);
+    for (const refused of results.slice(2, 5)) {
+      expect(refused.error).toMatch(
+        /local paths are not read in this conversation .*except those in the directory the server shares for it; upload the file instead/,
+      );
+    }
+    expect(results[5].error).toMatch(/docs\/missing\.md does not exist/);
+    expect(JSON.stringify(results)).not.toContain("swordfish");
+    expect(files.list(thread).map((f) => f.name)).toEqual(["tolls.md"]);
+    expect(await files.search(thread, "password")).toEqual([]);
+  });
+});
+
+describe("a served chat graph does not fetch the server's own network", () => {
+  const port = () => new URL(web.url("/")).port;
+  const refused = [
+    ["a loopback IP", () => web.url("/page.html"), "127.0.0.1"],
+    ["a name resolving to loopback", () => `http://localhost:${port()}/page.html`, "localhost"],
+    ["an IPv6 loopback literal", () => `http://[::1]:${port()}/page.html`, "[::1]"],
+    ["a decimal IP", () => `http://2130706433:${port()}/page.html`, "127.0.0.1"],
+    ["link-local (cloud metadata)", () => "http://169.254.169.254/latest/meta-data/", "169.254"],
+    ["a private network", () => "http://10.0.0.1/", "10.0.0.1"],
+  ] as const;
+  it.each(refused)("%s is refused", async (_what, url, host) => {
+    const { results, files, thread } = await attachThrough(servedChat, [{ url: url() }]);
+    expect(results[0]).toMatchObject({ ok: false, code: "CODEHOP_INPUT_INVALID" });
+    expect(results[0].error).toContain(host);
+    expect(results[0].error).toMatch(
+      /a private, loopback or link-local address, which is not fetched here .*CODEHOP_CHAT_ALLOW_PRIVATE_URLS=1/,
+    );
+    expect(files.list(thread)).toEqual([]);
+  });
+
+  it("the operator's setting or a code grant allows it", async () => {
+    process.env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS = "1";
+    const allowed = await attachThrough(servedChat, [{ url: web.url("/page.html") }]);
+    expect(allowed.results[0]).toMatchObject({ ok: true, name: "Tolls" });
+    // Local paths stay refused: the setting is about links only.
+    const path = await attachThrough(servedChat, [{ path: secret }]);
+    expect(path.results[0].ok).toBe(false);
+    delete process.env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS;
+    const granted = await attachThrough(servedChat, [{ url: web.url("/page.html") }], {
+      context: { chatAccess: grantChatAccess({ privateNetwork: true }) satisfies ChatAccess },
+    });
+    expect(granted.results[0]).toMatchObject({ ok: true, name: "Tolls" });
+  });
+});
+
+describe("fetchDocument's address check: after DNS, on every redirect", () => {
+  const loopbackOnly = (a: string) => ipaddr.process(a).range() === "loopback";
+  let other: ReturnType<typeof createServer> | undefined;
+  afterAll(() => other?.close());
+
+  it("checks the addresses a name resolves to (allowed → fetched, refused → not)", async () => {
+    const url = `http://localhost:${new URL(web.url("/")).port}/page.html`;
+    const ok = await fetchDocument(url, { allowAddress: loopbackOnly });
+    expect(Buffer.from(ok.bytes).toString()).toBe(PAGE);
+    await expect(fetchDocument(url, { allowAddress: isPublicAddress })).rejects.toThrow(
+      /leads to localhost \((127\.0\.0\.1|::1)\), a private, loopback or link-local address/,
+    );
+  });
+
+  it("checks every redirect's target", async () => {
+    // A second server on another loopback address; only 127.0.0.1 is allowed.
+    other = createServer((_req, res) => res.end("secret admin page"));
+    await new Promise<void>((ok) => other!.listen(0, "127.0.0.2", ok));
+    const target = `http://127.0.0.2:${(other.address() as { port: number }).port}/admin`;
+    const hopping = await startHttpServer((_req, res) => {
+      res.writeHead(302, { location: target });
+      res.end();
+    });
+    try {
+      await expect(
+        fetchDocument(hopping.url("/go"), { allowAddress: (a) => a === "127.0.0.1" }),
+      ).rejects.toThrow(/leads to 127\.0\.0\.2 \(127\.0\.0\.2\)/);
+      // Without the check the same redirect is followed (the test server is reachable).
+      const followed = await fetchDocument(hopping.url("/go"));
+      expect(Buffer.from(followed.bytes).toString()).toBe("secret admin page");
+    } finally {
+      await hopping.close();
+    }
+  });
+
+  it("public addresses are public; everything special is not", () => {
+    for (const a of ["8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"])
+      expect(isPublicAddress(a)).toBe(true);
+    for (const a of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.16.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "::1",
+      "::",
+      "fe80::1",
+      "fc00::1",
+      "::ffff:127.0.0.1",
+      "64:ff9b::7f00:1",
+      "2002:7f00:1::",
+      "224.0.0.1",
+      "not an address",
+    ])
+      expect(isPublicAddress(a)).toBe(false);
+  });
+});
