@@ -23,6 +23,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { type CodeTool, toolParametersJsonSchema } from "../tools/define-tool.ts";
 import type { CallJournal, CallKey } from "./journal.ts";
+import { takesNewResumeValue } from "./pregel-internals.ts";
 
 /** The `type` of every codehop approval interrupt (tells it from other interrupts in a UI). */
 export const APPROVAL_INTERRUPT_TYPE = "codehop.approval";
@@ -265,19 +266,6 @@ function describeCall(
 ): string {
   const where = fields.line !== null ? ` (line ${fields.line}: ${fields.lineText ?? ""})` : "";
   return `${fields.agent} calls ${tool}()${where}; approve, edit its arguments or reject it.`;
-}
-
-/**
- * Whether the next interrupt() of the node task `config` runs returns the value of the resume
- * command this run started with (rather than an earlier value of the task). Reads LangGraph's
- * scratchpad (pinned @langchain/langgraph: `interrupt()` returns `resume[counter]` while there
- * is one, else consumes `nullResume`); false when it cannot be told.
- */
-function takesNewResumeValue(config: RunnableConfig): boolean {
-  const pad = (config.configurable as Record<string, unknown> | undefined)?.__pregel_scratchpad as
-    { interruptCounter?: unknown; resume?: unknown; nullResume?: unknown } | undefined;
-  if (!pad || typeof pad.interruptCounter !== "number" || !Array.isArray(pad.resume)) return false;
-  return pad.nullResume !== undefined && pad.interruptCounter + 1 >= pad.resume.length;
 }
 
 /** The approval side of one code action: asks, records and hands out decisions. */

@@ -13,6 +13,21 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 export const PREGEL_SCRATCHPAD_KEY = "__pregel_scratchpad";
 
 /**
+ * Whether the next interrupt() of the node task `config` runs returns the value of the resume
+ * command this run started with (rather than an earlier value of the task). Reads LangGraph's
+ * scratchpad (pinned @langchain/langgraph: `interrupt()` returns `resume[interruptCounter + 1]`
+ * while there is one, else consumes `nullResume`, the resume command's own value); false when it
+ * cannot be told.
+ */
+export function takesNewResumeValue(config: RunnableConfig): boolean {
+  const pad = (config.configurable as Record<string, unknown> | undefined)?.[
+    PREGEL_SCRATCHPAD_KEY
+  ] as { interruptCounter?: unknown; resume?: unknown; nullResume?: unknown } | undefined;
+  if (!pad || typeof pad.interruptCounter !== "number" || !Array.isArray(pad.resume)) return false;
+  return pad.nullResume !== undefined && pad.interruptCounter + 1 >= pad.resume.length;
+}
+
+/**
  * LangGraph's key in `configurable` for the abort signals of the running graph. A graph invoked
  * inside a node inherits it and then listens on the *root* graph's signal instead of the `signal`
  * it was given: every concurrent sub-agent added two abort listeners per step to that one signal

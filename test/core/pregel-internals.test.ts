@@ -1,7 +1,15 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
+import {
+  Annotation,
+  Command,
+  END,
+  MemorySaver,
+  START,
+  StateGraph,
+  interrupt,
+} from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
@@ -10,6 +18,7 @@ import {
   VALIDATE_INPUT_METHOD,
   pinSubgraphNamespace,
   reportInputErrorsCoded,
+  takesNewResumeValue,
   withoutInheritedAbortSignals,
 } from "../../src/core/pregel-internals.ts";
 import { CodehopError } from "../../src/errors.ts";
@@ -64,6 +73,33 @@ describe("LangGraph's private keys codehop uses", () => {
     const [third, first] = out.log;
     expect(third).toMatch(/^act:[^|]+\|3\|c:[^|]+$/);
     expect(first).toMatch(/^act:[^|]+\|c:[^|]+$/);
+  });
+
+  it("tell, from the scratchpad, which interrupt() of a resumed task takes the resume command's own value", async () => {
+    // A node asking twice: the first resume answers the first interrupt; the second run replays
+    // the first from the task's stored resume values and answers the second with its own value.
+    const seen: boolean[] = [];
+    const graph = new StateGraph(State)
+      .addNode("ask", (_s, config: RunnableConfig) => {
+        seen.push(takesNewResumeValue(config));
+        const a = interrupt("first") as string;
+        seen.push(takesNewResumeValue(config));
+        const b = interrupt("second") as string;
+        return { log: [a, b] };
+      })
+      .addEdge(START, "ask")
+      .addEdge("ask", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: "resume-values" } };
+    await graph.invoke({ log: [] }, config);
+    expect(seen).toEqual([false]); // a fresh run: no resume command at all
+    seen.length = 0;
+    await graph.invoke(new Command({ resume: "A" }), config);
+    expect(seen).toEqual([true, false]); // "A" answers the first; the second has no value yet
+    seen.length = 0;
+    const out = await graph.invoke(new Command({ resume: "B" }), config);
+    expect(seen).toEqual([false, true]); // the first replays "A"; "B" is the new value
+    expect(out.log).toEqual(["A", "B"]);
   });
 
   it("carry the running graph's abort signals, which a nested graph listens to unless they are dropped", async () => {
