@@ -650,6 +650,9 @@ INSERT INTO ${T_BLOBS}
         })
         .immediate();
     } catch (err) {
+      // The rolled-back rows were offered as dictionaries while the batch was packed: a later row
+      // deflated against one of them could never be read. Forget every candidate.
+      this.plainRows.deleteWhere(() => true);
       for (const w of waiting) w.reject(err);
       return;
     } finally {

@@ -3,6 +3,7 @@
  * dictionary: they read back whole through a saver with nothing cached, also after a task's row
  * was written again.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,5 +63,58 @@ it("stores repeated text against earlier rows and reads every write back", async
     expect(writes.output).toBe(text(i));
     if (i === 6) expect(writes.extra).toBe(1);
   }
+  fresh.db.close();
+});
+
+it("after a batch that did not commit, later writes are never stored against its rows", async () => {
+  // Text that deflates poorly on its own: only a dictionary holding it makes a repeat small.
+  const noise = (i: number) => randomBytes(1500).toString("base64") + i;
+  const texts = [0, 1, 2, 3].map(noise);
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  const thread = { thread_id: "t", checkpoint_ns: "" };
+  // put and putWrites of a step go into one batch (neither awaited before the other is queued).
+  const step = (i: number, parent?: string) => {
+    const id = `c${i}`;
+    const put = saver.put(
+      { configurable: { ...thread, ...(parent ? { checkpoint_id: parent } : {}) } },
+      { ...emptyCheckpoint(), id, channel_values: {}, channel_versions: {} },
+      { source: "loop", step: i, parents: {} } as any,
+      {},
+    );
+    const writes = saver.putWrites(
+      { configurable: { ...thread, checkpoint_id: id } },
+      [["output", texts[i]]],
+      `task-${i}`,
+    );
+    return Promise.all([put, writes]);
+  };
+  await step(1);
+  // Step 2's batch fails as a full disk would: rolled back whole.
+  saver.db.exec(`CREATE TABLE fail_writes (on_ INTEGER);
+    INSERT INTO fail_writes VALUES (1);
+    CREATE TRIGGER fail_writes BEFORE INSERT ON lgi_writes WHEN (SELECT on_ FROM fail_writes)
+    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;`);
+  await expect(step(2, "c1")).rejects.toThrow(/disk is full/);
+  saver.db.exec("UPDATE fail_writes SET on_ = 0");
+  // Step 3 repeats step 2's text: the rolled-back row was the best dictionary for it.
+  await saver.put(
+    { configurable: { ...thread, checkpoint_id: "c1" } },
+    { ...emptyCheckpoint(), id: "c3", channel_values: {}, channel_versions: {} },
+    { source: "loop", step: 3, parents: {} } as any,
+    {},
+  );
+  await saver.putWrites(
+    { configurable: { ...thread, checkpoint_id: "c3" } },
+    [["output", texts[2] + texts[3]]],
+    "task-3",
+  );
+  saver.db.close();
+
+  const fresh = IncrementalSqliteSaver.fromConnString(path);
+  const tuple = await fresh.getTuple({ configurable: { ...thread, checkpoint_id: "c3" } });
+  expect(tuple?.pendingWrites?.map(([, c, v]) => [c, v])).toEqual([
+    ["output", texts[2] + texts[3]],
+  ]);
   fresh.db.close();
 });
