@@ -285,13 +285,21 @@ export class ServerStore {
     });
   }
 
-  /** Deleted threads recorded after position `after` (0: all), oldest first, at most `limit`. */
+  /**
+   * Deleted threads recorded after position `after` (0: all), oldest first, at most `limit`. A
+   * deletion of a thread created again since (thread ids are the client's to choose) is left out:
+   * a worker that starts or catches up later must not drop the new thread's data.
+   */
   async threadDeletionsAfter(
     after: number,
     limit = 500,
   ): Promise<Array<{ id: number; threadId: string }>> {
     const { rows } = await this.pool.query<{ id: string; thread_id: string }>(
-      `SELECT id, thread_id FROM ${this.t.deletions} WHERE id > $1 ORDER BY id LIMIT $2`,
+      `SELECT d.id, d.thread_id FROM ${this.t.deletions} d
+       WHERE d.id > $1 AND NOT EXISTS (
+         SELECT 1 FROM ${this.t.threads} t
+         WHERE t.thread_id = d.thread_id AND t.created_at >= d.deleted_at)
+       ORDER BY d.id LIMIT $2`,
       [after, limit],
     );
     return rows.map((r) => ({ id: Number(r.id), threadId: r.thread_id }));

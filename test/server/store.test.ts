@@ -50,4 +50,18 @@ describe.skipIf(postgresMissing)("server store: a run's events", { timeout: 120_
     const last = await store.lastEvent("run-1", ["values"]);
     expect(JSON.parse(last!.data).n).toBe(1232);
   });
+  it("lists a deleted thread for workers to drop, but not once a thread of that id was created again", async () => {
+    await store.createThread("gone");
+    await store.createThread("reused");
+    await store.deleteThreadRows("gone");
+    await store.deleteThreadRows("reused");
+    const before = await store.threadDeletionsAfter(0);
+    expect(before.map((d) => d.threadId)).toEqual(["gone", "reused"]);
+    // The client creates "reused" again and attaches files to it: a worker starting now (or
+    // catching up on a missed notification) must not drop the new thread's data.
+    await store.createThread("reused");
+    const after = await store.threadDeletionsAfter(0);
+    expect(after.map((d) => d.threadId)).toEqual(["gone"]);
+    expect(await store.threadDeletionsAfter(after[0].id)).toEqual([]);
+  });
 });
