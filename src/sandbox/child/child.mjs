@@ -46,7 +46,8 @@ receive((msg) => {
 // busy; it kills the whole process once the parent is gone (we get re-parented). Started right
 // after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
 // Not needed when the host started us with a parent-death signal (`setpriv --pdeathsig KILL`,
-// third argument "pdeathsig"): the kernel then kills us the moment the host dies.
+// third argument "pdeathsig"): the kernel then kills us the moment the host dies (strictly: the
+// host thread that spawned us ends, e.g. a worker_threads Worker that created the sandbox).
 const KILLED_WITH_HOST = process.argv[3] === "pdeathsig";
 function startWatchdog() {
   if (KILLED_WITH_HOST) return;
