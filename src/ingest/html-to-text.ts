@@ -1,4 +1,6 @@
 import { Worker } from "node:worker_threads";
+import { availableParallelism } from "node:os";
+import pLimit from "p-limit";
 import TurndownService from "turndown";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
@@ -70,10 +72,37 @@ export async function htmlToTextOffThread(
   options: { name?: string; timeoutMs?: number } = {},
 ): Promise<string> {
   if (html.length < OFF_THREAD_HTML_CHARS) return htmlToText(html);
+  return conversionThreads(() => convertOffThread(html, options));
+}
+
+/**
+ * At most this many conversion threads at once per process (each builds a whole DOM): many clients
+ * attaching large pages at the same time queue instead of exhausting memory and cores.
+ */
+const MAX_CONVERSION_THREADS = Math.max(1, Math.min(4, availableParallelism()));
+const conversionThreads = pLimit(MAX_CONVERSION_THREADS);
+
+/** Conversion threads running and waiting for a slot now (for tests and diagnostics). */
+export function conversionThreadStats(): { running: number; waiting: number; max: number } {
+  return {
+    running: conversionThreads.activeCount,
+    waiting: conversionThreads.pendingCount,
+    max: MAX_CONVERSION_THREADS,
+  };
+}
+
+/** A conversion thread's V8 heap limit: a page whose DOM does not fit fails alone, as an error. */
+const CONVERSION_HEAP_MB = 1024;
+
+async function convertOffThread(
+  html: string,
+  options: { name?: string; timeoutMs?: number },
+): Promise<string> {
   const timeoutMs = options.timeoutMs ?? HTML_WORKER_TIMEOUT_MS;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: { html, base: import.meta.url },
+    resourceLimits: { maxOldGenerationSizeMb: CONVERSION_HEAP_MB },
   });
   try {
     return await new Promise<string>((resolve, reject) => {

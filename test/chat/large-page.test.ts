@@ -101,3 +101,22 @@ describe("a multi-megabyte HTML page", () => {
     }, 180_000);
   });
 });
+
+describe("large pages attached at the same time", () => {
+  it("are converted by a bounded number of threads at once, the others waiting their turn", async () => {
+    const { conversionThreadStats, htmlToTextOffThread } =
+      await import("../../src/ingest/html-to-text.ts");
+    const { max } = conversionThreadStats();
+    const pages = Array.from({ length: max + 3 }, (_, i) =>
+      bigPage(0.3).replace("Toll tables", `Toll tables ${i}`),
+    );
+    const all = Promise.all(pages.map((html, i) => htmlToTextOffThread(html, { name: `p${i}` })));
+    await new Promise((r) => setImmediate(r));
+    const during = conversionThreadStats();
+    expect(during.running).toBe(max);
+    expect(during.waiting).toBe(3);
+    const texts = await all;
+    expect(texts.every((t) => t.includes("Harbor Bridge toll"))).toBe(true);
+    expect(conversionThreadStats()).toMatchObject({ running: 0, waiting: 0 });
+  });
+});
