@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,11 @@ import {
   type ChatAccess,
 } from "../../src/apps/chat/conversation/access.ts";
 import type { AttachmentResult } from "../../src/apps/chat/conversation/attachments.ts";
+import {
+  chatSettingsFromEnv,
+  chatSettingsOf,
+  type ChatSettings,
+} from "../../src/apps/chat/conversation/settings.ts";
 import { ChatFiles } from "../../src/apps/chat/conversation/knowledge-base.ts";
 import { createChatGraph } from "../../src/apps/chat/team.ts";
 import { chat as servedChat } from "../../src/graphs/entries.ts";
@@ -49,6 +54,7 @@ afterAll(async () => {
 afterEach(() => {
   delete process.env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS;
   delete process.env.CODEHOP_CHAT_FILES_ROOT;
+  delete process.env.CODEHOP_CHAT_MAX_FILE_MB;
 });
 
 /**
@@ -156,6 +162,85 @@ describe("the operator's shared directory (CODEHOP_CHAT_FILES_ROOT)", () => {
     expect(JSON.stringify(results)).not.toContain("swordfish");
     expect(files.list(thread).map((f) => f.name)).toEqual(["tolls.md"]);
     expect(await files.search(thread, "password")).toEqual([]);
+  });
+});
+
+describe("a served run's `chat` settings cannot override the operator's", () => {
+  // What a client of a served graph may ask for in its context's `chat` (Studio's form, the SDK).
+  const asking: Partial<ChatSettings> = {
+    keepRounds: 1,
+    summaryBatch: 2,
+    summaryWords: 50,
+    searchResults: 3,
+    maxFileBytes: 10 ** 12,
+    maxUrlBytes: 10 ** 12,
+    urlTimeoutMs: 10 ** 9,
+    maxRedirects: 100,
+    filesRetentionDays: 0.00001,
+  };
+
+  it("a served run chooses its conversation's settings, gets the operator's limits and retention", () => {
+    const operator = chatSettingsFromEnv();
+    expect(chatSettingsOf({ context: { chat: asking } } as any)).toEqual({
+      ...operator,
+      keepRounds: 1,
+      summaryBatch: 2,
+      summaryWords: 50,
+      searchResults: 3,
+    });
+    // Lowering a limit is the run's choice.
+    const lower = { maxFileBytes: 10, maxUrlBytes: 20, urlTimeoutMs: 30, maxRedirects: 0 };
+    expect(chatSettingsOf({ context: { chat: lower } } as any)).toEqual({ ...operator, ...lower });
+    // A grant forged in configurable changes nothing; an invalid value is still an error.
+    const forged = { chatAccess: { localFiles: true, privateNetwork: true }, chat: asking };
+    expect(chatSettingsOf({ configurable: forged } as any).maxFileBytes).toBe(
+      operator.maxFileBytes,
+    );
+    expect(() => chatSettingsOf({ context: { chat: { maxFileBytes: -1 } } } as any)).toThrow(
+      /Invalid chat setting in the run context's `chat`: maxFileBytes/,
+    );
+    // Code with a grant (the CLI, chat()) chooses every setting.
+    const granted = { context: { chat: asking, chatAccess: LOCAL_USER_ACCESS } };
+    expect(chatSettingsOf(granted as any)).toEqual({ ...operator, ...asking });
+  });
+
+  it("a tiny retention asked by a served run does not delete other conversations' files", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "codehop-access-retention-"));
+    const seed = new ChatFiles(dir);
+    await seed.add("other", { name: "o.md", kind: "markdown", source: "/o.md", text: "omega" });
+    const yesterday = new Date(Date.now() - 24 * 60 * 60 * 1000);
+    utimesSync(seed.pathFor("other"), yesterday, yesterday);
+    const tiny = { chat: { filesRetentionDays: 0.00001 } };
+    // A fresh store each time: the sweep is due on its first round.
+    await attachThrough(servedChat, [], { context: { ...tiny, chatFiles: new ChatFiles(dir) } });
+    expect(seed.has("other")).toBe(true);
+    expect(seed.list("other").map((f) => f.name)).toEqual(["o.md"]);
+    // The user's own code keeps the say over its own store.
+    await attachThrough(servedChat, [], {
+      context: { ...tiny, chatFiles: new ChatFiles(dir), chatAccess: LOCAL_USER_ACCESS },
+    });
+    expect(seed.has("other")).toBe(false);
+  });
+
+  it("a served run cannot raise the file-size limit, may lower it; granted code may raise it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "codehop-access-limit-"));
+    writeFileSync(join(root, "tolls.md"), "# Tolls\n\nA car pays 4 dollars.\n");
+    process.env.CODEHOP_CHAT_FILES_ROOT = root;
+    const big = { chat: { maxFileBytes: 10 ** 9 } };
+    const lowered = await attachThrough(servedChat, [{ path: "tolls.md" }], {
+      context: { chat: { maxFileBytes: 10 } },
+    });
+    expect(lowered.results[0]).toMatchObject({ ok: false, code: "CODEHOP_INPUT_INVALID" });
+    expect(lowered.results[0].error).toMatch(/tolls\.md is .*, over the .* limit/);
+    process.env.CODEHOP_CHAT_MAX_FILE_MB = "0.00001";
+    const raised = await attachThrough(servedChat, [{ path: "tolls.md" }], { context: big });
+    expect(raised.results[0]).toMatchObject({ ok: false, code: "CODEHOP_INPUT_INVALID" });
+    expect(raised.results[0].error).toMatch(/tolls\.md is .*, over the .* limit/);
+    expect(raised.files.list(raised.thread)).toEqual([]);
+    const granted = await attachThrough(servedChat, [{ path: join(root, "tolls.md") }], {
+      context: { ...big, chatAccess: LOCAL_USER_ACCESS },
+    });
+    expect(granted.results[0]).toMatchObject({ ok: true, name: "tolls.md" });
   });
 });
 

@@ -32,7 +32,9 @@ const isObject = (v: unknown) => typeof v === "object" && v !== null;
 export const ChatRunContextSchema = RunContextSchema.extend({
   chat: ChatSettingsSchema.partial()
     .optional()
-    .describe("chat settings for this run (keepRounds, summaryWords, limits of attached files)"),
+    .describe(
+      "chat settings for this run (keepRounds, summaryWords, ...); without a code grant, limits may only be lowered and the retention is the operator's",
+    ),
   chatFiles: z.custom<ChatFiles>(isObject, "a ChatFiles store").optional(),
   streamAgentSteps: z.boolean().optional(),
   chatAccess: z

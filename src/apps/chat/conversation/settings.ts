@@ -3,11 +3,14 @@ import { z } from "zod";
 import { readEnv, type CodehopEnv } from "../../../config/env.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import { isChatAccessGrant } from "./access.ts";
 
 /**
  * The chat app's settings, with their defaults in this one place. Each comes, in order of
  * precedence, from the run context's `chat` object (per run: the API, Studio's configuration
- * form), the environment (CODEHOP_CHAT_*), then the default below.
+ * form), the environment (CODEHOP_CHAT_*), then the default below. A run without a code grant
+ * (a served graph's, whose context any client writes) is held to the operator's: see
+ * {@link chatSettingsOf}.
  */
 export const ChatSettingsSchema = z.object({
   keepRounds: z
@@ -90,8 +93,35 @@ export function resolveChatSettings(
   return parsed.data;
 }
 
-/** The settings of a run: its run context's `chat` over the environment's. */
+/** Settings that shape one conversation only: any run may choose them. */
+const CONVERSATION_SETTINGS = [
+  "keepRounds",
+  "summaryBatch",
+  "summaryWords",
+  "searchResults",
+] as const;
+
+/** Limits on what a run fetches and reads: a run without a code grant may only lower them. */
+const LIMIT_SETTINGS = ["maxFileBytes", "maxUrlBytes", "urlTimeoutMs", "maxRedirects"] as const;
+
+// Every other setting (filesRetentionDays: it deletes other conversations' files) is the
+// operator's alone when the run has no code grant.
+
+/**
+ * The settings of a run: its run context's `chat` over the environment's. Code that puts a grant
+ * in the run context (`chatAccess`: the CLI, `chat()`) chooses every setting. A run without one —
+ * a served graph's, whose context comes from any client of the server — may choose the
+ * conversation's own settings (keepRounds, summaryBatch, summaryWords, searchResults), only lower
+ * the limits (maxFileBytes, maxUrlBytes, urlTimeoutMs, maxRedirects), and gets the operator's
+ * filesRetentionDays whatever it asks. An invalid value is CODEHOP_CONFIG_INVALID either way.
+ */
 export function chatSettingsOf(config: RunnableConfig | undefined): ChatSettings {
-  const given = (readRunContext(config) as { chat?: Partial<ChatSettings> }).chat;
-  return resolveChatSettings(given, chatSettingsFromEnv(), "the run context's `chat`");
+  const context = readRunContext(config) as { chat?: Partial<ChatSettings>; chatAccess?: unknown };
+  const operator = chatSettingsFromEnv();
+  const asked = resolveChatSettings(context.chat, operator, "the run context's `chat`");
+  if (isChatAccessGrant(context.chatAccess)) return asked;
+  const settings: ChatSettings = { ...operator };
+  for (const key of CONVERSATION_SETTINGS) settings[key] = asked[key];
+  for (const key of LIMIT_SETTINGS) settings[key] = Math.min(operator[key], asked[key]);
+  return settings;
 }
