@@ -81,16 +81,22 @@ export function parseHttpUrl(raw: string): URL {
 /**
  * True for public unicast addresses; false for private (10/8, 172.16/12, 192.168/16), loopback,
  * link-local (169.254/16 — cloud metadata services — and fe80::/10), unique-local (fc00::/7),
- * carrier-grade NAT, unspecified, multicast, reserved and documentation ranges, NAT64 and 6to4
- * addresses, and anything that is not an IP address. An IPv4-mapped IPv6 address (::ffff:a.b.c.d)
- * is judged by the IPv4 address it carries (ipaddr.process unwraps it): ::ffff:8.8.8.8 is public,
- * ::ffff:127.0.0.1 is not. The ranges are ipaddr.js's (a well-kept table of the IANA
+ * carrier-grade NAT, unspecified, multicast, reserved and documentation ranges, NAT64, 6to4 and
+ * IPv4-compatible (::/96) addresses, and anything that is not an IP address. An IPv4-mapped IPv6
+ * address (::ffff:a.b.c.d) is judged by the IPv4 address it carries (ipaddr.process unwraps it):
+ * ::ffff:8.8.8.8 is public, ::ffff:127.0.0.1 is not. The ranges are ipaddr.js's (a well-kept table of the IANA
  * special-purpose registries).
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  return ipaddr.process(address).range() === "unicast";
+  const ip = ipaddr.process(address);
+  // IPv4-compatible addresses (::/96, deprecated by RFC 4291): ipaddr.js unwraps only the dotted
+  // form (::127.0.0.1) and calls the hex form (::7f00:1) unicast. Never a public destination.
+  if (ip.kind() === "ipv6" && ip.match(IPV4_COMPATIBLE)) return false;
+  return ip.range() === "unicast";
 }
+
+const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
 
 /** A connection refused by {@link FetchLimits.allowAddress}. */
 class RefusedAddressError extends Error {

@@ -332,6 +332,8 @@ describe("fetchDocument's address check: after DNS, on every redirect", () => {
       "::ffff:127.0.0.1",
       "64:ff9b::7f00:1",
       "2002:7f00:1::",
+      "::7f00:1",
+      "::a00:1",
       "224.0.0.1",
       "not an address",
     ])
