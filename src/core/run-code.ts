@@ -79,12 +79,7 @@ export function prepareSandbox(
   config: LangGraphRunnableConfig,
   taskEpoch: number | undefined,
 ): void {
-  const session = runSession(rt, config, taskEpoch);
-  if (session === undefined) return;
-  void rt
-    .sandbox(config)
-    .then((sandbox) => sandbox.prepare?.(session))
-    .catch(() => {});
+  tellSandbox(rt, config, taskEpoch, (sandbox, session) => sandbox.prepare?.(session));
 }
 
 /**
@@ -96,11 +91,21 @@ export function endSandboxSession(
   config: LangGraphRunnableConfig,
   taskEpoch: number | undefined,
 ): void {
+  tellSandbox(rt, config, taskEpoch, (sandbox, session) => sandbox.endSession?.(session));
+}
+
+/** Hands the run's sandbox session to `tell` in the background (hints: failures are ignored). */
+function tellSandbox(
+  rt: AgentRuntime,
+  config: LangGraphRunnableConfig,
+  taskEpoch: number | undefined,
+  tell: (sandbox: Awaited<ReturnType<AgentRuntime["sandbox"]>>, session: string) => unknown,
+): void {
   const session = runSession(rt, config, taskEpoch);
   if (session === undefined) return;
   void rt
     .sandbox(config)
-    .then((sandbox) => sandbox.endSession?.(session))
+    .then((sandbox) => tell(sandbox, session))
     .catch(() => {});
 }
 
