@@ -138,8 +138,9 @@ describe("codehop research", { timeout: 180_000 }, () => {
     }
   });
 
-  it("demo --question research runs the scripted research over the demo corpus", async () => {
-    const r = await runCli(
+  /** `codehop demo --question research` in a fresh data directory, with one output flag. */
+  const runResearchDemo = (flag: "--json" | "-q") =>
+    runCli(
       [
         "demo",
         "--question",
@@ -148,10 +149,13 @@ describe("codehop research", { timeout: 180_000 }, () => {
         "0",
         "--home",
         mkdtempSync(join(tmpdir(), "codehop-demo-")),
-        "--json",
+        flag,
       ],
       world.cliEnv(),
     );
+
+  it("demo --question research runs the scripted research over the demo corpus", async () => {
+    const r = await runResearchDemo("--json");
     expect(r.code).toBe(0);
     const result = JSON.parse(r.stdout);
     expect(result.title).toBe(DEMO_RESEARCH.title);
@@ -159,19 +163,7 @@ describe("codehop research", { timeout: 180_000 }, () => {
   });
 
   it("demo --question research prints the report alone on stdout, from its first line", async () => {
-    const r = await runCli(
-      [
-        "demo",
-        "--question",
-        "research",
-        "--delay",
-        "0",
-        "--home",
-        mkdtempSync(join(tmpdir(), "codehop-demo-")),
-        "-q",
-      ],
-      world.cliEnv(),
-    );
+    const r = await runResearchDemo("-q");
     expect(r.code).toBe(0);
     // `> report.md` must give the Markdown as is: no blank line before the title.
     expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
