@@ -93,13 +93,14 @@ CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
   PRIMARY KEY (ns_id, channel, version)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ${T_WRITES} (
+  row_id INTEGER PRIMARY KEY,
   ns_id INTEGER NOT NULL,
   checkpoint_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
   task_path TEXT NOT NULL DEFAULT '',
   zip INTEGER NOT NULL,
   writes BLOB NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id, task_id)
+  UNIQUE (ns_id, checkpoint_id, task_id)
 );`;
 
 interface BlobRow {
@@ -277,9 +278,14 @@ const MAX_QUEUED_ROWS = 32;
 /** ... or when the oldest has waited this long (ms). */
 const MAX_QUEUED_MS = 100;
 
-/** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
+/** `zip` of a writes row deflated with earlier rows as its dictionary, named by key (rows of earlier versions). */
 const ZIP_DICTIONARY = 2;
-/** Plain rows of a namespace kept in memory as dictionary candidates for the rows after them. */
+/**
+ * `zip` of a writes row deflated with earlier rows of its thread as its dictionary, named by rowid:
+ * a header of one byte (row count), each row's rowid (6 bytes), the dictionary's CRC-32 (4 bytes).
+ */
+const ZIP_ROWID_DICTIONARY = 3;
+/** Plain rows of a thread kept in memory as dictionary candidates for the rows after them. */
 const DICTIONARY_ROWS = 3;
 /** Deflate's window: a dictionary longer than this contributes only its end. */
 const DICTIONARY_BYTES = 32 * 1024;
@@ -288,19 +294,29 @@ const DICTIONARY_GAIN = 0.8;
 
 /** A writes row stored plain (or deflated without a dictionary): usable as a dictionary. */
 interface PlainWritesRow {
+  nsId: number;
   checkpointId: string;
   taskId: string;
+  rowid: number;
   raw: Buffer;
 }
 
 /**
- * Header of a dictionary-compressed writes row: the rows whose raw bytes, concatenated (the last
- * DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed since
- * is a clear error, never a silent misread).
+ * Header of a writes row of format {@link ZIP_DICTIONARY}: the rows whose raw bytes, concatenated
+ * (the last DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed
+ * since is a clear error, never a silent misread).
  */
 interface DictionaryHeader {
   rows: Array<[checkpointId: string, taskId: string]>;
   crc: number;
+}
+
+/** The header of a {@link ZIP_ROWID_DICTIONARY} row: its dictionary rows, CRC and data offset. */
+function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number } {
+  const n = data.readUInt8(0);
+  const rowids: number[] = [];
+  for (let i = 0; i < n; i++) rowids.push(data.readUIntLE(1 + 6 * i, 6));
+  return { rowids, crc: data.readUInt32LE(1 + 6 * n), at: 5 + 6 * n };
 }
 
 function dictionaryOf(raws: readonly Buffer[]): Buffer {
@@ -392,9 +408,9 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
   private readonly pendingTaskWrites = new Map<string, StoredWrite[]>();
-  /** The latest plain writes rows of each namespace written by this process (dictionary candidates). */
-  private readonly plainRows = new Lru<number, PlainWritesRow[]>(64);
-  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id. */
+  /** The latest plain writes rows of each thread written by this process (dictionary candidates). */
+  private readonly plainRows = new Lru<string, PlainWritesRow[]>(64);
+  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id (or `#rowid`). */
   private readonly rawRows = new Lru<string, Buffer>(64);
 
   /**
@@ -425,6 +441,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   setup(): void {
     if (this.statements) return;
     this.migrateFirstFormat();
+    this.addWritesRowIds();
     this.db.exec(SCHEMA);
     this.statements = this.prepare();
   }
@@ -470,6 +487,27 @@ INSERT INTO ${T_BLOBS}
   FROM ${old(T_BLOBS)} b JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
         if (this.hasColumn(old(T_WRITES), "idx")) this.packFirstFormatWrites(old(T_WRITES));
         for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES]) this.db.exec(`DROP TABLE ${old(t)}`);
+      })
+      .immediate();
+  }
+
+  /**
+   * Gives a writes table of earlier versions its explicit row id column (`row_id INTEGER PRIMARY
+   * KEY`, in place, in one transaction): rows name their dictionary rows by it, and VACUUM may
+   * renumber the rowids of a table without one.
+   */
+  private addWritesRowIds(): void {
+    const needed = () => this.hasTable(T_WRITES) && !this.hasColumn(T_WRITES, "row_id");
+    if (!needed()) return;
+    this.db
+      .transaction(() => {
+        if (!needed()) return; // another process converted it meanwhile
+        const old = `${T_WRITES}_before_row_ids`;
+        const cols = "ns_id, checkpoint_id, task_id, task_path, zip, writes";
+        this.db.exec(`ALTER TABLE ${T_WRITES} RENAME TO ${old}`);
+        this.db.exec(SCHEMA);
+        this.db.exec(`INSERT INTO ${T_WRITES} (row_id, ${cols}) SELECT rowid, ${cols} FROM ${old}`);
+        this.db.exec(`DROP TABLE ${old}`);
       })
       .immediate();
   }
@@ -573,10 +611,21 @@ INSERT INTO ${T_BLOBS}
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
       ),
+      // An upsert keeps the row's rowid (by which later rows may name it as their dictionary).
       putTaskWrites: this.db.prepare(
-        `INSERT OR REPLACE INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (ns_id, checkpoint_id, task_id) DO UPDATE SET
+           task_path = excluded.task_path, zip = excluded.zip, writes = excluded.writes
+         RETURNING row_id AS rowid`,
       ),
+      getTaskWritesRow: this.db.prepare(
+        `SELECT row_id AS rowid, zip, writes FROM ${T_WRITES} WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
+      ),
+      getWritesByRowid: this.db.prepare(
+        `SELECT task_id, task_path, zip, writes FROM ${T_WRITES} WHERE row_id = ?`,
+      ),
+      setWritesZip: this.db.prepare(`UPDATE ${T_WRITES} SET zip = ?, writes = ? WHERE row_id = ?`),
       legacyCheckpoint: legacy
         ? this.db.prepare(
             `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
@@ -653,6 +702,7 @@ INSERT INTO ${T_BLOBS}
       // The rolled-back rows were offered as dictionaries while the batch was packed: a later row
       // deflated against one of them could never be read. Forget every candidate.
       this.plainRows.deleteWhere(() => true);
+      this.rawRows.deleteWhere(() => true); // (rowids of rolled-back rows are given out again)
       for (const w of waiting) w.reject(err);
       return;
     } finally {
@@ -730,6 +780,13 @@ INSERT INTO ${T_BLOBS}
   /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
   private rawOf(nsId: number, row: WritesRow): Buffer {
     if (row.zip === 0) return row.writes;
+    if (row.zip === ZIP_ROWID_DICTIONARY) {
+      const { rowids, crc, at } = rowidHeader(row.writes);
+      const dictionary = dictionaryOf(rowids.map((rowid) => this.rawOfRowid(nsId, rowid)));
+      if (crc32(dictionary) !== crc)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+      return inflateRawSync(row.writes.subarray(at), { dictionary });
+    }
     if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
     const headerLength = row.writes.readUInt32LE(0);
     const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
@@ -738,7 +795,7 @@ INSERT INTO ${T_BLOBS}
       const cached = this.rawRows.get(key);
       if (cached) return cached;
       const base = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
-      if (!base || base.zip === ZIP_DICTIONARY)
+      if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
         throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
       const raw = this.rawOf(nsId, base);
       this.rawRows.set(key, raw);
@@ -750,50 +807,112 @@ INSERT INTO ${T_BLOBS}
     return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
   }
 
+  /** The raw bytes of the writes row `rowid` (a dictionary row: stored without a dictionary). */
+  private rawOfRowid(nsId: number, rowid: number): Buffer {
+    const key = `#${rowid}`;
+    const cached = this.rawRows.get(key);
+    if (cached) return cached;
+    const base = this.s.getWritesByRowid.get(rowid) as WritesRow | undefined;
+    if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+    const raw = this.rawOf(nsId, base);
+    this.rawRows.set(key, raw);
+    return raw;
+  }
+
   /**
-   * A task's packed writes as stored: deflated with the namespace's latest plain rows of earlier
-   * checkpoints as dictionary when that is clearly smaller (a step's record repeats much of what
-   * the steps before it wrote: the model's reply, the action's output), else deflated (or plain).
-   * Only plain rows serve as dictionaries, so a read needs at most the rows named in the header.
+   * A task's packed writes as stored: deflated with the thread's latest plain rows of earlier
+   * checkpoints (any namespace: a sub-agent's rows repeat what its caller wrote) as dictionary when
+   * that is clearly smaller (a step's record repeats much of what the steps before it wrote: the
+   * model's reply, the action's output), else deflated (or plain). Only plain rows serve as
+   * dictionaries, so a read needs at most the rows named in the header. `candidate` is true when
+   * the row is stored without a dictionary (the caller offers it once it has its rowid).
    */
   private packForStorage(
+    thread: string,
     nsId: number,
     checkpointId: string,
     taskId: string,
     packed: Buffer,
-  ): { zip: number; data: Buffer } {
+  ): { zip: number; data: Buffer; candidate: boolean } {
     let zip = 0;
     let data = packed;
     // (A row written again replaces what this process knew of it.)
-    const plain = (this.plainRows.get(nsId) ?? []).filter(
-      (r) => !(r.checkpointId === checkpointId && r.taskId === taskId),
+    const plain = (this.plainRows.get(thread) ?? []).filter(
+      (r) => !(r.nsId === nsId && r.checkpointId === checkpointId && r.taskId === taskId),
     );
-    this.plainRows.set(nsId, plain);
+    this.plainRows.set(thread, plain);
     if (packed.length >= this.compressAbove) {
       const zipped = deflateRawSync(packed);
       if (zipped.length < packed.length) [zip, data] = [1, zipped];
-      const candidates = plain.filter((r) => r.checkpointId !== checkpointId);
+      const candidates = plain.filter((r) => !(r.nsId === nsId && r.checkpointId === checkpointId));
       if (candidates.length) {
         const dictionary = dictionaryOf(candidates.map((r) => r.raw));
-        const header = Buffer.from(
-          JSON.stringify({
-            rows: candidates.map((r) => [r.checkpointId, r.taskId]),
-            crc: crc32(dictionary),
-          } satisfies DictionaryHeader),
-          "utf8",
-        );
+        const header = Buffer.alloc(5 + 6 * candidates.length);
+        header.writeUInt8(candidates.length, 0);
+        candidates.forEach((r, i) => header.writeUIntLE(r.rowid, 1 + 6 * i, 6));
+        header.writeUInt32LE(crc32(dictionary), 1 + 6 * candidates.length);
         const withDictionary = deflateRawSync(packed, { dictionary });
-        const size = 4 + header.length + withDictionary.length;
-        if (size < DICTIONARY_GAIN * data.length) {
-          const length = Buffer.alloc(4);
-          length.writeUInt32LE(header.length);
-          return { zip: ZIP_DICTIONARY, data: Buffer.concat([length, header, withDictionary]) };
-        }
+        if (header.length + withDictionary.length < DICTIONARY_GAIN * data.length)
+          return {
+            zip: ZIP_ROWID_DICTIONARY,
+            data: Buffer.concat([header, withDictionary]),
+            candidate: false,
+          };
       }
     }
-    plain.push({ checkpointId, taskId, raw: packed });
-    this.plainRows.set(nsId, plain.slice(-DICTIONARY_ROWS));
-    return { zip, data };
+    return { zip, data, candidate: true };
+  }
+
+  /** Offers a row just stored without a dictionary as a dictionary for the thread's next rows. */
+  private offerDictionary(thread: string, row: PlainWritesRow): void {
+    const plain = this.plainRows.get(thread) ?? [];
+    plain.push(row);
+    this.plainRows.set(thread, plain.slice(-DICTIONARY_ROWS));
+  }
+
+  /**
+   * Before the writes row of a task is stored again with other bytes: the rows of its thread that
+   * were deflated with it as (part of) their dictionary are stored again without one, so none
+   * becomes unreadable (a task's row changes when it adds writes after its first ones).
+   */
+  private releaseDependents(
+    thread: string,
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): void {
+    const old = this.s.getTaskWritesRow.get(nsId, checkpointId, taskId) as
+      (WritesRow & { rowid: number }) | undefined;
+    if (!old || old.zip === ZIP_DICTIONARY || old.zip === ZIP_ROWID_DICTIONARY) return;
+    if (this.rawOf(nsId, old).equals(packed)) return;
+    const dependents = this.db
+      .prepare(
+        `SELECT w.row_id AS rowid, w.ns_id, w.task_id, w.task_path, w.zip, w.writes FROM ${T_WRITES} w
+         JOIN ${T_NAMESPACES} n ON n.ns_id = w.ns_id
+         WHERE n.thread_id = ? AND w.zip IN (${ZIP_DICTIONARY}, ${ZIP_ROWID_DICTIONARY})`,
+      )
+      .all(thread) as Array<WritesRow & { rowid: number; ns_id: number }>;
+    for (const d of dependents) {
+      const uses =
+        d.zip === ZIP_ROWID_DICTIONARY
+          ? rowidHeader(d.writes).rowids.includes(old.rowid)
+          : d.ns_id === nsId &&
+            (
+              JSON.parse(
+                d.writes.toString("utf8", 4, 4 + d.writes.readUInt32LE(0)),
+              ) as DictionaryHeader
+            ).rows.some(([c, t]) => c === checkpointId && t === taskId);
+      if (!uses) continue;
+      const raw = this.rawOf(d.ns_id, d);
+      const zipped = deflateRawSync(raw);
+      const smaller = zipped.length < raw.length;
+      this.s.setWritesZip.run(smaller ? 1 : 0, smaller ? zipped : raw, d.rowid);
+    }
+    this.rawRows.deleteWhere(
+      (k) => k === `#${old.rowid}` || k === `${nsId}\u0000${checkpointId}\u0000${taskId}`,
+    );
   }
 
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
@@ -1535,9 +1654,17 @@ INSERT INTO ${T_BLOBS}
     this.writes.set(key, cached);
     const s = this.s;
     await this.enqueue(() => {
-      const { zip, data } = this.packForStorage(nsId, id, taskId, packWrites(all));
-      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip, data);
-      this.rawRows.deleteWhere((k) => k === `${nsId}\u0000${id}\u0000${taskId}`);
+      const packed = packWrites(all);
+      if (existing.length) this.releaseDependents(thread, nsId, id, taskId, packed);
+      const { zip, data, candidate } = this.packForStorage(thread, nsId, id, taskId, packed);
+      const { rowid } = s.putTaskWrites.get(nsId, id, taskId, taskPath, zip, data) as {
+        rowid: number;
+      };
+      this.rawRows.deleteWhere(
+        (k) => k === `${nsId}\u0000${id}\u0000${taskId}` || k === `#${rowid}`,
+      );
+      if (candidate)
+        this.offerDictionary(thread, { nsId, checkpointId: id, taskId, rowid, raw: packed });
     });
   }
 
@@ -1599,12 +1726,13 @@ INSERT INTO ${T_BLOBS}
       this.lastPut.delete(nsId);
       this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
-      this.plainRows.deleteWhere((key) => key === nsId);
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     }
     for (const key of [...this.nsIds.keys()])
       if (key.startsWith(`${threadId}\u0000`)) this.nsIds.delete(key);
+    this.plainRows.deleteWhere((key) => key === threadId);
+    this.rawRows.deleteWhere((key) => key.startsWith("#"));
   }
 }
