@@ -278,6 +278,25 @@ const MAX_QUEUED_ROWS = 32;
 /** ... or when the oldest has waited this long (ms). */
 const MAX_QUEUED_MS = 100;
 
+/**
+ * `zip` of a checkpoint row deflated with the records of its nearest ancestors as its dictionary
+ * (a delta record repeats much of its parent's, and of the step before: the same node's record):
+ * one byte (how many ancestors, parent last in the dictionary), the dictionary's CRC-32, the data.
+ */
+const ZIP_RECORD_ANCESTORS = 2;
+/** At most this many ancestors (never past the whole record that starts a delta chain). */
+const RECORD_ANCESTORS = 3;
+/** The `metadata` column of a row whose metadata is in its record (key `m`). */
+const METADATA_IN_RECORD = "";
+
+/** A checkpoint row's record, decoded: raw bytes, parsed, its parent id, and whether it is whole. */
+interface RecordEntry {
+  raw: Buffer;
+  stored: Record<string, any>;
+  parentId: string | null;
+  whole: boolean;
+}
+
 /** `zip` of a writes row deflated with earlier rows as its dictionary, named by key (rows of earlier versions). */
 const ZIP_DICTIONARY = 2;
 /**
@@ -322,6 +341,23 @@ function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number 
 function dictionaryOf(raws: readonly Buffer[]): Buffer {
   const all = Buffer.concat(raws);
   return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
+/**
+ * Whether a metadata value equals a filter value as `json_extract(a) IS json_extract(b)` compares
+ * them in SQL (how rows with metadata text are filtered): objects and lists as their JSON text,
+ * booleans as 0/1, a missing value as NULL.
+ */
+function sameAsSql(a: unknown, b: unknown): boolean {
+  const sql = (v: unknown) =>
+    v === undefined || v === null
+      ? null
+      : typeof v === "boolean"
+        ? Number(v)
+        : typeof v === "object"
+          ? JSON.stringify(v)
+          : v;
+  return sql(a) === sql(b);
 }
 
 /** A small least-recently-used map. */
@@ -381,6 +417,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
   private readonly lastPut = new Map<number, { id: string; versions: Versions }>();
+  /** Decoded checkpoint records, by namespace id and checkpoint id (the ancestors a record needs). */
+  private readonly records = new Lru<string, RecordEntry>(256);
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
   /**
@@ -594,6 +632,12 @@ INSERT INTO ${T_BLOBS}
          (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
+      hasCheckpoint: this.db.prepare(
+        `SELECT 1 FROM ${T_CHECKPOINTS} WHERE ns_id = ? AND checkpoint_id = ?`,
+      ),
+      setCheckpointZip: this.db.prepare(
+        `UPDATE ${T_CHECKPOINTS} SET zip = ?, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?`,
+      ),
       getBlob: this.db.prepare(
         `SELECT kind, base_version, chain, items, snapshot_items, type, zip, value FROM ${T_BLOBS}
          WHERE ns_id = ? AND channel = ? AND version = ?`,
@@ -703,6 +747,7 @@ INSERT INTO ${T_BLOBS}
       // deflated against one of them could never be read. Forget every candidate.
       this.plainRows.deleteWhere(() => true);
       this.rawRows.deleteWhere(() => true); // (rowids of rolled-back rows are given out again)
+      this.records.deleteWhere(() => true); // (a rolled-back put's record is not the row's)
       for (const w of waiting) w.reject(err);
       return;
     } finally {
@@ -737,6 +782,39 @@ INSERT INTO ${T_BLOBS}
       if (packed.length < raw.length) return { type, zip: 1, data: packed };
     }
     return { type, zip: 0, data: Buffer.from(raw) };
+  }
+
+  /**
+   * A checkpoint record as stored: a delta record deflated with its nearest ancestors' records as
+   * dictionary when that is smaller, else as {@link encode} stores values.
+   */
+  private async encodeRecord(
+    nsId: number,
+    record: Record<string, unknown>,
+    parentId: string | undefined,
+  ): Promise<{ type: string; zip: number; data: Buffer; raw: Buffer }> {
+    const [type, bytes] = await this.serde.dumpsTyped(record);
+    const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let zip = 0;
+    let data = raw;
+    if (raw.length >= this.compressAbove) {
+      const packed = deflateRawSync(raw);
+      if (packed.length < raw.length) [zip, data] = [1, packed];
+    }
+    if ("base" in record && parentId) {
+      const raws = (await this.ancestors(nsId, parentId, RECORD_ANCESTORS)).map((a) => a.raw);
+      if (raws.length) {
+        const dictionary = Buffer.concat([...raws].reverse());
+        const packed = deflateRawSync(raw, { dictionary });
+        if (5 + packed.length < data.length) {
+          const head = Buffer.alloc(5);
+          head.writeUInt8(raws.length, 0);
+          head.writeUInt32LE(crc32(dictionary), 1);
+          [zip, data] = [ZIP_RECORD_ANCESTORS, Buffer.concat([head, packed])];
+        }
+      }
+    }
+    return { type, zip, data: zip === 0 ? Buffer.from(raw) : data, raw: Buffer.from(raw) };
   }
 
   private async decode(type: string, zip: number, data: Buffer | null): Promise<unknown> {
@@ -1151,6 +1229,116 @@ INSERT INTO ${T_BLOBS}
   // ------------------------------------------------------------------------------------------
   // Reading
 
+  /** The record of a stored checkpoint row of this saver's tables, decoded (cached). */
+  private async recordOf(nsId: number, row: CheckpointRow): Promise<RecordEntry> {
+    const key = `${nsId}\u0000${row.checkpoint_id}`;
+    const cached = this.records.get(key);
+    if (cached) return cached;
+    const raw = this.rawRecordOf(nsId, row, false);
+    const stored = (await this.serde.loadsTyped(
+      row.type ?? "json",
+      new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength),
+    )) as Record<string, any>;
+    const entry = {
+      raw,
+      stored,
+      parentId: row.parent_checkpoint_id,
+      whole: stored.base === undefined,
+    };
+    this.records.set(key, entry);
+    return entry;
+  }
+
+  /**
+   * A checkpoint row's record bytes: as stored, inflated, or inflated with its ancestors' records
+   * (from the cache, or with `fromRows` from their rows only).
+   */
+  private rawRecordOf(nsId: number, row: CheckpointRow, fromRows: boolean): Buffer {
+    if (row.zip !== ZIP_RECORD_ANCESTORS)
+      return row.zip ? inflateRawSync(row.checkpoint) : row.checkpoint;
+    const count = row.checkpoint.readUInt8(0);
+    const raws: Buffer[] = [];
+    let id = row.parent_checkpoint_id;
+    while (id && raws.length < count) {
+      const cached = fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`);
+      if (cached) {
+        raws.unshift(cached.raw);
+        id = cached.parentId;
+        continue;
+      }
+      const parent = this.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+      if (!parent) break;
+      raws.unshift(this.rawRecordOf(nsId, parent, fromRows));
+      id = parent.parent_checkpoint_id;
+    }
+    if (raws.length !== count)
+      throw new Error(
+        `IncrementalSqliteSaver: checkpoint ${row.checkpoint_id} is stored against a missing checkpoint`,
+      );
+    const dictionary = Buffer.concat(raws);
+    if (crc32(dictionary) !== row.checkpoint.readUInt32LE(1))
+      throw new Error(
+        `IncrementalSqliteSaver: checkpoint ${row.checkpoint_id} is stored against a checkpoint that changed since`,
+      );
+    return inflateRawSync(row.checkpoint.subarray(5), { dictionary });
+  }
+
+  /**
+   * Before checkpoint `id` is stored again (its record may change): the records deflated with it
+   * in their dictionary (its descendants up to {@link RECORD_ANCESTORS} generations) are stored
+   * again without one, so none becomes unreadable.
+   */
+  private releaseRecordDependents(nsId: number, id: string): void {
+    let frontier = [id];
+    for (let depth = 0; depth < RECORD_ANCESTORS && frontier.length; depth++) {
+      const children = this.db
+        .prepare(
+          `SELECT c.*, c.ns_id AS ns_id FROM ${T_CHECKPOINTS} c
+           WHERE c.ns_id = ? AND c.parent_checkpoint_id IN (SELECT value FROM json_each(?))`,
+        )
+        .all(nsId, JSON.stringify(frontier)) as CheckpointRow[];
+      for (const child of children) {
+        if (child.zip !== ZIP_RECORD_ANCESTORS) continue;
+        const raw = this.rawRecordOf(nsId, child, true);
+        const zipped = deflateRawSync(raw);
+        const smaller = zipped.length < raw.length;
+        this.s.setCheckpointZip.run(
+          smaller ? 1 : 0,
+          smaller ? zipped : raw,
+          nsId,
+          child.checkpoint_id,
+        );
+      }
+      frontier = children.map((c) => c.checkpoint_id);
+    }
+  }
+
+  /** The record of checkpoint `id` of a namespace (undefined when there is no such row). */
+  private async recordById(nsId: number, id: string): Promise<RecordEntry | undefined> {
+    const cached = this.records.get(`${nsId}\u0000${id}`);
+    if (cached) return cached;
+    this.flush();
+    const row = this.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+    return row ? this.recordOf(nsId, row) : undefined;
+  }
+
+  /**
+   * Up to `count` records from `parentId` back (nearest first), never past the whole record that
+   * starts a delta chain (so a record's dictionary never reaches outside its chain).
+   */
+  private async ancestors(nsId: number, parentId: string | null, count: number) {
+    const out: RecordEntry[] = [];
+    let id = parentId;
+    while (id && out.length < count) {
+      const entry = await this.recordById(nsId, id);
+      if (!entry) break;
+      out.push(entry);
+      if (entry.whole) break;
+      id = entry.parentId;
+    }
+    return out;
+  }
+
   /**
    * The whole version maps of a stored checkpoint record: its own, or (delta-encoded, `base` set)
    * its base checkpoint's with its changes applied.
@@ -1173,18 +1361,10 @@ INSERT INTO ${T_BLOBS}
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
-    const baseRow = this.s.getCheckpoint.get(nsId, baseId) as CheckpointRow | undefined;
-    if (!baseRow)
+    const baseRecord = await this.recordById(nsId, baseId);
+    if (!baseRecord)
       throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
-    const base = await this.versionsFrom(
-      nsId,
-      baseId,
-      (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
-        string,
-        any
-      >,
-      baseRow.parent_checkpoint_id,
-    );
+    const base = await this.versionsFrom(nsId, baseId, baseRecord.stored, baseRecord.parentId);
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
       (stored.vs ?? {}) as Record<string, ChannelVersions>,
@@ -1285,12 +1465,13 @@ INSERT INTO ${T_BLOBS}
         cv: _cv,
         vs: _vs,
         iv: _iv,
+        m: inRecord,
         ...stored
-      } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
+      } = (await this.recordOf(nsId, row)).stored;
       const versions = await this.versionsFrom(
         nsId,
         row.checkpoint_id,
-        { ...stored, base: _base, cv: _cv, vs: _vs, iv: _iv },
+        { base: _base, cv: _cv, vs: _vs, iv: _iv, ...stored },
         row.parent_checkpoint_id,
       );
       stored.id = row.checkpoint_id;
@@ -1314,7 +1495,10 @@ INSERT INTO ${T_BLOBS}
         if (blob.found && blob.row?.kind !== KIND_EMPTY) channelValues[channel] = blob.value;
       }
       checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
-      metadata = (await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata;
+      metadata =
+        row.metadata === METADATA_IN_RECORD
+          ? (structuredClone(inRecord) as CheckpointMetadata)
+          : ((await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata);
       pendingWrites = [];
       for (const w of this.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
         for (const one of this.unpackRow(nsId, w))
@@ -1432,24 +1616,36 @@ INSERT INTO ${T_BLOBS}
       args.push(before.configurable.checkpoint_id);
     }
     const filters = Object.entries(filter ?? {}).filter(([, v]) => v !== undefined);
+    const legacyWheres = [...wheres];
+    const legacyArgs = [...args];
     for (const [key, value] of filters) {
       // Both sides through json_extract: strings, numbers and objects compare as SQLite values.
-      wheres.push("json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')");
-      args.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
+      // Rows with the metadata in their record are filtered after reading it (below).
+      const test = "json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')";
+      wheres.push(`(metadata = '${METADATA_IN_RECORD}' OR ${test})`);
+      legacyWheres.push(test);
+      for (const a of [args, legacyArgs]) a.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
     }
     const where = wheres.length ? `WHERE ${wheres.join(" AND ")}` : "";
     const max = limit !== undefined ? Number.parseInt(String(limit), 10) : undefined;
     const lim = max !== undefined ? ` LIMIT ${max}` : "";
     const rows = this.db
-      .prepare(`SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${lim}`)
+      .prepare(
+        `SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${filters.length ? "" : lim}`,
+      )
       .all(...args) as CheckpointRow[];
+    const matches = async (row: CheckpointRow) => {
+      if (!filters.length || row.legacy || row.metadata !== METADATA_IN_RECORD) return true;
+      const metadata = (await this.recordOf(row.ns_id!, row)).stored.m ?? {};
+      return filters.every(([key, value]) => sameAsSql(metadata[key], value));
+    };
     if (this.s.legacy) {
       const old = this.db
         .prepare(
           `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
-           FROM ${LEGACY_CHECKPOINTS} ${where} ORDER BY checkpoint_id DESC${lim}`,
+           FROM ${LEGACY_CHECKPOINTS} ${legacyWheres.length ? `WHERE ${legacyWheres.join(" AND ")}` : ""} ORDER BY checkpoint_id DESC${lim}`,
         )
-        .all(...args) as CheckpointRow[];
+        .all(...legacyArgs) as CheckpointRow[];
       for (const r of old) rows.push({ ...r, legacy: true });
       rows.sort((a, b) =>
         a.checkpoint_id < b.checkpoint_id ? 1 : a.checkpoint_id > b.checkpoint_id ? -1 : 0,
@@ -1458,6 +1654,7 @@ INSERT INTO ${T_BLOBS}
     let count = 0;
     for (const row of rows) {
       if (max !== undefined && count >= max) break;
+      if (!(await matches(row))) continue;
       count++;
       yield await this.tupleFromRow(row);
     }
@@ -1489,10 +1686,7 @@ INSERT INTO ${T_BLOBS}
         legacy: true,
       };
     }
-    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<
-      string,
-      any
-    >;
+    const { stored } = await this.recordOf(nsId, row);
     return {
       versions: await this.versionsFrom(nsId, id, stored, row.parent_checkpoint_id),
       legacy: false,
@@ -1554,10 +1748,20 @@ INSERT INTO ${T_BLOBS}
       parent && !parent.legacy ? parent.versions : undefined,
       { added, current },
     );
-    const cp = await this.encode(record);
-    // Metadata stays plain JSON text: list() filters on it in SQL.
-    const [, metaBytes] = await this.serde.dumpsTyped(metadata);
-    const metaText = Buffer.from(metaBytes).toString("utf8");
+    // Metadata goes into the record (deflated with it; list() filters such rows after reading).
+    record.m = metadata;
+    const cp = await this.encodeRecord(nsId, record, parentId);
+    try {
+      // (A copy of the metadata: the caller's object may change after put.)
+      this.records.set(`${nsId}\u0000${checkpoint.id}`, {
+        raw: cp.raw,
+        stored: { ...record, m: structuredClone(metadata) },
+        parentId: parentId ?? null,
+        whole: !("base" in record),
+      });
+    } catch {
+      // Metadata structuredClone cannot copy: read back from the row when needed.
+    }
     const s = this.s;
     for (const b of blobs) {
       const [, , , kind, base_version, chain, items, snapshot_items, type, zip, value] = b;
@@ -1574,6 +1778,8 @@ INSERT INTO ${T_BLOBS}
     }
     const written = this.enqueue(() => {
       for (const b of blobs) s.putBlob.run(...b);
+      if (s.hasCheckpoint.get(nsId, checkpoint.id))
+        this.releaseRecordDependents(nsId, checkpoint.id);
       s.putCheckpoint.run(
         nsId,
         checkpoint.id,
@@ -1581,7 +1787,7 @@ INSERT INTO ${T_BLOBS}
         cp.type,
         cp.data,
         cp.zip,
-        metaText,
+        METADATA_IN_RECORD,
       );
     });
     const versions: Versions = {
@@ -1725,6 +1931,7 @@ INSERT INTO ${T_BLOBS}
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
       this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.records.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
