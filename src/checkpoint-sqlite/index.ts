@@ -18,6 +18,7 @@ import {
   type SerializerProtocol,
   TASKS,
   WRITES_IDX_MAP,
+  JsonPlusSerializer,
   copyCheckpoint,
   getCheckpointId,
   maxChannelVersion,
@@ -35,6 +36,12 @@ export interface IncrementalSqliteSaverOptions {
   /** Decoded channel values kept in memory for appends and reads. Default 512. */
   cacheSize?: number;
 }
+
+/** JSON punctuation for {@link IncrementalSqliteSaver}'s batched decode: `[`, `,`, `]`. */
+const OPEN = Buffer.of(0x5b);
+const COMMA = Buffer.of(0x2c);
+const CLOSE = Buffer.of(0x5d);
+const EMPTY = Buffer.alloc(0);
 
 /** How a blob row encodes its channel value. */
 const KIND_FULL = 0;
@@ -289,6 +296,12 @@ const RECORD_ANCESTORS = 3;
 /** The `metadata` column of a row whose metadata is in its record (key `m`). */
 const METADATA_IN_RECORD = "";
 
+/** A checkpoint row's record bytes and its parent's id. */
+interface RawRecord {
+  raw: Buffer;
+  parentId: string | null;
+}
+
 /** A checkpoint row's record, decoded: raw bytes, parsed, its parent id, and whether it is whole. */
 interface RecordEntry {
   raw: Buffer;
@@ -419,6 +432,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly lastPut = new Map<number, { id: string; versions: Versions }>();
   /** Decoded checkpoint records, by namespace id and checkpoint id (the ancestors a record needs). */
   private readonly records = new Lru<string, RecordEntry>(256);
+  /** Decoded record bytes of ancestors read as dictionaries, by namespace id and checkpoint id. */
+  private readonly recordBytes = new Lru<string, RawRecord>(256);
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
   /**
@@ -478,10 +493,43 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
    */
   setup(): void {
     if (this.statements) return;
-    this.migrateFirstFormat();
-    this.addWritesRowIds();
-    this.db.exec(SCHEMA);
-    this.statements = this.prepare();
+    // One look at the schema: a database in the current format needs no conversion nor DDL (a
+    // fresh saver's first read pays for this).
+    const tables = new Map(
+      (
+        this.db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'").all() as Array<{
+          name: string;
+          sql: string;
+        }>
+      ).map((t) => [t.name, t.sql]),
+    );
+    const current =
+      tables.has(T_NAMESPACES) &&
+      tables.has(T_BLOBS) &&
+      !!tables.get(T_CHECKPOINTS) &&
+      !/\bthread_id\b/.test(tables.get(T_CHECKPOINTS)!) &&
+      /\brow_id\b/.test(tables.get(T_WRITES) ?? "");
+    if (!current) {
+      this.migrateFirstFormat();
+      this.addWritesRowIds();
+      this.db.exec(SCHEMA);
+    }
+    this.statements = this.prepare(
+      current
+        ? tables.has(LEGACY_CHECKPOINTS) && tables.has(LEGACY_WRITES)
+        : this.hasTable(LEGACY_CHECKPOINTS) && this.hasTable(LEGACY_WRITES),
+    );
+  }
+
+  /** A statement prepared on first use (a fresh saver's first read needs only a few). */
+  private lazy(sql: string) {
+    let statement: Database.Statement | undefined;
+    const get = () => (statement ??= this.db.prepare(sql));
+    return {
+      get: (...args: unknown[]) => get().get(...args),
+      all: (...args: unknown[]) => get().all(...args),
+      run: (...args: unknown[]) => get().run(...args),
+    };
   }
 
   /**
@@ -608,88 +656,102 @@ INSERT INTO ${T_BLOBS}
       .get(name);
   }
 
-  private prepare() {
-    const legacy = this.hasTable(LEGACY_CHECKPOINTS) && this.hasTable(LEGACY_WRITES);
+  private prepare(legacy: boolean) {
     const cols = `c.ns_id, n.thread_id, n.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata`;
     const from = `${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id`;
     return {
       legacy,
       select: `SELECT ${cols} FROM ${from}`,
-      getNs: this.db.prepare(
+      getNs: this.lazy(
         `SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ? AND checkpoint_ns = ?`,
       ),
-      addNs: this.db.prepare(
+      addNs: this.lazy(
         `INSERT OR IGNORE INTO ${T_NAMESPACES} (thread_id, checkpoint_ns) VALUES (?, ?)`,
       ),
-      getCheckpoint: this.db.prepare(
+      getCheckpoint: this.lazy(
         `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? AND c.checkpoint_id = ?`,
       ),
-      latestCheckpoint: this.db.prepare(
+      latestCheckpoint: this.lazy(
         `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
       ),
-      putCheckpoint: this.db.prepare(
+      putCheckpoint: this.lazy(
         `INSERT OR REPLACE INTO ${T_CHECKPOINTS}
          (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
-      hasCheckpoint: this.db.prepare(
+      blobChain: this.lazy(
+        `WITH RECURSIVE chain (version, kind, base_version, chain, items, snapshot_items, type, zip, value) AS (
+           SELECT version, kind, base_version, chain, items, snapshot_items, type, zip, value
+           FROM ${T_BLOBS} WHERE ns_id = @ns AND channel = @channel AND version = @version
+           UNION ALL
+           SELECT b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items, b.type, b.zip, b.value
+           FROM chain c JOIN ${T_BLOBS} b
+             ON b.ns_id = @ns AND b.channel = @channel AND b.version = c.base_version
+           WHERE c.kind IN (${KIND_APPEND}, ${KIND_APPEND_WRITES})
+         ) SELECT * FROM chain`,
+      ),
+      writesOf: this.lazy(
+        `SELECT checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
+         WHERE ns_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`,
+      ),
+      hasCheckpoint: this.lazy(
         `SELECT 1 FROM ${T_CHECKPOINTS} WHERE ns_id = ? AND checkpoint_id = ?`,
       ),
-      setCheckpointZip: this.db.prepare(
+      setCheckpointZip: this.lazy(
         `UPDATE ${T_CHECKPOINTS} SET zip = ?, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?`,
       ),
-      getBlob: this.db.prepare(
+      getBlob: this.lazy(
         `SELECT kind, base_version, chain, items, snapshot_items, type, zip, value FROM ${T_BLOBS}
          WHERE ns_id = ? AND channel = ? AND version = ?`,
       ),
-      putBlob: this.db.prepare(
+      putBlob: this.lazy(
         `INSERT OR REPLACE INTO ${T_BLOBS}
          (ns_id, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      getWrites: this.db.prepare(
+      getWrites: this.lazy(
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? ORDER BY task_path, task_id`,
       ),
-      getTaskWrites: this.db.prepare(
+      getTaskWrites: this.lazy(
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
       ),
       // An upsert keeps the row's rowid (by which later rows may name it as their dictionary).
-      putTaskWrites: this.db.prepare(
+      putTaskWrites: this.lazy(
         `INSERT INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
          VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (ns_id, checkpoint_id, task_id) DO UPDATE SET
            task_path = excluded.task_path, zip = excluded.zip, writes = excluded.writes
          RETURNING row_id AS rowid`,
       ),
-      getTaskWritesRow: this.db.prepare(
+      getTaskWritesRow: this.lazy(
         `SELECT row_id AS rowid, zip, writes FROM ${T_WRITES} WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
       ),
-      getWritesByRowid: this.db.prepare(
+      getWritesByRowid: this.lazy(
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES} WHERE row_id = ?`,
       ),
-      setWritesZip: this.db.prepare(`UPDATE ${T_WRITES} SET zip = ?, writes = ? WHERE row_id = ?`),
+      setWritesZip: this.lazy(`UPDATE ${T_WRITES} SET zip = ?, writes = ? WHERE row_id = ?`),
       legacyCheckpoint: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
              FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
           )
         : undefined,
       legacyLatest: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
              FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`,
           )
         : undefined,
       legacyWrites: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT task_id, channel, type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_id, idx`,
           )
         : undefined,
       legacySends: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = '${TASKS}' ORDER BY idx`,
           )
@@ -748,6 +810,7 @@ INSERT INTO ${T_BLOBS}
       this.plainRows.deleteWhere(() => true);
       this.rawRows.deleteWhere(() => true); // (rowids of rolled-back rows are given out again)
       this.records.deleteWhere(() => true); // (a rolled-back put's record is not the row's)
+      this.recordBytes.deleteWhere(() => true);
       for (const w of waiting) w.reject(err);
       return;
     } finally {
@@ -996,10 +1059,7 @@ INSERT INTO ${T_BLOBS}
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
   private async resolveWrites(nsId: number, refs: { checkpoint: string; refs: WriteRef[] }) {
     const out: unknown[] = [];
-    for (const [taskId, idx, spread] of refs.refs) {
-      const w = this.taskWrites(nsId, refs.checkpoint, taskId)?.find((x) => x.idx === idx);
-      if (!w)
-        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+    for (const { w, spread } of this.findWrites(nsId, refs)) {
       const value = await this.decode(w.type, 0, w.data);
       if (spread) out.push(...(value as unknown[]));
       else out.push(value);
@@ -1067,23 +1127,150 @@ INSERT INTO ${T_BLOBS}
     if (row.kind === KIND_FULL) value = await this.decode(row.type, row.zip, row.value);
     else if (row.kind === KIND_WRITE) {
       value = (await this.resolveWrites(nsId, JSON.parse(String(row.value))))[0];
-    } else {
-      const base =
-        row.base_version === null
-          ? { found: true, value: [] as unknown[] }
-          : await this.readBlob(nsId, channel, row.base_version);
-      if (!base.found || !Array.isArray(base.value))
-        throw new Error(
-          `IncrementalSqliteSaver: channel "${channel}" version ${version} grows a version that is missing`,
-        );
-      const tail =
-        row.kind === KIND_APPEND
-          ? ((await this.decode(row.type, row.zip, row.value)) as unknown[])
-          : await this.resolveWrites(nsId, JSON.parse(String(row.value)));
-      value = [...base.value, ...tail];
-    }
+    } else return { found: true, value: await this.readAppended(nsId, channel, version, row), row };
     this.values.set(key, value);
     return { found: true, value, row };
+  }
+
+  /**
+   * The value of a list channel at a version stored as items appended to an earlier one: the chain
+   * of appends down to a value that is cached or stored whole is fetched in one query (and the
+   * writes its links refer to in another), then the items are added oldest first; every version
+   * on the way is cached (list() reads them next).
+   */
+  private async readAppended(
+    nsId: number,
+    channel: string,
+    version: string,
+    first: BlobRow,
+  ): Promise<unknown[]> {
+    const links: Array<{ version: string; row: BlobRow }> = [{ version, row: first }];
+    let fetched: Map<string, BlobRow> | undefined;
+    let base: unknown[] | undefined;
+    for (;;) {
+      const { row } = links.at(-1)!;
+      const baseVersion = row.base_version;
+      if (baseVersion === null) {
+        base = [];
+        break;
+      }
+      const cached = this.values.get(blobKey(nsId, channel, baseVersion));
+      if (Array.isArray(cached)) {
+        base = cached;
+        break;
+      }
+      let next =
+        this.pendingBlobs.get(blobKey(nsId, channel, baseVersion)) ?? fetched?.get(baseVersion);
+      if (!next) {
+        fetched = this.chainRows(nsId, channel, baseVersion);
+        next = fetched.get(baseVersion);
+      }
+      if (next && (next.kind === KIND_APPEND || next.kind === KIND_APPEND_WRITES)) {
+        links.push({ version: baseVersion, row: next });
+        continue;
+      }
+      const whole = next ? await this.readBlob(nsId, channel, baseVersion) : undefined;
+      if (!whole?.found || !Array.isArray(whole.value))
+        throw new Error(
+          `IncrementalSqliteSaver: channel "${channel}" version ${links.at(-1)!.version} grows a version that is missing`,
+        );
+      base = whole.value;
+      break;
+    }
+    links.reverse();
+    const refs = links.map(({ row }) =>
+      row.kind === KIND_APPEND_WRITES
+        ? (JSON.parse(String(row.value)) as { checkpoint: string; refs: WriteRef[] })
+        : undefined,
+    );
+    const prefetched = this.prefetchWrites(
+      nsId,
+      refs.flatMap((r) => (r ? [r.checkpoint] : [])),
+    );
+    // The writes every link refers to, decoded together (one parse for the whole chain).
+    const found = links.map((_, i) =>
+      refs[i] ? this.findWrites(nsId, refs[i]!, prefetched) : undefined,
+    );
+    const decoded = await this.decodeWrites(found.flatMap((f) => (f ? f.map((x) => x.w) : [])));
+    let at = 0;
+    let value = base;
+    for (const [i, { version: v, row }] of links.entries()) {
+      let tail: unknown[];
+      if (row.kind === KIND_APPEND)
+        tail = (await this.decode(row.type, row.zip, row.value)) as unknown[];
+      else {
+        tail = [];
+        for (const { spread } of found[i]!) {
+          const one = decoded[at++];
+          if (spread) tail.push(...(one as unknown[]));
+          else tail.push(one);
+        }
+      }
+      value = value.concat(tail);
+      this.values.set(blobKey(nsId, channel, v), value);
+    }
+    return value;
+  }
+
+  /** The stored writes `refs` name, in order, with their spread flags. */
+  private findWrites(
+    nsId: number,
+    refs: { checkpoint: string; refs: WriteRef[] },
+    prefetched?: Map<string, StoredWrite[]>,
+  ): Array<{ w: StoredWrite; spread: 0 | 1 }> {
+    return refs.refs.map(([taskId, idx, spread]) => {
+      const w = (
+        prefetched?.get(`${nsId}\u0000${refs.checkpoint}\u0000${taskId}`) ??
+        this.taskWrites(nsId, refs.checkpoint, taskId)
+      )?.find((x) => x.idx === idx);
+      if (!w)
+        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+      return { w, spread };
+    });
+  }
+
+  /**
+   * The values of stored writes. With LangGraph's JSON serializer, writes of type "json" are
+   * parsed as one JSON array (one call instead of one per write: the same values).
+   */
+  private async decodeWrites(writes: StoredWrite[]): Promise<unknown[]> {
+    if (
+      writes.length > 1 &&
+      this.serde instanceof JsonPlusSerializer &&
+      writes.every((w) => w.type === "json" && w.data.length > 0)
+    ) {
+      const parts: Buffer[] = [OPEN];
+      for (const [i, w] of writes.entries()) parts.push(i ? COMMA : EMPTY, w.data);
+      parts.push(CLOSE);
+      const all = Buffer.concat(parts);
+      return (await this.serde.loadsTyped(
+        "json",
+        new Uint8Array(all.buffer, all.byteOffset, all.byteLength),
+      )) as unknown[];
+    }
+    return Promise.all(writes.map((w) => this.decode(w.type, 0, w.data)));
+  }
+
+  /** The blob rows of a chain of appends from `version` down to (and with) its first other row. */
+  private chainRows(nsId: number, channel: string, version: string): Map<string, BlobRow> {
+    const rows = this.s.blobChain.all({ ns: nsId, channel, version }) as Array<
+      BlobRow & { version: string }
+    >;
+    return new Map(rows.map((r) => [r.version, r]));
+  }
+
+  /** The stored writes of the tasks of these checkpoints, in one query, by task key. */
+  private prefetchWrites(nsId: number, checkpointIds: string[]): Map<string, StoredWrite[]> {
+    const out = new Map<string, StoredWrite[]>();
+    if (checkpointIds.length < 2) return out;
+    const rows = this.s.writesOf.all(nsId, JSON.stringify([...new Set(checkpointIds)])) as Array<
+      WritesRow & { checkpoint_id: string }
+    >;
+    for (const row of rows) {
+      const key = `${nsId}\u0000${row.checkpoint_id}\u0000${row.task_id}`;
+      if (!this.pendingTaskWrites.has(key)) out.set(key, this.unpackRow(nsId, row));
+    }
+    return out;
   }
 
   /**
@@ -1253,22 +1440,32 @@ INSERT INTO ${T_BLOBS}
    * A checkpoint row's record bytes: as stored, inflated, or inflated with its ancestors' records
    * (from the cache, or with `fromRows` from their rows only).
    */
-  private rawRecordOf(nsId: number, row: CheckpointRow, fromRows: boolean): Buffer {
+  private rawRecordOf(
+    nsId: number,
+    row: CheckpointRow,
+    fromRows: boolean,
+    seen: { get(id: string): RawRecord | undefined; set(id: string, r: RawRecord): void } = fromRows
+      ? new Map<string, RawRecord>()
+      : this.rawRecords(nsId),
+  ): Buffer {
     if (row.zip !== ZIP_RECORD_ANCESTORS)
       return row.zip ? inflateRawSync(row.checkpoint) : row.checkpoint;
     const count = row.checkpoint.readUInt8(0);
     const raws: Buffer[] = [];
     let id = row.parent_checkpoint_id;
     while (id && raws.length < count) {
-      const cached = fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`);
-      if (cached) {
-        raws.unshift(cached.raw);
-        id = cached.parentId;
+      // (Ancestors share ancestors: each is decoded once per read.)
+      const known = seen.get(id) ?? (fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`));
+      if (known) {
+        raws.unshift(known.raw);
+        id = known.parentId;
         continue;
       }
       const parent = this.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
       if (!parent) break;
-      raws.unshift(this.rawRecordOf(nsId, parent, fromRows));
+      const raw = this.rawRecordOf(nsId, parent, fromRows, seen);
+      seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
+      raws.unshift(raw);
       id = parent.parent_checkpoint_id;
     }
     if (raws.length !== count)
@@ -1311,6 +1508,14 @@ INSERT INTO ${T_BLOBS}
       }
       frontier = children.map((c) => c.checkpoint_id);
     }
+  }
+
+  /** The cache of decoded record bytes of a namespace, by checkpoint id. */
+  private rawRecords(nsId: number) {
+    return {
+      get: (id: string) => this.recordBytes.get(`${nsId}\u0000${id}`),
+      set: (id: string, r: RawRecord) => this.recordBytes.set(`${nsId}\u0000${id}`, r),
+    };
   }
 
   /** The record of checkpoint `id` of a namespace (undefined when there is no such row). */
@@ -1751,9 +1956,12 @@ INSERT INTO ${T_BLOBS}
     // Metadata goes into the record (deflated with it; list() filters such rows after reading).
     record.m = metadata;
     const cp = await this.encodeRecord(nsId, record, parentId);
+    const recordKey = `${nsId}\u0000${checkpoint.id}`;
+    this.recordBytes.set(recordKey, { raw: cp.raw, parentId: parentId ?? null });
+    this.records.deleteWhere((key) => key === recordKey);
     try {
       // (A copy of the metadata: the caller's object may change after put.)
-      this.records.set(`${nsId}\u0000${checkpoint.id}`, {
+      this.records.set(recordKey, {
         raw: cp.raw,
         stored: { ...record, m: structuredClone(metadata) },
         parentId: parentId ?? null,
@@ -1932,6 +2140,7 @@ INSERT INTO ${T_BLOBS}
       this.lastPut.delete(nsId);
       this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.records.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.recordBytes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
