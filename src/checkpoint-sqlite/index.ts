@@ -1352,9 +1352,10 @@ INSERT INTO ${T_BLOBS}
           const chain = appended ? row.chain + 1 : 1;
           const snapshotItems = appended ? row.snapshot_items : prev.length;
           const sinceSnapshot = value.length - snapshotItems;
-          // A full copy again once the chain is long and has added as many items as the last copy
-          // held: copies at geometrically growing sizes keep storage linear and reads short.
-          if (!(chain >= this.minChain && sinceSnapshot >= snapshotItems)) {
+          // A full copy again once the chain is long and has added half as many items as the last
+          // copy held: copies at sizes growing 1.5x each time keep storage linear (at most 3x the
+          // items) and a chain at most a third of the list (a fresh read decodes one row a link).
+          if (!(chain >= this.minChain && 2 * sinceSnapshot >= snapshotItems)) {
             const tail = value.slice(prev.length);
             this.values.set(key, value);
             const meta = [baseVersion, chain, value.length, snapshotItems];
