@@ -582,6 +582,20 @@ export class ServerStore {
     return r.rowCount ?? 0;
   }
 
+  /**
+   * Deletes the thread-deletion log's entries older than `seconds`. Meant for the chat files'
+   * retention: a worker that was down longer than that drops a deleted conversation's files with
+   * its own retention sweep (the conversation has been idle at least that long), so it no longer
+   * needs the entry.
+   */
+  async pruneThreadDeletions(seconds: number): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM ${this.t.deletions} WHERE deleted_at < now() - make_interval(secs => $1)`,
+      [seconds],
+    );
+    return r.rowCount ?? 0;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Workers
 
