@@ -464,11 +464,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ? body.stream_mode
         : [body.stream_mode]
       : [];
-    // Uploaded files are stored once, outside the run's input, events and checkpoints.
-    const threadOfRun = id;
-    const input = await storeUploads(body.input ?? null, (sha256, bytes) =>
-      store.putUpload(threadOfRun, sha256, bytes),
-    );
+    // Uploaded files are stored once, outside the run's input, events and checkpoints — in the
+    // transaction that creates the run, so a refused run (a busy thread) leaves none behind.
+    const uploads: Array<{ sha256: string; bytes: Buffer }> = [];
+    const input = await storeUploads(body.input ?? null, async (sha256, bytes) => {
+      uploads.push({ sha256, bytes });
+    });
     const kwargs: RunKwargs = {
       input,
       command: (body.command as RunKwargs["command"]) ?? null,
@@ -494,6 +495,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           multitaskStrategy: (body.multitask_strategy ?? "reject") as MultitaskStrategy,
         },
         async (client, runId) => {
+          for (const u of uploads) await store.putUpload(id, u.sha256, u.bytes, client);
           await queue.send(
             RUNS_QUEUE,
             { runId },

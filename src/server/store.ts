@@ -309,8 +309,13 @@ export class ServerStore {
    * Stores a file a run's input uploaded to a thread, once per content (src/core/uploads.ts):
    * the run's input, events and checkpoints then carry only its hash.
    */
-  async putUpload(threadId: string, sha256: string, bytes: Buffer): Promise<void> {
-    await this.pool.query(
+  async putUpload(
+    threadId: string,
+    sha256: string,
+    bytes: Buffer,
+    db: pg.Pool | pg.PoolClient = this.pool,
+  ): Promise<void> {
+    await db.query(
       `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes) VALUES ($1, $2, $3)
        ON CONFLICT (thread_id, sha256) DO NOTHING`,
       [threadId, sha256, bytes],
