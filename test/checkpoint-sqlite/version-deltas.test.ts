@@ -60,13 +60,19 @@ function countingGraph(checkpointer: IncrementalSqliteSaver) {
     .compile({ checkpointer });
 }
 
-it("stores version maps as changes, and reads every checkpoint back whole", async () => {
+/** A thread the counting graph ran to its end on a new file, and its checkpoints as listed. */
+async function countedThread() {
   const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-versions-")), "c.db");
   const saver = IncrementalSqliteSaver.fromConnString(path);
   const cfg = { configurable: { thread_id: "t" }, recursionLimit: 200 };
   await countingGraph(saver).invoke({}, cfg);
   const seen = [];
   for await (const t of saver.list(cfg)) seen.push(t);
+  return { path, saver, cfg, seen };
+}
+
+it("stores version maps as changes, and reads every checkpoint back whole", async () => {
+  const { path, saver, cfg, seen } = await countedThread();
   saver.db.close();
 
   const fresh = IncrementalSqliteSaver.fromConnString(path);
@@ -139,12 +145,7 @@ it("stores version maps as changes, and reads every checkpoint back whole", asyn
 });
 
 it("a checkpoint stored again leaves the records deflated against it readable", async () => {
-  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-versions-")), "c.db");
-  const saver = IncrementalSqliteSaver.fromConnString(path);
-  const cfg = { configurable: { thread_id: "t" }, recursionLimit: 200 };
-  await countingGraph(saver).invoke({}, cfg);
-  const seen = [];
-  for await (const t of saver.list(cfg)) seen.push(t);
+  const { path, saver, cfg, seen } = await countedThread();
   // The oldest checkpoint the next three are deflated against, put again with other metadata.
   const rows = saver.db
     .prepare("SELECT * FROM lgi_checkpoints ORDER BY checkpoint_id")
