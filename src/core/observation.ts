@@ -25,10 +25,11 @@ function show(value: unknown): string {
  * The observation the model sees for an action outcome (without the "Observation:" header), and
  * whether it reports a failure (failures leave the condensed history once resolved). Every failure
  * says what to do next: unknown names list the tools that exist, timeouts ask for smaller steps.
+ * `toolNames` may be a function: it is called only for an unknown name (it may build the tools).
  */
 export function formatObservation(
   outcome: ActionOutcome,
-  toolNames: readonly string[],
+  toolNames: readonly string[] | (() => readonly string[]),
   maxChars: number,
 ): { text: string; isError: boolean } {
   const parts: string[] = [];
@@ -54,8 +55,9 @@ export function formatObservation(
     const undefinedName = err
       ? /(?:^|[^.\w$])([A-Za-z_$][\w$]*) is not (?:defined|a function)/.exec(err.message)?.[1]
       : undefined;
-    if (undefinedName && !toolNames.includes(undefinedName)) {
-      msg += `\n"${undefinedName}" is not a tool or variable. The tools that exist are: ${[...toolNames, "final_answer"].join(", ")}.`;
+    const names = undefinedName && (typeof toolNames === "function" ? toolNames() : toolNames);
+    if (undefinedName && names && !names.includes(undefinedName)) {
+      msg += `\n"${undefinedName}" is not a tool or variable. The tools that exist are: ${[...names, "final_answer"].join(", ")}.`;
     }
     if (err?.name === "TimeoutError")
       msg += "\nThe action took too long and was stopped: do less per step.";

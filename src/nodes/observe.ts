@@ -42,7 +42,8 @@ export function makeObserveNode(rt: AgentRuntime) {
         `Agent "${rt.name}": observe reached without an outcome for step ${step}`,
       );
     }
-    const toolNames = rt.tools(state.context ?? {}, config, state.steps).map((t) => t.name);
+    // The tool names are only needed to answer an unknown name: the tools are built only then.
+    const toolNames = () => rt.tools(state.context ?? {}, config, state.steps).map((t) => t.name);
     const { text, isError } = formatObservation(
       outcome,
       toolNames,

@@ -238,11 +238,16 @@ async function execute(
   if (!from.started)
     options.onStart?.({ threadId, dbPath: persistence.location, state, root: rootName(app) });
   try {
-    const stream = await graph.stream(input, {
-      ...runConfig,
-      subgraphs: true,
-      streamMode: ["updates", "tasks"],
-    });
+    // The live tree needs every agent's task and update events; with nobody listening, the root's
+    // values are enough (what invoke streams): each event of every nested agent costs a stream
+    // chunk, promises and async-context bookkeeping that nothing reads.
+    const stream = options.onEvent
+      ? await graph.stream(input, {
+          ...runConfig,
+          subgraphs: true,
+          streamMode: ["updates", "tasks"],
+        })
+      : await graph.stream(input, { ...runConfig, streamMode: "values" });
     for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
   } catch (err) {
     return failRun(session, options, threadId, err, from.replayOf);

@@ -40,6 +40,30 @@ describe("formatObservation", () => {
     expect(o.text).toContain("The tools that exist are: search_wikipedia, get_page, final_answer.");
   });
 
+  it("builds the tool list (given as a function) only to answer an unknown name", () => {
+    let built = 0;
+    const names = () => {
+      built++;
+      return ["lookup"];
+    };
+    expect(formatObservation(outcome({ logs: "fine" }), names, 1000).text).toBe(
+      "Execution logs:\nfine",
+    );
+    const failed = { name: "TypeError", message: "x.map is not a function", line: 1 };
+    formatObservation(outcome({ ok: false, error: failed }), names, 1000);
+    expect(built).toBe(0);
+    const unknown = formatObservation(
+      outcome({
+        ok: false,
+        error: { name: "ReferenceError", message: "lookup_all is not defined", line: 1 },
+      }),
+      names,
+      1000,
+    );
+    expect(built).toBe(1);
+    expect(unknown.text).toContain("The tools that exist are: lookup, final_answer.");
+  });
+
   it("lists the tools for an uncallable bare name, but not for a method", () => {
     const bare = formatObservation(
       outcome({
