@@ -379,7 +379,7 @@ export async function serializationSection(): Promise<BenchSection> {
     title: "Sandbox: copying a guest value vs JSON.stringify (ms)",
     description:
       "90 interleaved runs each (min and p50). The copy first checks the value without calling guest code (an own property " +
-      "descriptor per property, proxies detected, prototypes compared with the intrinsics), then lets " +
+      "descriptor per object property, a getter lookup per array element, proxies detected, prototypes compared with the intrinsics), then lets " +
       "JSON.stringify write it. Before issues 11/12 the copy was a JavaScript walker writing the text " +
       "itself: 13.5x JSON.stringify (issue 12), 23x on the records here.",
     columns: [

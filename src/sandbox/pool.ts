@@ -9,8 +9,9 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, realpathSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
@@ -21,7 +22,15 @@ import {
   DEFAULT_MAX_PROCESSES,
   MAX_NESTING_EXTRA_PROCESSES,
 } from "./limits.ts";
-import { LineBuffer, encodeLine, encodeRunLine, type HostMessage } from "./child/protocol.mjs";
+import {
+  CHILD_CODE_CACHE_ARG,
+  CHILD_MAKE_CODE_CACHE_ARG,
+  CHILD_PDEATHSIG_ARG,
+  LineBuffer,
+  encodeLine,
+  encodeRunLine,
+  type HostMessage,
+} from "./child/protocol.mjs";
 import { buildAction } from "./transform.ts";
 
 /** How a child is started (children are only reused for the same spec). */
@@ -77,6 +86,71 @@ const UPKEEP_DELAY_MS = 5;
 /** Idle children kept after use unless configured otherwise (see ChildPool). */
 export const DEFAULT_MAX_IDLE = 4;
 
+/**
+ * V8 code caches of the SES bundle, by child heap size (V8 accepts a cache only under the flags it
+ * was made with, and `--max-old-space-size` is one of them). A child given one loads SES and locks
+ * down in less time (child/lockdown.mjs). Each cache is made once per host process, from the SES
+ * file and the Node binary in use (so it cannot go stale): the first child of a heap size is asked
+ * to send the bytecode its start-up compiled, and does so before it reports ready — before it runs
+ * any action, so no guest code has run in that process yet. Later messages of that kind are refused
+ * like any other protocol violation. The files live in a directory only this user can open
+ * (mkdtemp: mode 0700), removed when the host exits; children may read their cache file
+ * (permission model) and write nothing.
+ */
+export const sesCodeCaches = {
+  /** The private directory (undefined: not made yet; null: could not be made). */
+  dir: undefined as string | null | undefined,
+  /** Heap size -> the cache file, once made. */
+  files: new Map<number, string>(),
+  /** Heap sizes whose cache a starting child is making. */
+  making: new Set<number>(),
+  /** Heap size -> attempts that gave no cache (the child died first, or the file could not be written). */
+  failures: new Map<number, number>(),
+
+  /** The cache file for children of `spec`, if made. */
+  fileFor(spec: ChildSpec): string | undefined {
+    return spec.entry === undefined ? this.files.get(spec.heapMb) : undefined;
+  },
+
+  /** True when a child of `spec` starting now is to make its heap size's cache (then it is recorded as making it). */
+  begin(spec: ChildSpec): boolean {
+    const heap = spec.heapMb;
+    if (spec.entry !== undefined || this.files.has(heap) || this.making.has(heap)) return false;
+    if ((this.failures.get(heap) ?? 0) >= MAX_CODE_CACHE_ATTEMPTS) return false;
+    this.making.add(heap);
+    return true;
+  },
+
+  /** Stores the cache a child of `spec` made (base64); false if it could not be stored. */
+  store(spec: ChildSpec, base64: string): boolean {
+    this.making.delete(spec.heapMb);
+    try {
+      if (this.dir === undefined) {
+        this.dir = null;
+        const dir = mkdtempSync(join(realpathSync(tmpdir()), "codehop-sandbox-"));
+        process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+        this.dir = dir;
+      }
+      if (this.dir === null) throw new Error("no directory for code caches");
+      const file = join(this.dir, `ses-${spec.heapMb}.cache`);
+      writeFileSync(file, Buffer.from(base64, "base64"), { mode: 0o600 });
+      this.files.set(spec.heapMb, file);
+      return true;
+    } catch {
+      this.failed(spec);
+      return false;
+    }
+  },
+
+  /** The child making `spec`'s cache ended without one. */
+  failed(spec: ChildSpec): void {
+    if (!this.making.delete(spec.heapMb) && this.files.has(spec.heapMb)) return;
+    this.failures.set(spec.heapMb, (this.failures.get(spec.heapMb) ?? 0) + 1);
+  },
+};
+/** Children that may fail to make a heap size's code cache before no more are asked to. */
+const MAX_CODE_CACHE_ATTEMPTS = 3;
+
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
 
@@ -125,6 +199,11 @@ export class SandboxChild {
   /** Resolves with how the process ended. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   readyAt: number | null = null;
+  /** Asked to send the SES code cache for its heap size before `ready` (see sesCodeCaches). */
+  readonly makesCodeCache: boolean;
+  private codeCacheSent = false;
+  /** Whether the child loaded SES with the code cache it was given (reported with `ready`). */
+  codeCache: "used" | "rejected" | "none" | null = null;
   dead = false;
   /**
    * The session (agent run) this child serves, set when it is first lent; null while it never ran
@@ -166,11 +245,17 @@ export class SandboxChild {
     readonly addressSpaceFactor = 1,
   ) {
     this.spec = spec;
+    const codeCache = sesCodeCaches.fileFor(spec);
+    this.makesCodeCache = codeCache === undefined && sesCodeCaches.begin(spec);
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
       PERMISSION_FLAG,
-      ...[...CHILD_FILES, ...(spec.entry ? [spec.entry] : [])].map((f) => `--allow-fs-read=${f}`),
-      `--allow-fs-read=${SES_PATH}`,
+      ...[
+        ...CHILD_FILES,
+        ...(spec.entry ? [spec.entry] : []),
+        SES_PATH,
+        ...(codeCache ? [codeCache] : []),
+      ].map((f) => `--allow-fs-read=${f}`),
       "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
       ...(CAN_DISABLE_WARNINGS
@@ -178,7 +263,9 @@ export class SandboxChild {
         : []),
       spec.entry ?? CHILD_ENTRY,
       SES_PATH,
-      ...(SETPRIV ? ["pdeathsig"] : []),
+      ...(SETPRIV ? [CHILD_PDEATHSIG_ARG] : []),
+      ...(codeCache ? [`${CHILD_CODE_CACHE_ARG}=${codeCache}`] : []),
+      ...(this.makesCodeCache ? [CHILD_MAKE_CODE_CACHE_ARG] : []),
     ];
     // setpriv and prlimit each set up the process, then exec the next program: one process.
     const node = SETPRIV
@@ -220,7 +307,16 @@ export class SandboxChild {
       this.proc.on("close", (code, signal) => this.resolveExit({ code, signal }));
       this.proc.on("error", () => this.resolveExit({ code: null, signal: null }));
     });
-    void this.exited.then((exit) => this.onExit?.(exit));
+    void this.exited.then((exit) => {
+      if (
+        this.makesCodeCache &&
+        !this.codeCacheSent &&
+        this.readyAt === null &&
+        this.codeCache === null
+      )
+        sesCodeCaches.failed(spec);
+      this.onExit?.(exit);
+    });
     this.ready = new Promise((resolve, reject) => {
       const onData = (chunk: string) => {
         const lines = this.lines.push(chunk);
@@ -241,8 +337,25 @@ export class SandboxChild {
             return;
           }
           if (this.readyAt !== null) this.onMessage?.(msg);
-          else if (msg.t === "ready") this.sendLine(warmupRunLine());
-          else if (msg.t === "call" && msg.id === WARMUP_ID)
+          else if (msg.t === "code-cache") {
+            // Before `ready`, so before any guest code ran in this process (see sesCodeCaches);
+            // only from the child asked for it, and once.
+            if (!this.makesCodeCache || this.codeCacheSent || typeof msg.data !== "string") {
+              this.kill("protocol");
+              return;
+            }
+            this.codeCacheSent = true;
+            sesCodeCaches.store(this.spec, msg.data);
+          } else if (msg.t === "ready") {
+            if (this.makesCodeCache && !this.codeCacheSent) sesCodeCaches.failed(this.spec);
+            this.codeCache =
+              msg.codeCache === "used"
+                ? "used"
+                : msg.codeCache === "rejected"
+                  ? "rejected"
+                  : "none";
+            this.sendLine(warmupRunLine());
+          } else if (msg.t === "call" && msg.id === WARMUP_ID)
             this.send({
               t: "result",
               id: WARMUP_ID,
