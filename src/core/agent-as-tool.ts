@@ -2,7 +2,12 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { isGraphBubbleUp } from "@langchain/langgraph";
 import type { z } from "zod";
 import { CodehopError } from "../errors.ts";
-import { type CodeTool, defineTool } from "../tools/define-tool.ts";
+import {
+  type CodeTool,
+  defineTool,
+  renderSignature,
+  ToolArgumentError,
+} from "../tools/define-tool.ts";
 import { renderManagedTask } from "./prompts.ts";
 import type { CodeAgentPrompts } from "./prompts.ts";
 import type { AgentInputValue, Source } from "./state.ts";
@@ -52,7 +57,7 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
   agent: AgentLike,
   options: AgentToolOptions<Shape>,
 ): CodeTool<Shape> {
-  return defineTool({
+  const self: CodeTool<Shape> = defineTool({
     name: options.name,
     description: options.description,
     parameters: options.parameters,
@@ -61,6 +66,12 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
     subgraphs: [agent.graph],
     invoke: async (args, ctx) => {
       const input = options.toInput(args);
+      // An empty task would still reach the child wrapped in the managed-task prompt (the graph's
+      // own input check sees that text): refused here, as the caller's mistake it can fix.
+      if (typeof input.task !== "string" || !input.task.trim())
+        throw new ToolArgumentError(
+          `${options.name}() needs a task: say what the agent should do. Usage: ${renderSignature(self)}`,
+        );
       const task =
         options.wrapTask === false
           ? input.task
@@ -104,4 +115,5 @@ export function agentAsTool<Shape extends z.ZodRawShape>(
       }
     },
   });
+  return self;
 }

@@ -61,6 +61,8 @@ export interface ExtractOptions {
    * `truncated` set (converting takes about a second per megabyte, off the main thread).
    */
   maxHtmlChars?: number;
+  /** Aborting it stops a conversion in progress (a large page's thread is terminated). */
+  signal?: AbortSignal;
 }
 
 /** Extracted text with the structure citations need. */
@@ -215,7 +217,7 @@ export async function extractDocument(
       out = await extractPdf(name, bytes, options.maxPages ?? EXTRACT_DEFAULTS.maxPages);
       break;
     case "docx":
-      out = { kind, text: await extractDocx(name, bytes) };
+      out = { kind, text: await extractDocx(name, bytes, options.signal) };
       break;
     case "html": {
       let html = decodeText(bytes, source.mediaType, true);
@@ -224,7 +226,11 @@ export async function extractDocument(
         html = html.slice(0, maxHtml);
         cut = true;
       }
-      out = { kind, text: await htmlToTextOffThread(html, { name }), title: htmlTitle(html) };
+      out = {
+        kind,
+        text: await htmlToTextOffThread(html, { name, signal: options.signal }),
+        title: htmlTitle(html),
+      };
       break;
     }
     case "markdown":
@@ -334,7 +340,7 @@ async function extractPdf(
   }
 }
 
-async function extractDocx(name: string, bytes: Uint8Array): Promise<string> {
+async function extractDocx(name: string, bytes: Uint8Array, signal?: AbortSignal): Promise<string> {
   const mammoth = (await import("mammoth")).default;
   let html: string;
   try {
@@ -348,7 +354,7 @@ async function extractDocx(name: string, bytes: Uint8Array): Promise<string> {
       err,
     );
   }
-  return htmlToTextOffThread(html, { name });
+  return htmlToTextOffThread(html, { name, signal });
 }
 
 /**

@@ -62,17 +62,32 @@ const convert = (${buildConverter.toString()})(Turndown);
 parentPort.postMessage(convert(workerData.html));
 `;
 
+/** Options of {@link htmlToTextOffThread}. */
+interface OffThreadOptions {
+  /** The document's name, for errors. */
+  name?: string;
+  /** Deadline of a conversion (default 120 s). */
+  timeoutMs?: number;
+  /** Aborting it stops the conversion (its thread is terminated) or its wait for a thread. */
+  signal?: AbortSignal;
+}
+
 /**
  * HTML as text, converted in a worker thread when it is large (at least
  * {@link OFF_THREAD_HTML_CHARS}), on this thread otherwise. A conversion that takes longer than
- * `timeoutMs` is stopped: INPUT_INVALID naming the document.
+ * `timeoutMs` is stopped: INPUT_INVALID naming the document. An aborted `signal` stops it too,
+ * rejecting with the signal's reason (a cancelled run does not keep a core busy).
  */
 export async function htmlToTextOffThread(
   html: string,
-  options: { name?: string; timeoutMs?: number } = {},
+  options: OffThreadOptions = {},
 ): Promise<string> {
+  options.signal?.throwIfAborted();
   if (html.length < OFF_THREAD_HTML_CHARS) return htmlToText(html);
-  return conversionThreads(() => convertOffThread(html, options));
+  return conversionThreads(() => {
+    options.signal?.throwIfAborted();
+    return convertOffThread(html, options);
+  });
 }
 
 /**
@@ -94,10 +109,7 @@ export function conversionThreadStats(): { running: number; waiting: number; max
 /** A conversion thread's V8 heap limit: a page whose DOM does not fit fails alone, as an error. */
 const CONVERSION_HEAP_MB = 1024;
 
-async function convertOffThread(
-  html: string,
-  options: { name?: string; timeoutMs?: number },
-): Promise<string> {
+async function convertOffThread(html: string, options: OffThreadOptions): Promise<string> {
   const timeoutMs = options.timeoutMs ?? HTML_WORKER_TIMEOUT_MS;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
@@ -114,7 +126,15 @@ async function convertOffThread(
           ),
         );
       }, timeoutMs);
-      const settle = () => clearTimeout(timer);
+      const onAbort = () => {
+        settle();
+        reject(options.signal?.reason);
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      const settle = () => {
+        clearTimeout(timer);
+        options.signal?.removeEventListener("abort", onAbort);
+      };
       worker.once("message", (text: string) => {
         settle();
         resolve(text);

@@ -7,6 +7,7 @@ import { STREAM_MODES } from "./execute.ts";
 import { assistantIdOf } from "./graphs.ts";
 import { inClient, RUNS_QUEUE } from "./queue.ts";
 import { stateToThreadState, toJson } from "./serialize.ts";
+import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
 import { storeUploads } from "../core/uploads.ts";
 import {
   type ApiThread,
@@ -40,6 +41,12 @@ export interface ServerOptions extends BackendOptions {
   apiKey?: string;
   /** Stream events of runs that ended longer ago than this are deleted. Default 3600 s. */
   eventRetentionSeconds?: number;
+  /**
+   * Entries of the thread-deletion log (read by workers to drop their own data of a deleted
+   * thread) older than this are deleted. Default: the chat files' retention
+   * (CODEHOP_CHAT_FILES_RETENTION_DAYS, 30 days); 0 keeps them.
+   */
+  deletionLogRetentionSeconds?: number;
 }
 
 /** A started server. */
@@ -457,11 +464,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ? body.stream_mode
         : [body.stream_mode]
       : [];
-    // Uploaded files are stored once, outside the run's input, events and checkpoints.
-    const threadOfRun = id;
-    const input = await storeUploads(body.input ?? null, (sha256, bytes) =>
-      store.putUpload(threadOfRun, sha256, bytes),
-    );
+    // Uploaded files are stored once, outside the run's input, events and checkpoints — in the
+    // transaction that creates the run, so a refused run (a busy thread) leaves none behind.
+    const uploads: Array<{ sha256: string; bytes: Buffer }> = [];
+    const input = await storeUploads(body.input ?? null, async (sha256, bytes) => {
+      uploads.push({ sha256, bytes });
+    });
     const kwargs: RunKwargs = {
       input,
       command: (body.command as RunKwargs["command"]) ?? null,
@@ -487,6 +495,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           multitaskStrategy: (body.multitask_strategy ?? "reject") as MultitaskStrategy,
         },
         async (client, runId) => {
+          for (const u of uploads) await store.putUpload(id, u.sha256, u.bytes, client);
           await queue.send(
             RUNS_QUEUE,
             { runId },
@@ -644,9 +653,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return reply.code(wait ? 204 : 202).send();
   });
 
-  // Streams of old runs go after a while (the runs themselves stay listed).
+  // Streams of old runs go after a while (the runs themselves stay listed); so do entries of the
+  // thread-deletion log older than the chat files' retention (store.pruneThreadDeletions).
   const retention = options.eventRetentionSeconds ?? 3600;
-  const prune = setInterval(() => void store.pruneEvents(retention).catch(() => {}), 60_000);
+  const deletionLogSeconds =
+    options.deletionLogRetentionSeconds ?? chatSettingsFromEnv().filesRetentionDays * 86_400;
+  const prune = setInterval(() => {
+    void store.pruneEvents(retention).catch(() => {});
+    // (0: files are kept forever, so is the log)
+    if (deletionLogSeconds > 0) void store.pruneThreadDeletions(deletionLogSeconds).catch(() => {});
+  }, 60_000);
   prune.unref();
 
   await app.listen({ port: options.port ?? 8123, host: options.host ?? "127.0.0.1" });

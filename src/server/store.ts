@@ -309,8 +309,13 @@ export class ServerStore {
    * Stores a file a run's input uploaded to a thread, once per content (src/core/uploads.ts):
    * the run's input, events and checkpoints then carry only its hash.
    */
-  async putUpload(threadId: string, sha256: string, bytes: Buffer): Promise<void> {
-    await this.pool.query(
+  async putUpload(
+    threadId: string,
+    sha256: string,
+    bytes: Buffer,
+    db: pg.Pool | pg.PoolClient = this.pool,
+  ): Promise<void> {
+    await db.query(
       `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes) VALUES ($1, $2, $3)
        ON CONFLICT (thread_id, sha256) DO NOTHING`,
       [threadId, sha256, bytes],
@@ -577,6 +582,20 @@ export class ServerStore {
     const r = await this.pool.query(
       `DELETE FROM ${this.t.events} WHERE run_id IN (
          SELECT run_id FROM ${this.t.runs} WHERE ended_at < now() - make_interval(secs => $1))`,
+      [seconds],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /**
+   * Deletes the thread-deletion log's entries older than `seconds`. Meant for the chat files'
+   * retention: a worker that was down longer than that drops a deleted conversation's files with
+   * its own retention sweep (the conversation has been idle at least that long), so it no longer
+   * needs the entry.
+   */
+  async pruneThreadDeletions(seconds: number): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM ${this.t.deletions} WHERE deleted_at < now() - make_interval(secs => $1)`,
       [seconds],
     );
     return r.rowCount ?? 0;

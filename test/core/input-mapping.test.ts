@@ -308,4 +308,37 @@ describe("an agent without an input mapping", () => {
     expect(model.calls).toHaveLength(0);
     expect((await agent.graph.invoke({ task: "go" })).answer).toBe("done");
   });
+  it("a sub-agent called from code with an empty task: an observation for the caller, the sub-agent never runs", async () => {
+    const childModel = new ScriptedChatModel([action("final_answer('child ran')")]);
+    const child = createCodeAgent({
+      name: "child",
+      description: "does a part",
+      model: childModel,
+      sandbox,
+    });
+    const parentModel = new ScriptedChatModel([
+      action('console.log(await child_agent("  "));'),
+      action('final_answer(await child_agent("do the part"));'),
+    ]);
+    const parent = createCodeAgent({
+      name: "parent",
+      description: "delegates",
+      model: parentModel,
+      sandbox,
+      tools: [
+        child.asTool({
+          name: "child_agent",
+          description: "does a part",
+          parameters: z.object({ task: z.string() }),
+          toInput: ({ task }) => ({ task }),
+        }),
+      ],
+    });
+    const out = await parent.graph.invoke({ task: "delegate" });
+    expect(out.answer).toBe("child ran");
+    // The second model call saw the first action's error, naming the tool and its usage.
+    const seen = parentModel.calls[1].messages.map((m) => String(m.content)).join("\n");
+    expect(seen).toMatch(/child_agent\(\) needs a task: say what the agent should do\. Usage: /);
+    expect(childModel.calls).toHaveLength(1);
+  });
 });

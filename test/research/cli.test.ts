@@ -224,6 +224,19 @@ describe("codehop ask --verify", { timeout: 180_000 }, () => {
     );
     const cites = result.verification.claims[0].citations.map((n: number) => `[${n}]`).join("");
     expect(shown.stdout).toContain(`  - supported ${cites}: ${result.verification.claims[0].text}`);
+    // show --json: the tree, with the recorded verification on its root.
+    const shownJson = JSON.parse(
+      (await runCli(["show", result.thread_id, "--json"], world.cliEnv())).stdout,
+    );
+    expect(shownJson.steps.at(-1).is_final).toBe(true);
+    expect(shownJson.verification).toMatchObject({
+      status: "verified",
+      checked: 1,
+      supported: 1,
+      verified_at: expect.any(String),
+    });
+    expect(shownJson.verification.claims[0].text).toBe(result.verification.claims[0].text);
+    expect(shownJson.citations).toEqual(result.citations);
 
     // resume --verify checks the finished thread again: the verifier's call only, no agent's.
     const before = world.server.requests.length;

@@ -161,6 +161,32 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
     }
   });
 
+  it("a run refused because its thread is busy leaves no upload behind", async () => {
+    const busy = (await client.threads.create()).thread_id;
+    // A run that waits a minute before starting keeps the thread busy.
+    const first = await client.runs.create(busy, "chat", {
+      input: { messages: [{ id: "h-wait", type: "human", content: "hello" }] },
+      afterSeconds: 60,
+    });
+    const other = Buffer.concat([Buffer.from(pdf, "base64"), Buffer.from("refused")]);
+    const sha256 = createHash("sha256").update(other).digest("hex");
+    await expect(
+      client.runs.create(busy, "chat", {
+        input: {
+          messages: [messageWithPdf("h-refused", "read it", other.toString("base64"), "x.pdf")],
+        },
+        multitaskStrategy: "reject",
+      }),
+    ).rejects.toThrow(/422|already running/);
+    const { rows } = await db.query(
+      "SELECT count(*)::int AS n FROM codehop_uploads WHERE sha256 = $1",
+      [sha256],
+    );
+    expect(rows[0].n).toBe(0);
+    await client.runs.cancel(busy, first.run_id);
+    await client.threads.delete(busy);
+  });
+
   it("deleting the thread through the server drops the worker's file index and the uploads", async () => {
     const filesDir = join(workerHome, "chat-files");
     const indexOf = () => readdirSync(filesDir).filter((f) => f.includes(threadId));

@@ -64,4 +64,17 @@ describe.skipIf(postgresMissing)("server store: a run's events", { timeout: 120_
     expect(after.map((d) => d.threadId)).toEqual(["gone"]);
     expect(await store.threadDeletionsAfter(after[0].id)).toEqual([]);
   });
+  it("prunes deletion-log entries older than the retention, and only those", async () => {
+    await store.createThread("old-gone");
+    await store.deleteThreadRows("old-gone");
+    await store.createThread("new-gone");
+    await store.deleteThreadRows("new-gone");
+    await pool.query(
+      `UPDATE "${store.schema}".codehop_thread_deletions SET deleted_at = now() - interval '31 days' WHERE thread_id = 'old-gone'`,
+    );
+    expect(await store.pruneThreadDeletions(30 * 86_400)).toBe(1);
+    const left = (await store.threadDeletionsAfter(0)).map((d) => d.threadId);
+    expect(left).toContain("new-gone");
+    expect(left).not.toContain("old-gone");
+  });
 });

@@ -21,15 +21,30 @@ export default function showCommand(): Command {
       const { traceOfThread: trace, verificationOf } = await import("../../apps/index.ts");
       const config = configFromFlags(flags);
       const progress = await trace(threadId, { config });
+      // The answer's verification (ask --verify, resume --verify), recorded with the thread.
+      const recorded = await verificationOf(threadId, { config });
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(withSnakeCaseKeys(progress.root ?? null))}\n`);
+        // The tree's root, plus `citations` and `verification` (as `ask --json --verify` prints
+        // them, with when and at which checkpoint) when one is recorded: added keys only.
+        const root = progress.root ? withSnakeCaseKeys(progress.root) : null;
+        const out =
+          root && recorded
+            ? {
+                ...(root as object),
+                citations: recorded.citations,
+                verification: {
+                  ...recorded.verification,
+                  verified_at: recorded.verified_at,
+                  checkpoint_id: recorded.checkpoint_id,
+                },
+              }
+            : root;
+        process.stdout.write(`${JSON.stringify(out)}\n`);
         return;
       }
       const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
       const colors = colorsFor(process.stdout);
       process.stdout.write(`${progress.render("…", width, { expand: true, colors }).join("\n")}\n`);
-      // The answer's verification (ask --verify, resume --verify), recorded with the thread.
-      const recorded = await verificationOf(threadId, { config });
       if (recorded) {
         const when = recorded.verified_at.replace("T", " ").slice(0, 16);
         process.stdout.write(

@@ -190,6 +190,7 @@ async function load(
     const doc = await extractDocument(
       { name: fetched.name, mediaType: fetched.mediaType },
       fetched.bytes,
+      { signal },
     );
     // A page is best known by its title; a file by its name.
     const name =
@@ -231,7 +232,7 @@ async function load(
     } catch (err) {
       throw invalid(`${input.path} cannot be read (${(err as Error).message}).`, err);
     }
-    return { name, doc: await extractDocument({ name }, bytes), origin: path };
+    return { name, doc: await extractDocument({ name }, bytes, { signal }), origin: path };
   }
   const name = displayName(input.name || "upload");
   let bytes: Uint8Array;
@@ -251,7 +252,7 @@ async function load(
   if (bytes.length === 0) throw invalid(`${name} is empty: it has no text to search.`);
   return {
     name,
-    doc: await extractDocument({ name, mediaType: input.mediaType }, bytes),
+    doc: await extractDocument({ name, mediaType: input.mediaType }, bytes, { signal }),
     origin: "upload",
   };
 }
