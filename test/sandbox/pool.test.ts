@@ -1,5 +1,5 @@
 /** The child-process pool on its own: startup failure, reuse, no respawn loops. */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -175,13 +175,16 @@ describe("SES code cache", () => {
 
   it("the first child of a heap size sends its SES code cache before ready; later ones load SES with it", async () => {
     const spec = { heapMb: 136, addressSpaceMb: null }; // no other test uses this heap size
+    // Made by an earlier run of this test (caches are shared by the host processes of a user):
+    // removed, so that this run makes it.
+    rmSync(sesCodeCaches.path(spec)!, { force: true });
     expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
     const first = await started(spec);
     expect(first.failure).toBeNull();
     expect(first.child.makesCodeCache).toBe(true);
     expect(first.child.codeCache).toBe("none");
     const file = sesCodeCaches.fileFor(spec)!;
-    expect(file).toMatch(/ses-136\.cache$/);
+    expect(file).toMatch(/codehop-sandbox-\d+\/ses-[0-9a-f]{24}-136\.cache$/);
     // Only this user can open the directory, or write the file.
     expect(statSync(dirname(file)).mode & 0o777).toBe(0o700);
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -231,6 +234,10 @@ describe("SES code cache", () => {
       const b = await started(spec);
       expect(b.failure).toBeNull();
       expect(b.child.codeCache).toBe("rejected");
+      // A refused cache is dropped: the next child makes a new one (and does not delete files
+      // that are not the cache of its own heap size).
+      expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      expect(existsSync(sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!)).toBe(true);
     } finally {
       sesCodeCaches.files.delete(spec.heapMb);
       rmSync(dir, { recursive: true, force: true });

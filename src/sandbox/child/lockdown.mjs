@@ -17,7 +17,7 @@ const SES_PATH = process.argv[2];
 /**
  * The SES bundle, compiled as Node compiles a CommonJS module, but as a Script of our own, so that
  * it can use a V8 code cache (`code-cache=<file>`: the bytecode of the SES functions a start-up
- * compiles, sent to the host by the first child of this heap size before it ran any action; see
+ * compiles, sent to the host by an earlier child of this heap size before it ran any action; see
  * pool.ts) and make one (`make-code-cache`, child.mjs). With it, loading SES and locking down take
  * ~10-15 ms less. V8 checks the cache against this source and these flags and compiles from source
  * when it does not fit.
