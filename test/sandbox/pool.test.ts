@@ -1,5 +1,14 @@
 /** The child-process pool on its own: startup failure, reuse, no respawn loops. */
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -243,6 +252,39 @@ describe("SES code cache", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it.runIf(typeof process.getuid === "function")(
+    "a cache directory another user could write to (or a symlink) is not used",
+    () => {
+      const saved = { dir: sesCodeCaches.dir, tmp: process.env.TMPDIR };
+      const root = mkdtempSync(join(tmpdir(), "codehop-cache-dir-test-"));
+      const dir = join(root, `codehop-sandbox-${process.getuid!()}`);
+      const spec = { heapMb: 152, addressSpaceMb: null };
+      try {
+        process.env.TMPDIR = root;
+        mkdirSync(dir);
+        chmodSync(dir, 0o777);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toBeNull();
+        expect(sesCodeCaches.begin(spec)).toBe(false); // no child is asked to make one
+        rmSync(dir, { recursive: true });
+        symlinkSync(mkdtempSync(join(root, "elsewhere-")), dir);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toBeNull();
+        rmSync(dir);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toMatch(
+          /codehop-sandbox-\d+\/ses-[0-9a-f]{24}-152\.cache$/,
+        );
+        expect(statSync(dir).mode & 0o777).toBe(0o700);
+      } finally {
+        if (saved.tmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = saved.tmp;
+        sesCodeCaches.dir = saved.dir;
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("a child that sends a code cache it was not asked for is stopped, and nothing is stored", async () => {
     const spec = {
