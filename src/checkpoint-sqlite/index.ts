@@ -18,6 +18,7 @@ import {
   type SerializerProtocol,
   TASKS,
   WRITES_IDX_MAP,
+  JsonPlusSerializer,
   copyCheckpoint,
   getCheckpointId,
   maxChannelVersion,
@@ -35,6 +36,22 @@ export interface IncrementalSqliteSaverOptions {
   /** Decoded channel values kept in memory for appends and reads. Default 512. */
   cacheSize?: number;
 }
+
+/**
+ * Stored bytes as the serializer reads them: JSON as a string (Buffer's UTF-8 decoding is several
+ * times faster than the TextDecoder the serializer would use on bytes), other types as bytes.
+ */
+function serialized(type: string, raw: Buffer): string | Uint8Array {
+  return type === "json"
+    ? raw.toString("utf8")
+    : new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
+}
+
+/** JSON punctuation for {@link IncrementalSqliteSaver}'s batched decode: `[`, `,`, `]`. */
+const OPEN = Buffer.of(0x5b);
+const COMMA = Buffer.of(0x2c);
+const CLOSE = Buffer.of(0x5d);
+const EMPTY = Buffer.alloc(0);
 
 /** How a blob row encodes its channel value. */
 const KIND_FULL = 0;
@@ -93,13 +110,14 @@ CREATE TABLE IF NOT EXISTS ${T_BLOBS} (
   PRIMARY KEY (ns_id, channel, version)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ${T_WRITES} (
+  row_id INTEGER PRIMARY KEY,
   ns_id INTEGER NOT NULL,
   checkpoint_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
   task_path TEXT NOT NULL DEFAULT '',
   zip INTEGER NOT NULL,
   writes BLOB NOT NULL,
-  PRIMARY KEY (ns_id, checkpoint_id, task_id)
+  UNIQUE (ns_id, checkpoint_id, task_id)
 );`;
 
 interface BlobRow {
@@ -277,9 +295,39 @@ const MAX_QUEUED_ROWS = 32;
 /** ... or when the oldest has waited this long (ms). */
 const MAX_QUEUED_MS = 100;
 
-/** `zip` of a writes row deflated with earlier rows as its dictionary (see packWithDictionary). */
+/**
+ * `zip` of a checkpoint row deflated with the records of its nearest ancestors as its dictionary
+ * (a delta record repeats much of its parent's, and of the step before: the same node's record):
+ * one byte (how many ancestors, parent last in the dictionary), the dictionary's CRC-32, the data.
+ */
+const ZIP_RECORD_ANCESTORS = 2;
+/** At most this many ancestors (never past the whole record that starts a delta chain). */
+const RECORD_ANCESTORS = 3;
+/** The `metadata` column of a row whose metadata is in its record (key `m`). */
+const METADATA_IN_RECORD = "";
+
+/** A checkpoint row's record bytes and its parent's id. */
+interface RawRecord {
+  raw: Buffer;
+  parentId: string | null;
+}
+
+/** A checkpoint row's record, decoded: raw bytes, parsed, its parent id, and whether it is whole. */
+interface RecordEntry {
+  raw: Buffer;
+  stored: Record<string, any>;
+  parentId: string | null;
+  whole: boolean;
+}
+
+/** `zip` of a writes row deflated with earlier rows as its dictionary, named by key (rows of earlier versions). */
 const ZIP_DICTIONARY = 2;
-/** Plain rows of a namespace kept in memory as dictionary candidates for the rows after them. */
+/**
+ * `zip` of a writes row deflated with earlier rows of its thread as its dictionary, named by rowid:
+ * a header of one byte (row count), each row's rowid (6 bytes), the dictionary's CRC-32 (4 bytes).
+ */
+const ZIP_ROWID_DICTIONARY = 3;
+/** Plain rows of a thread kept in memory as dictionary candidates for the rows after them. */
 const DICTIONARY_ROWS = 3;
 /** Deflate's window: a dictionary longer than this contributes only its end. */
 const DICTIONARY_BYTES = 32 * 1024;
@@ -288,24 +336,51 @@ const DICTIONARY_GAIN = 0.8;
 
 /** A writes row stored plain (or deflated without a dictionary): usable as a dictionary. */
 interface PlainWritesRow {
+  nsId: number;
   checkpointId: string;
   taskId: string;
+  rowid: number;
   raw: Buffer;
 }
 
 /**
- * Header of a dictionary-compressed writes row: the rows whose raw bytes, concatenated (the last
- * DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed since
- * is a clear error, never a silent misread).
+ * Header of a writes row of format {@link ZIP_DICTIONARY}: the rows whose raw bytes, concatenated
+ * (the last DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed
+ * since is a clear error, never a silent misread).
  */
 interface DictionaryHeader {
   rows: Array<[checkpointId: string, taskId: string]>;
   crc: number;
 }
 
+/** The header of a {@link ZIP_ROWID_DICTIONARY} row: its dictionary rows, CRC and data offset. */
+function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number } {
+  const n = data.readUInt8(0);
+  const rowids: number[] = [];
+  for (let i = 0; i < n; i++) rowids.push(data.readUIntLE(1 + 6 * i, 6));
+  return { rowids, crc: data.readUInt32LE(1 + 6 * n), at: 5 + 6 * n };
+}
+
 function dictionaryOf(raws: readonly Buffer[]): Buffer {
   const all = Buffer.concat(raws);
   return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
+/**
+ * Whether a metadata value equals a filter value as `json_extract(a) IS json_extract(b)` compares
+ * them in SQL (how rows with metadata text are filtered): objects and lists as their JSON text,
+ * booleans as 0/1, a missing value as NULL.
+ */
+function sameAsSql(a: unknown, b: unknown): boolean {
+  const sql = (v: unknown) =>
+    v === undefined || v === null
+      ? null
+      : typeof v === "boolean"
+        ? Number(v)
+        : typeof v === "object"
+          ? JSON.stringify(v)
+          : v;
+  return sql(a) === sql(b);
 }
 
 /** A small least-recently-used map. */
@@ -365,6 +440,10 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly writes: Lru<string, CachedWrite[]>;
   /** Latest checkpoint put per namespace id: its id and channel versions (saves a read per put). */
   private readonly lastPut = new Map<number, { id: string; versions: Versions }>();
+  /** Decoded checkpoint records, by namespace id and checkpoint id (the ancestors a record needs). */
+  private readonly records = new Lru<string, RecordEntry>(256);
+  /** Decoded record bytes of ancestors read as dictionaries, by namespace id and checkpoint id. */
+  private readonly recordBytes = new Lru<string, RawRecord>(256);
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
   /**
@@ -392,10 +471,12 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   private readonly pendingBlobs = new Map<string, BlobRow>();
   /** Task writes not written yet, by namespace id, checkpoint id and task id. */
   private readonly pendingTaskWrites = new Map<string, StoredWrite[]>();
-  /** The latest plain writes rows of each namespace written by this process (dictionary candidates). */
-  private readonly plainRows = new Lru<number, PlainWritesRow[]>(64);
-  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id. */
+  /** The latest plain writes rows of each thread written by this process (dictionary candidates). */
+  private readonly plainRows = new Lru<string, PlainWritesRow[]>(64);
+  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id (or `#rowid`). */
   private readonly rawRows = new Lru<string, Buffer>(64);
+  /** Dictionaries of format-3 writes rows and their CRC-32, by the rowids that make them. */
+  private readonly dictionaries = new Lru<string, { dictionary: Buffer; crc: number }>(16);
 
   /**
    * @param db an open better-sqlite3 database (shared with other tables is fine), or a file path
@@ -424,9 +505,43 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
    */
   setup(): void {
     if (this.statements) return;
-    this.migrateFirstFormat();
-    this.db.exec(SCHEMA);
-    this.statements = this.prepare();
+    // One look at the schema: a database in the current format needs no conversion nor DDL (a
+    // fresh saver's first read pays for this).
+    const tables = new Map(
+      (
+        this.db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'").all() as Array<{
+          name: string;
+          sql: string;
+        }>
+      ).map((t) => [t.name, t.sql]),
+    );
+    const current =
+      tables.has(T_NAMESPACES) &&
+      tables.has(T_BLOBS) &&
+      !!tables.get(T_CHECKPOINTS) &&
+      !/\bthread_id\b/.test(tables.get(T_CHECKPOINTS)!) &&
+      /\brow_id\b/.test(tables.get(T_WRITES) ?? "");
+    if (!current) {
+      this.migrateFirstFormat();
+      this.addWritesRowIds();
+      this.db.exec(SCHEMA);
+    }
+    this.statements = this.prepare(
+      current
+        ? tables.has(LEGACY_CHECKPOINTS) && tables.has(LEGACY_WRITES)
+        : this.hasTable(LEGACY_CHECKPOINTS) && this.hasTable(LEGACY_WRITES),
+    );
+  }
+
+  /** A statement prepared on first use (a fresh saver's first read needs only a few). */
+  private lazy(sql: string) {
+    let statement: Database.Statement | undefined;
+    const get = () => (statement ??= this.db.prepare(sql));
+    return {
+      get: (...args: unknown[]) => get().get(...args),
+      all: (...args: unknown[]) => get().all(...args),
+      run: (...args: unknown[]) => get().run(...args),
+    };
   }
 
   /**
@@ -470,6 +585,27 @@ INSERT INTO ${T_BLOBS}
   FROM ${old(T_BLOBS)} b JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
         if (this.hasColumn(old(T_WRITES), "idx")) this.packFirstFormatWrites(old(T_WRITES));
         for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES]) this.db.exec(`DROP TABLE ${old(t)}`);
+      })
+      .immediate();
+  }
+
+  /**
+   * Gives a writes table of earlier versions its explicit row id column (`row_id INTEGER PRIMARY
+   * KEY`, in place, in one transaction): rows name their dictionary rows by it, and VACUUM may
+   * renumber the rowids of a table without one.
+   */
+  private addWritesRowIds(): void {
+    const needed = () => this.hasTable(T_WRITES) && !this.hasColumn(T_WRITES, "row_id");
+    if (!needed()) return;
+    this.db
+      .transaction(() => {
+        if (!needed()) return; // another process converted it meanwhile
+        const old = `${T_WRITES}_before_row_ids`;
+        const cols = "ns_id, checkpoint_id, task_id, task_path, zip, writes";
+        this.db.exec(`ALTER TABLE ${T_WRITES} RENAME TO ${old}`);
+        this.db.exec(SCHEMA);
+        this.db.exec(`INSERT INTO ${T_WRITES} (row_id, ${cols}) SELECT rowid, ${cols} FROM ${old}`);
+        this.db.exec(`DROP TABLE ${old}`);
       })
       .immediate();
   }
@@ -532,71 +668,102 @@ INSERT INTO ${T_BLOBS}
       .get(name);
   }
 
-  private prepare() {
-    const legacy = this.hasTable(LEGACY_CHECKPOINTS) && this.hasTable(LEGACY_WRITES);
+  private prepare(legacy: boolean) {
     const cols = `c.ns_id, n.thread_id, n.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata`;
     const from = `${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id`;
     return {
       legacy,
       select: `SELECT ${cols} FROM ${from}`,
-      getNs: this.db.prepare(
+      getNs: this.lazy(
         `SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ? AND checkpoint_ns = ?`,
       ),
-      addNs: this.db.prepare(
+      addNs: this.lazy(
         `INSERT OR IGNORE INTO ${T_NAMESPACES} (thread_id, checkpoint_ns) VALUES (?, ?)`,
       ),
-      getCheckpoint: this.db.prepare(
+      getCheckpoint: this.lazy(
         `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? AND c.checkpoint_id = ?`,
       ),
-      latestCheckpoint: this.db.prepare(
+      latestCheckpoint: this.lazy(
         `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
       ),
-      putCheckpoint: this.db.prepare(
+      putCheckpoint: this.lazy(
         `INSERT OR REPLACE INTO ${T_CHECKPOINTS}
          (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
-      getBlob: this.db.prepare(
+      blobChain: this.lazy(
+        `WITH RECURSIVE chain (version, kind, base_version, chain, items, snapshot_items, type, zip, value) AS (
+           SELECT version, kind, base_version, chain, items, snapshot_items, type, zip, value
+           FROM ${T_BLOBS} WHERE ns_id = @ns AND channel = @channel AND version = @version
+           UNION ALL
+           SELECT b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items, b.type, b.zip, b.value
+           FROM chain c JOIN ${T_BLOBS} b
+             ON b.ns_id = @ns AND b.channel = @channel AND b.version = c.base_version
+           WHERE c.kind IN (${KIND_APPEND}, ${KIND_APPEND_WRITES})
+         ) SELECT * FROM chain`,
+      ),
+      writesOf: this.lazy(
+        `SELECT checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
+         WHERE ns_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`,
+      ),
+      hasCheckpoint: this.lazy(
+        `SELECT 1 FROM ${T_CHECKPOINTS} WHERE ns_id = ? AND checkpoint_id = ?`,
+      ),
+      setCheckpointZip: this.lazy(
+        `UPDATE ${T_CHECKPOINTS} SET zip = ?, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?`,
+      ),
+      getBlob: this.lazy(
         `SELECT kind, base_version, chain, items, snapshot_items, type, zip, value FROM ${T_BLOBS}
          WHERE ns_id = ? AND channel = ? AND version = ?`,
       ),
-      putBlob: this.db.prepare(
+      putBlob: this.lazy(
         `INSERT OR REPLACE INTO ${T_BLOBS}
          (ns_id, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      getWrites: this.db.prepare(
+      getWrites: this.lazy(
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? ORDER BY task_path, task_id`,
       ),
-      getTaskWrites: this.db.prepare(
+      getTaskWrites: this.lazy(
         `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
       ),
-      putTaskWrites: this.db.prepare(
-        `INSERT OR REPLACE INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+      // An upsert keeps the row's rowid (by which later rows may name it as their dictionary).
+      putTaskWrites: this.lazy(
+        `INSERT INTO ${T_WRITES} (ns_id, checkpoint_id, task_id, task_path, zip, writes)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (ns_id, checkpoint_id, task_id) DO UPDATE SET
+           task_path = excluded.task_path, zip = excluded.zip, writes = excluded.writes
+         RETURNING row_id AS rowid`,
       ),
+      getTaskWritesRow: this.lazy(
+        `SELECT row_id AS rowid, zip, writes FROM ${T_WRITES} WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
+      ),
+      getWritesByRowid: this.lazy(
+        `SELECT task_id, task_path, zip, writes FROM ${T_WRITES} WHERE row_id = ?`,
+      ),
+      setWritesZip: this.lazy(`UPDATE ${T_WRITES} SET zip = ?, writes = ? WHERE row_id = ?`),
       legacyCheckpoint: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
              FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
           )
         : undefined,
       legacyLatest: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
              FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`,
           )
         : undefined,
       legacyWrites: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT task_id, channel, type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_id, idx`,
           )
         : undefined,
       legacySends: legacy
-        ? this.db.prepare(
+        ? this.lazy(
             `SELECT type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = '${TASKS}' ORDER BY idx`,
           )
@@ -653,6 +820,9 @@ INSERT INTO ${T_BLOBS}
       // The rolled-back rows were offered as dictionaries while the batch was packed: a later row
       // deflated against one of them could never be read. Forget every candidate.
       this.plainRows.deleteWhere(() => true);
+      this.forgetRawRows(() => true); // (rowids of rolled-back rows are given out again)
+      this.records.deleteWhere(() => true); // (a rolled-back put's record is not the row's)
+      this.recordBytes.deleteWhere(() => true);
       for (const w of waiting) w.reject(err);
       return;
     } finally {
@@ -689,10 +859,43 @@ INSERT INTO ${T_BLOBS}
     return { type, zip: 0, data: Buffer.from(raw) };
   }
 
+  /**
+   * A checkpoint record as stored: a delta record deflated with its nearest ancestors' records as
+   * dictionary when that is smaller, else as {@link encode} stores values.
+   */
+  private async encodeRecord(
+    nsId: number,
+    record: Record<string, unknown>,
+    parentId: string | undefined,
+  ): Promise<{ type: string; zip: number; data: Buffer; raw: Buffer }> {
+    const [type, bytes] = await this.serde.dumpsTyped(record);
+    const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let zip = 0;
+    let data = raw;
+    if (raw.length >= this.compressAbove) {
+      const packed = deflateRawSync(raw);
+      if (packed.length < raw.length) [zip, data] = [1, packed];
+    }
+    if ("base" in record && parentId) {
+      const raws = (await this.ancestors(nsId, parentId, RECORD_ANCESTORS)).map((a) => a.raw);
+      if (raws.length) {
+        const dictionary = Buffer.concat([...raws].reverse());
+        const packed = deflateRawSync(raw, { dictionary });
+        if (5 + packed.length < data.length) {
+          const head = Buffer.alloc(5);
+          head.writeUInt8(raws.length, 0);
+          head.writeUInt32LE(crc32(dictionary), 1);
+          [zip, data] = [ZIP_RECORD_ANCESTORS, Buffer.concat([head, packed])];
+        }
+      }
+    }
+    return { type, zip, data: zip === 0 ? Buffer.from(raw) : data, raw: Buffer.from(raw) };
+  }
+
   private async decode(type: string, zip: number, data: Buffer | null): Promise<unknown> {
     if (data === null) return undefined;
     const raw = zip ? inflateRawSync(data) : data;
-    return this.serde.loadsTyped(type, new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength));
+    return this.serde.loadsTyped(type, serialized(type, raw));
   }
 
   /**
@@ -730,6 +933,20 @@ INSERT INTO ${T_BLOBS}
   /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
   private rawOf(nsId: number, row: WritesRow): Buffer {
     if (row.zip === 0) return row.writes;
+    if (row.zip === ZIP_ROWID_DICTIONARY) {
+      const { rowids, crc, at } = rowidHeader(row.writes);
+      // (Rows of a stretch of steps share their dictionary rows: built and checked once.)
+      const key = rowids.join(",");
+      let known = this.dictionaries.get(key);
+      if (!known) {
+        const dictionary = dictionaryOf(rowids.map((rowid) => this.rawOfRowid(nsId, rowid)));
+        known = { dictionary, crc: crc32(dictionary) };
+        this.dictionaries.set(key, known);
+      }
+      if (known.crc !== crc)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+      return inflateRawSync(row.writes.subarray(at), { dictionary: known.dictionary });
+    }
     if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
     const headerLength = row.writes.readUInt32LE(0);
     const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
@@ -738,7 +955,7 @@ INSERT INTO ${T_BLOBS}
       const cached = this.rawRows.get(key);
       if (cached) return cached;
       const base = this.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
-      if (!base || base.zip === ZIP_DICTIONARY)
+      if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
         throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
       const raw = this.rawOf(nsId, base);
       this.rawRows.set(key, raw);
@@ -750,59 +967,124 @@ INSERT INTO ${T_BLOBS}
     return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
   }
 
+  /** Forgets the raw bytes of the writes rows `which` selects (and every dictionary built). */
+  private forgetRawRows(which: (key: string) => boolean): void {
+    this.rawRows.deleteWhere(which);
+    this.dictionaries.deleteWhere(() => true);
+  }
+
+  /** The raw bytes of the writes row `rowid` (a dictionary row: stored without a dictionary). */
+  private rawOfRowid(nsId: number, rowid: number): Buffer {
+    const key = `#${rowid}`;
+    const cached = this.rawRows.get(key);
+    if (cached) return cached;
+    const base = this.s.getWritesByRowid.get(rowid) as WritesRow | undefined;
+    if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+    const raw = this.rawOf(nsId, base);
+    this.rawRows.set(key, raw);
+    return raw;
+  }
+
   /**
-   * A task's packed writes as stored: deflated with the namespace's latest plain rows of earlier
-   * checkpoints as dictionary when that is clearly smaller (a step's record repeats much of what
-   * the steps before it wrote: the model's reply, the action's output), else deflated (or plain).
-   * Only plain rows serve as dictionaries, so a read needs at most the rows named in the header.
+   * A task's packed writes as stored: deflated with the thread's latest plain rows of earlier
+   * checkpoints (any namespace: a sub-agent's rows repeat what its caller wrote) as dictionary when
+   * that is clearly smaller (a step's record repeats much of what the steps before it wrote: the
+   * model's reply, the action's output), else deflated (or plain). Only plain rows serve as
+   * dictionaries, so a read needs at most the rows named in the header. `candidate` is true when
+   * the row is stored without a dictionary (the caller offers it once it has its rowid).
    */
   private packForStorage(
+    thread: string,
     nsId: number,
     checkpointId: string,
     taskId: string,
     packed: Buffer,
-  ): { zip: number; data: Buffer } {
+  ): { zip: number; data: Buffer; candidate: boolean } {
     let zip = 0;
     let data = packed;
     // (A row written again replaces what this process knew of it.)
-    const plain = (this.plainRows.get(nsId) ?? []).filter(
-      (r) => !(r.checkpointId === checkpointId && r.taskId === taskId),
+    const plain = (this.plainRows.get(thread) ?? []).filter(
+      (r) => !(r.nsId === nsId && r.checkpointId === checkpointId && r.taskId === taskId),
     );
-    this.plainRows.set(nsId, plain);
+    this.plainRows.set(thread, plain);
     if (packed.length >= this.compressAbove) {
       const zipped = deflateRawSync(packed);
       if (zipped.length < packed.length) [zip, data] = [1, zipped];
-      const candidates = plain.filter((r) => r.checkpointId !== checkpointId);
+      const candidates = plain.filter((r) => !(r.nsId === nsId && r.checkpointId === checkpointId));
       if (candidates.length) {
         const dictionary = dictionaryOf(candidates.map((r) => r.raw));
-        const header = Buffer.from(
-          JSON.stringify({
-            rows: candidates.map((r) => [r.checkpointId, r.taskId]),
-            crc: crc32(dictionary),
-          } satisfies DictionaryHeader),
-          "utf8",
-        );
+        const header = Buffer.alloc(5 + 6 * candidates.length);
+        header.writeUInt8(candidates.length, 0);
+        candidates.forEach((r, i) => header.writeUIntLE(r.rowid, 1 + 6 * i, 6));
+        header.writeUInt32LE(crc32(dictionary), 1 + 6 * candidates.length);
         const withDictionary = deflateRawSync(packed, { dictionary });
-        const size = 4 + header.length + withDictionary.length;
-        if (size < DICTIONARY_GAIN * data.length) {
-          const length = Buffer.alloc(4);
-          length.writeUInt32LE(header.length);
-          return { zip: ZIP_DICTIONARY, data: Buffer.concat([length, header, withDictionary]) };
-        }
+        if (header.length + withDictionary.length < DICTIONARY_GAIN * data.length)
+          return {
+            zip: ZIP_ROWID_DICTIONARY,
+            data: Buffer.concat([header, withDictionary]),
+            candidate: false,
+          };
       }
     }
-    plain.push({ checkpointId, taskId, raw: packed });
-    this.plainRows.set(nsId, plain.slice(-DICTIONARY_ROWS));
-    return { zip, data };
+    return { zip, data, candidate: true };
+  }
+
+  /** Offers a row just stored without a dictionary as a dictionary for the thread's next rows. */
+  private offerDictionary(thread: string, row: PlainWritesRow): void {
+    const plain = this.plainRows.get(thread) ?? [];
+    plain.push(row);
+    this.plainRows.set(thread, plain.slice(-DICTIONARY_ROWS));
+  }
+
+  /**
+   * Before the writes row of a task is stored again with other bytes: the rows of its thread that
+   * were deflated with it as (part of) their dictionary are stored again without one, so none
+   * becomes unreadable (a task's row changes when it adds writes after its first ones).
+   */
+  private releaseDependents(
+    thread: string,
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): void {
+    const old = this.s.getTaskWritesRow.get(nsId, checkpointId, taskId) as
+      (WritesRow & { rowid: number }) | undefined;
+    if (!old || old.zip === ZIP_DICTIONARY || old.zip === ZIP_ROWID_DICTIONARY) return;
+    if (this.rawOf(nsId, old).equals(packed)) return;
+    const dependents = this.db
+      .prepare(
+        `SELECT w.row_id AS rowid, w.ns_id, w.task_id, w.task_path, w.zip, w.writes FROM ${T_WRITES} w
+         JOIN ${T_NAMESPACES} n ON n.ns_id = w.ns_id
+         WHERE n.thread_id = ? AND w.zip IN (${ZIP_DICTIONARY}, ${ZIP_ROWID_DICTIONARY})`,
+      )
+      .all(thread) as Array<WritesRow & { rowid: number; ns_id: number }>;
+    for (const d of dependents) {
+      const uses =
+        d.zip === ZIP_ROWID_DICTIONARY
+          ? rowidHeader(d.writes).rowids.includes(old.rowid)
+          : d.ns_id === nsId &&
+            (
+              JSON.parse(
+                d.writes.toString("utf8", 4, 4 + d.writes.readUInt32LE(0)),
+              ) as DictionaryHeader
+            ).rows.some(([c, t]) => c === checkpointId && t === taskId);
+      if (!uses) continue;
+      const raw = this.rawOf(d.ns_id, d);
+      const zipped = deflateRawSync(raw);
+      const smaller = zipped.length < raw.length;
+      this.s.setWritesZip.run(smaller ? 1 : 0, smaller ? zipped : raw, d.rowid);
+    }
+    this.forgetRawRows(
+      (k) => k === `#${old.rowid}` || k === `${nsId}\u0000${checkpointId}\u0000${taskId}`,
+    );
   }
 
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
   private async resolveWrites(nsId: number, refs: { checkpoint: string; refs: WriteRef[] }) {
     const out: unknown[] = [];
-    for (const [taskId, idx, spread] of refs.refs) {
-      const w = this.taskWrites(nsId, refs.checkpoint, taskId)?.find((x) => x.idx === idx);
-      if (!w)
-        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+    for (const { w, spread } of this.findWrites(nsId, refs)) {
       const value = await this.decode(w.type, 0, w.data);
       if (spread) out.push(...(value as unknown[]));
       else out.push(value);
@@ -870,23 +1152,147 @@ INSERT INTO ${T_BLOBS}
     if (row.kind === KIND_FULL) value = await this.decode(row.type, row.zip, row.value);
     else if (row.kind === KIND_WRITE) {
       value = (await this.resolveWrites(nsId, JSON.parse(String(row.value))))[0];
-    } else {
-      const base =
-        row.base_version === null
-          ? { found: true, value: [] as unknown[] }
-          : await this.readBlob(nsId, channel, row.base_version);
-      if (!base.found || !Array.isArray(base.value))
-        throw new Error(
-          `IncrementalSqliteSaver: channel "${channel}" version ${version} grows a version that is missing`,
-        );
-      const tail =
-        row.kind === KIND_APPEND
-          ? ((await this.decode(row.type, row.zip, row.value)) as unknown[])
-          : await this.resolveWrites(nsId, JSON.parse(String(row.value)));
-      value = [...base.value, ...tail];
-    }
+    } else return { found: true, value: await this.readAppended(nsId, channel, version, row), row };
     this.values.set(key, value);
     return { found: true, value, row };
+  }
+
+  /**
+   * The value of a list channel at a version stored as items appended to an earlier one: the chain
+   * of appends down to a value that is cached or stored whole is fetched in one query (and the
+   * writes its links refer to in another), then the items are added oldest first; every version
+   * on the way is cached (list() reads them next).
+   */
+  private async readAppended(
+    nsId: number,
+    channel: string,
+    version: string,
+    first: BlobRow,
+  ): Promise<unknown[]> {
+    const links: Array<{ version: string; row: BlobRow }> = [{ version, row: first }];
+    let fetched: Map<string, BlobRow> | undefined;
+    let base: unknown[] | undefined;
+    for (;;) {
+      const { row } = links.at(-1)!;
+      const baseVersion = row.base_version;
+      if (baseVersion === null) {
+        base = [];
+        break;
+      }
+      const cached = this.values.get(blobKey(nsId, channel, baseVersion));
+      if (Array.isArray(cached)) {
+        base = cached;
+        break;
+      }
+      let next =
+        this.pendingBlobs.get(blobKey(nsId, channel, baseVersion)) ?? fetched?.get(baseVersion);
+      if (!next) {
+        fetched = this.chainRows(nsId, channel, baseVersion);
+        next = fetched.get(baseVersion);
+      }
+      if (next && (next.kind === KIND_APPEND || next.kind === KIND_APPEND_WRITES)) {
+        links.push({ version: baseVersion, row: next });
+        continue;
+      }
+      const whole = next ? await this.readBlob(nsId, channel, baseVersion) : undefined;
+      if (!whole?.found || !Array.isArray(whole.value))
+        throw new Error(
+          `IncrementalSqliteSaver: channel "${channel}" version ${links.at(-1)!.version} grows a version that is missing`,
+        );
+      base = whole.value;
+      break;
+    }
+    links.reverse();
+    const refs = links.map(({ row }) =>
+      row.kind === KIND_APPEND_WRITES
+        ? (JSON.parse(String(row.value)) as { checkpoint: string; refs: WriteRef[] })
+        : undefined,
+    );
+    const prefetched = this.prefetchWrites(
+      nsId,
+      refs.flatMap((r) => (r ? [r.checkpoint] : [])),
+    );
+    // The writes every link refers to, decoded together (one parse for the whole chain).
+    const found = links.map((_, i) =>
+      refs[i] ? this.findWrites(nsId, refs[i]!, prefetched) : undefined,
+    );
+    const decoded = await this.decodeWrites(found.flatMap((f) => (f ? f.map((x) => x.w) : [])));
+    let at = 0;
+    let value = base;
+    for (const [i, { version: v, row }] of links.entries()) {
+      let tail: unknown[];
+      if (row.kind === KIND_APPEND)
+        tail = (await this.decode(row.type, row.zip, row.value)) as unknown[];
+      else {
+        tail = [];
+        for (const { spread } of found[i]!) {
+          const one = decoded[at++];
+          if (spread) tail.push(...(one as unknown[]));
+          else tail.push(one);
+        }
+      }
+      value = value.concat(tail);
+      this.values.set(blobKey(nsId, channel, v), value);
+    }
+    return value;
+  }
+
+  /** The stored writes `refs` name, in order, with their spread flags. */
+  private findWrites(
+    nsId: number,
+    refs: { checkpoint: string; refs: WriteRef[] },
+    prefetched?: Map<string, StoredWrite[]>,
+  ): Array<{ w: StoredWrite; spread: 0 | 1 }> {
+    return refs.refs.map(([taskId, idx, spread]) => {
+      const w = (
+        prefetched?.get(`${nsId}\u0000${refs.checkpoint}\u0000${taskId}`) ??
+        this.taskWrites(nsId, refs.checkpoint, taskId)
+      )?.find((x) => x.idx === idx);
+      if (!w)
+        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+      return { w, spread };
+    });
+  }
+
+  /**
+   * The values of stored writes. With LangGraph's JSON serializer, writes of type "json" are
+   * parsed as one JSON array (one call instead of one per write: the same values).
+   */
+  private async decodeWrites(writes: StoredWrite[]): Promise<unknown[]> {
+    if (
+      writes.length > 1 &&
+      this.serde instanceof JsonPlusSerializer &&
+      writes.every((w) => w.type === "json" && w.data.length > 0)
+    ) {
+      const parts: Buffer[] = [OPEN];
+      for (const [i, w] of writes.entries()) parts.push(i ? COMMA : EMPTY, w.data);
+      parts.push(CLOSE);
+      const all = Buffer.concat(parts);
+      return (await this.serde.loadsTyped("json", serialized("json", all))) as unknown[];
+    }
+    return Promise.all(writes.map((w) => this.decode(w.type, 0, w.data)));
+  }
+
+  /** The blob rows of a chain of appends from `version` down to (and with) its first other row. */
+  private chainRows(nsId: number, channel: string, version: string): Map<string, BlobRow> {
+    const rows = this.s.blobChain.all({ ns: nsId, channel, version }) as Array<
+      BlobRow & { version: string }
+    >;
+    return new Map(rows.map((r) => [r.version, r]));
+  }
+
+  /** The stored writes of the tasks of these checkpoints, in one query, by task key. */
+  private prefetchWrites(nsId: number, checkpointIds: string[]): Map<string, StoredWrite[]> {
+    const out = new Map<string, StoredWrite[]>();
+    if (checkpointIds.length < 2) return out;
+    const rows = this.s.writesOf.all(nsId, JSON.stringify([...new Set(checkpointIds)])) as Array<
+      WritesRow & { checkpoint_id: string }
+    >;
+    for (const row of rows) {
+      const key = `${nsId}\u0000${row.checkpoint_id}\u0000${row.task_id}`;
+      if (!this.pendingTaskWrites.has(key)) out.set(key, this.unpackRow(nsId, row));
+    }
+    return out;
   }
 
   /**
@@ -946,9 +1352,10 @@ INSERT INTO ${T_BLOBS}
           const chain = appended ? row.chain + 1 : 1;
           const snapshotItems = appended ? row.snapshot_items : prev.length;
           const sinceSnapshot = value.length - snapshotItems;
-          // A full copy again once the chain is long and has added as many items as the last copy
-          // held: copies at geometrically growing sizes keep storage linear and reads short.
-          if (!(chain >= this.minChain && sinceSnapshot >= snapshotItems)) {
+          // A full copy again once the chain is long and has added half as many items as the last
+          // copy held: copies at sizes growing 1.5x each time keep storage linear (at most 3x the
+          // items) and a chain at most a third of the list (a fresh read decodes one row a link).
+          if (!(chain >= this.minChain && 2 * sinceSnapshot >= snapshotItems)) {
             const tail = value.slice(prev.length);
             this.values.set(key, value);
             const meta = [baseVersion, chain, value.length, snapshotItems];
@@ -1032,6 +1439,134 @@ INSERT INTO ${T_BLOBS}
   // ------------------------------------------------------------------------------------------
   // Reading
 
+  /** The record of a stored checkpoint row of this saver's tables, decoded (cached). */
+  private async recordOf(nsId: number, row: CheckpointRow): Promise<RecordEntry> {
+    const key = `${nsId}\u0000${row.checkpoint_id}`;
+    const cached = this.records.get(key);
+    if (cached) return cached;
+    const raw = this.rawRecordOf(nsId, row, false);
+    const stored = (await this.serde.loadsTyped(
+      row.type ?? "json",
+      serialized(row.type ?? "json", raw),
+    )) as Record<string, any>;
+    const entry = {
+      raw,
+      stored,
+      parentId: row.parent_checkpoint_id,
+      whole: stored.base === undefined,
+    };
+    this.records.set(key, entry);
+    return entry;
+  }
+
+  /**
+   * A checkpoint row's record bytes: as stored, inflated, or inflated with its ancestors' records
+   * (from the cache, or with `fromRows` from their rows only).
+   */
+  private rawRecordOf(
+    nsId: number,
+    row: CheckpointRow,
+    fromRows: boolean,
+    seen: { get(id: string): RawRecord | undefined; set(id: string, r: RawRecord): void } = fromRows
+      ? new Map<string, RawRecord>()
+      : this.rawRecords(nsId),
+  ): Buffer {
+    if (row.zip !== ZIP_RECORD_ANCESTORS)
+      return row.zip ? inflateRawSync(row.checkpoint) : row.checkpoint;
+    const count = row.checkpoint.readUInt8(0);
+    const raws: Buffer[] = [];
+    let id = row.parent_checkpoint_id;
+    while (id && raws.length < count) {
+      // (Ancestors share ancestors: each is decoded once per read.)
+      const known = seen.get(id) ?? (fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`));
+      if (known) {
+        raws.unshift(known.raw);
+        id = known.parentId;
+        continue;
+      }
+      const parent = this.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+      if (!parent) break;
+      const raw = this.rawRecordOf(nsId, parent, fromRows, seen);
+      seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
+      raws.unshift(raw);
+      id = parent.parent_checkpoint_id;
+    }
+    if (raws.length !== count)
+      throw new Error(
+        `IncrementalSqliteSaver: checkpoint ${row.checkpoint_id} is stored against a missing checkpoint`,
+      );
+    const dictionary = Buffer.concat(raws);
+    if (crc32(dictionary) !== row.checkpoint.readUInt32LE(1))
+      throw new Error(
+        `IncrementalSqliteSaver: checkpoint ${row.checkpoint_id} is stored against a checkpoint that changed since`,
+      );
+    return inflateRawSync(row.checkpoint.subarray(5), { dictionary });
+  }
+
+  /**
+   * Before checkpoint `id` is stored again (its record may change): the records deflated with it
+   * in their dictionary (its descendants up to {@link RECORD_ANCESTORS} generations) are stored
+   * again without one, so none becomes unreadable.
+   */
+  private releaseRecordDependents(nsId: number, id: string): void {
+    let frontier = [id];
+    for (let depth = 0; depth < RECORD_ANCESTORS && frontier.length; depth++) {
+      const children = this.db
+        .prepare(
+          `SELECT c.*, c.ns_id AS ns_id FROM ${T_CHECKPOINTS} c
+           WHERE c.ns_id = ? AND c.parent_checkpoint_id IN (SELECT value FROM json_each(?))`,
+        )
+        .all(nsId, JSON.stringify(frontier)) as CheckpointRow[];
+      for (const child of children) {
+        if (child.zip !== ZIP_RECORD_ANCESTORS) continue;
+        const raw = this.rawRecordOf(nsId, child, true);
+        const zipped = deflateRawSync(raw);
+        const smaller = zipped.length < raw.length;
+        this.s.setCheckpointZip.run(
+          smaller ? 1 : 0,
+          smaller ? zipped : raw,
+          nsId,
+          child.checkpoint_id,
+        );
+      }
+      frontier = children.map((c) => c.checkpoint_id);
+    }
+  }
+
+  /** The cache of decoded record bytes of a namespace, by checkpoint id. */
+  private rawRecords(nsId: number) {
+    return {
+      get: (id: string) => this.recordBytes.get(`${nsId}\u0000${id}`),
+      set: (id: string, r: RawRecord) => this.recordBytes.set(`${nsId}\u0000${id}`, r),
+    };
+  }
+
+  /** The record of checkpoint `id` of a namespace (undefined when there is no such row). */
+  private async recordById(nsId: number, id: string): Promise<RecordEntry | undefined> {
+    const cached = this.records.get(`${nsId}\u0000${id}`);
+    if (cached) return cached;
+    this.flush();
+    const row = this.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+    return row ? this.recordOf(nsId, row) : undefined;
+  }
+
+  /**
+   * Up to `count` records from `parentId` back (nearest first), never past the whole record that
+   * starts a delta chain (so a record's dictionary never reaches outside its chain).
+   */
+  private async ancestors(nsId: number, parentId: string | null, count: number) {
+    const out: RecordEntry[] = [];
+    let id = parentId;
+    while (id && out.length < count) {
+      const entry = await this.recordById(nsId, id);
+      if (!entry) break;
+      out.push(entry);
+      if (entry.whole) break;
+      id = entry.parentId;
+    }
+    return out;
+  }
+
   /**
    * The whole version maps of a stored checkpoint record: its own, or (delta-encoded, `base` set)
    * its base checkpoint's with its changes applied.
@@ -1054,18 +1589,10 @@ INSERT INTO ${T_BLOBS}
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
-    const baseRow = this.s.getCheckpoint.get(nsId, baseId) as CheckpointRow | undefined;
-    if (!baseRow)
+    const baseRecord = await this.recordById(nsId, baseId);
+    if (!baseRecord)
       throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
-    const base = await this.versionsFrom(
-      nsId,
-      baseId,
-      (await this.decode(baseRow.type ?? "json", baseRow.zip, baseRow.checkpoint)) as Record<
-        string,
-        any
-      >,
-      baseRow.parent_checkpoint_id,
-    );
+    const base = await this.versionsFrom(nsId, baseId, baseRecord.stored, baseRecord.parentId);
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
       (stored.vs ?? {}) as Record<string, ChannelVersions>,
@@ -1166,12 +1693,13 @@ INSERT INTO ${T_BLOBS}
         cv: _cv,
         vs: _vs,
         iv: _iv,
+        m: inRecord,
         ...stored
-      } = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<string, any>;
+      } = (await this.recordOf(nsId, row)).stored;
       const versions = await this.versionsFrom(
         nsId,
         row.checkpoint_id,
-        { ...stored, base: _base, cv: _cv, vs: _vs, iv: _iv },
+        { base: _base, cv: _cv, vs: _vs, iv: _iv, ...stored },
         row.parent_checkpoint_id,
       );
       stored.id = row.checkpoint_id;
@@ -1195,7 +1723,10 @@ INSERT INTO ${T_BLOBS}
         if (blob.found && blob.row?.kind !== KIND_EMPTY) channelValues[channel] = blob.value;
       }
       checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
-      metadata = (await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata;
+      metadata =
+        row.metadata === METADATA_IN_RECORD
+          ? (structuredClone(inRecord) as CheckpointMetadata)
+          : ((await this.serde.loadsTyped("json", row.metadata)) as CheckpointMetadata);
       pendingWrites = [];
       for (const w of this.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
         for (const one of this.unpackRow(nsId, w))
@@ -1313,24 +1844,36 @@ INSERT INTO ${T_BLOBS}
       args.push(before.configurable.checkpoint_id);
     }
     const filters = Object.entries(filter ?? {}).filter(([, v]) => v !== undefined);
+    const legacyWheres = [...wheres];
+    const legacyArgs = [...args];
     for (const [key, value] of filters) {
       // Both sides through json_extract: strings, numbers and objects compare as SQLite values.
-      wheres.push("json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')");
-      args.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
+      // Rows with the metadata in their record are filtered after reading it (below).
+      const test = "json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')";
+      wheres.push(`(metadata = '${METADATA_IN_RECORD}' OR ${test})`);
+      legacyWheres.push(test);
+      for (const a of [args, legacyArgs]) a.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
     }
     const where = wheres.length ? `WHERE ${wheres.join(" AND ")}` : "";
     const max = limit !== undefined ? Number.parseInt(String(limit), 10) : undefined;
     const lim = max !== undefined ? ` LIMIT ${max}` : "";
     const rows = this.db
-      .prepare(`SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${lim}`)
+      .prepare(
+        `SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${filters.length ? "" : lim}`,
+      )
       .all(...args) as CheckpointRow[];
+    const matches = async (row: CheckpointRow) => {
+      if (!filters.length || row.legacy || row.metadata !== METADATA_IN_RECORD) return true;
+      const metadata = (await this.recordOf(row.ns_id!, row)).stored.m ?? {};
+      return filters.every(([key, value]) => sameAsSql(metadata[key], value));
+    };
     if (this.s.legacy) {
       const old = this.db
         .prepare(
           `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
-           FROM ${LEGACY_CHECKPOINTS} ${where} ORDER BY checkpoint_id DESC${lim}`,
+           FROM ${LEGACY_CHECKPOINTS} ${legacyWheres.length ? `WHERE ${legacyWheres.join(" AND ")}` : ""} ORDER BY checkpoint_id DESC${lim}`,
         )
-        .all(...args) as CheckpointRow[];
+        .all(...legacyArgs) as CheckpointRow[];
       for (const r of old) rows.push({ ...r, legacy: true });
       rows.sort((a, b) =>
         a.checkpoint_id < b.checkpoint_id ? 1 : a.checkpoint_id > b.checkpoint_id ? -1 : 0,
@@ -1339,6 +1882,7 @@ INSERT INTO ${T_BLOBS}
     let count = 0;
     for (const row of rows) {
       if (max !== undefined && count >= max) break;
+      if (!(await matches(row))) continue;
       count++;
       yield await this.tupleFromRow(row);
     }
@@ -1370,10 +1914,7 @@ INSERT INTO ${T_BLOBS}
         legacy: true,
       };
     }
-    const stored = (await this.decode(row.type ?? "json", row.zip, row.checkpoint)) as Record<
-      string,
-      any
-    >;
+    const { stored } = await this.recordOf(nsId, row);
     return {
       versions: await this.versionsFrom(nsId, id, stored, row.parent_checkpoint_id),
       legacy: false,
@@ -1435,10 +1976,23 @@ INSERT INTO ${T_BLOBS}
       parent && !parent.legacy ? parent.versions : undefined,
       { added, current },
     );
-    const cp = await this.encode(record);
-    // Metadata stays plain JSON text: list() filters on it in SQL.
-    const [, metaBytes] = await this.serde.dumpsTyped(metadata);
-    const metaText = Buffer.from(metaBytes).toString("utf8");
+    // Metadata goes into the record (deflated with it; list() filters such rows after reading).
+    record.m = metadata;
+    const cp = await this.encodeRecord(nsId, record, parentId);
+    const recordKey = `${nsId}\u0000${checkpoint.id}`;
+    this.recordBytes.set(recordKey, { raw: cp.raw, parentId: parentId ?? null });
+    this.records.deleteWhere((key) => key === recordKey);
+    try {
+      // (A copy of the metadata: the caller's object may change after put.)
+      this.records.set(recordKey, {
+        raw: cp.raw,
+        stored: { ...record, m: structuredClone(metadata) },
+        parentId: parentId ?? null,
+        whole: !("base" in record),
+      });
+    } catch {
+      // Metadata structuredClone cannot copy: read back from the row when needed.
+    }
     const s = this.s;
     for (const b of blobs) {
       const [, , , kind, base_version, chain, items, snapshot_items, type, zip, value] = b;
@@ -1455,6 +2009,8 @@ INSERT INTO ${T_BLOBS}
     }
     const written = this.enqueue(() => {
       for (const b of blobs) s.putBlob.run(...b);
+      if (s.hasCheckpoint.get(nsId, checkpoint.id))
+        this.releaseRecordDependents(nsId, checkpoint.id);
       s.putCheckpoint.run(
         nsId,
         checkpoint.id,
@@ -1462,7 +2018,7 @@ INSERT INTO ${T_BLOBS}
         cp.type,
         cp.data,
         cp.zip,
-        metaText,
+        METADATA_IN_RECORD,
       );
     });
     const versions: Versions = {
@@ -1535,9 +2091,15 @@ INSERT INTO ${T_BLOBS}
     this.writes.set(key, cached);
     const s = this.s;
     await this.enqueue(() => {
-      const { zip, data } = this.packForStorage(nsId, id, taskId, packWrites(all));
-      s.putTaskWrites.run(nsId, id, taskId, taskPath, zip, data);
-      this.rawRows.deleteWhere((k) => k === `${nsId}\u0000${id}\u0000${taskId}`);
+      const packed = packWrites(all);
+      if (existing.length) this.releaseDependents(thread, nsId, id, taskId, packed);
+      const { zip, data, candidate } = this.packForStorage(thread, nsId, id, taskId, packed);
+      const { rowid } = s.putTaskWrites.get(nsId, id, taskId, taskPath, zip, data) as {
+        rowid: number;
+      };
+      this.forgetRawRows((k) => k === `${nsId}\u0000${id}\u0000${taskId}` || k === `#${rowid}`);
+      if (candidate)
+        this.offerDictionary(thread, { nsId, checkpointId: id, taskId, rowid, raw: packed });
     });
   }
 
@@ -1598,13 +2160,16 @@ INSERT INTO ${T_BLOBS}
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
       this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
-      this.rawRows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
-      this.plainRows.deleteWhere((key) => key === nsId);
+      this.records.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.recordBytes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+      this.forgetRawRows((key) => key.startsWith(`${nsId}\u0000`));
       this.latestValues.deleteWhere((key) => key === nsId);
       this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
       this.writes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     }
     for (const key of [...this.nsIds.keys()])
       if (key.startsWith(`${threadId}\u0000`)) this.nsIds.delete(key);
+    this.plainRows.deleteWhere((key) => key === threadId);
+    this.forgetRawRows((key) => key.startsWith("#"));
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AIMessage, BaseMessage, HumanMessage } from "@langchain/core/messages";
 import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
@@ -233,6 +234,37 @@ describe("IncrementalSqliteSaver", () => {
     expect(appends).toBeGreaterThan(30);
     expect((await appendingGraph(second).getState(cfg)).values.log).toHaveLength(35);
     second.db.close();
+  });
+
+  it("reads a long list of messages back as messages from a fresh saver (items decoded together)", async () => {
+    const State = Annotation.Root({
+      messages: Annotation<BaseMessage[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+    });
+    const path = join(tmp(), "c.db");
+    const saver = IncrementalSqliteSaver.fromConnString(path);
+    const graph = (checkpointer: IncrementalSqliteSaver) =>
+      new StateGraph(State)
+        .addNode("step", (s) => ({
+          messages: [
+            new AIMessage({ content: `reply ${s.messages.length}`, id: `m${s.messages.length}` }),
+          ],
+        }))
+        .addEdge(START, "step")
+        .addConditionalEdges("step", (s) => (s.messages.length >= 40 ? END : "step"))
+        .compile({ checkpointer });
+    const cfg = { configurable: { thread_id: "t" }, recursionLimit: 100 };
+    const out = await graph(saver).invoke({ messages: [new HumanMessage("start")] }, cfg);
+    saver.db.close();
+    const fresh = IncrementalSqliteSaver.fromConnString(path);
+    const state = await graph(fresh).getState(cfg);
+    expect(state.values.messages).toHaveLength(40);
+    expect(state.values.messages.every((m: unknown) => m instanceof BaseMessage)).toBe(true);
+    expect(state.values.messages[0]).toBeInstanceOf(HumanMessage);
+    expect(state.values.messages[39]).toBeInstanceOf(AIMessage);
+    expect(state.values.messages.map((m: BaseMessage) => [m.getType(), m.content, m.id])).toEqual(
+      out.messages.map((m: BaseMessage) => [m.getType(), m.content, m.id]),
+    );
+    fresh.db.close();
   });
 
   it("imports nothing outside its folder but LangGraph's checkpoint package, better-sqlite3 and Node", () => {

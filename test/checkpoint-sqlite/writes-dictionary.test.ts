@@ -1,9 +1,10 @@
 /**
  * A task's writes that repeat what earlier steps wrote are stored deflated with those rows as the
  * dictionary: they read back whole through a saver with nothing cached, also after a task's row
- * was written again.
+ * was written again, and rows stored by earlier versions (format 2: dictionary rows named by key).
  */
 import { randomBytes } from "node:crypto";
+import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,7 +53,8 @@ it("stores repeated text against earlier rows and reads every write back", async
   const zips = saver.db
     .prepare("SELECT zip, count(*) AS n FROM lgi_writes GROUP BY zip")
     .all() as Array<{ zip: number; n: number }>;
-  expect(zips.find((z) => z.zip === 2)?.n ?? 0).toBeGreaterThan(0);
+  // Format 3: the dictionary rows named by rowid in a header of a few bytes.
+  expect(zips.find((z) => z.zip === 3)?.n ?? 0).toBeGreaterThan(0);
   saver.db.close();
 
   const fresh = IncrementalSqliteSaver.fromConnString(path);
@@ -117,4 +119,138 @@ it("after a batch that did not commit, later writes are never stored against its
     ["output", texts[2] + texts[3]],
   ]);
   fresh.db.close();
+});
+
+/** One step: a checkpoint and its task's writes (awaited). */
+async function step(saver: IncrementalSqliteSaver, i: number, writes: Array<[string, unknown]>) {
+  const thread = { thread_id: "t", checkpoint_ns: "" };
+  await saver.put(
+    { configurable: { ...thread, ...(i > 1 ? { checkpoint_id: `c${i - 1}` } : {}) } },
+    { ...emptyCheckpoint(), id: `c${i}`, channel_values: {}, channel_versions: {} },
+    { source: "loop", step: i, parents: {} } as any,
+    {},
+  );
+  await saver.putWrites(
+    { configurable: { ...thread, checkpoint_id: `c${i}` } },
+    writes,
+    `task-${i}`,
+  );
+}
+
+async function readWrites(path: string, i: number) {
+  const fresh = IncrementalSqliteSaver.fromConnString(path);
+  const tuple = await fresh.getTuple({
+    configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: `c${i}` },
+  });
+  fresh.db.close();
+  return Object.fromEntries((tuple?.pendingWrites ?? []).map(([, c, v]) => [c, v]));
+}
+
+it("a row that served as a dictionary and gets more writes later leaves the rows after it readable", async () => {
+  const noise = randomBytes(1500).toString("base64");
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  await step(saver, 1, [["output", noise]]);
+  await step(saver, 2, [["output", `${noise}!`]]);
+  const zip = () =>
+    (
+      saver.db
+        .prepare("SELECT zip FROM lgi_writes WHERE checkpoint_id = 'c2' AND task_id = 'task-2'")
+        .get() as { zip: number }
+    ).zip;
+  expect(zip()).toBe(3); // stored against step 1's row
+  // Step 1's task writes again, one write more (a re-run task keeps its first writes and adds
+  // the new index): its row's bytes change.
+  await saver.putWrites(
+    { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1" } },
+    [
+      ["output", "ignored"],
+      ["more", "after"],
+    ],
+    "task-1",
+  );
+  expect(zip()).not.toBe(3); // re-stored without the dictionary that changed
+  saver.db.close();
+  expect(await readWrites(path, 1)).toEqual({ output: noise, more: "after" });
+  expect(await readWrites(path, 2)).toEqual({ output: `${noise}!` });
+});
+
+it("reads writes rows stored against a dictionary named by key (format 2, earlier versions)", async () => {
+  const noise = randomBytes(1500).toString("base64");
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  await step(saver, 1, [["output", noise]]);
+  await step(saver, 2, [["output", "small"]]);
+  // Step 2's row as the earlier version stored it: a JSON header naming step 1's row by its
+  // checkpoint and task, then its bytes deflated with step 1's raw bytes as the dictionary.
+  const row = (i: number) =>
+    saver.db.prepare(`SELECT zip, writes FROM lgi_writes WHERE checkpoint_id = 'c${i}'`).get() as {
+      zip: number;
+      writes: Buffer;
+    };
+  const first = row(1);
+  const firstRaw = first.zip ? inflateRawSync(first.writes) : first.writes;
+  const packed = Buffer.concat([
+    Buffer.from([1, 0, 0, 0]),
+    Buffer.alloc(16),
+    Buffer.from("output"),
+    Buffer.from("json"),
+    Buffer.from(JSON.stringify(`${noise}?`)),
+  ]);
+  packed.writeInt32LE(0, 4);
+  packed.writeUInt32LE(6, 8);
+  packed.writeUInt32LE(4, 12);
+  packed.writeUInt32LE(JSON.stringify(`${noise}?`).length, 16);
+  const header = Buffer.from(
+    JSON.stringify({ rows: [["c1", "task-1"]], crc: crc32(firstRaw) }),
+    "utf8",
+  );
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(header.length);
+  const data = Buffer.concat([length, header, deflateRawSync(packed, { dictionary: firstRaw })]);
+  expect(data.length).toBeLessThan(packed.length / 2);
+  saver.db
+    .prepare("UPDATE lgi_writes SET zip = 2, writes = ? WHERE checkpoint_id = 'c2'")
+    .run(data);
+  saver.db.close();
+  expect(await readWrites(path, 2)).toEqual({ output: `${noise}?` });
+  expect(await readWrites(path, 1)).toEqual({ output: noise });
+});
+
+it("gives a writes table of earlier versions its row ids; rows stay readable after VACUUM", async () => {
+  const noise = randomBytes(1500).toString("base64");
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  await step(saver, 1, [["output", noise]]);
+  // The table as earlier versions created it: no row id column (rowids VACUUM may renumber).
+  saver.db.exec(`
+    ALTER TABLE lgi_writes RENAME TO w_now;
+    CREATE TABLE lgi_writes (ns_id INTEGER NOT NULL, checkpoint_id TEXT NOT NULL,
+      task_id TEXT NOT NULL, task_path TEXT NOT NULL DEFAULT '', zip INTEGER NOT NULL,
+      writes BLOB NOT NULL, PRIMARY KEY (ns_id, checkpoint_id, task_id));
+    INSERT INTO lgi_writes SELECT ns_id, checkpoint_id, task_id, task_path, zip, writes FROM w_now;
+    DROP TABLE w_now;`);
+  saver.db.close();
+
+  const reopened = IncrementalSqliteSaver.fromConnString(path);
+  reopened.setup();
+  const columns = (reopened.db.prepare("PRAGMA table_info(lgi_writes)").all() as any[]).map(
+    (c) => c.name,
+  );
+  expect(columns).toContain("row_id");
+  const other = randomBytes(1500).toString("base64");
+  await step(reopened, 2, [["output", other]]);
+  await step(reopened, 3, [["output", `${other}!`]]);
+  expect(
+    (
+      reopened.db.prepare("SELECT zip FROM lgi_writes WHERE checkpoint_id = 'c3'").get() as {
+        zip: number;
+      }
+    ).zip,
+  ).toBe(3); // stored against step 2's row
+  // Deleting the row before them and vacuuming renumbers plain rowids (not a row id column).
+  reopened.db.exec("DELETE FROM lgi_writes WHERE checkpoint_id = 'c1'; VACUUM;");
+  reopened.db.close();
+  expect(await readWrites(path, 2)).toEqual({ output: other });
+  expect(await readWrites(path, 3)).toEqual({ output: `${other}!` });
 });
