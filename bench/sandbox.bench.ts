@@ -4,12 +4,12 @@
  * child process killed at its deadline.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import vm from "node:vm";
 import { createSandbox, type CodeSandbox, type HostToolFn } from "../src/sandbox/index.ts";
-import { SandboxChild } from "../src/sandbox/pool.ts";
+import { SandboxChild, sesCodeCaches } from "../src/sandbox/pool.ts";
 import { DEFAULT_LIMITS, DEFAULT_MAX_ADDRESS_SPACE_MB } from "../src/sandbox/limits.ts";
 import { fmt, percentile, type BenchSection } from "./lib.ts";
 
@@ -379,7 +379,7 @@ export async function serializationSection(): Promise<BenchSection> {
     title: "Sandbox: copying a guest value vs JSON.stringify (ms)",
     description:
       "90 interleaved runs each (min and p50). The copy first checks the value without calling guest code (an own property " +
-      "descriptor per property, proxies detected, prototypes compared with the intrinsics), then lets " +
+      "descriptor per object property, a getter lookup per array element, proxies detected, prototypes compared with the intrinsics), then lets " +
       "JSON.stringify write it. Before issues 11/12 the copy was a JavaScript walker writing the text " +
       "itself: 13.5x JSON.stringify (issue 12), 23x on the records here.",
     columns: [
@@ -447,18 +447,30 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       await sandbox.run({ code: "const x = 1;", tools: {}, session: "killed" });
       afterKill.push(performance.now() - t0);
     }
+    // Bare spawn -> ready, alternately with the SES code cache (the default heap size, whose cache
+    // the pool made or found) and without it (a heap size 1 MB smaller, for which none is made):
+    // side by side, on the same machine at the same moments.
     const spawnReady: number[] = [];
-    for (let i = 0; i < REPLACEMENTS; i++) {
-      const child = new SandboxChild({
-        heapMb: DEFAULT_LIMITS.maxHeapMb,
-        addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB,
-      });
+    const spawnReadyNoCache: number[] = [];
+    const noCacheHeap = DEFAULT_LIMITS.maxHeapMb - 1;
+    sesCodeCaches.failures.set(noCacheHeap, Infinity);
+    const noCacheFile = sesCodeCaches.path({ heapMb: noCacheHeap, addressSpaceMb: null });
+    if (noCacheFile) rmSync(noCacheFile, { force: true }); // one a sandbox of that heap size made
+    const startOne = async (heapMb: number, out: number[], cache: string) => {
+      const child = new SandboxChild({ heapMb, addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB });
       child.setRef(true);
       await child.ready;
-      spawnReady.push(child.readyAt! - child.spawnedAt);
+      out.push(child.readyAt! - child.spawnedAt);
       child.kill("bench");
       await child.exited;
+      if (child.codeCache !== cache)
+        throw new Error(`expected code cache ${cache}, got ${child.codeCache}`);
+    };
+    for (let i = 0; i < REPLACEMENTS * 2; i++) {
+      await startOne(DEFAULT_LIMITS.maxHeapMb, spawnReady, "used");
+      await startOne(noCacheHeap, spawnReadyNoCache, "none");
     }
+    sesCodeCaches.failures.delete(noCacheHeap);
     const replacementP50 = percentile(afterKill, 50);
     const baseline = await loadBaseline();
     const isolation = await isolationSection(baseline);
@@ -492,7 +504,8 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
         title: "Sandbox: process replacement after a timeout kill (ms)",
         description:
           `${REPLACEMENTS} times: an infinite loop is SIGKILLed at a 100 ms deadline, then the next trivial action is timed ` +
-          "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action).",
+          "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
+          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts") and without it.`,
         columns: ["measure", "p50", "p95", "max"],
         rows: [
           [
@@ -506,6 +519,12 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
             fmt(percentile(spawnReady, 50)),
             fmt(percentile(spawnReady, 95)),
             fmt(Math.max(...spawnReady)),
+          ],
+          [
+            "child spawn -> ready without the SES code cache",
+            fmt(percentile(spawnReadyNoCache, 50)),
+            fmt(percentile(spawnReadyNoCache, 95)),
+            fmt(Math.max(...spawnReadyNoCache)),
           ],
         ],
         verdicts: [

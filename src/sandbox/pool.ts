@@ -9,8 +9,20 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, realpathSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Readable, Writable } from "node:stream";
@@ -21,7 +33,15 @@ import {
   DEFAULT_MAX_PROCESSES,
   MAX_NESTING_EXTRA_PROCESSES,
 } from "./limits.ts";
-import { LineBuffer, encodeLine, encodeRunLine, type HostMessage } from "./child/protocol.mjs";
+import {
+  CHILD_CODE_CACHE_ARG,
+  CHILD_MAKE_CODE_CACHE_ARG,
+  CHILD_PDEATHSIG_ARG,
+  LineBuffer,
+  encodeLine,
+  encodeRunLine,
+  type HostMessage,
+} from "./child/protocol.mjs";
 import { buildAction } from "./transform.ts";
 
 /** How a child is started (children are only reused for the same spec). */
@@ -77,6 +97,121 @@ const UPKEEP_DELAY_MS = 5;
 /** Idle children kept after use unless configured otherwise (see ChildPool). */
 export const DEFAULT_MAX_IDLE = 4;
 
+/**
+ * V8 code caches of the SES bundle, by child heap size (V8 accepts a cache only under the flags it
+ * was made with, and `--max-old-space-size` is one of them). A child given one loads SES and locks
+ * down in less time (child/lockdown.mjs). A cache is made by the first child of a heap size that
+ * finds none: it sends the bytecode its start-up compiled before it reports ready — before it runs
+ * any action, so no guest code has run in that process yet; later messages of that kind are refused
+ * like any other protocol violation. Files are named by a hash of what the bytecode depends on (the
+ * Node build, the SES file's bytes, the heap size), so a cache never goes stale and host processes
+ * of this user share them, in a directory only this user may use (`codehop-sandbox-<uid>` in the
+ * temp directory: created 0700, and refused when it is not ours, is a symlink or is open to others).
+ * Children may read their cache file (permission model) and write nothing. A cache V8 refuses is
+ * dropped and made again.
+ */
+export const sesCodeCaches = {
+  /** The private directory (undefined: not looked for yet; null: none usable). */
+  dir: undefined as string | null | undefined,
+  /** Hash of the Node build and the SES bundle (computed with the directory). */
+  key: "",
+  /** Heap size -> the cache file, once made or found. */
+  files: new Map<number, string>(),
+  /** Heap sizes whose cache a starting child is making. */
+  making: new Set<number>(),
+  /** Heap size -> attempts that gave no cache (the child died first, or the file could not be written). */
+  failures: new Map<number, number>(),
+
+  /** The cache file for children of `spec`, if made (here or by another host process of this user). */
+  fileFor(spec: ChildSpec): string | undefined {
+    if (spec.entry !== undefined) return undefined;
+    const known = this.files.get(spec.heapMb);
+    if (known !== undefined || this.making.has(spec.heapMb)) return known;
+    const file = this.path(spec);
+    if (file !== null && existsSync(file)) this.files.set(spec.heapMb, file);
+    return file !== null && this.files.has(spec.heapMb) ? file : undefined;
+  },
+
+  /** Where the cache for `spec` is kept, or null when there is no private directory. */
+  path(spec: ChildSpec): string | null {
+    if (this.dir === undefined) this.dir = privateCacheDir();
+    if (this.dir === null) return null;
+    if (!this.key)
+      this.key = createHash("sha256")
+        .update(`${process.version}\0${process.execPath}\0${process.arch}\0`)
+        .update(readFileSync(SES_PATH))
+        .digest("hex")
+        .slice(0, 24);
+    return join(this.dir, `ses-${this.key}-${spec.heapMb}.cache`);
+  },
+
+  /** True when a child of `spec` starting now is to make its heap size's cache (then it is recorded as making it). */
+  begin(spec: ChildSpec): boolean {
+    const heap = spec.heapMb;
+    if (spec.entry !== undefined || this.files.has(heap) || this.making.has(heap)) return false;
+    if ((this.failures.get(heap) ?? 0) >= MAX_CODE_CACHE_ATTEMPTS || this.path(spec) === null)
+      return false;
+    this.making.add(heap);
+    return true;
+  },
+
+  /** Stores the cache a child of `spec` made (base64); false if it could not be stored. */
+  store(spec: ChildSpec, base64: string): boolean {
+    this.making.delete(spec.heapMb);
+    const file = this.path(spec);
+    try {
+      if (file === null) throw new Error("no directory for code caches");
+      // Written whole, then renamed: another host process never reads half a file.
+      const partial = `${file}.${process.pid}.partial`;
+      writeFileSync(partial, Buffer.from(base64, "base64"), { mode: 0o600 });
+      renameSync(partial, file);
+      this.files.set(spec.heapMb, file);
+      return true;
+    } catch {
+      this.failed(spec);
+      return false;
+    }
+  },
+
+  /** The child making `spec`'s cache ended without one. */
+  failed(spec: ChildSpec): void {
+    if (!this.making.delete(spec.heapMb) && this.files.has(spec.heapMb)) return;
+    this.failures.set(spec.heapMb, (this.failures.get(spec.heapMb) ?? 0) + 1);
+  },
+
+  /** V8 refused `file`, given to a child of `spec`: the next child makes a new one. */
+  refused(spec: ChildSpec, file: string): void {
+    if (this.files.get(spec.heapMb) !== file) return;
+    this.files.delete(spec.heapMb);
+    if (file === this.path(spec)) rmSync(file, { force: true });
+    this.failures.set(spec.heapMb, (this.failures.get(spec.heapMb) ?? 0) + 1);
+  },
+};
+
+/**
+ * `codehop-sandbox-<uid>` in the temp directory, made 0700 if absent; null when it cannot be made
+ * or is not safe to trust (not a real directory, not ours, open to others), and where there are no
+ * user ids (then no code cache is used).
+ */
+function privateCacheDir(): string | null {
+  const uid = process.getuid?.();
+  if (uid === undefined) return null;
+  try {
+    const dir = join(realpathSync(tmpdir()), `codehop-sandbox-${uid}`);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    const st = lstatSync(dir);
+    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0 ? dir : null;
+  } catch {
+    return null;
+  }
+}
+/** Children that may fail to make a heap size's code cache before no more are asked to. */
+const MAX_CODE_CACHE_ATTEMPTS = 3;
+
 /** True when an OS address-space limit can be applied (prlimit found). */
 export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
 
@@ -125,6 +260,13 @@ export class SandboxChild {
   /** Resolves with how the process ended. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   readyAt: number | null = null;
+  /** Asked to send the SES code cache for its heap size before `ready` (see sesCodeCaches). */
+  readonly makesCodeCache: boolean;
+  private codeCacheSent = false;
+  /** The code cache file it was given, if any. */
+  private readonly codeCacheFile: string | null;
+  /** Whether the child loaded SES with the code cache it was given (reported with `ready`). */
+  codeCache: "used" | "rejected" | "none" | null = null;
   dead = false;
   /**
    * The session (agent run) this child serves, set when it is first lent; null while it never ran
@@ -166,11 +308,18 @@ export class SandboxChild {
     readonly addressSpaceFactor = 1,
   ) {
     this.spec = spec;
+    const codeCache = sesCodeCaches.fileFor(spec);
+    this.codeCacheFile = codeCache ?? null;
+    this.makesCodeCache = codeCache === undefined && sesCodeCaches.begin(spec);
     const nodeArgs = [
       `--max-old-space-size=${spec.heapMb}`,
       PERMISSION_FLAG,
-      ...[...CHILD_FILES, ...(spec.entry ? [spec.entry] : [])].map((f) => `--allow-fs-read=${f}`),
-      `--allow-fs-read=${SES_PATH}`,
+      ...[
+        ...CHILD_FILES,
+        ...(spec.entry ? [spec.entry] : []),
+        SES_PATH,
+        ...(codeCache ? [codeCache] : []),
+      ].map((f) => `--allow-fs-read=${f}`),
       "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
       // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
       ...(CAN_DISABLE_WARNINGS
@@ -178,7 +327,9 @@ export class SandboxChild {
         : []),
       spec.entry ?? CHILD_ENTRY,
       SES_PATH,
-      ...(SETPRIV ? ["pdeathsig"] : []),
+      ...(SETPRIV ? [CHILD_PDEATHSIG_ARG] : []),
+      ...(codeCache ? [`${CHILD_CODE_CACHE_ARG}=${codeCache}`] : []),
+      ...(this.makesCodeCache ? [CHILD_MAKE_CODE_CACHE_ARG] : []),
     ];
     // setpriv and prlimit each set up the process, then exec the next program: one process.
     const node = SETPRIV
@@ -220,7 +371,16 @@ export class SandboxChild {
       this.proc.on("close", (code, signal) => this.resolveExit({ code, signal }));
       this.proc.on("error", () => this.resolveExit({ code: null, signal: null }));
     });
-    void this.exited.then((exit) => this.onExit?.(exit));
+    void this.exited.then((exit) => {
+      if (
+        this.makesCodeCache &&
+        !this.codeCacheSent &&
+        this.readyAt === null &&
+        this.codeCache === null
+      )
+        sesCodeCaches.failed(spec);
+      this.onExit?.(exit);
+    });
     this.ready = new Promise((resolve, reject) => {
       const onData = (chunk: string) => {
         const lines = this.lines.push(chunk);
@@ -241,8 +401,27 @@ export class SandboxChild {
             return;
           }
           if (this.readyAt !== null) this.onMessage?.(msg);
-          else if (msg.t === "ready") this.sendLine(warmupRunLine());
-          else if (msg.t === "call" && msg.id === WARMUP_ID)
+          else if (msg.t === "code-cache") {
+            // Before `ready`, so before any guest code ran in this process (see sesCodeCaches);
+            // only from the child asked for it, and once.
+            if (!this.makesCodeCache || this.codeCacheSent || typeof msg.data !== "string") {
+              this.kill("protocol");
+              return;
+            }
+            this.codeCacheSent = true;
+            sesCodeCaches.store(this.spec, msg.data);
+          } else if (msg.t === "ready") {
+            if (this.makesCodeCache && !this.codeCacheSent) sesCodeCaches.failed(this.spec);
+            if (msg.codeCache === "rejected" && this.codeCacheFile)
+              sesCodeCaches.refused(this.spec, this.codeCacheFile);
+            this.codeCache =
+              msg.codeCache === "used"
+                ? "used"
+                : msg.codeCache === "rejected"
+                  ? "rejected"
+                  : "none";
+            this.sendLine(warmupRunLine());
+          } else if (msg.t === "call" && msg.id === WARMUP_ID)
             this.send({
               t: "result",
               id: WARMUP_ID,

@@ -240,6 +240,49 @@ describe("hostile values at the boundary", () => {
     expect(received).toEqual([]);
   });
 
+  it("a hostile part deep in a long uniform array is refused and never called (the copy's fast path)", async () => {
+    received.length = 0;
+    const r = await probe(`
+      let touched = false;
+      const rows = () => Array.from({ length: 2000 }, (_, i) => ({ id: i, name: "n" + i, tags: ["a", "b"] }));
+      const cases = [];
+      let a = rows(); Object.defineProperty(a[1000], "name", { get() { touched = true; return "x" }, enumerable: true }); cases.push(a);
+      a = rows(); Object.defineProperty(a, 1000, { get() { touched = true; return 1 }, enumerable: true }); cases.push(a);
+      a = rows(); Object.defineProperty(a[1000].tags, 1, { get() { touched = true; return 1 }, enumerable: true }); cases.push(a);
+      a = rows(); Object.defineProperty(a, 1000, { set(v) { touched = true }, enumerable: true }); cases.push(a);
+      a = rows(); a[1000] = new Proxy({}, { ownKeys() { touched = true; return [] }, get() { touched = true } }); cases.push(a);
+      a = rows(); a[1000].tags = new Proxy(["a"], { get() { touched = true } }); cases.push(a);
+      a = rows(); Object.defineProperty(a[1000], "toJSON", { value() { touched = true; return 1 }, enumerable: false }); cases.push(a);
+      a = rows(); Object.defineProperty(a[1000].tags, "toJSON", { value() { touched = true; return 1 } }); cases.push(a);
+      a = rows(); a[1000].tags[1] = NaN; cases.push(a);
+      a = rows(); a[1000] = new Map(); cases.push(a);
+      const out = [];
+      for (const c of cases) {
+        try { await record(c); out.push("sent") } catch (e) { out.push(e.message) }
+      }
+      // Holes and undefined elements are plain data (null), as JSON.stringify writes them.
+      const holes = [1, , 3]; holes[5] = undefined;
+      await record(holes);
+      final_answer({ out, touched });
+    `);
+    const { out, touched } = r.finalAnswer as { out: string[]; touched: boolean };
+    expect(touched).toBe(false);
+    const what = "argument 1 of record()";
+    expect(out).toEqual([
+      `${what}[1000].name is a getter, which is not copied`,
+      `${what}[1000] is a getter, which is not copied`,
+      `${what}[1000].tags[1] is a getter, which is not copied`,
+      `${what}[1000] is a getter, which is not copied`,
+      `${what}[1000] is a Proxy, which cannot leave the sandbox`,
+      `${what}[1000].tags is a Proxy, which cannot leave the sandbox`,
+      `${what}[1000] has a toJSON method, which is not called`,
+      `${what}[1000].tags has a toJSON method, which is not called`,
+      `${what}[1000].tags[1] is NaN, which is not JSON-serializable`,
+      `${what}[1000] is a Map, which is not JSON-serializable`,
+    ]);
+    expect(received).toEqual([[[1, null, 3, null, null, null]]]);
+  });
+
   it("tool arguments arrive as plain JSON copies; later guest mutation does not affect them", async () => {
     const seen: unknown[] = [];
     const keep: HostToolFn = async (args) => {

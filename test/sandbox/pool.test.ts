@@ -1,6 +1,24 @@
 /** The child-process pool on its own: startup failure, reuse, no respawn loops. */
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ChildPool, HAS_OS_MEMORY_LIMIT, SandboxChild } from "../../src/sandbox/pool.ts";
+import {
+  ChildPool,
+  HAS_OS_MEMORY_LIMIT,
+  SandboxChild,
+  sesCodeCaches,
+} from "../../src/sandbox/pool.ts";
 import { CodehopError } from "../../src/errors.ts";
 
 describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
@@ -148,6 +166,137 @@ describe("reuse", () => {
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe("SES code cache", () => {
+  /** Starts a child of `spec`, waits until it is ready (or failed), kills it; returns it. */
+  async function started(spec: { heapMb: number; addressSpaceMb: null; entry?: string }) {
+    const child = new SandboxChild(spec);
+    const failure = await child.ready.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    child.kill("test");
+    await child.exited;
+    return { child, failure };
+  }
+
+  it("the first child of a heap size sends its SES code cache before ready; later ones load SES with it", async () => {
+    const spec = { heapMb: 136, addressSpaceMb: null }; // no other test uses this heap size
+    // Made by an earlier run of this test (caches are shared by the host processes of a user):
+    // removed, so that this run makes it.
+    rmSync(sesCodeCaches.path(spec)!, { force: true });
+    expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+    const first = await started(spec);
+    expect(first.failure).toBeNull();
+    expect(first.child.makesCodeCache).toBe(true);
+    expect(first.child.codeCache).toBe("none");
+    const file = sesCodeCaches.fileFor(spec)!;
+    expect(file).toMatch(/codehop-sandbox-\d+\/ses-[0-9a-f]{24}-136\.cache$/);
+    // Only this user can open the directory, or write the file.
+    expect(statSync(dirname(file)).mode & 0o777).toBe(0o700);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const later = await Promise.all([started(spec), started(spec)]);
+    for (const { child, failure } of later) {
+      expect(failure).toBeNull();
+      expect(child.makesCodeCache).toBe(false);
+      expect(child.codeCache).toBe("used"); // V8 accepted it
+      expect(child.proc.spawnargs).toContain(`--allow-fs-read=${file}`);
+      expect(child.proc.spawnargs.some((a) => a.startsWith("--allow-fs-write"))).toBe(false);
+    }
+    // A cached child runs actions like any other.
+    const pool = new ChildPool(spec, 0);
+    try {
+      const { runAction } = await import("../../src/sandbox/session.ts");
+      const { DEFAULT_CAPABILITIES, DEFAULT_LIMITS } = await import("../../src/sandbox/limits.ts");
+      const r = await runAction(
+        pool,
+        spec,
+        { code: "const x = [1, 2].map((n) => n * 2);\nfinal_answer(harden({ x }))", tools: {} },
+        { ...DEFAULT_LIMITS, maxHeapMb: 136 },
+        DEFAULT_CAPABILITIES,
+      );
+      expect(r.error).toBeNull();
+      expect(r.finalAnswer).toEqual({ x: [2, 4] });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("a cache V8 cannot use (other bytes, other flags) is ignored: the child compiles SES from source", async () => {
+    const spec = { heapMb: 140, addressSpaceMb: null };
+    const dir = mkdtempSync(join(tmpdir(), "codehop-cache-test-"));
+    try {
+      const garbage = join(dir, "garbage.cache");
+      writeFileSync(garbage, Buffer.alloc(4096, 7));
+      sesCodeCaches.files.set(spec.heapMb, garbage);
+      const a = await started(spec);
+      expect(a.failure).toBeNull();
+      expect(a.child.codeCache).toBe("rejected");
+      // The cache of another heap size: V8's flag check refuses it.
+      await started({ heapMb: 144, addressSpaceMb: null });
+      sesCodeCaches.files.set(
+        spec.heapMb,
+        sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!,
+      );
+      const b = await started(spec);
+      expect(b.failure).toBeNull();
+      expect(b.child.codeCache).toBe("rejected");
+      // A refused cache is dropped: the next child makes a new one (and does not delete files
+      // that are not the cache of its own heap size).
+      expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      expect(existsSync(sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!)).toBe(true);
+    } finally {
+      sesCodeCaches.files.delete(spec.heapMb);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(typeof process.getuid === "function")(
+    "a cache directory another user could write to (or a symlink) is not used",
+    () => {
+      const saved = { dir: sesCodeCaches.dir, tmp: process.env.TMPDIR };
+      const root = mkdtempSync(join(tmpdir(), "codehop-cache-dir-test-"));
+      const dir = join(root, `codehop-sandbox-${process.getuid!()}`);
+      const spec = { heapMb: 152, addressSpaceMb: null };
+      try {
+        process.env.TMPDIR = root;
+        mkdirSync(dir);
+        chmodSync(dir, 0o777);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toBeNull();
+        expect(sesCodeCaches.begin(spec)).toBe(false); // no child is asked to make one
+        rmSync(dir, { recursive: true });
+        symlinkSync(mkdtempSync(join(root, "elsewhere-")), dir);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toBeNull();
+        rmSync(dir);
+        sesCodeCaches.dir = undefined;
+        expect(sesCodeCaches.path(spec)).toMatch(
+          /codehop-sandbox-\d+\/ses-[0-9a-f]{24}-152\.cache$/,
+        );
+        expect(statSync(dir).mode & 0o777).toBe(0o700);
+      } finally {
+        if (saved.tmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = saved.tmp;
+        sesCodeCaches.dir = saved.dir;
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it("a child that sends a code cache it was not asked for is stopped, and nothing is stored", async () => {
+    const spec = {
+      heapMb: 148,
+      addressSpaceMb: null,
+      entry: fileURLToPath(new URL("../fixtures/sandbox/cache-sending-child.mjs", import.meta.url)),
+    };
+    const { child, failure } = await started(spec);
+    expect(child.makesCodeCache).toBe(false);
+    expect(child.killedBy).toBe("protocol");
+    expect((failure as Error).message).toMatch(/failed to start/);
+    expect(sesCodeCaches.files.has(148)).toBe(false);
   });
 });
 

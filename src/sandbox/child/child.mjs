@@ -13,12 +13,13 @@
  */
 import { Worker } from "node:worker_threads";
 import { process } from "./commons.mjs";
-import { getStackString, harden, Compartment } from "./lockdown.mjs";
+import { getStackString, harden, Compartment, sesScript } from "./lockdown.mjs";
 import { currentAction, deliverResult, finish, startAction } from "./action.mjs";
 import { toJson } from "./copy.mjs";
 import { describeError } from "./errors.mjs";
 import { formatValue } from "./format.mjs";
 import { receive, send } from "./io.mjs";
+import { CHILD_MAKE_CODE_CACHE_ARG, CHILD_PDEATHSIG_ARG, childArg } from "./protocol.mjs";
 
 // A guest promise nobody handles must not kill the process (Node's default for unhandled rejections).
 process.on("unhandledRejection", () => {});
@@ -46,9 +47,11 @@ receive((msg) => {
 // busy; it kills the whole process once the parent is gone (we get re-parented). Started right
 // after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
 // Not needed when the host started us with a parent-death signal (`setpriv --pdeathsig KILL`,
-// third argument "pdeathsig"): the kernel then kills us the moment the host dies (strictly: the
+// argument "pdeathsig"): the kernel then kills us the moment the host dies (strictly: the
 // host thread that spawned us ends, e.g. a worker_threads Worker that created the sandbox).
-const KILLED_WITH_HOST = process.argv[3] === "pdeathsig";
+const KILLED_WITH_HOST = childArg(process.argv, CHILD_PDEATHSIG_ARG) === true;
+/** Asked to send the host the SES code cache (see lockdown.mjs and pool.ts), before `ready`. */
+const MAKE_CODE_CACHE = childArg(process.argv, CHILD_MAKE_CODE_CACHE_ARG) === true;
 function startWatchdog() {
   if (KILLED_WITH_HOST) return;
   const hostPid = process.ppid;
@@ -73,7 +76,12 @@ function startWatchdog() {
 }
 
 function ready() {
-  send({ t: "ready" });
+  // After the warm-up, the cache holds the bytecode of every SES function lockdown and a first
+  // evaluation compiled. Sent before `ready`: no guest code has run in this process yet.
+  if (MAKE_CODE_CACHE)
+    send({ t: "code-cache", data: sesScript.createCachedData().toString("base64") });
+  const rejected = sesScript.cachedDataRejected;
+  send({ t: "ready", codeCache: rejected === undefined ? "none" : rejected ? "rejected" : "used" });
   startWatchdog();
 }
 

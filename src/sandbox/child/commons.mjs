@@ -91,6 +91,14 @@ export const dateToISOString = Date.prototype.toISOString;
 export const regexpToString = RegExp.prototype.toString;
 export const regexpTest = RegExp.prototype.test;
 export const regexpExec = RegExp.prototype.exec;
+/**
+ * Object.prototype.__lookupGetter__: the getter of a property (undefined for a data property),
+ * found without calling it and without allocating a descriptor.
+ */
+export const lookupGetter =
+  /** @type {(this: unknown, key: PropertyKey) => Function | undefined} */ (
+    getOwnPropertyDescriptor(objectPrototype, "__lookupGetter__")?.value
+  );
 export const symbolToString = Symbol.prototype.toString;
 export const functionToString = Function.prototype.toString;
 export const functionBind = Function.prototype.bind;

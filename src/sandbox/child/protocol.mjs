@@ -13,6 +13,32 @@ import { bufferByteLength, jsonStringify } from "./commons.mjs";
 /** File descriptor the child writes its messages to. */
 export const CHILD_OUT_FD = 3;
 
+/**
+ * Arguments the host gives the child after the SES path (`node [flags] child.mjs <ses> [args]`):
+ * `pdeathsig` (the kernel kills the child when the host dies: no watchdog thread needed),
+ * `code-cache=<file>` (V8 code cache of the SES bundle to load it with), and `make-code-cache`
+ * (send the host that cache, base64, in a `code-cache` message before `ready`).
+ */
+export const CHILD_PDEATHSIG_ARG = "pdeathsig";
+export const CHILD_CODE_CACHE_ARG = "code-cache";
+export const CHILD_MAKE_CODE_CACHE_ARG = "make-code-cache";
+
+/**
+ * The child argument `name` in `argv` (after the SES path): true for a bare `name`, the text after
+ * `name=` for a valued one, undefined when absent.
+ * @param {readonly string[]} argv
+ * @param {string} name
+ * @returns {string | true | undefined}
+ */
+export function childArg(argv, name) {
+  for (let i = 3; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === name) return true;
+    if (a.startsWith(`${name}=`)) return a.slice(name.length + 1);
+  }
+  return undefined;
+}
+
 /** All tool arguments of one action together may use this many times `maxValueBytes`. */
 export const TOTAL_ARGS_FACTOR = 8;
 
@@ -131,7 +157,8 @@ export const LAST_VALUE_CHARS = 2_000;
  */
 
 /**
- * @typedef {{ t: "ready" }
+ * @typedef {{ t: "ready", codeCache: "used" | "rejected" | "none" }
+ *   | { t: "code-cache", data: string }
  *   | { t: "log", id: number, text: string }
  *   | { t: "call", id: number, callIndex: number, tool: string, argsJson: string }
  *   | DoneMessage
