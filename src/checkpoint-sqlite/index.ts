@@ -2078,7 +2078,9 @@ INSERT INTO ${T_BLOBS}
     );
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
-    const existing = this.taskWrites(nsId, id, taskId) ?? [];
+    // (A task's row may exist with no writes: it still changes below, and may be a dictionary.)
+    const stored = this.taskWrites(nsId, id, taskId);
+    const existing = stored ?? [];
     const byIdx = new Map(existing.map((w) => [w.idx, w]));
     for (const w of encoded) {
       if (byIdx.has(w.idx) && !replace) continue;
@@ -2092,7 +2094,7 @@ INSERT INTO ${T_BLOBS}
     const s = this.s;
     await this.enqueue(() => {
       const packed = packWrites(all);
-      if (existing.length) this.releaseDependents(thread, nsId, id, taskId, packed);
+      if (stored) this.releaseDependents(thread, nsId, id, taskId, packed);
       const { zip, data, candidate } = this.packForStorage(thread, nsId, id, taskId, packed);
       const { rowid } = s.putTaskWrites.get(nsId, id, taskId, taskPath, zip, data) as {
         rowid: number;

@@ -175,6 +175,26 @@ it("a row that served as a dictionary and gets more writes later leaves the rows
   expect(await readWrites(path, 2)).toEqual({ output: `${noise}!` });
 });
 
+it("a task row stored with no writes, which served as a dictionary, gets writes later: the rows after it stay readable", async () => {
+  const noise = randomBytes(1500).toString("base64");
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const saver = IncrementalSqliteSaver.fromConnString(path);
+  await step(saver, 1, [["output", noise]]);
+  // A task whose writes all went to untracked channels: LangGraph stores its (empty) writes.
+  await step(saver, 2, []);
+  await step(saver, 3, [["output", noise]]);
+  // Step 2's task gets a write after all: its row's bytes change.
+  await saver.putWrites(
+    { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" } },
+    [["late", "x"]],
+    "task-2",
+  );
+  saver.db.close();
+  expect(await readWrites(path, 3)).toEqual({ output: noise });
+  expect(await readWrites(path, 2)).toEqual({ late: "x" });
+  expect(await readWrites(path, 1)).toEqual({ output: noise });
+});
+
 it("reads writes rows stored against a dictionary named by key (format 2, earlier versions)", async () => {
   const noise = randomBytes(1500).toString("base64");
   const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
