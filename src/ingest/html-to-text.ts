@@ -84,9 +84,22 @@ export async function htmlToTextOffThread(
 ): Promise<string> {
   options.signal?.throwIfAborted();
   if (html.length < OFF_THREAD_HTML_CHARS) return htmlToText(html);
-  return conversionThreads(() => {
+  let started = false;
+  const converted = conversionThreads(() => {
+    started = true;
     options.signal?.throwIfAborted();
     return convertOffThread(html, options);
+  });
+  const { signal } = options;
+  if (!signal) return converted;
+  // Waiting for a thread ends with the signal too (the queued task then never starts); a running
+  // conversion ends through its own handler, once its thread is terminated.
+  return new Promise<string>((resolve, reject) => {
+    const onAbort = () => {
+      if (!started) reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    converted.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
 
@@ -119,6 +132,7 @@ async function convertOffThread(html: string, options: OffThreadOptions): Promis
   try {
     return await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
+        settle();
         reject(
           new CodehopError(
             ErrorCodes.INPUT_INVALID,

@@ -136,4 +136,25 @@ describe("large pages attached at the same time", () => {
     expect(texts.every((t) => t.includes("Harbor Bridge toll"))).toBe(true);
     expect(conversionThreadStats()).toMatchObject({ running: 0, waiting: 0 });
   });
+
+  it("a conversion waiting for a thread ends when its signal aborts, before a thread frees", async () => {
+    const { conversionThreadStats, htmlToTextOffThread } =
+      await import("../../src/ingest/html-to-text.ts");
+    const { max } = conversionThreadStats();
+    const busy = Promise.all(
+      Array.from({ length: max }, (_, i) => htmlToTextOffThread(bigPage(2), { name: `b${i}` })),
+    );
+    const controller = new AbortController();
+    const reason = new Error("run cancelled");
+    const waiting = htmlToTextOffThread(bigPage(0.3), { name: "w", signal: controller.signal });
+    await new Promise((r) => setImmediate(r));
+    expect(conversionThreadStats()).toMatchObject({ running: max, waiting: 1 });
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    // Rejected while every thread was still busy with the other pages.
+    expect(conversionThreadStats().running).toBe(max);
+    const texts = await busy;
+    expect(texts.every((t) => t.includes("Harbor Bridge toll"))).toBe(true);
+    expect(conversionThreadStats()).toMatchObject({ running: 0, waiting: 0 });
+  });
 });
