@@ -937,11 +937,18 @@ INSERT INTO ${T_BLOBS}
       const { rowids, crc, at } = rowidHeader(row.writes);
       // (Rows of a stretch of steps share their dictionary rows: built and checked once.)
       const key = rowids.join(",");
-      let known = this.dictionaries.get(key);
-      if (!known) {
+      const build = () => {
         const dictionary = dictionaryOf(rowids.map((rowid) => this.rawOfRowid(nsId, rowid)));
-        known = { dictionary, crc: crc32(dictionary) };
-        this.dictionaries.set(key, known);
+        const built = { dictionary, crc: crc32(dictionary) };
+        this.dictionaries.set(key, built);
+        return built;
+      };
+      let known = this.dictionaries.get(key) ?? build();
+      if (known.crc !== crc) {
+        // Rows this saver cached may have been rewritten or renumbered by another connection to
+        // the file (a deleted thread's row ids reused): read them again before giving up.
+        this.forgetRawRows((k) => rowids.some((rowid) => k === `#${rowid}`));
+        known = build();
       }
       if (known.crc !== crc)
         throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);

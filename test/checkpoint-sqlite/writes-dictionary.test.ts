@@ -195,6 +195,48 @@ it("a task row stored with no writes, which served as a dictionary, gets writes 
   expect(await readWrites(path, 1)).toEqual({ output: noise });
 });
 
+it("a saver whose cached rows another connection deleted and whose row ids it reused reads the new rows", async () => {
+  const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
+  const a = IncrementalSqliteSaver.fromConnString(path);
+  const b = IncrementalSqliteSaver.fromConnString(path);
+  const writeThread = async (saver: IncrementalSqliteSaver, thread: string, noise: string) => {
+    for (let i = 1; i <= 3; i++) {
+      const ns = { thread_id: thread, checkpoint_ns: "" };
+      const id = `${thread}-c${i}`;
+      await saver.put(
+        { configurable: { ...ns, ...(i > 1 ? { checkpoint_id: `${thread}-c${i - 1}` } : {}) } },
+        { ...emptyCheckpoint(), id, channel_values: {}, channel_versions: {} },
+        { source: "loop", step: i, parents: {} } as any,
+        {},
+      );
+      await saver.putWrites(
+        { configurable: { ...ns, checkpoint_id: id } },
+        [["output", `${noise}${i}`]],
+        `task-${i}`,
+      );
+    }
+  };
+  const writesOf = async (saver: IncrementalSqliteSaver, thread: string) =>
+    (
+      await saver.getTuple({
+        configurable: { thread_id: thread, checkpoint_ns: "", checkpoint_id: `${thread}-c3` },
+      })
+    )?.pendingWrites?.map(([, , v]) => v);
+  const first = randomBytes(1500).toString("base64");
+  await writeThread(a, "t1", first);
+  expect(await writesOf(a, "t1")).toEqual([`${first}3`]); // a caches t1's rows
+  await b.deleteThread("t1");
+  const second = randomBytes(1500).toString("base64");
+  await writeThread(b, "t2", second);
+  const zip3 = b.db.prepare("SELECT count(*) AS n FROM lgi_writes WHERE zip = 3").get() as {
+    n: number;
+  };
+  expect(zip3.n).toBeGreaterThan(0);
+  expect(await writesOf(a, "t2")).toEqual([`${second}3`]);
+  a.db.close();
+  b.db.close();
+});
+
 it("reads writes rows stored against a dictionary named by key (format 2, earlier versions)", async () => {
   const noise = randomBytes(1500).toString("base64");
   const path = join(mkdtempSync(join(tmpdir(), "codehop-lgi-dict-")), "c.db");
