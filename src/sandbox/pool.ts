@@ -9,7 +9,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   existsSync,
   lstatSync,
@@ -19,12 +19,14 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { threadId } from "node:worker_threads";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
@@ -102,46 +104,75 @@ export const DEFAULT_MAX_IDLE = 4;
  * was made with, and `--max-old-space-size` is one of them). A child given one loads SES and locks
  * down in less time (child/lockdown.mjs). A cache is made by the first child of a heap size that
  * finds none: it sends the bytecode its start-up compiled before it reports ready — before it runs
- * any action, so no guest code has run in that process yet; later messages of that kind are refused
- * like any other protocol violation. Files are named by a hash of what the bytecode depends on (the
- * Node build, the SES file's bytes, the heap size), so a cache never goes stale and host processes
- * of this user share them, in a directory only this user may use (`codehop-sandbox-<uid>` in the
- * temp directory: created 0700, and refused when it is not ours, is a symlink or is open to others).
- * Children may read their cache file (permission model) and write nothing. A cache V8 refuses is
- * dropped and made again.
+ * any action, so no guest code has run in that process yet; a `code-cache` message at any other
+ * time, or from a child not asked for one, is a protocol violation (the child is killed). Files are
+ * named by a hash of what the bytecode depends on (the Node build, the SES file's bytes, the heap
+ * size; V8's own check compares only the source's length and its flags), so a cache never goes
+ * stale and host processes of this user share them, in a directory only this user may use
+ * (`codehop-sandbox-<uid>` in the temp directory: created 0700). A code cache is trusted input (a
+ * crafted one is native code in the child), so the directory and the file are checked at every use
+ * — before a child is given the file and before every store — and not used when the directory is
+ * not a real one of ours closed to others, or the file is not a regular file of ours closed to
+ * others (the temp directory's cleaning may remove the directory of a long-running host, and
+ * another user re-create it). The SES file's size, mtime and inode are checked at every use too:
+ * when SES is replaced in place the hash is computed again. Children may read their cache file
+ * (permission model) and write nothing. A cache V8 refuses is dropped and made again.
  */
 export const sesCodeCaches = {
-  /** The private directory (undefined: not looked for yet; null: none usable). */
+  /** The private directory's path (undefined: not looked for yet; null: no user ids here). */
   dir: undefined as string | null | undefined,
-  /** Hash of the Node build and the SES bundle (computed with the directory). */
+  /** Hash of the Node build and the SES bundle (computed again when the SES file changes). */
   key: "",
-  /** Heap size -> the cache file, once made or found. */
+  /** Size, mtime and inode of the SES file when `key` was computed. */
+  sesStamp: "",
+  /** Heap size -> the cache file, once made or found (checked again at every use). */
   files: new Map<number, string>(),
-  /** Heap sizes whose cache a starting child is making. */
-  making: new Set<number>(),
+  /** Heap size -> the file a starting child's cache is to be stored in. */
+  making: new Map<number, string>(),
   /** Heap size -> attempts that gave no cache (the child died first, or the file could not be written). */
   failures: new Map<number, number>(),
 
-  /** The cache file for children of `spec`, if made (here or by another host process of this user). */
+  /** The cache file for children of `spec`, if made (here or by another host process of this user) and safe to use. */
   fileFor(spec: ChildSpec): string | undefined {
     if (spec.entry !== undefined) return undefined;
-    const known = this.files.get(spec.heapMb);
-    if (known !== undefined || this.making.has(spec.heapMb)) return known;
-    const file = this.path(spec);
-    if (file !== null && existsSync(file)) this.files.set(spec.heapMb, file);
-    return file !== null && this.files.has(spec.heapMb) ? file : undefined;
+    const current = this.path(spec); // the directory checked, the key current
+    if (current === null) return undefined;
+    let file = this.files.get(spec.heapMb);
+    // One named for a SES file replaced since is not used.
+    if (file !== undefined && dirname(file) === this.dir && file !== current) file = undefined;
+    file ??= this.making.has(spec.heapMb) ? undefined : current;
+    if (file === undefined) {
+      this.files.delete(spec.heapMb);
+      return undefined;
+    }
+    // A file set elsewhere (tests) needs its own directory checked.
+    const fits = dirname(file) === this.dir || isPrivateDir(dirname(file));
+    if (fits && isPrivateFile(file)) {
+      this.files.set(spec.heapMb, file);
+      return file;
+    }
+    this.files.delete(spec.heapMb);
+    return undefined;
   },
 
-  /** Where the cache for `spec` is kept, or null when there is no private directory. */
+  /** Where the cache for `spec` is kept, or null when there is no safe private directory now. */
   path(spec: ChildSpec): string | null {
-    if (this.dir === undefined) this.dir = privateCacheDir();
-    if (this.dir === null) return null;
-    if (!this.key)
-      this.key = createHash("sha256")
-        .update(`${process.version}\0${process.execPath}\0${process.arch}\0`)
-        .update(readFileSync(SES_PATH))
-        .digest("hex")
-        .slice(0, 24);
+    if (this.dir === undefined) this.dir = privateCacheDirPath();
+    if (this.dir === null || !ensurePrivateDir(this.dir)) return null;
+    try {
+      const st = statSync(SES_PATH);
+      const stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
+      if (!this.key || stamp !== this.sesStamp) {
+        this.key = createHash("sha256")
+          .update(`${process.version}\0${process.execPath}\0${process.arch}\0`)
+          .update(readFileSync(SES_PATH))
+          .digest("hex")
+          .slice(0, 24);
+        this.sesStamp = stamp;
+      }
+    } catch {
+      return null; // SES being replaced: no cache for this child
+    }
     return join(this.dir, `ses-${this.key}-${spec.heapMb}.cache`);
   },
 
@@ -149,25 +180,31 @@ export const sesCodeCaches = {
   begin(spec: ChildSpec): boolean {
     const heap = spec.heapMb;
     if (spec.entry !== undefined || this.files.has(heap) || this.making.has(heap)) return false;
-    if ((this.failures.get(heap) ?? 0) >= MAX_CODE_CACHE_ATTEMPTS || this.path(spec) === null)
-      return false;
-    this.making.add(heap);
+    if ((this.failures.get(heap) ?? 0) >= MAX_CODE_CACHE_ATTEMPTS) return false;
+    const file = this.path(spec);
+    if (file === null) return false;
+    this.making.set(heap, file);
     return true;
   },
 
   /** Stores the cache a child of `spec` made (base64); false if it could not be stored. */
   store(spec: ChildSpec, base64: string): boolean {
+    const file = this.making.get(spec.heapMb) ?? this.path(spec);
     this.making.delete(spec.heapMb);
-    const file = this.path(spec);
+    // Written whole, then renamed (another host process never reads half a file), under a name
+    // no one can predict, created exclusively (never through a planted symlink), 0600.
+    const partial = `${file}.${process.pid}.${threadId}.${randomBytes(8).toString("hex")}.partial`;
+    let created = false;
     try {
-      if (file === null) throw new Error("no directory for code caches");
-      // Written whole, then renamed: another host process never reads half a file.
-      const partial = `${file}.${process.pid}.partial`;
-      writeFileSync(partial, Buffer.from(base64, "base64"), { mode: 0o600 });
+      if (file === null || !isPrivateDir(dirname(file)))
+        throw new Error("no safe directory for code caches");
+      writeFileSync(partial, Buffer.from(base64, "base64"), { mode: 0o600, flag: "wx" });
+      created = true;
       renameSync(partial, file);
       this.files.set(spec.heapMb, file);
       return true;
     } catch {
+      if (created) rmSync(partial, { force: true });
       this.failed(spec);
       return false;
     }
@@ -188,27 +225,44 @@ export const sesCodeCaches = {
   },
 };
 
-/**
- * `codehop-sandbox-<uid>` in the temp directory, made 0700 if absent; null when it cannot be made
- * or is not safe to trust (not a real directory, not ours, open to others), and where there are no
- * user ids (then no code cache is used).
- */
-function privateCacheDir(): string | null {
+/** `codehop-sandbox-<uid>` in the temp directory; null where there are no user ids or no temp directory. */
+function privateCacheDirPath(): string | null {
   const uid = process.getuid?.();
   if (uid === undefined) return null;
   try {
-    const dir = join(realpathSync(tmpdir()), `codehop-sandbox-${uid}`);
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    const st = lstatSync(dir);
-    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0 ? dir : null;
+    return join(realpathSync(tmpdir()), `codehop-sandbox-${uid}`);
   } catch {
     return null;
   }
 }
+
+/** Makes `dir` 0700 if absent; true when it is then safe to trust (see isPrivate). */
+function ensurePrivateDir(dir: string): boolean {
+  if (isPrivateDir(dir)) return true;
+  try {
+    mkdirSync(dir, { mode: 0o700 }); // fails (EEXIST) when anything is there already
+    return isPrivateDir(dir);
+  } catch {
+    return false;
+  }
+}
+
+/** True when `path` (not followed if a symlink) is ours, closed to others, and a directory or a regular file as asked. */
+function isPrivate(path: string, kind: "dir" | "file"): boolean {
+  try {
+    const st = lstatSync(path);
+    return (
+      (kind === "dir" ? st.isDirectory() : st.isFile()) &&
+      st.uid === process.getuid?.() &&
+      (st.mode & 0o077) === 0
+    );
+  } catch {
+    return false;
+  }
+}
+const isPrivateDir = (dir: string) => isPrivate(dir, "dir");
+const isPrivateFile = (file: string) => isPrivate(file, "file");
+
 /** Children that may fail to make a heap size's code cache before no more are asked to. */
 const MAX_CODE_CACHE_ATTEMPTS = 3;
 
@@ -400,17 +454,22 @@ export class SandboxChild {
             this.kill("protocol");
             return;
           }
-          if (this.readyAt !== null) this.onMessage?.(msg);
-          else if (msg.t === "code-cache") {
+          if (msg.t === "code-cache") {
             // Before `ready`, so before any guest code ran in this process (see sesCodeCaches);
-            // only from the child asked for it, and once.
-            if (!this.makesCodeCache || this.codeCacheSent || typeof msg.data !== "string") {
+            // only from the child asked for it, and once: anything else breaks the protocol.
+            if (
+              !this.makesCodeCache ||
+              this.codeCacheSent ||
+              this.codeCache !== null ||
+              typeof msg.data !== "string"
+            ) {
               this.kill("protocol");
               return;
             }
             this.codeCacheSent = true;
             sesCodeCaches.store(this.spec, msg.data);
-          } else if (msg.t === "ready") {
+          } else if (this.readyAt !== null) this.onMessage?.(msg);
+          else if (msg.t === "ready") {
             if (this.makesCodeCache && !this.codeCacheSent) sesCodeCaches.failed(this.spec);
             if (msg.codeCache === "rejected" && this.codeCacheFile)
               sesCodeCaches.refused(this.spec, this.codeCacheFile);

@@ -1,18 +1,22 @@
 /** The child-process pool on its own: startup failure, reuse, no respawn loops. */
 import {
   chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
+  lstatSync,
   mkdtempSync,
+  readFileSync,
+  readdirSync,
   rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ChildPool,
   HAS_OS_MEMORY_LIMIT,
@@ -170,6 +174,29 @@ describe("reuse", () => {
 });
 
 describe("SES code cache", () => {
+  // Every test here keeps its caches in a temporary directory of its own (TMPDIR), never in the
+  // user's shared one, which other test runs of this user use at the same time.
+  let saved: { tmp: string | undefined; dir: string | null | undefined } | undefined;
+  let root = "";
+  beforeEach(() => {
+    saved = { tmp: process.env.TMPDIR, dir: sesCodeCaches.dir };
+    root = mkdtempSync(join(tmpdir(), "codehop-cache-test-"));
+    process.env.TMPDIR = root;
+    sesCodeCaches.dir = undefined;
+    sesCodeCaches.files.clear();
+    sesCodeCaches.making.clear();
+    sesCodeCaches.failures.clear();
+  });
+  afterEach(() => {
+    if (saved!.tmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved!.tmp;
+    sesCodeCaches.dir = saved!.dir;
+    sesCodeCaches.files.clear();
+    sesCodeCaches.making.clear();
+    sesCodeCaches.failures.clear();
+    rmSync(root, { recursive: true, force: true });
+  });
+
   /** Starts a child of `spec`, waits until it is ready (or failed), kills it; returns it. */
   async function started(spec: { heapMb: number; addressSpaceMb: null; entry?: string }) {
     const child = new SandboxChild(spec);
@@ -183,10 +210,7 @@ describe("SES code cache", () => {
   }
 
   it("the first child of a heap size sends its SES code cache before ready; later ones load SES with it", async () => {
-    const spec = { heapMb: 136, addressSpaceMb: null }; // no other test uses this heap size
-    // Made by an earlier run of this test (caches are shared by the host processes of a user):
-    // removed, so that this run makes it.
-    rmSync(sesCodeCaches.path(spec)!, { force: true });
+    const spec = { heapMb: 136, addressSpaceMb: null };
     expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
     const first = await started(spec);
     expect(first.failure).toBeNull();
@@ -226,26 +250,26 @@ describe("SES code cache", () => {
 
   it("a cache V8 cannot use (other bytes, other flags) is ignored: the child compiles SES from source", async () => {
     const spec = { heapMb: 140, addressSpaceMb: null };
-    const dir = mkdtempSync(join(tmpdir(), "codehop-cache-test-"));
+    const dir = mkdtempSync(join(root, "elsewhere-"));
     try {
       const garbage = join(dir, "garbage.cache");
-      writeFileSync(garbage, Buffer.alloc(4096, 7));
+      writeFileSync(garbage, Buffer.alloc(4096, 7), { mode: 0o600 });
       sesCodeCaches.files.set(spec.heapMb, garbage);
       const a = await started(spec);
       expect(a.failure).toBeNull();
       expect(a.child.codeCache).toBe("rejected");
       // The cache of another heap size: V8's flag check refuses it.
       await started({ heapMb: 144, addressSpaceMb: null });
-      sesCodeCaches.files.set(
-        spec.heapMb,
-        sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!,
-      );
+      const other = join(dir, "heap-144.cache");
+      copyFileSync(sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!, other);
+      sesCodeCaches.files.set(spec.heapMb, other);
       const b = await started(spec);
       expect(b.failure).toBeNull();
       expect(b.child.codeCache).toBe("rejected");
       // A refused cache is dropped: the next child makes a new one (and does not delete files
       // that are not the cache of its own heap size).
       expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      expect(existsSync(other)).toBe(true);
       expect(existsSync(sesCodeCaches.fileFor({ heapMb: 144, addressSpaceMb: null })!)).toBe(true);
     } finally {
       sesCodeCaches.files.delete(spec.heapMb);
@@ -256,35 +280,95 @@ describe("SES code cache", () => {
   it.runIf(typeof process.getuid === "function")(
     "a cache directory another user could write to (or a symlink) is not used",
     () => {
-      const saved = { dir: sesCodeCaches.dir, tmp: process.env.TMPDIR };
-      const root = mkdtempSync(join(tmpdir(), "codehop-cache-dir-test-"));
       const dir = join(root, `codehop-sandbox-${process.getuid!()}`);
       const spec = { heapMb: 152, addressSpaceMb: null };
-      try {
-        process.env.TMPDIR = root;
-        mkdirSync(dir);
-        chmodSync(dir, 0o777);
-        sesCodeCaches.dir = undefined;
-        expect(sesCodeCaches.path(spec)).toBeNull();
-        expect(sesCodeCaches.begin(spec)).toBe(false); // no child is asked to make one
-        rmSync(dir, { recursive: true });
-        symlinkSync(mkdtempSync(join(root, "elsewhere-")), dir);
-        sesCodeCaches.dir = undefined;
-        expect(sesCodeCaches.path(spec)).toBeNull();
-        rmSync(dir);
-        sesCodeCaches.dir = undefined;
-        expect(sesCodeCaches.path(spec)).toMatch(
-          /codehop-sandbox-\d+\/ses-[0-9a-f]{24}-152\.cache$/,
-        );
-        expect(statSync(dir).mode & 0o777).toBe(0o700);
-      } finally {
-        if (saved.tmp === undefined) delete process.env.TMPDIR;
-        else process.env.TMPDIR = saved.tmp;
-        sesCodeCaches.dir = saved.dir;
-        rmSync(root, { recursive: true, force: true });
-      }
+      mkdirSync(dir);
+      chmodSync(dir, 0o777);
+      expect(sesCodeCaches.path(spec)).toBeNull();
+      expect(sesCodeCaches.begin(spec)).toBe(false); // no child is asked to make one
+      rmSync(dir, { recursive: true });
+      symlinkSync(mkdtempSync(join(root, "elsewhere-")), dir);
+      expect(sesCodeCaches.path(spec)).toBeNull();
+      rmSync(dir);
+      expect(sesCodeCaches.path(spec)).toMatch(/codehop-sandbox-\d+\/ses-[0-9a-f]{24}-152\.cache$/);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
     },
   );
+
+  it.runIf(typeof process.getuid === "function")(
+    "the directory and the file are checked at every use: a cache that became unsafe after first use is not given to a child",
+    async () => {
+      const spec = { heapMb: 156, addressSpaceMb: null };
+      const file = sesCodeCaches.path(spec)!;
+      const dir = dirname(file);
+      // A cache of ours, in use.
+      expect(sesCodeCaches.begin(spec)).toBe(true);
+      expect(sesCodeCaches.store(spec, Buffer.from("bytecode").toString("base64"))).toBe(true);
+      expect(sesCodeCaches.fileFor(spec)).toBe(file);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      // The temp directory's cleaning removed it, and someone re-created it open to all, with a
+      // cache at the predictable name.
+      rmSync(dir, { recursive: true });
+      mkdirSync(dir);
+      chmodSync(dir, 0o777);
+      writeFileSync(file, "planted", { mode: 0o600 });
+      expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      expect(sesCodeCaches.begin(spec)).toBe(false);
+      expect(sesCodeCaches.store(spec, Buffer.from("x").toString("base64"))).toBe(false);
+      // The child starts without it (the spawn itself never fails over a cache).
+      const { child, failure } = await started(spec);
+      expect(failure).toBeNull();
+      expect(child.codeCache).toBe("none");
+      expect(child.makesCodeCache).toBe(false);
+      expect(child.proc.spawnargs.some((a) => a.includes(file))).toBe(false);
+      // A directory closed again, but a file others may write, or a symlink: not used either.
+      chmodSync(dir, 0o700);
+      chmodSync(file, 0o666);
+      expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      rmSync(file);
+      const target = join(dir, "target");
+      writeFileSync(target, "bytecode", { mode: 0o600 });
+      symlinkSync(target, file);
+      expect(sesCodeCaches.fileFor(spec)).toBeUndefined();
+      // A regular file of ours, closed to others: used.
+      rmSync(file);
+      writeFileSync(file, "bytecode", { mode: 0o600 });
+      expect(sesCodeCaches.fileFor(spec)).toBe(file);
+    },
+  );
+
+  it("a cache is stored under an unpredictable name, never through a symlink planted at the old one", () => {
+    const spec = { heapMb: 160, addressSpaceMb: null };
+    const file = sesCodeCaches.path(spec)!;
+    const victim = join(root, "victim");
+    writeFileSync(victim, "precious", { mode: 0o600 });
+    symlinkSync(victim, `${file}.${process.pid}.partial`);
+    expect(sesCodeCaches.begin(spec)).toBe(true);
+    expect(sesCodeCaches.store(spec, Buffer.from("bytecode").toString("base64"))).toBe(true);
+    expect(readFileSync(victim, "utf8")).toBe("precious");
+    expect(lstatSync(file).isFile()).toBe(true);
+    expect(readFileSync(file, "utf8")).toBe("bytecode");
+    // No partial file is left behind, whether the store worked or not.
+    const left = () => readdirSync(dirname(file)).filter((f) => f.endsWith(".partial"));
+    expect(left()).toEqual([`${basename(file)}.${process.pid}.partial`]);
+    chmodSync(dirname(file), 0o770); // no longer private: nothing is written
+    expect(sesCodeCaches.store(spec, Buffer.from("other").toString("base64"))).toBe(false);
+    chmodSync(dirname(file), 0o700);
+    expect(readFileSync(file, "utf8")).toBe("bytecode");
+    expect(left()).toHaveLength(1);
+  });
+
+  it("a cache made for a SES file replaced since is not used (the key follows the SES file)", () => {
+    const spec = { heapMb: 164, addressSpaceMb: null };
+    const file = sesCodeCaches.path(spec)!;
+    writeFileSync(file, "bytecode", { mode: 0o600 });
+    expect(sesCodeCaches.fileFor(spec)).toBe(file);
+    sesCodeCaches.sesStamp = "another SES file"; // as when its size, mtime or inode changed
+    sesCodeCaches.key = "0".repeat(24);
+    sesCodeCaches.files.set(spec.heapMb, join(dirname(file), `ses-${"0".repeat(24)}-164.cache`));
+    writeFileSync(sesCodeCaches.files.get(spec.heapMb)!, "stale", { mode: 0o600 });
+    expect(sesCodeCaches.fileFor(spec)).toBe(file); // the hash recomputed from the file's bytes
+  });
 
   it("a child that sends a code cache it was not asked for is stopped, and nothing is stored", async () => {
     const spec = {
@@ -297,6 +381,25 @@ describe("SES code cache", () => {
     expect(child.killedBy).toBe("protocol");
     expect((failure as Error).message).toMatch(/failed to start/);
     expect(sesCodeCaches.files.has(148)).toBe(false);
+  });
+
+  it("a child that sends a code cache after it is ready is stopped, and nothing is stored", async () => {
+    const spec = {
+      heapMb: 148,
+      addressSpaceMb: null,
+      entry: fileURLToPath(
+        new URL("../fixtures/sandbox/late-cache-sending-child.mjs", import.meta.url),
+      ),
+    };
+    const child = new SandboxChild(spec);
+    try {
+      await child.ready;
+      await Promise.race([child.exited, new Promise((r) => setTimeout(r, 10_000))]);
+      expect(child.killedBy).toBe("protocol");
+      expect(sesCodeCaches.files.has(148)).toBe(false);
+    } finally {
+      child.kill("test");
+    }
   });
 });
 
