@@ -2,14 +2,17 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureDemoCorpus, startDemoModelServer } from "../src/apps/qa/demo.ts";
-import { DEMO_QUESTIONS, demoRules } from "../src/apps/qa/demo-trajectories.ts";
+import { DEMO_QUESTIONS } from "../src/apps/qa/demo-trajectories.ts";
 import { getDefaultSandbox } from "../src/core/default-sandbox.ts";
 import type { SandboxStats } from "../src/sandbox/index.ts";
-import { trajectoryResponder } from "../src/testing/scripted-openai-server.ts";
 import { ask, history, replay, resume } from "../src/apps/qa/app.ts";
 import { openPersistence, type SqlitePersistence } from "../src/persistence/index.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
-import { startThreadedDemoModelServer, type ThreadedModelServer } from "./model-server-thread.ts";
+import {
+  startThreadedDemoModelServer,
+  startTimedDemoModelServer,
+  type ThreadedModelServer,
+} from "./model-server-thread.ts";
 
 const RUNS = 3;
 /** Simulated model latency of the "framework share" runs. */
@@ -101,14 +104,9 @@ export default async function appBench(): Promise<BenchSection[]> {
       const startSlow = async (inProcess: boolean): Promise<ThreadedModelServer> => {
         if (!inProcess) return startThreadedDemoModelServer(MODEL_MS);
         const arrivals: number[] = [];
-        const replay = trajectoryResponder(demoRules());
-        const server = await startDemoModelServer({
-          delayMs: MODEL_MS,
-          responder: (req, ctx) => {
-            arrivals.push(performance.now());
-            return replay(req, ctx);
-          },
-        });
+        const server = await startTimedDemoModelServer(MODEL_MS, () =>
+          arrivals.push(performance.now()),
+        );
         return { baseURL: server.baseURL, arrivals, close: () => server.close() };
       };
       const slowRun = async (threadId: string, inProcess: boolean) => {

@@ -18,6 +18,21 @@ export interface ThreadedModelServer {
   close(): Promise<void>;
 }
 
+/**
+ * Starts the demo model server (replies after `delayMs`) on this thread, calling `onArrival` as
+ * each request arrives (the moment the model starts "thinking").
+ */
+export function startTimedDemoModelServer(delayMs: number, onArrival: () => void) {
+  const replay = trajectoryResponder(demoRules());
+  return startDemoModelServer({
+    delayMs,
+    responder: (req, ctx) => {
+      onArrival();
+      return replay(req, ctx);
+    },
+  });
+}
+
 /** Starts the demo model server (replies after `delayMs`) on a worker thread. */
 export async function startThreadedDemoModelServer(delayMs: number): Promise<ThreadedModelServer> {
   // The thread runs this file through tsx's loader, registered on the thread first (a worker
@@ -46,13 +61,8 @@ export async function startThreadedDemoModelServer(delayMs: number): Promise<Thr
 
 if (!isMainThread && parentPort) {
   const port = parentPort;
-  const replay = trajectoryResponder(demoRules());
-  const server = await startDemoModelServer({
-    delayMs: (workerData as { delayMs: number }).delayMs,
-    responder: (req, ctx) => {
-      port.postMessage({ arrivedAt: performance.timeOrigin + performance.now() });
-      return replay(req, ctx);
-    },
-  });
+  const server = await startTimedDemoModelServer((workerData as { delayMs: number }).delayMs, () =>
+    port.postMessage({ arrivedAt: performance.timeOrigin + performance.now() }),
+  );
   port.postMessage({ baseURL: server.baseURL });
 }
