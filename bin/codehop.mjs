@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// In a clone (src/ is there) the CLI runs the TypeScript sources through tsx's ESM loader, so
-// `npx codehop` works right after `npm install` and always runs the code as it is now. The
-// installed package ships no src/ (package.json "files") and runs its build in dist/ instead.
+// The `codehop` command. The installed package ships no src/ (package.json "files") and runs its
+// build in dist/. In a clone (src/ is there) it runs dist/ too while the build is current with the
+// sources (bin/dist-current.mjs: a stat per source file, a few ms), and otherwise the TypeScript
+// sources through tsx's ESM loader, so `npx codehop` always runs the code as it is now: right
+// after an edit, at tsx's cost (about a second more per start) until the next `npm run build`.
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 let main;
-if (existsSync(source)) {
+if (existsSync(source) && (await import("./dist-current.mjs")).whyDistIsStale() !== undefined) {
   const { register } = await import("tsx/esm/api");
-  register();
+  // The repository's tsconfig.json whatever the working directory (its `paths` are honoured).
+  register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
   ({ main } = await import(source.href));
 } else {
   ({ main } = await import("../dist/cli/main.js"));
