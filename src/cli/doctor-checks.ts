@@ -320,4 +320,3 @@ export async function runDoctor(config: AppConfig, options: DoctorOptions): Prom
     checks,
   };
 }
-
