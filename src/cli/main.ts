@@ -1,8 +1,14 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+
+/** package.json's version (src/cli/main.ts and dist/cli/main.js both sit two folders below it). */
+function packageVersion(): string {
+  const pkg = new URL("../../package.json", import.meta.url);
+  return (JSON.parse(readFileSync(pkg, "utf8")) as { version: string }).version;
+}
 
 const isHelpFlag = (a: string) => a === "-h" || a === "--help";
 
@@ -17,7 +23,7 @@ const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
 export async function buildProgram(argv?: string[]): Promise<Command> {
   const program = new Command("codehop")
     .description("Multi-agent code-action agents on LangGraph.js")
-    .version("0.1.0");
+    .version(packageVersion());
   const dir = join(dirname(fileURLToPath(import.meta.url)), "commands");
   // `.d.ts` files sit beside the `.js` ones in dist/: the pattern leaves them out.
   let files = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => COMMAND_FILE.test(f)).sort();

@@ -127,37 +127,36 @@ describe("a clone runs the build while it is current with the sources", () => {
   });
   afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
-  it("runs dist/ when current, the edited source after an edit, and loads no command for --version", () => {
+  it("runs dist/ when current, the edited source after an edit; --version loads no command", () => {
+    const mark = (file: string, text: string) =>
+      writeFileSync(file, readFileSync(file, "utf8").replace("list threads (", `${text} (`));
     // The build is what runs: a mark put in dist/ only is printed.
-    const built = join(clone, "dist/cli/main.js");
-    writeFileSync(
-      built,
-      readFileSync(built, "utf8").replace('.version("0.1.0")', '.version("0.1.0-dist")'),
-    );
+    mark(join(clone, "dist/cli/commands/threads.js"), "BUILT list threads");
     // A command whose module throws when loaded: only running it (or listing every command) loads it.
     writeFileSync(
       join(clone, "dist/cli/commands/zz-broken.js"),
       'throw new Error("loaded zz-broken");\n',
     );
-    let r = run("--version");
-    expect(r.stdout.trim()).toBe("0.1.0-dist");
+    let r = run("threads", "--help");
+    expect(r.stdout).toContain("BUILT list threads");
     expect(r.status).toBe(0);
-    r = run("threads", "--help");
+    r = run("--version");
+    expect(r.stdout.trim()).toBe(
+      JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version,
+    );
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain("Usage: codehop threads");
+    r = run("ask", "--help");
+    expect(r.stdout).toContain("Usage: codehop ask");
+    expect(r.status).toBe(0);
     r = run("zz-broken", "--help");
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain("loaded zz-broken");
 
     // An edit to a source file: the CLI runs the sources (through tsx) and shows the edit.
-    const main = join(clone, "src/cli/main.ts");
-    writeFileSync(
-      main,
-      readFileSync(main, "utf8").replace('.version("0.1.0")', '.version("0.1.0-edited")'),
-    );
-    r = run("--version");
+    mark(join(clone, "src/cli/commands/threads.ts"), "EDITED list threads");
+    r = run("threads", "--help");
     expect(r.stderr).toBe("");
-    expect(r.stdout.trim()).toBe("0.1.0-edited");
+    expect(r.stdout).toContain("EDITED list threads");
     expect(r.status).toBe(0);
   });
 });
