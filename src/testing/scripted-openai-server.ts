@@ -216,7 +216,7 @@ export class ScriptedOpenAIServer {
           .code(500)
           .send({ error: { message: `scripted responder failed: ${String(err)}` } });
       }
-      const meta = (scripted as any)?.[RULE_META] as { rule?: string; step?: number } | undefined;
+      const meta = replyRule(scripted);
       if (meta) Object.assign(log, meta);
       if (typeof scripted === "object" && scripted.delayMs) await sleep(scripted.delayMs);
       if (typeof scripted === "object" && "status" in scripted) {
@@ -326,6 +326,11 @@ export class ScriptedOpenAIServer {
 }
 
 const RULE_META = Symbol("codehop.scripted.rule");
+
+/** The rule and step a trajectory rule (or {@link namedReply}) tagged a reply with, for request logs. */
+export function replyRule(reply: ScriptedReply): { rule?: string; step?: number } | undefined {
+  return (reply as any)?.[RULE_META];
+}
 
 /**
  * A reply tagged with the name of what produced it, as trajectory rules tag theirs: the request
