@@ -20,7 +20,8 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
   (await import("./dist-current.mjs")).whyDistIsStale() !== undefined
 ) {
   const { register } = await import("tsx/esm/api");
-  // The repository's tsconfig.json whatever the working directory (its `paths` are honoured).
+  // The repository's tsconfig.json whatever the working directory: its `paths` resolve the
+  // workspace packages (packages/*) to their sources.
   register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
   ({ main } = await import(source.href));
 } else {

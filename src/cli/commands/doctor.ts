@@ -36,7 +36,7 @@ export default function doctorCommand(): Command {
     .option("--json", "print the report as one JSON object")
     .addHelpText(
       "after",
-      "\nExit code 0 when no check failed (warnings allowed), 2 otherwise. Endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL.",
+      "\nExit code 0 when no check failed (warnings allowed), 2 otherwise. Endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL; for CODEHOP_MODEL=anthropic:<model> ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL), for google-genai:<model> GOOGLE_API_KEY (GOOGLE_GEMINI_BASE_URL).",
     )
     .action(async (flags: RunFlags & { timeout: number; slow: number }) => {
       const { loadAppConfig } = await import("../../runs/config.ts");
