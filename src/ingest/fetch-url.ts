@@ -129,7 +129,9 @@ export function guardedLookup(allow: (address: string) => boolean): LookupFuncti
 /** undici Agents whose connections go only to allowed addresses, one per policy. */
 const guardedAgents = new WeakMap<(address: string) => boolean, Dispatcher>();
 
-export function dispatcherFor(allow: ((address: string) => boolean) | undefined): Dispatcher | undefined {
+export function dispatcherFor(
+  allow: ((address: string) => boolean) | undefined,
+): Dispatcher | undefined {
   if (!allow) return undefined;
   let agent = guardedAgents.get(allow);
   if (!agent) {
