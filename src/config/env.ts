@@ -20,7 +20,15 @@ export interface CodehopEnv {
   openaiBaseUrl?: string;
   /** API key for the endpoint; local servers accept any non-empty string. */
   openaiApiKey?: string;
-  /** Default model name for every agent (CODEHOP_MODEL). */
+  /** Anthropic API key for `anthropic:<model>` names (ANTHROPIC_API_KEY). */
+  anthropicApiKey?: string;
+  /** Anthropic Messages API base URL, without /v1 (ANTHROPIC_BASE_URL; default api.anthropic.com). */
+  anthropicBaseUrl?: string;
+  /** Gemini API key for `google-genai:<model>` names (GOOGLE_API_KEY, else GEMINI_API_KEY). */
+  googleApiKey?: string;
+  /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
+  googleBaseUrl?: string;
+  /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
   agentModels: Record<string, string>;
@@ -81,6 +89,27 @@ export interface CodehopEnv {
    * (CODEHOP_CHAT_FILES_ROOT; unset: a served graph reads no local paths).
    */
   chatFilesRoot?: string;
+  /** Web: the search provider (CODEHOP_SEARCH_PROVIDER: searxng, brave, tavily, serper; default searxng). */
+  searchProvider?: string;
+  /** Web: the provider's endpoint (CODEHOP_SEARCH_URL; SearxNG's base URL, e.g. http://localhost:8888). */
+  searchUrl?: string;
+  /** Web: the provider's API key (CODEHOP_SEARCH_API_KEY; Brave, Tavily, Serper). */
+  searchApiKey?: string;
+  /** Web: which browser reads pages (CODEHOP_BROWSER: text, chromium, auto; default auto). */
+  browser?: string;
+  /** Web: the Chromium executable of the real browser (CODEHOP_CHROMIUM_PATH, default /usr/bin/chromium). */
+  chromiumPath?: string;
+  /**
+   * Web: a served graph's web tools may fetch private, loopback and link-local addresses
+   * (CODEHOP_WEB_ALLOW_PRIVATE_URLS=1; default refused).
+   */
+  webAllowPrivateUrls?: boolean;
+  /** Web: deadline of one page fetch in ms (CODEHOP_WEB_TIMEOUT_MS). */
+  webTimeoutMs?: number;
+  /** Web: largest page or download in MB (CODEHOP_WEB_MAX_MB). */
+  webMaxMb?: number;
+  /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
+  waybackUrl?: string;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -193,6 +222,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
   return {
     openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
     openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
+    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
+    googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
+    googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
@@ -225,6 +258,15 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
       env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS,
     ),
     chatFilesRoot: nonEmpty(env.CODEHOP_CHAT_FILES_ROOT),
+    searchProvider: nonEmpty(env.CODEHOP_SEARCH_PROVIDER)?.toLowerCase(),
+    searchUrl: nonEmpty(env.CODEHOP_SEARCH_URL),
+    searchApiKey: nonEmpty(env.CODEHOP_SEARCH_API_KEY),
+    browser: nonEmpty(env.CODEHOP_BROWSER)?.toLowerCase(),
+    chromiumPath: nonEmpty(env.CODEHOP_CHROMIUM_PATH),
+    webAllowPrivateUrls: flag("CODEHOP_WEB_ALLOW_PRIVATE_URLS", env.CODEHOP_WEB_ALLOW_PRIVATE_URLS),
+    webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
+    webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
+    waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
   };
 }
 
