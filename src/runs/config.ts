@@ -5,6 +5,7 @@ import type { ModelSettings } from "../core/models.ts";
 import { parseModelName, providerEndpoint } from "../core/providers.ts";
 import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "../store/endpoint.ts";
 
 /**
  * The application's configuration contract. Values come from the environment (through
@@ -21,6 +22,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
  * | CODEHOP_DATABASE_URL | databaseUrl | postgres:// URL: checkpoints, journal and threads in Postgres instead of `<home>/checkpoints.db` |
  * | CODEHOP_CORPUS / --corpus | corpus | local corpus DB from `codehop ingest`; unset = online Wikipedia |
  * | CODEHOP_WIKIPEDIA_API | wikipediaApi | MediaWiki API endpoint for the online source |
+ * | CODEHOP_EMBEDDINGS_BASE_URL, _MODEL, _API_KEY | embeddings | `/v1/embeddings` endpoint: hybrid ranking of corpora with vectors (their stored model) and of Wikipedia pages (`_MODEL`) |
  */
 export interface AppConfig {
   baseURL?: string;
@@ -35,6 +37,8 @@ export interface AppConfig {
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
+  /** The embeddings endpoint (hybrid retrieval); unset: BM25 only. */
+  embeddings?: EmbeddingsEndpoint;
   /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
   configFile?: string;
   temperature?: number;
@@ -65,6 +69,7 @@ export function loadAppConfig(
     databaseUrl: pick(overrides.databaseUrl, env.databaseUrl),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
+    embeddings: pick(overrides.embeddings, embeddingsEndpointFromEnv(env)),
     configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),

@@ -133,6 +133,11 @@ export interface ScriptedServerOptions {
   /** Dimensions of /v1/embeddings vectors (default 64). */
   embeddingDims?: number;
   /**
+   * The embedding /v1/embeddings answers with (default: {@link hashedEmbedding}, a hashed bag of
+   * words of `embeddingDims`), e.g. a concept table's (src/testing/concept-embeddings.ts).
+   */
+  embed?: (text: string) => number[];
+  /**
    * Cut replies at the request's stop sequences, as OpenAI-compatible servers do (default true);
    * false plays a server or proxy that ignores them (what `codehop doctor` checks for).
    */
@@ -145,6 +150,8 @@ export class ScriptedOpenAIServer {
   readonly requests: LoggedRequest[] = [];
   /** Number of /v1/embeddings requests. */
   embeddingRequests = 0;
+  /** Every /v1/embeddings request: the model it named and how many texts it sent. */
+  readonly embeddingLog: { model: string; texts: number }[] = [];
   /** Base URL to give ChatOpenAI / OPENAI_BASE_URL, e.g. http://127.0.0.1:PORT/v1. */
   baseURL = "";
   responder: Responder;
@@ -158,6 +165,7 @@ export class ScriptedOpenAIServer {
     // forceCloseConnections: close() must not wait for idle keep-alive sockets of clients.
     this.app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024, forceCloseConnections: true });
     const dims = options.embeddingDims ?? 64;
+    const embed = options.embed ?? ((text: string) => hashedEmbedding(text, dims));
 
     this.app.get("/v1/models", async () => ({
       object: "list",
@@ -168,13 +176,14 @@ export class ScriptedOpenAIServer {
       this.embeddingRequests++;
       const body = (req.body ?? {}) as { input?: string | string[]; model?: string };
       const inputs = Array.isArray(body.input) ? body.input : [body.input ?? ""];
+      this.embeddingLog.push({ model: String(body.model ?? ""), texts: inputs.length });
       return {
         object: "list",
         model: body.model ?? "hashed-bow",
         data: inputs.map((text, index) => ({
           object: "embedding",
           index,
-          embedding: hashedEmbedding(String(text), dims),
+          embedding: embed(String(text)),
         })),
         usage: { prompt_tokens: 0, total_tokens: 0 },
       };
