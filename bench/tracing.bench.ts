@@ -53,7 +53,14 @@ export default async function tracingBench(): Promise<BenchSection[]> {
         await ask(DEMO_QUESTIONS.towers, {
           threadId: `tracing-${n++}`,
           persistence,
-          config: { home, corpus, baseURL: server.baseURL, apiKey: "b", model: "scripted", models: {} },
+          config: {
+            home,
+            corpus,
+            baseURL: server.baseURL,
+            apiKey: "b",
+            model: "scripted",
+            models: {},
+          },
         });
         // The first round warms caches (imports, sandbox child): not counted.
         if (i > 0) (times[name] ??= []).push(performance.now() - t0);
@@ -82,8 +89,7 @@ export default async function tracingBench(): Promise<BenchSection[]> {
   const CALLS = 20_000;
   const perCall = async (traced: boolean) => {
     const t0 = performance.now();
-    for (let i = 0; i < CALLS; i++)
-      await (traced ? traceToolRun("t", {}, config, fn) : fn());
+    for (let i = 0; i < CALLS; i++) await (traced ? traceToolRun("t", {}, config, fn) : fn());
     return ((performance.now() - t0) * 1000) / CALLS;
   };
   const direct: number[] = [];
@@ -101,7 +107,7 @@ export default async function tracingBench(): Promise<BenchSection[]> {
       columns: ["tracing", "wall p50 (ms)", "wall min (ms)", "ratio to off"],
       rows: runRows,
       verdicts: [
-        `off costs nothing measurable: a tool call's off path adds ${fmt(offUs, 2)} µs (p50 of 5 × ${CALLS} calls: ${fmt(percentile(traced, 50), 2)} vs ${fmt(percentile(direct, 50), 2)} µs direct), i.e. ${fmt((offUs * 6) / 1000 / off * 100, 4)}% of the run's ${fmt(off, 0)} ms for its 6 tool calls`,
+        `off costs nothing measurable: a tool call's off path adds ${fmt(offUs, 2)} µs (p50 of 5 × ${CALLS} calls: ${fmt(percentile(traced, 50), 2)} vs ${fmt(percentile(direct, 50), 2)} µs direct), i.e. ${fmt(((offUs * 6) / 1000 / off) * 100, 4)}% of the run's ${fmt(off, 0)} ms for its 6 tool calls`,
         `LangSmith on: ${fmt(ratio("langsmith"), 2)}x; OpenTelemetry on: ${fmt(ratio("otel"), 2)}x the off run (zero-latency model: with a real model's seconds per call the share is far smaller)`,
       ],
     },

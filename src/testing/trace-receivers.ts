@@ -43,7 +43,11 @@ export class LangSmithRecorder {
   private readonly app: FastifyInstance;
 
   private constructor() {
-    this.app = Fastify({ logger: false, bodyLimit: 100 * 1024 * 1024, forceCloseConnections: true });
+    this.app = Fastify({
+      logger: false,
+      bodyLimit: 100 * 1024 * 1024,
+      forceCloseConnections: true,
+    });
     this.app.addContentTypeParser(
       /^multipart\/form-data/,
       { parseAs: "buffer" },
@@ -143,7 +147,11 @@ export class OtlpReceiver {
   private readonly app: FastifyInstance;
 
   private constructor() {
-    this.app = Fastify({ logger: false, bodyLimit: 100 * 1024 * 1024, forceCloseConnections: true });
+    this.app = Fastify({
+      logger: false,
+      bodyLimit: 100 * 1024 * 1024,
+      forceCloseConnections: true,
+    });
     this.app.post("/v1/traces", async (req) => {
       this.headers.push(req.headers);
       const body = req.body as { resourceSpans?: any[] };

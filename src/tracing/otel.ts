@@ -116,7 +116,10 @@ function spanStart(run: Run): { name: string; kind: SpanKind; attributes: Attrib
   return {
     name: run.name,
     kind: SpanKind.INTERNAL,
-    attributes: attrs({ "langgraph.node": meta.langgraph_node, "langgraph.step": meta.langgraph_step }),
+    attributes: attrs({
+      "langgraph.node": meta.langgraph_node,
+      "langgraph.step": meta.langgraph_step,
+    }),
   };
 }
 
@@ -164,7 +167,11 @@ export class OtelCallbackHandler extends BaseTracer {
     }
     const { name, kind, attributes } = spanStart(run);
     const context = parent ? trace.setSpan(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
-    const span = this.tracer.startSpan(name, { kind, attributes, startTime: run.start_time }, context);
+    const span = this.tracer.startSpan(
+      name,
+      { kind, attributes, startTime: run.start_time },
+      context,
+    );
     this.spans.set(run.id, span);
     this.own.add(run.id);
   }

@@ -159,7 +159,10 @@ describe("OpenTelemetry GenAI spans over OTLP/HTTP", { timeout: 180_000 }, () =>
         "gen_ai.request.max_tokens": 1024,
         "gen_ai.response.finish_reasons": ["stop"],
       });
-      expect(c.attributes["gen_ai.request.stop_sequences"]).toEqual(["<end_action>", "Observation:"]);
+      expect(c.attributes["gen_ai.request.stop_sequences"]).toEqual([
+        "<end_action>",
+        "Observation:",
+      ]);
     }
     const sum = (k: string) => chats.reduce((n, c) => n + Number(c.attributes[k]), 0);
     expect(sum("gen_ai.usage.input_tokens")).toBe(result.usage.total.input_tokens);
