@@ -9,7 +9,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import vm from "node:vm";
 import { createSandbox, type CodeSandbox, type HostToolFn } from "../src/sandbox/index.ts";
-import { SandboxChild, sesCodeCaches } from "../src/sandbox/pool.ts";
+import { SandboxChild } from "../src/sandbox/child-process.ts";
+import { sesCodeCaches } from "../src/sandbox/code-cache.ts";
 import { DEFAULT_LIMITS, DEFAULT_MAX_ADDRESS_SPACE_MB } from "../src/sandbox/limits.ts";
 import { fmt, percentile, type BenchSection } from "./lib.ts";
 

@@ -16,7 +16,6 @@ const LAYERS: Array<[prefix: string, layer: number]> = [
   ["src/sandbox/", 1],
   ["src/store/", 1],
   ["src/ingest/", 1],
-  ["src/checkpoint-sqlite/", 1],
   ["src/tools/", 2],
   ["src/core/", 3],
   ["src/nodes/", 4],

@@ -20,7 +20,15 @@ export interface CodehopEnv {
   openaiBaseUrl?: string;
   /** API key for the endpoint; local servers accept any non-empty string. */
   openaiApiKey?: string;
-  /** Default model name for every agent (CODEHOP_MODEL). */
+  /** Anthropic API key for `anthropic:<model>` names (ANTHROPIC_API_KEY). */
+  anthropicApiKey?: string;
+  /** Anthropic Messages API base URL, without /v1 (ANTHROPIC_BASE_URL; default api.anthropic.com). */
+  anthropicBaseUrl?: string;
+  /** Gemini API key for `google-genai:<model>` names (GOOGLE_API_KEY, else GEMINI_API_KEY). */
+  googleApiKey?: string;
+  /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
+  googleBaseUrl?: string;
+  /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
   agentModels: Record<string, string>;
@@ -168,6 +176,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
   return {
     openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
     openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
+    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
+    googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
+    googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
     clientModels: (env.CODEHOP_CLIENT_MODELS ?? "")

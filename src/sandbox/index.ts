@@ -3,7 +3,8 @@
  * one model-written JavaScript action in an SES Compartment inside a locked-down child process.
  *
  * This module is the face: options, validation and exports. One action's host side is
- * session.ts, the process pool pool.ts, the wrapper transform.ts, the child child/.
+ * session.ts, the process pool pool.ts (processes: child-launch.ts, child-process.ts), the wrapper
+ * transform.ts, the child child/.
  */
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
@@ -14,7 +15,8 @@ import {
   resolveLimits,
   type SandboxCapabilities,
 } from "./limits.ts";
-import { ChildPool, DEFAULT_MAX_IDLE, HAS_OS_MEMORY_LIMIT, type ChildSpec } from "./pool.ts";
+import { HAS_OS_MEMORY_LIMIT, type ChildSpec } from "./child-launch.ts";
+import { ChildPool, DEFAULT_MAX_IDLE } from "./pool.ts";
 import { runAction } from "./session.ts";
 import {
   isBindableName,
@@ -47,7 +49,7 @@ export {
   MAX_NESTING_EXTRA_PROCESSES,
   type SandboxCapabilities,
 } from "./limits.ts";
-export { HAS_OS_MEMORY_LIMIT } from "./pool.ts";
+export { HAS_OS_MEMORY_LIMIT } from "./child-launch.ts";
 
 /** Options of {@link createSandbox}. */
 export interface SandboxOptions {

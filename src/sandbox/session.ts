@@ -12,11 +12,11 @@ import {
   newActionScope,
   type AcquireOptions,
   type ActionScope,
-  type ChildMessage,
   type ChildPool,
-  type ChildSpec,
-  type SandboxChild,
 } from "./pool.ts";
+import type { ChildSpec } from "./child-launch.ts";
+import type { SandboxChild } from "./child-process.ts";
+import type { ChildMessage } from "./child-protocol.ts";
 import { encodeRunLine, overBytes, TOTAL_ARGS_FACTOR, utf8Bytes } from "./child/protocol.mjs";
 import { sanitizeErrorMessage } from "./sanitize.ts";
 import {

@@ -9,20 +9,32 @@
  * - values come back after the action through `read()` (the child serializes them);
  * - function and class declarations (and `const f = () => ...`) are recorded with their source so
  *   they can be re-installed from a snapshot, also in a fresh process.
+ *
+ * This file runs the phases in order (buildActionUnguarded) and holds parse, scan, restore plan,
+ * wrapper and generation; phase 4 (top-level rewrite) is transform-top-level.ts, phase 5 (free-name
+ * guard) transform-free-names.ts, phase 6 (SES escaping) ses-escape.ts; what they share is
+ * transform-ast.ts.
  */
 import * as acorn from "acorn";
 import { generate } from "astring";
-import {
-  GUEST_STANDARD_GLOBALS,
-  isBindableName,
-  type GuestError,
-  type VariablesSnapshot,
-} from "./contract.ts";
+import { isBindableName, type GuestError, type VariablesSnapshot } from "./contract.ts";
 import { GUEST_ECMA_VERSION } from "./ecma-version.ts";
-import { isFunctionLike, planDeclarations, type PlannedDeclaration } from "./restore.ts";
-import { escapeForSes, SES_SAFE_GENERATOR, stringLiteralRaw } from "./ses-escape.ts";
-
-type AnyNode = any;
+import { planDeclarations, type PlannedDeclaration } from "./restore.ts";
+import { escapeForSes, SES_SAFE_GENERATOR } from "./ses-escape.ts";
+import {
+  assign,
+  Bindings,
+  collectIdentifiers,
+  exprStmt,
+  id,
+  prop,
+  str,
+  walk,
+  type AnyNode,
+  type WrapperNames,
+} from "./transform-ast.ts";
+import { guardFreeReferences } from "./transform-free-names.ts";
+import { declStatement, rewriteTopLevel } from "./transform-top-level.ts";
 
 /** Output of {@link buildAction}: what the child evaluates and how to map its errors back. */
 export interface BuiltAction {
@@ -73,94 +85,6 @@ const PARSE_OPTIONS: acorn.Options = {
   allowReturnOutsideFunction: true,
   locations: true,
 };
-
-function isFunctionBoundary(node: AnyNode): boolean {
-  return (
-    node.type === "FunctionDeclaration" ||
-    node.type === "FunctionExpression" ||
-    node.type === "ArrowFunctionExpression"
-  );
-}
-
-/** Visits every node (pre-order). `enter` returning false skips the node's children. */
-function walk(
-  node: AnyNode,
-  enter: (n: AnyNode, parent: AnyNode) => boolean | void,
-  parent: AnyNode = null,
-): void {
-  // Iterative to survive deeply nested (hostile) code without a host stack overflow.
-  const stack: [AnyNode, AnyNode][] = [[node, parent]];
-  while (stack.length > 0) {
-    const [n, p] = stack.pop()!;
-    if (enter(n, p) === false) continue;
-    for (const key of Object.keys(n)) {
-      if (key === "loc") continue;
-      const v = n[key];
-      if (Array.isArray(v)) {
-        for (let i = v.length - 1; i >= 0; i--)
-          if (v[i] && typeof v[i].type === "string") stack.push([v[i], n]);
-      } else if (v && typeof v === "object" && typeof v.type === "string") stack.push([v, n]);
-    }
-  }
-}
-
-function patternNames(pattern: AnyNode, out: string[]): void {
-  switch (pattern.type) {
-    case "Identifier":
-      out.push(pattern.name);
-      break;
-    case "ObjectPattern":
-      for (const p of pattern.properties)
-        patternNames(p.type === "RestElement" ? p.argument : p.value, out);
-      break;
-    case "ArrayPattern":
-      for (const el of pattern.elements) if (el) patternNames(el, out);
-      break;
-    case "RestElement":
-      patternNames(pattern.argument, out);
-      break;
-    case "AssignmentPattern":
-      patternNames(pattern.left, out);
-      break;
-  }
-}
-
-const id = (name: string): AnyNode => ({ type: "Identifier", name });
-const str = (value: string): AnyNode => ({ type: "Literal", value, raw: stringLiteralRaw(value) });
-const assign = (left: AnyNode, right: AnyNode, loc?: AnyNode): AnyNode => ({
-  type: "AssignmentExpression",
-  operator: "=",
-  left,
-  right,
-  loc,
-});
-const exprStmt = (expression: AnyNode, loc?: AnyNode): AnyNode => ({
-  type: "ExpressionStatement",
-  expression,
-  loc,
-});
-
-function boxTopLevelReturns(root: AnyNode): void {
-  walk(root, (n) => {
-    if (isFunctionBoundary(n) || n.type === "ClassBody") return false;
-    if (n.type === "ReturnStatement") {
-      n.argument = { type: "ArrayExpression", elements: [n.argument ?? id("undefined")] };
-      return false;
-    }
-    return undefined;
-  });
-}
-
-/** `print(...)`, `console.x(...)`, `final_answer(...)` (optionally awaited): nothing to echo. */
-function isOutputCall(expr: AnyNode): boolean {
-  const e = expr.type === "AwaitExpression" ? expr.argument : expr;
-  if (e.type !== "CallExpression") return false;
-  const c = e.callee;
-  if (c.type === "Identifier") return c.name === "print" || c.name === "final_answer";
-  return (
-    c.type === "MemberExpression" && c.object.type === "Identifier" && c.object.name === "console"
-  );
-}
 
 function toGuestSyntaxError(err: unknown): GuestError {
   if (err instanceof SyntaxError && (err as any).loc) {
@@ -228,26 +152,6 @@ function stripHashbang(code: string): string {
   return code.startsWith("#!") ? `//${code.slice(2)}` : code;
 }
 
-/** The wrapper's own parameter names, fresh for each action (see {@link wrapperNames}). */
-interface WrapperNames {
-  restore: string;
-  decl: string;
-  ref: string;
-  regexp: string;
-  template: string;
-}
-
-/** The persistent binding names of one action, in first-seen order (what `read()` returns). */
-class Bindings {
-  readonly names: string[] = [];
-  private readonly seen = new Set<string>();
-  add = (name: string): void => {
-    if (this.seen.has(name)) return;
-    this.seen.add(name);
-    this.names.push(name);
-  };
-}
-
 /** Phase 1: the guest's code parsed as strict script code (a `#!` line kept as a comment). */
 function parseGuestCode(code: string): { program: AnyNode; source: string } | BuildFailure {
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
@@ -274,13 +178,6 @@ function parseGuestCode(code: string): { program: AnyNode; source: string } | Bu
   }
   program.body.shift(); // the directive we added
   return { program, source };
-}
-
-/** Adds every identifier name in `root` to `used`. */
-function collectIdentifiers(root: AnyNode, used: Set<string>): void {
-  walk(root, (n) => {
-    if (n.type === "Identifier") used.add(n.name);
-  });
 }
 
 /**
@@ -411,76 +308,6 @@ function restoreStatements(plan: RestorePlan, names: WrapperNames): AnyNode[] {
     out.push(declStatement(d.name, d.node, names.decl));
   }
   return out;
-}
-
-/** The current action's statements after phase 4. */
-interface RewrittenCode {
-  /** Function declarations, installed before anything else runs (hoisting). */
-  hoisted: AnyNode[];
-  body: AnyNode[];
-}
-
-/**
- * Phase 4: the current code's top-level bindings become assignments to the wrapper's bindings
- * (function declarations hoisted, `var` in nested blocks and loops included), the last expression
- * statement becomes the REPL echo, and every top-level return is boxed.
- */
-function rewriteTopLevel(
-  program: AnyNode,
-  source: string,
-  bindings: Bindings,
-  declarationSources: Record<string, string>,
-  names: WrapperNames,
-): RewrittenCode {
-  const hoisted: AnyNode[] = [];
-  const body: AnyNode[] = [];
-  const last = program.body[program.body.length - 1];
-  for (const stmt of program.body) {
-    if (stmt.type === "FunctionDeclaration") {
-      bindings.add(stmt.id.name);
-      declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
-      hoisted.push(
-        declStatement(stmt.id.name, { ...stmt, type: "FunctionExpression" }, names.decl, stmt.loc),
-      );
-    } else if (stmt.type === "ClassDeclaration") {
-      bindings.add(stmt.id.name);
-      declarationSources[stmt.id.name] = source.slice(stmt.start, stmt.end);
-      body.push(
-        declStatement(stmt.id.name, { ...stmt, type: "ClassExpression" }, names.decl, stmt.loc),
-      );
-    } else if (stmt.type === "VariableDeclaration") {
-      body.push(
-        rewriteDeclaration(stmt, true, source, bindings.add, declarationSources, names.decl) ?? {
-          type: "EmptyStatement",
-        },
-      );
-    } else if (
-      stmt === last &&
-      stmt.type === "ExpressionStatement" &&
-      !isOutputCall(stmt.expression)
-    ) {
-      // REPL echo: the last expression's value becomes run()'s result (same evaluation, same order).
-      body.push({ type: "ReturnStatement", argument: stmt.expression, loc: stmt.loc });
-    } else body.push(stmt);
-  }
-  // Every top-level return (ours and the guest's) returns its value boxed in an array, so an
-  // async run() never adopts a returned promise: `search(q)` as the last line is echoed as a
-  // Promise, not silently awaited (and a rejected one doesn't become the action's error).
-  for (const stmt of body) boxTopLevelReturns(stmt);
-  // `var` nested in top-level blocks and loops is top-level too (function scoped).
-  for (const stmt of body)
-    rewriteNestedVars(stmt, source, bindings.add, declarationSources, names.decl);
-  // A name redeclared as a plain value in this action is no longer a declaration.
-  for (const stmt of program.body) {
-    if (stmt.type !== "VariableDeclaration") continue;
-    for (const d of stmt.declarations) {
-      if (d.id.type === "Identifier" && isFunctionLike(d.init)) continue;
-      const ns: string[] = [];
-      patternNames(d.id, ns);
-      for (const n of ns) delete declarationSources[n];
-    }
-  }
-  return { hoisted, body };
 }
 
 /**
@@ -656,288 +483,4 @@ function buildActionUnguarded(
     mentioned,
     mapLine: generated.mapLine,
   };
-}
-
-function prop(key: string, value: AnyNode): AnyNode {
-  return {
-    type: "Property",
-    key: id(key),
-    value,
-    kind: "init",
-    method: false,
-    shorthand: false,
-    computed: false,
-  };
-}
-
-function declStatement(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
-  return exprStmt(
-    assign(
-      id(name),
-      { type: "CallExpression", callee: id(DECL), arguments: [str(name), fn], optional: false },
-      loc,
-    ),
-    loc,
-  );
-}
-
-/**
- * Turns a declaration into assignments to the wrapper's bindings. Returns an ExpressionStatement,
- * or null when nothing needs to happen (`var x;`). `topLevel` marks Program-level statements,
- * where `const f = () => ...` is recorded as a declaration.
- */
-function rewriteDeclaration(
-  decl: AnyNode,
-  topLevel: boolean,
-  code: string,
-  addName: (n: string) => void,
-  declarationSources: Record<string, string>,
-  DECL: string,
-): AnyNode | null {
-  const assignments: AnyNode[] = [];
-  for (const d of decl.declarations) {
-    const ns: string[] = [];
-    patternNames(d.id, ns);
-    ns.forEach(addName);
-    if (d.init == null) {
-      // `let x;` (re)declares x as undefined; `var x;` keeps the current value, like JS.
-      if (decl.kind !== "var")
-        for (const n of ns) assignments.push(assign(id(n), id("undefined"), d.loc));
-      continue;
-    }
-    if (topLevel && d.id.type === "Identifier" && isFunctionLike(d.init)) {
-      declarationSources[d.id.name] = code.slice(d.init.start, d.init.end);
-      assignments.push(
-        assign(
-          id(d.id.name),
-          {
-            type: "CallExpression",
-            callee: id(DECL),
-            arguments: [str(d.id.name), d.init],
-            optional: false,
-          },
-          d.loc,
-        ),
-      );
-      continue;
-    }
-    assignments.push(assign(d.id, d.init, d.loc));
-  }
-  if (assignments.length === 0) return null;
-  const expression =
-    assignments.length === 1
-      ? assignments[0]
-      : { type: "SequenceExpression", expressions: assignments };
-  return exprStmt(expression, decl.loc);
-}
-
-/** Rewrites `var` declarations nested in top-level statements (not inside functions). */
-function rewriteNestedVars(
-  root: AnyNode,
-  code: string,
-  addName: (n: string) => void,
-  declarationSources: Record<string, string>,
-  DECL: string,
-): void {
-  walk(root, (n) => {
-    if (isFunctionBoundary(n) || n.type === "ClassBody") return false;
-    for (const key of Object.keys(n)) {
-      if (key === "loc") continue;
-      const v = n[key];
-      const fix = (child: AnyNode): AnyNode => {
-        if (!child || child.type !== "VariableDeclaration" || child.kind !== "var") return child;
-        const isLoopHead =
-          (n.type === "ForInStatement" || n.type === "ForOfStatement") && key === "left";
-        if (isLoopHead) {
-          const ns: string[] = [];
-          patternNames(child.declarations[0].id, ns);
-          ns.forEach(addName);
-          return child.declarations[0].id;
-        }
-        const stmt = rewriteDeclaration(child, false, code, addName, declarationSources, DECL);
-        if (n.type === "ForStatement" && key === "init") return stmt ? stmt.expression : null;
-        return stmt ?? { type: "EmptyStatement" };
-      };
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) v[i] = fix(v[i]);
-      } else if (v && typeof v === "object" && typeof v.type === "string") {
-        n[key] = fix(v);
-      }
-    }
-    return undefined;
-  });
-}
-
-function collectDeclaredNames(root: AnyNode, out: Set<string>): void {
-  walk(root, (n) => {
-    switch (n.type) {
-      case "VariableDeclarator": {
-        const ns: string[] = [];
-        patternNames(n.id, ns);
-        ns.forEach((x) => out.add(x));
-        break;
-      }
-      case "FunctionDeclaration":
-      case "FunctionExpression":
-      case "ArrowFunctionExpression": {
-        if (n.id) out.add(n.id.name);
-        const ns: string[] = [];
-        for (const p of n.params) patternNames(p, ns);
-        ns.forEach((x) => out.add(x));
-        break;
-      }
-      case "ClassDeclaration":
-      case "ClassExpression":
-        if (n.id) out.add(n.id.name);
-        break;
-      case "CatchClause":
-        if (n.param) {
-          const ns: string[] = [];
-          patternNames(n.param, ns);
-          ns.forEach((x) => out.add(x));
-        }
-        break;
-    }
-  });
-}
-
-function guardFreeReferences(body: AnyNode[], known: Set<string>, REF: string): void {
-  const bound = new Set<string>(known);
-  for (const stmt of body) collectDeclaredNames(stmt, bound);
-  const isFree = (name: string) => !bound.has(name) && !GUEST_STANDARD_GLOBALS.has(name);
-  const refCall = (name: string, loc: AnyNode): AnyNode => ({
-    type: "CallExpression",
-    callee: id(REF),
-    arguments: [str(name)],
-    optional: false,
-    loc,
-  });
-
-  // Returns a replacement for `node` when it is a free identifier in expression position.
-  const visit = (node: AnyNode): AnyNode => {
-    if (node == null || typeof node !== "object") return node;
-    if (node.type === "Identifier") return isFree(node.name) ? refCall(node.name, node.loc) : node;
-    switch (node.type) {
-      case "MemberExpression":
-        node.object = visit(node.object);
-        if (node.computed) node.property = visit(node.property);
-        return node;
-      case "Property":
-        // Only reached for object literals (patterns are skipped below).
-        if (node.computed) node.key = visit(node.key);
-        if (node.shorthand && node.value.type === "Identifier" && isFree(node.value.name)) {
-          node.shorthand = false;
-          node.value = refCall(node.value.name, node.value.loc);
-        } else node.value = visit(node.value);
-        return node;
-      case "MethodDefinition":
-      case "PropertyDefinition":
-        if (node.computed) node.key = visit(node.key);
-        node.value = visit(node.value);
-        return node;
-      case "UnaryExpression":
-        // `typeof notDefined` must stay "undefined", not throw.
-        if (node.operator === "typeof" && node.argument.type === "Identifier") return node;
-        node.argument = visit(node.argument);
-        return node;
-      case "AssignmentExpression":
-        // An undeclared assignment target already throws ReferenceError (SES's set trap).
-        if (node.left.type === "MemberExpression") node.left = visit(node.left);
-        else visitPattern(node.left);
-        node.right = visit(node.right);
-        return node;
-      case "UpdateExpression":
-        if (node.argument.type !== "Identifier") node.argument = visit(node.argument);
-        return node;
-      case "CallExpression":
-        // SES rejects direct `eval(...)` (a regex over the source); an indirect `(0, eval)(...)`
-        // evaluates in the compartment's global scope, which is what a sandboxed eval can offer.
-        // (Strict code cannot declare its own `eval`, so this name is always the global one.)
-        if (node.callee.type === "Identifier" && node.callee.name === "eval") {
-          node.callee = {
-            type: "SequenceExpression",
-            expressions: [{ type: "Literal", value: 0, raw: "0" }, node.callee],
-          };
-        } else node.callee = visit(node.callee);
-        node.arguments = node.arguments.map((a: AnyNode) => visit(a));
-        return node;
-      case "VariableDeclarator":
-        visitPattern(node.id);
-        node.init = visit(node.init);
-        return node;
-      case "FunctionDeclaration":
-      case "FunctionExpression":
-      case "ArrowFunctionExpression":
-        for (const p of node.params) visitPattern(p);
-        node.body = visit(node.body);
-        return node;
-      case "ClassDeclaration":
-      case "ClassExpression":
-        node.superClass = visit(node.superClass);
-        node.body = visit(node.body);
-        return node;
-      case "CatchClause":
-        if (node.param) visitPattern(node.param);
-        node.body = visit(node.body);
-        return node;
-      case "ForInStatement":
-      case "ForOfStatement":
-        if (node.left.type === "VariableDeclaration") visit(node.left);
-        else if (node.left.type === "MemberExpression") node.left = visit(node.left);
-        else visitPattern(node.left);
-        node.right = visit(node.right);
-        node.body = visit(node.body);
-        return node;
-      case "LabeledStatement":
-        node.body = visit(node.body);
-        return node;
-      case "BreakStatement":
-      case "ContinueStatement":
-      case "MetaProperty":
-      case "Literal":
-      case "TemplateElement":
-      case "Super":
-      case "ThisExpression":
-        return node;
-    }
-    for (const key of Object.keys(node)) {
-      if (key === "loc") continue;
-      const v = node[key];
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++)
-          if (v[i] && typeof v[i].type === "string") v[i] = visit(v[i]);
-      } else if (v && typeof v === "object" && typeof v.type === "string") node[key] = visit(v);
-    }
-    return node;
-  };
-  // Patterns bind or assign names; only their default values and computed keys are expressions.
-  const visitPattern = (p: AnyNode): void => {
-    if (!p) return;
-    switch (p.type) {
-      case "ObjectPattern":
-        for (const prop of p.properties) {
-          if (prop.type === "RestElement") visitPattern(prop.argument);
-          else {
-            if (prop.computed) prop.key = visit(prop.key);
-            visitPattern(prop.value);
-          }
-        }
-        return;
-      case "ArrayPattern":
-        for (const el of p.elements) visitPattern(el);
-        return;
-      case "RestElement":
-        visitPattern(p.argument);
-        return;
-      case "AssignmentPattern":
-        visitPattern(p.left);
-        p.right = visit(p.right);
-        return;
-      case "MemberExpression":
-        p.object = visit(p.object);
-        if (p.computed) p.property = visit(p.property);
-        return;
-    }
-  };
-  for (let i = 0; i < body.length; i++) body[i] = visit(body[i]);
 }

@@ -194,12 +194,12 @@ describe.skipIf(postgresMissing)(
       expect(sent.length).toBeGreaterThan(0);
       expect(new Set(sent)).toEqual(new Set([OPERATOR_MAX_TOKENS]));
       const [run] = await client.runs.list(thread.thread_id);
-      expect((run.kwargs as any).context.modelSettings).toEqual({
+      expect(((run as any).kwargs as any).context.modelSettings).toEqual({
         maxTokens: OPERATOR_MAX_TOKENS,
         maxRetries: 0,
         timeoutMs: 120_000,
       });
-      expect((run.kwargs as any).config.recursion_limit).toBeLessThan(1e6);
+      expect(((run as any).kwargs as any).config.recursion_limit).toBeLessThan(1e6);
       const model = await failure(
         client.runs.create(thread.thread_id, "manager", {
           input: { question: "q" },

@@ -11,7 +11,7 @@ import { type CodehopEnv, readEnv } from "../../config/env.ts";
 import { clientSettable, oneOf } from "../../core/client-settings.ts";
 import { readRunContext, RunContextSchema } from "../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { knowledgeSourceOptionsFromEnv, openKnowledgeSource } from "../../store/index.ts";
+import { openKnowledgeSource } from "../../store/index.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import type { RunOptions, RunServices } from "../../runs/app.ts";
 import { loadAppConfig, wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
@@ -105,7 +105,8 @@ function namedSource(name: string): KnowledgeSource {
       `No knowledge source named "${name}" (${Object.keys(sources).length ? `the operator's sources: ${Object.keys(sources).join(", ")}` : "the operator names none"}; knowledgeSources in ${file ?? "codehop.config.json"}).`,
     );
   }
-  const { embeddings } = knowledgeSourceOptionsFromEnv(readEnv());
+  // The operator's embeddings endpoint (environment) ranks a named corpus hybrid too.
+  const { embeddings } = loadAppConfig();
   const options =
     "corpus" in def
       ? { corpus: resolve(dirname(file ?? "."), def.corpus), embeddings }
@@ -139,13 +140,21 @@ export interface KnowledgeSourceDeps {
 
 /**
  * Opens the knowledge source the configuration asks for: the local corpus DB when `corpus` is set
- * (CODEHOP_CORPUS / --corpus), online Wikipedia otherwise (pages cached under CODEHOP_HOME).
+ * (CODEHOP_CORPUS / --corpus), online Wikipedia otherwise (pages cached under CODEHOP_HOME);
+ * hybrid (BM25 + vectors) when the embeddings endpoint is configured. `onNotice` hears that a
+ * corpus with vectors is ranked with BM25 only for want of an endpoint (default: a process
+ * warning, once per corpus).
  */
-export async function openSourceFor(config: AppConfig): Promise<KnowledgeSource> {
+export async function openSourceFor(
+  config: AppConfig,
+  onNotice?: (message: string) => void,
+): Promise<KnowledgeSource> {
   return openKnowledgeSource({
     corpus: config.corpus,
     wikipediaApi: config.wikipediaApi,
     cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
+    embeddings: config.embeddings,
+    onNotice,
   });
 }
 
@@ -163,6 +172,7 @@ export async function openKnowledgeServices(
     return { context: { knowledgeSource: options.source }, close: async () => {} };
   const source = await openSourceFor(
     configForStoredSource(config, Boolean(options.config?.corpus), stored),
+    options.onWarning,
   );
   return { context: { knowledgeSource: source }, close: () => source.close() };
 }
@@ -223,7 +233,11 @@ export function sourceFromConfig(
     const corpus = resolve(context.corpus);
     let source = byCorpusPath.get(corpus);
     if (!source) {
-      source = lazySource(async () => openKnowledgeSource({ corpus }), "corpus");
+      // The operator's embeddings endpoint (environment) ranks a run's corpus hybrid too.
+      source = lazySource(
+        async () => openKnowledgeSource({ corpus, embeddings: loadAppConfig().embeddings }),
+        "corpus",
+      );
       byCorpusPath.set(corpus, source);
     }
     return source;

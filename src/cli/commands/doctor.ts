@@ -6,6 +6,7 @@ import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import { colorsFor } from "../../config/colors.ts";
 import { v1Hint } from "../../config/endpoint.ts";
+import { readEnv } from "../../config/env.ts";
 import { CodehopError } from "../../errors.ts";
 import { renderPrompt } from "../../prompts/render.ts";
 import { loadAppConfig, type AppConfig } from "../../runs/config.ts";
@@ -181,6 +182,133 @@ async function corpusCheck(corpus: string): Promise<DoctorCheck> {
 }
 
 /**
+ * The checks that ask the model: a tiny completion, whether the reply stops at codehop's stop
+ * sequences, how long the tiny completion took.
+ */
+async function modelChecks(
+  model: string,
+  endpoint: { baseURL?: string; apiKey?: string },
+  options: DoctorOptions,
+): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  const skip = (name: string, why: string) => checks.push({ name, status: "skip", detail: why });
+  const { callModel, messageText, resolveModel } = await import("../../core/models.ts");
+  let chat: Awaited<ReturnType<typeof resolveModel>>;
+  try {
+    chat = resolveModel("doctor", {
+      context: {
+        model,
+        modelSettings: {
+          ...endpoint,
+          maxRetries: 0,
+          timeoutMs: options.timeoutMs,
+          maxTokens: 32,
+          temperature: 0,
+        },
+      },
+    } as never);
+  } catch (err) {
+    checks.push({ name: "completion", status: "fail", detail: (err as Error).message });
+    skip("stop_sequences", "no model");
+    skip("latency", "no model");
+    return checks;
+  }
+  const ask = async (prompt: string, stop?: string[]) => {
+    const t0 = Date.now();
+    try {
+      const reply = await callModel(chat, [new HumanMessage(prompt)], {
+        agentName: "doctor",
+        stop,
+      });
+      return { text: messageText(reply), ms: Date.now() - t0 };
+    } catch (err) {
+      return {
+        error: CodehopError.isInstance(err) ? err.message : String(err),
+        ms: Date.now() - t0,
+      };
+    }
+  };
+  const tiny = await ask(renderPrompt("doctor/ready.md", {}));
+  if ("error" in tiny) {
+    checks.push({
+      name: "completion",
+      status: "fail",
+      detail: tiny.error ?? "",
+      duration_ms: tiny.ms,
+    });
+    skip("stop_sequences", "the completion failed");
+    skip("latency", "the completion failed");
+    return checks;
+  }
+  checks.push({
+    name: "completion",
+    status: tiny.text.trim() ? "ok" : "warn",
+    detail: tiny.text.trim()
+      ? `${model} answered ${JSON.stringify(tiny.text.trim().slice(0, 60))}`
+      : `${model} answered with an empty reply`,
+    duration_ms: tiny.ms,
+  });
+  const probe = await ask(renderPrompt("doctor/stop-probe.md", { line: STOP_PROBE }), STOP);
+  checks.push({
+    name: "stop_sequences",
+    ...("error" in probe
+      ? { status: "fail" as const, detail: probe.error ?? "" }
+      : stopVerdict(probe.text)),
+    duration_ms: probe.ms,
+  });
+  checks.push({
+    name: "latency",
+    status: tiny.ms > options.slowMs ? "warn" : "ok",
+    detail: `${tiny.ms} ms for a tiny completion${tiny.ms > options.slowMs ? ` (over ${options.slowMs / 1000} s: every agent step makes one model call)` : ""}`,
+    duration_ms: tiny.ms,
+  });
+  return checks;
+}
+
+/**
+ * `doctor` for a `provider:model` name (Anthropic, Google ...): the provider's key and endpoint
+ * from its own variables; its model list is not read (each provider lists models its own way);
+ * the completion, stop-sequence and latency checks are the same as for an OpenAI-compatible
+ * endpoint, through the provider's LangChain client.
+ */
+async function providerDoctor(
+  config: AppConfig,
+  named: { provider: string; model: string },
+  options: DoctorOptions,
+): Promise<DoctorReport> {
+  const { providerEndpoint } = await import("../../core/providers.ts");
+  const endpoint = providerEndpoint(named.provider, readEnv());
+  const base = endpoint.baseURL ?? endpoint.defaultBaseURL ?? null;
+  const checks: DoctorCheck[] = [];
+  const keyMissing = endpoint.keyVariable !== undefined && !endpoint.apiKey;
+  checks.push({
+    name: "endpoint",
+    status: keyMissing ? "fail" : "ok",
+    detail: keyMissing
+      ? `${named.provider}: ${endpoint.keyVariable} is not set`
+      : `${named.provider} at ${base ?? "the provider's default endpoint"}${endpoint.baseURL || !endpoint.baseUrlVariable ? "" : ` (${endpoint.baseUrlVariable} unset)`}, key ${endpoint.keyVariable ? "set" : "read by the provider's package"}`,
+  });
+  checks.push({
+    name: "models",
+    status: "skip",
+    detail: `${named.provider}'s model list is not read; using ${named.provider}:${named.model}`,
+  });
+  if (keyMissing)
+    for (const n of ["completion", "stop_sequences", "latency"])
+      checks.push({ name: n, status: "skip", detail: `set ${endpoint.keyVariable}` });
+  else checks.push(...(await modelChecks(`${named.provider}:${named.model}`, {}, options)));
+  checks.push(await dataDirCheck(config.home));
+  if (config.corpus) checks.push(await corpusCheck(config.corpus));
+  return {
+    ok: !checks.some((c) => c.status === "fail"),
+    base_url: base,
+    model: `${named.provider}:${named.model}`,
+    home: config.home,
+    checks,
+  };
+}
+
+/**
  * Checks what codehop needs from this machine: the model endpoint (its model list, a tiny
  * completion, whether it cuts replies at codehop's stop sequences, how long a tiny completion
  * takes) and the data directory (and the corpus, when one is configured).
@@ -188,6 +316,9 @@ async function corpusCheck(corpus: string): Promise<DoctorCheck> {
 export async function runDoctor(config: AppConfig, options: DoctorOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   const skip = (name: string, why: string) => checks.push({ name, status: "skip", detail: why });
+  const { parseModelName } = await import("../../core/providers.ts");
+  const named = config.model ? parseModelName(config.model) : undefined;
+  if (named && named.provider !== "openai") return providerDoctor(config, named, options);
   const base = config.baseURL ?? "https://api.openai.com/v1";
   let model = config.model;
   if (!config.baseURL && !config.apiKey) {
@@ -248,69 +379,9 @@ export async function runDoctor(config: AppConfig, options: DoctorOptions): Prom
       for (const n of ["completion", "stop_sequences", "latency"])
         skip(n, "no model to ask (set CODEHOP_MODEL)");
     } else {
-      const { callModel, resolveModel } = await import("../../core/models.ts");
-      const chat = resolveModel("doctor", {
-        context: {
-          model,
-          modelSettings: {
-            baseURL: config.baseURL,
-            apiKey: config.apiKey,
-            maxRetries: 0,
-            timeoutMs: options.timeoutMs,
-            maxTokens: 32,
-            temperature: 0,
-          },
-        },
-      } as never);
-      const ask = async (prompt: string, stop?: string[]) => {
-        const t0 = Date.now();
-        try {
-          const reply = await callModel(chat, [new HumanMessage(prompt)], {
-            agentName: "doctor",
-            stop,
-          });
-          return { text: String(reply.content ?? ""), ms: Date.now() - t0 };
-        } catch (err) {
-          return {
-            error: CodehopError.isInstance(err) ? err.message : String(err),
-            ms: Date.now() - t0,
-          };
-        }
-      };
-      const tiny = await ask(renderPrompt("doctor/ready.md", {}));
-      if ("error" in tiny) {
-        checks.push({
-          name: "completion",
-          status: "fail",
-          detail: tiny.error ?? "",
-          duration_ms: tiny.ms,
-        });
-        skip("stop_sequences", "the completion failed");
-        skip("latency", "the completion failed");
-      } else {
-        checks.push({
-          name: "completion",
-          status: tiny.text.trim() ? "ok" : "warn",
-          detail: tiny.text.trim()
-            ? `${model} answered ${JSON.stringify(tiny.text.trim().slice(0, 60))}`
-            : `${model} answered with an empty reply`,
-          duration_ms: tiny.ms,
-        });
-        const probe = await ask(renderPrompt("doctor/stop-probe.md", { line: STOP_PROBE }), STOP);
-        checks.push({
-          name: "stop_sequences",
-          ...("error" in probe
-            ? { status: "fail" as const, detail: probe.error ?? "" }
-            : stopVerdict(probe.text)),
-          duration_ms: probe.ms,
-        });
-        checks.push({
-          name: "latency",
-          status: tiny.ms > options.slowMs ? "warn" : "ok",
-          detail: `${tiny.ms} ms for a tiny completion${tiny.ms > options.slowMs ? ` (over ${options.slowMs / 1000} s: every agent step makes one model call)` : ""}`,
-          duration_ms: tiny.ms,
-        });
-      }
+      checks.push(
+        ...(await modelChecks(model, { baseURL: config.baseURL, apiKey: config.apiKey }, options)),
+      );
     }
   }
   checks.push(await dataDirCheck(config.home));
@@ -357,7 +428,7 @@ export default function doctorCommand(): Command {
     .option("--json", "print the report as one JSON object")
     .addHelpText(
       "after",
-      "\nExit code 0 when no check failed (warnings allowed), 2 otherwise. Endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL.",
+      "\nExit code 0 when no check failed (warnings allowed), 2 otherwise. Endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, CODEHOP_MODEL; for CODEHOP_MODEL=anthropic:<model> ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL), for google-genai:<model> GOOGLE_API_KEY (GOOGLE_GEMINI_BASE_URL).",
     )
     .action(async (flags: RunFlags & { timeout: number; slow: number }) => {
       const config = loadAppConfig(configFromFlags(flags));

@@ -2,7 +2,7 @@
 /**
  * Entry of the sandbox child process. Plain ESM (no tsx: startup time matters).
  *
- * Started by src/sandbox/pool.ts as `node [flags] child/child.mjs <path to ses.cjs>` with an empty
+ * Started by src/sandbox/child-launch.ts as `node [flags] child/child.mjs <path to ses.cjs>` with an empty
  * environment, Node's permission model (read access to this folder and ses only), a V8 heap limit
  * and an OS address-space limit. It locks itself down once (lockdown.mjs, imported before anything
  * that runs guest code), then runs one code action at a time, each in a fresh SES Compartment
@@ -50,7 +50,7 @@ receive((msg) => {
 // argument "pdeathsig"): the kernel then kills us the moment the host dies (strictly: the
 // host thread that spawned us ends, e.g. a worker_threads Worker that created the sandbox).
 const KILLED_WITH_HOST = childArg(process.argv, CHILD_PDEATHSIG_ARG) === true;
-/** Asked to send the host the SES code cache (see lockdown.mjs and pool.ts), before `ready`. */
+/** Asked to send the host the SES code cache (see lockdown.mjs and code-cache.ts), before `ready`. */
 const MAKE_CODE_CACHE = childArg(process.argv, CHILD_MAKE_CODE_CACHE_ARG) === true;
 function startWatchdog() {
   if (KILLED_WITH_HOST) return;
@@ -63,7 +63,7 @@ function startWatchdog() {
       workerData: { hostPid },
       env: {},
       // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
-      // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in pool.ts).
+      // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in child-launch.ts).
       resourceLimits: {
         maxOldGenerationSizeMb: 8,
         maxYoungGenerationSizeMb: 1,

@@ -18,7 +18,7 @@ const SES_PATH = process.argv[2];
  * The SES bundle, compiled as Node compiles a CommonJS module, but as a Script of our own, so that
  * it can use a V8 code cache (`code-cache=<file>`: the bytecode of the SES functions a start-up
  * compiles, sent to the host by an earlier child of this heap size before it ran any action; see
- * pool.ts) and make one (`make-code-cache`, child.mjs). With it, loading SES and locking down take
+ * code-cache.ts) and make one (`make-code-cache`, child.mjs). With it, loading SES and locking down take
  * ~10-15 ms less. V8 checks only the source's length and its own flags, and compiles from source
  * when they do not fit; that the cache was made from these very bytes is the host's part (the file
  * is named by a hash of the SES file, checked again whenever its size, mtime or inode change).

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The protocol between the host (src/sandbox/pool.ts, session.ts) and a sandbox child: message
+ * The protocol between the host (src/sandbox/child-process.ts, child-protocol.ts, session.ts) and a sandbox child: message
  * shapes, shared constants and the line framing. Both sides import this one module, so a field
  * renamed on one side is a type error on the other (the host is TypeScript; the child checks its
  * JSDoc with tsc's checkJs).

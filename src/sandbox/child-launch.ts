@@ -1,0 +1,108 @@
+/**
+ * How a sandbox child process is started: its spec, the files it may read, and the command line
+ * (Node's permission model, the heap limit, RLIMIT_AS through `prlimit`, a parent-death signal
+ * through `setpriv`, the SES code cache). The process's life after that is child-process.ts; the
+ * pool that decides when to start one is pool.ts.
+ */
+import { existsSync, readdirSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  CHILD_CODE_CACHE_ARG,
+  CHILD_MAKE_CODE_CACHE_ARG,
+  CHILD_PDEATHSIG_ARG,
+} from "./child/protocol.mjs";
+
+/** How a child is started (children are only reused for the same spec). */
+export interface ChildSpec {
+  heapMb: number;
+  /** RLIMIT_AS in MB, or null for none. */
+  addressSpaceMb: number | null;
+  /** Test only: another child program speaking the protocol (default: child/child.mjs). */
+  entry?: string;
+}
+
+// Real paths: the permission model compares the files the child opens with these.
+const CHILD_DIR = realpathSync(fileURLToPath(new URL("./child/", import.meta.url)));
+const CHILD_ENTRY = join(CHILD_DIR, "child.mjs");
+/** The child's modules: the only files (with the SES bundle) it may read. */
+const CHILD_FILES = readdirSync(CHILD_DIR)
+  .filter((f) => f.endsWith(".mjs"))
+  .map((f) => join(CHILD_DIR, f));
+/** The SES bundle the child loads (and the file its code caches are made from). */
+export const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
+const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
+/**
+ * util-linux's setpriv: starts the child with a parent-death signal (SIGKILL when the host dies),
+ * which spares each child its watchdog thread (~40 ms of CPU per process start). Without it the
+ * child runs the watchdog (child/child.mjs).
+ */
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p)) ?? null;
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
+  ? "--permission"
+  : "--experimental-permission";
+const CAN_DISABLE_WARNINGS = process.allowedNodeEnvironmentFlags.has("--disable-warning");
+
+/** stderr of a child that could not even reserve its startup memory under RLIMIT_AS. */
+export const STARTUP_OOM =
+  /Failed to reserve|Fatal process OOM|Cannot allocate memory|out of memory/i;
+/** The address-space limit is raised at most to this multiple of the configured one. */
+export const MAX_ADDRESS_SPACE_FACTOR = 8;
+
+/** True when an OS address-space limit can be applied (prlimit found). */
+export const HAS_OS_MEMORY_LIMIT = PRLIMIT !== null;
+
+/**
+ * Empty environment: no secrets, no NODE_OPTIONS, no LOCKDOWN_* overrides reach the child. One
+ * malloc arena: per-thread arenas reserve 64 MB of address space each, which would count against
+ * RLIMIT_AS without being usable by the guest.
+ */
+export const CHILD_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "1" };
+
+/**
+ * The program and arguments that start a child of `spec`.
+ * @param addressSpaceFactor multiplier for the address-space limit actually applied
+ * @param codeCache the SES code cache file it may read and load SES with, if any
+ * @param makesCodeCache asked to send the host its SES code cache before `ready`
+ */
+export function childCommand(
+  spec: ChildSpec,
+  addressSpaceFactor: number,
+  codeCache: string | undefined,
+  makesCodeCache: boolean,
+): { cmd: string; args: string[] } {
+  const nodeArgs = [
+    `--max-old-space-size=${spec.heapMb}`,
+    PERMISSION_FLAG,
+    ...[
+      ...CHILD_FILES,
+      ...(spec.entry ? [spec.entry] : []),
+      SES_PATH,
+      ...(codeCache ? [codeCache] : []),
+    ].map((f) => `--allow-fs-read=${f}`),
+    "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
+    // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
+    ...(CAN_DISABLE_WARNINGS
+      ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
+      : []),
+    spec.entry ?? CHILD_ENTRY,
+    SES_PATH,
+    ...(SETPRIV ? [CHILD_PDEATHSIG_ARG] : []),
+    ...(codeCache ? [`${CHILD_CODE_CACHE_ARG}=${codeCache}`] : []),
+    ...(makesCodeCache ? [CHILD_MAKE_CODE_CACHE_ARG] : []),
+  ];
+  // setpriv and prlimit each set up the process, then exec the next program: one process.
+  const node = SETPRIV
+    ? [SETPRIV, "--pdeathsig", "KILL", "--", process.execPath, ...nodeArgs]
+    : [process.execPath, ...nodeArgs];
+  const [cmd, ...args] =
+    spec.addressSpaceMb !== null && PRLIMIT
+      ? [
+          PRLIMIT,
+          `--as=${Math.round(spec.addressSpaceMb * addressSpaceFactor) * 1024 * 1024}`,
+          ...node,
+        ]
+      : node;
+  return { cmd, args };
+}
