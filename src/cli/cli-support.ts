@@ -194,6 +194,11 @@ export function verificationLines(result: object): string[] {
   if (!v || !Array.isArray(v.claims)) return [];
   if (v.status === "failed")
     return [`Verification FAILED (the answer is kept, unchecked): ${v.error ?? "no reason given"}`];
+  // Nothing supports the model's answer: its claims are not printed, so none reads as a finding.
+  if (v.claims.length > 0 && !v.claims.some((c: any) => c.supported || c.verdict === "fixed"))
+    return [
+      `Verification: none of the answer's ${v.claims.length} claim(s) is supported by a source passage (${v.usage?.calls ?? 0} verifier call(s)); the model's answer is withheld (--json: unsupported_answer).`,
+    ];
   const mark: Record<string, string> = {
     supported: "supported",
     fixed: "partly supported",

@@ -89,6 +89,27 @@ export interface CodehopEnv {
    * (CODEHOP_CHAT_FILES_ROOT; unset: a served graph reads no local paths).
    */
   chatFilesRoot?: string;
+  /** Web: the search provider (CODEHOP_SEARCH_PROVIDER: searxng, brave, tavily, serper; default searxng). */
+  searchProvider?: string;
+  /** Web: the provider's endpoint (CODEHOP_SEARCH_URL; SearxNG's base URL, e.g. http://localhost:8888). */
+  searchUrl?: string;
+  /** Web: the provider's API key (CODEHOP_SEARCH_API_KEY; Brave, Tavily, Serper). */
+  searchApiKey?: string;
+  /** Web: which browser reads pages (CODEHOP_BROWSER: text, chromium, auto; default auto). */
+  browser?: string;
+  /** Web: the Chromium executable of the real browser (CODEHOP_CHROMIUM_PATH, default /usr/bin/chromium). */
+  chromiumPath?: string;
+  /**
+   * Web: a served graph's web tools may fetch private, loopback and link-local addresses
+   * (CODEHOP_WEB_ALLOW_PRIVATE_URLS=1; default refused).
+   */
+  webAllowPrivateUrls?: boolean;
+  /** Web: deadline of one page fetch in ms (CODEHOP_WEB_TIMEOUT_MS). */
+  webTimeoutMs?: number;
+  /** Web: largest page or download in MB (CODEHOP_WEB_MAX_MB). */
+  webMaxMb?: number;
+  /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
+  waybackUrl?: string;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -215,6 +236,15 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
       env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS,
     ),
     chatFilesRoot: nonEmpty(env.CODEHOP_CHAT_FILES_ROOT),
+    searchProvider: nonEmpty(env.CODEHOP_SEARCH_PROVIDER)?.toLowerCase(),
+    searchUrl: nonEmpty(env.CODEHOP_SEARCH_URL),
+    searchApiKey: nonEmpty(env.CODEHOP_SEARCH_API_KEY),
+    browser: nonEmpty(env.CODEHOP_BROWSER)?.toLowerCase(),
+    chromiumPath: nonEmpty(env.CODEHOP_CHROMIUM_PATH),
+    webAllowPrivateUrls: flag("CODEHOP_WEB_ALLOW_PRIVATE_URLS", env.CODEHOP_WEB_ALLOW_PRIVATE_URLS),
+    webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
+    webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
+    waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
   };
 }
 

@@ -10,10 +10,10 @@ import {
 } from "../tools/define-tool.ts";
 import { AGENT_ACTION_TIMEOUT_MS } from "./settings.ts";
 import type { CallKey, CallOutcome } from "./journal.ts";
-import { readRunContext, withRunContext } from "./run-context.ts";
+import { readRunContext, reportUsage, withRunContext } from "./run-context.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import type { Source, ToolCallRecord } from "./state.ts";
-import { type UsageByAgent, mergeUsage, reportUsage } from "./usage.ts";
+import { type UsageByAgent, mergeUsage } from "./usage.ts";
 
 /** JSON with object keys sorted, so equal arguments always give the same journal key. */
 export function stableJson(value: unknown): string {
