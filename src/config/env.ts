@@ -28,6 +28,25 @@ export interface CodehopEnv {
   googleApiKey?: string;
   /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
   googleBaseUrl?: string;
+  /** LangSmith tracing on (LANGSMITH_TRACING=true, or the older LANGCHAIN_TRACING_V2=true). */
+  langsmithTracing: boolean;
+  /** LangSmith API endpoint (LANGSMITH_ENDPOINT, else LANGCHAIN_ENDPOINT; default api.smith.langchain.com). */
+  langsmithEndpoint?: string;
+  /** LangSmith API key (LANGSMITH_API_KEY, else LANGCHAIN_API_KEY). */
+  langsmithApiKey?: string;
+  /** LangSmith project the traces go to (LANGSMITH_PROJECT, else LANGCHAIN_PROJECT; default "default"). */
+  langsmithProject?: string;
+  /** OpenTelemetry spans exported over OTLP/HTTP (CODEHOP_OTEL=1; default off). */
+  otelTracing: boolean;
+  /**
+   * OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+   * /v1/traces; default http://localhost:4318/v1/traces).
+   */
+  otelEndpoint?: string;
+  /** OTLP headers, `k=v,k2=v2` (OTEL_EXPORTER_OTLP_TRACES_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS). */
+  otelHeaders?: string;
+  /** service.name of the spans (OTEL_SERVICE_NAME; default "codehop"). */
+  otelServiceName?: string;
   /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
@@ -196,6 +215,21 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
     googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
+    langsmithTracing:
+      (nonEmpty(env.LANGSMITH_TRACING) ?? nonEmpty(env.LANGCHAIN_TRACING_V2))?.toLowerCase() ===
+      "true",
+    langsmithEndpoint: nonEmpty(env.LANGSMITH_ENDPOINT) ?? nonEmpty(env.LANGCHAIN_ENDPOINT),
+    langsmithApiKey: nonEmpty(env.LANGSMITH_API_KEY) ?? nonEmpty(env.LANGCHAIN_API_KEY),
+    langsmithProject: nonEmpty(env.LANGSMITH_PROJECT) ?? nonEmpty(env.LANGCHAIN_PROJECT),
+    otelTracing: flag("CODEHOP_OTEL", env.CODEHOP_OTEL) ?? false,
+    otelEndpoint:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ??
+      (nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+        ? `${nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)!.replace(/\/+$/, "")}/v1/traces`
+        : undefined),
+    otelHeaders:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) ?? nonEmpty(env.OTEL_EXPORTER_OTLP_HEADERS),
+    otelServiceName: nonEmpty(env.OTEL_SERVICE_NAME),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",

@@ -25,21 +25,8 @@ export { v1Hint };
  * `modelSettings` then give only the sampling settings.
  */
 
-/** Endpoint and sampling settings; each falls back to its environment variable. */
-export interface ModelSettings {
-  /** OPENAI_BASE_URL, e.g. http://localhost:8000/v1. */
-  baseURL?: string;
-  /** OPENAI_API_KEY; defaults to "EMPTY" for a custom endpoint (vLLM / Ollama accept any key). */
-  apiKey?: string;
-  /** CODEHOP_TEMPERATURE (default 0). */
-  temperature?: number;
-  /** CODEHOP_MAX_TOKENS (default 1024). */
-  maxTokens?: number;
-  /** CODEHOP_MAX_RETRIES (default 3; exponential backoff between attempts). */
-  maxRetries?: number;
-  /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
-  timeoutMs?: number;
-}
+// (The run context's `modelSettings`; declared there, beside the other keys a run gives.)
+export type { ModelSettings } from "./run-context.ts";
 
 /** Defaults for model calls. */
 export const MODEL_DEFAULTS = {
