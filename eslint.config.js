@@ -79,6 +79,7 @@ export default tseslint.config(
     ignores: [
       "node_modules/**",
       "dist/**",
+      "packages/*/dist/**",
       ".langgraph_api/**",
       "bench/.baseline/**",
       "**/*.mjs",

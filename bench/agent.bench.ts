@@ -13,7 +13,7 @@ import { renderManagedTask } from "../src/core/prompts.ts";
 import { ScriptedChatModel } from "../src/testing/scripted-chat-model.ts";
 import { ScriptedToolCallingModel } from "../src/testing/scripted-tool-calling-model.ts";
 import { defineTool } from "../src/tools/define-tool.ts";
-import { IncrementalSqliteSaver } from "../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "@codehop/checkpoint-sqlite";
 import { createCodeAgent } from "../src/framework/code-agent.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import { CorpusSource } from "../src/store/corpus-source.ts";

@@ -4,11 +4,11 @@ import { join } from "node:path";
 import { Annotation, type BaseCheckpointSaver, StateGraph } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
-import { IncrementalSqliteSaver } from "../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "@codehop/checkpoint-sqlite";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
 
 /**
- * IncrementalSqliteSaver (src/checkpoint-sqlite, codehop's default) next to the official
+ * IncrementalSqliteSaver (packages/checkpoint-sqlite, codehop's default) next to the official
  * SqliteSaver on the same graph: a LangGraph loop that appends one 2 KB record per step to a list
  * channel and updates a few small channels. Every saver call LangGraph makes while running is
  * timed (put, putWrites, getTuple), then getTuple of the latest checkpoint, getTuple of an early
@@ -172,7 +172,7 @@ export default async function checkpointBench(): Promise<BenchSection> {
       `${what}: IncrementalSqliteSaver at least as fast as the official saver: ${i <= o ? "MET" : "NOT MET"} (${fmt(i / o, 2)}x)`;
     return {
       title: "Checkpointer: IncrementalSqliteSaver vs the official SqliteSaver",
-      description: `The same LangGraph loop on each saver (WAL, synchronous=NORMAL): ${STEPS} steps, each appending a 2 KB record to a list channel and updating two small channels. p50 of every put / putWrites / getTuple call LangGraph made in a run, then of 20 reads after it (latest checkpoint, an early checkpoint by id, list() of the whole thread), and the latest state read by a fresh saver instance (no cache; p50 of 5). Both pass @langchain/langgraph-checkpoint-validation except the official saver's one known failure (test/checkpoint-sqlite/validation.test.ts). A put or putWrites promise resolves once its rows are committed: the IncrementalSqliteSaver commits queued rows together (on the next turn of the event loop, or at once when 32 wait), so in this loop, whose nodes never wait on I/O, its putWrites p50 is mostly the wait for the batch's commit, which the run does not wait for (LangGraph awaits them at the end); the run's wall time is what the writing costs.`,
+      description: `The same LangGraph loop on each saver (WAL, synchronous=NORMAL): ${STEPS} steps, each appending a 2 KB record to a list channel and updating two small channels. p50 of every put / putWrites / getTuple call LangGraph made in a run, then of 20 reads after it (latest checkpoint, an early checkpoint by id, list() of the whole thread), and the latest state read by a fresh saver instance (no cache; p50 of 5). Both pass @langchain/langgraph-checkpoint-validation except the official saver's one known failure (packages/checkpoint-sqlite/test/validation.test.ts). A put or putWrites promise resolves once its rows are committed: the IncrementalSqliteSaver commits queued rows together (on the next turn of the event loop, or at once when 32 wait), so in this loop, whose nodes never wait on I/O, its putWrites p50 is mostly the wait for the batch's commit, which the run does not wait for (LangGraph awaits them at the end); the run's wall time is what the writing costs.`,
       columns: ["operation", "official SqliteSaver", "IncrementalSqliteSaver", "ratio"],
       rows,
       verdicts: [

@@ -9,7 +9,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { z } from "zod";
-import { IncrementalSqliteSaver } from "../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "@codehop/checkpoint-sqlite";
 import { createCodeAgent } from "../src/framework/code-agent.ts";
 import { CodehopPostgresSaver } from "../src/persistence/index.ts";
 import { createSandbox } from "../src/sandbox/index.ts";

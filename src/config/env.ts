@@ -20,7 +20,34 @@ export interface CodehopEnv {
   openaiBaseUrl?: string;
   /** API key for the endpoint; local servers accept any non-empty string. */
   openaiApiKey?: string;
-  /** Default model name for every agent (CODEHOP_MODEL). */
+  /** Anthropic API key for `anthropic:<model>` names (ANTHROPIC_API_KEY). */
+  anthropicApiKey?: string;
+  /** Anthropic Messages API base URL, without /v1 (ANTHROPIC_BASE_URL; default api.anthropic.com). */
+  anthropicBaseUrl?: string;
+  /** Gemini API key for `google-genai:<model>` names (GOOGLE_API_KEY, else GEMINI_API_KEY). */
+  googleApiKey?: string;
+  /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
+  googleBaseUrl?: string;
+  /** LangSmith tracing on (LANGSMITH_TRACING=true, or the older LANGCHAIN_TRACING_V2=true). */
+  langsmithTracing: boolean;
+  /** LangSmith API endpoint (LANGSMITH_ENDPOINT, else LANGCHAIN_ENDPOINT; default api.smith.langchain.com). */
+  langsmithEndpoint?: string;
+  /** LangSmith API key (LANGSMITH_API_KEY, else LANGCHAIN_API_KEY). */
+  langsmithApiKey?: string;
+  /** LangSmith project the traces go to (LANGSMITH_PROJECT, else LANGCHAIN_PROJECT; default "default"). */
+  langsmithProject?: string;
+  /** OpenTelemetry spans exported over OTLP/HTTP (CODEHOP_OTEL=1; default off). */
+  otelTracing: boolean;
+  /**
+   * OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+   * /v1/traces; default http://localhost:4318/v1/traces).
+   */
+  otelEndpoint?: string;
+  /** OTLP headers, `k=v,k2=v2` (OTEL_EXPORTER_OTLP_TRACES_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS). */
+  otelHeaders?: string;
+  /** service.name of the spans (OTEL_SERVICE_NAME; default "codehop"). */
+  otelServiceName?: string;
+  /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
   agentModels: Record<string, string>;
@@ -76,6 +103,27 @@ export interface CodehopEnv {
    * (CODEHOP_CHAT_FILES_ROOT; unset: a served graph reads no local paths).
    */
   chatFilesRoot?: string;
+  /** Web: the search provider (CODEHOP_SEARCH_PROVIDER: searxng, brave, tavily, serper; default searxng). */
+  searchProvider?: string;
+  /** Web: the provider's endpoint (CODEHOP_SEARCH_URL; SearxNG's base URL, e.g. http://localhost:8888). */
+  searchUrl?: string;
+  /** Web: the provider's API key (CODEHOP_SEARCH_API_KEY; Brave, Tavily, Serper). */
+  searchApiKey?: string;
+  /** Web: which browser reads pages (CODEHOP_BROWSER: text, chromium, auto; default auto). */
+  browser?: string;
+  /** Web: the Chromium executable of the real browser (CODEHOP_CHROMIUM_PATH, default /usr/bin/chromium). */
+  chromiumPath?: string;
+  /**
+   * Web: a served graph's web tools may fetch private, loopback and link-local addresses
+   * (CODEHOP_WEB_ALLOW_PRIVATE_URLS=1; default refused).
+   */
+  webAllowPrivateUrls?: boolean;
+  /** Web: deadline of one page fetch in ms (CODEHOP_WEB_TIMEOUT_MS). */
+  webTimeoutMs?: number;
+  /** Web: largest page or download in MB (CODEHOP_WEB_MAX_MB). */
+  webMaxMb?: number;
+  /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
+  waybackUrl?: string;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -163,6 +211,25 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
   return {
     openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
     openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
+    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
+    googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
+    googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
+    langsmithTracing:
+      (nonEmpty(env.LANGSMITH_TRACING) ?? nonEmpty(env.LANGCHAIN_TRACING_V2))?.toLowerCase() ===
+      "true",
+    langsmithEndpoint: nonEmpty(env.LANGSMITH_ENDPOINT) ?? nonEmpty(env.LANGCHAIN_ENDPOINT),
+    langsmithApiKey: nonEmpty(env.LANGSMITH_API_KEY) ?? nonEmpty(env.LANGCHAIN_API_KEY),
+    langsmithProject: nonEmpty(env.LANGSMITH_PROJECT) ?? nonEmpty(env.LANGCHAIN_PROJECT),
+    otelTracing: flag("CODEHOP_OTEL", env.CODEHOP_OTEL) ?? false,
+    otelEndpoint:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ??
+      (nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+        ? `${nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)!.replace(/\/+$/, "")}/v1/traces`
+        : undefined),
+    otelHeaders:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) ?? nonEmpty(env.OTEL_EXPORTER_OTLP_HEADERS),
+    otelServiceName: nonEmpty(env.OTEL_SERVICE_NAME),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
@@ -194,6 +261,15 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
       env.CODEHOP_CHAT_ALLOW_PRIVATE_URLS,
     ),
     chatFilesRoot: nonEmpty(env.CODEHOP_CHAT_FILES_ROOT),
+    searchProvider: nonEmpty(env.CODEHOP_SEARCH_PROVIDER)?.toLowerCase(),
+    searchUrl: nonEmpty(env.CODEHOP_SEARCH_URL),
+    searchApiKey: nonEmpty(env.CODEHOP_SEARCH_API_KEY),
+    browser: nonEmpty(env.CODEHOP_BROWSER)?.toLowerCase(),
+    chromiumPath: nonEmpty(env.CODEHOP_CHROMIUM_PATH),
+    webAllowPrivateUrls: flag("CODEHOP_WEB_ALLOW_PRIVATE_URLS", env.CODEHOP_WEB_ALLOW_PRIVATE_URLS),
+    webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
+    webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
+    waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
   };
 }
 

@@ -22,8 +22,16 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { type CodeTool, toolParametersJsonSchema } from "../tools/define-tool.ts";
+import {
+  approvalIdField,
+  ApprovalResumeSchema,
+  type ApprovalJournal,
+  type ApprovalResume,
+} from "./approval-decision.ts";
 import type { CallJournal, CallKey } from "./journal.ts";
 import { takesNewResumeValue } from "./pregel-internals.ts";
+
+export { ApprovalResumeSchema, type ApprovalJournal, type ApprovalResume };
 
 /** The `type` of every codehop approval interrupt (tells it from other interrupts in a UI). */
 export const APPROVAL_INTERRUPT_TYPE = "codehop.approval";
@@ -83,31 +91,6 @@ export const ApprovalRequestSchema = z.object({
 
 /** The interrupt payload of an approval (see {@link ApprovalRequestSchema}). */
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
-
-const approvalIdField = z.string().min(1).describe("the approvalId of the request answered");
-
-/**
- * The resume value of an approval: `Command({ resume: { approvalId, decision: "approve" } })`,
- * `{ approvalId, decision: "reject", reason? }` (the reason becomes the tool's error for the model)
- * or `{ approvalId, decision: "edit", args }` (the tool runs with these arguments instead, validated
- * by its schema; arguments that don't validate reject the call with the validation error).
- */
-export const ApprovalResumeSchema = z.discriminatedUnion("decision", [
-  z.object({ approvalId: approvalIdField, decision: z.literal("approve") }),
-  z.object({
-    approvalId: approvalIdField,
-    decision: z.literal("reject"),
-    reason: z.string().optional(),
-  }),
-  z.object({
-    approvalId: approvalIdField,
-    decision: z.literal("edit"),
-    args: z.record(z.string(), z.unknown()),
-  }),
-]);
-
-/** The resume value of an approval (see {@link ApprovalResumeSchema}). */
-export type ApprovalResume = z.infer<typeof ApprovalResumeSchema>;
 
 /**
  * A resume value in LangChain's human-in-the-loop format, as agent-chat-ui sends it:
@@ -231,18 +214,6 @@ export function callLines(code: string, name: string): number[] {
     });
   }
   return [...new Set(lines)].sort((a, b) => a - b);
-}
-
-/** What a journal stores about one approval: the decision given for it (first one wins). */
-export interface ApprovalJournal {
-  /** The decision recorded for `approvalId` in the thread, if any. */
-  getDecision(threadId: string, approvalId: string): Promise<ApprovalResume | undefined>;
-  /** Records a decision unless one is already recorded for its approval id. */
-  putDecision(threadId: string, decision: ApprovalResume): Promise<void>;
-  /** Records that the run paused showing `approvalId` (what a HITL resume value may answer). */
-  markAsked?(threadId: string, approvalId: string): Promise<void>;
-  /** Whether the run ever paused showing `approvalId`. */
-  wasAsked?(threadId: string, approvalId: string): Promise<boolean>;
 }
 
 function approvalJournal(journal: CallJournal | undefined): ApprovalJournal | undefined {

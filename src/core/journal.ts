@@ -7,7 +7,7 @@
  * persistence adapter provides ({@link JournalRowStore}; SQLite and Postgres in src/persistence/).
  */
 import type { ToolReport } from "../tools/define-tool.ts";
-import type { ApprovalJournal, ApprovalResume } from "./approval.ts";
+import type { ApprovalJournal, ApprovalResume } from "./approval-decision.ts";
 
 /**
  * Identifies one call: which thread, which (nested) agent, which task of the thread, which action,

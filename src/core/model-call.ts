@@ -1,8 +1,9 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { callModel, messageText } from "./models.ts";
+import { reportUsage } from "./run-context.ts";
 import type { AgentRuntime } from "./runtime.ts";
-import { type UsageTotals, reportUsage, usageFromMessage } from "./usage.ts";
+import { type UsageTotals, usageFromMessage } from "./usage.ts";
 
 /**
  * One model call of an agent node (plan, planning, final_answer): the agent's model with its

@@ -5,6 +5,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { v1Hint } from "../config/endpoint.ts";
 import { agentEnvKey, type CodehopEnv, readEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { parseModelName, providerEndpoint, ProviderChatModel } from "./providers.ts";
 import { readRunContext } from "./run-context.ts";
 
 export { v1Hint };
@@ -18,24 +19,14 @@ export { v1Hint };
  * 5. CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_PAGE_SEARCH), 6. CODEHOP_MODEL.
  * Names become a ChatOpenAI for the OpenAI-compatible endpoint in OPENAI_BASE_URL (or the run
  * context's `modelSettings.baseURL`). Never built with `streaming: true` (it hangs offline:
- * token counting downloads a tiktoken encoding).
+ * token counting downloads a tiktoken encoding). A name `provider:model` with a provider of
+ * LangChain's universal init (`anthropic:...`, `google-genai:...`) becomes that provider's model
+ * (src/core/providers.ts), with its endpoint and key from its own variables; the run context's
+ * `modelSettings` then give only the sampling settings.
  */
 
-/** Endpoint and sampling settings; each falls back to its environment variable. */
-export interface ModelSettings {
-  /** OPENAI_BASE_URL, e.g. http://localhost:8000/v1. */
-  baseURL?: string;
-  /** OPENAI_API_KEY; defaults to "EMPTY" for a custom endpoint (vLLM / Ollama accept any key). */
-  apiKey?: string;
-  /** CODEHOP_TEMPERATURE (default 0). */
-  temperature?: number;
-  /** CODEHOP_MAX_TOKENS (default 1024). */
-  maxTokens?: number;
-  /** CODEHOP_MAX_RETRIES (default 3; exponential backoff between attempts). */
-  maxRetries?: number;
-  /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
-  timeoutMs?: number;
-}
+// (The run context's `modelSettings`; declared there, beside the other keys a run gives.)
+export type { ModelSettings } from "./run-context.ts";
 
 /** Defaults for model calls. */
 export const MODEL_DEFAULTS = {
@@ -49,7 +40,7 @@ function isChatModel(value: unknown): value is BaseChatModel {
   return typeof value === "object" && value !== null && typeof (value as any).invoke === "function";
 }
 
-const cache = new Map<string, ChatOpenAI>();
+const cache = new Map<string, BaseChatModel>();
 
 /** HTTP statuses that retrying cannot fix (bad request, auth, not found ...): fail at once. */
 const STATUS_NO_RETRY = new Set([400, 401, 402, 403, 404, 405, 406, 407, 409, 413, 422]);
@@ -149,7 +140,11 @@ function shortText(text: string, max = 300): string {
  * connect to http://... (ECONNREFUSED)", "the endpoint answered an HTML page ...", never the raw
  * JSON body or LangChain's troubleshooting suffix; with a hint when the base URL misses /v1.
  */
-export function endpointErrorText(err: unknown, baseURL?: string): string {
+export function endpointErrorText(
+  err: unknown,
+  baseURL?: string,
+  baseUrlVariable = "OPENAI_BASE_URL",
+): string {
   const answer = inCauses(err, isAnswerError);
   if (answer) return answer.message;
   const e = err as any;
@@ -169,7 +164,7 @@ export function endpointErrorText(err: unknown, baseURL?: string): string {
     ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ECONNRESET", "EHOSTUNREACH"].includes(c?.code),
   );
   if (refused)
-    return `cannot connect to ${baseURL ?? "the endpoint"} (${refused.code}): is the server running and OPENAI_BASE_URL right?`;
+    return `cannot connect to ${baseURL ?? "the endpoint"} (${refused.code}): is the server running and ${baseUrlVariable} right?`;
   return shortText(raw, 500);
 }
 
@@ -214,8 +209,6 @@ export function resolveModel(
   const chosen = candidates.find((c) => isChatModel(c) || (typeof c === "string" && c.trim()));
   if (isChatModel(chosen)) return chosen;
   const settings = conf.modelSettings ?? {};
-  const baseURL = settings.baseURL ?? env.openaiBaseUrl;
-  const apiKey = settings.apiKey ?? env.openaiApiKey ?? (baseURL ? "EMPTY" : undefined);
   const key = agentEnvKey(agentName);
   if (typeof chosen !== "string") {
     throw new CodehopError(
@@ -224,6 +217,16 @@ export function resolveModel(
         `and OPENAI_BASE_URL (e.g. http://localhost:8000/v1), or give the run a model (the run context's model).`,
     );
   }
+  const name = parseModelName(chosen);
+  const sampling = {
+    temperature: settings.temperature ?? env.temperature ?? MODEL_DEFAULTS.temperature,
+    maxTokens: settings.maxTokens ?? env.maxTokens ?? MODEL_DEFAULTS.maxTokens,
+    maxRetries: settings.maxRetries ?? env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
+    timeoutMs: settings.timeoutMs ?? env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
+  };
+  if (name.provider !== "openai") return providerModel(agentName, name, sampling, env);
+  const baseURL = settings.baseURL ?? env.openaiBaseUrl;
+  const apiKey = settings.apiKey ?? env.openaiApiKey ?? (baseURL ? "EMPTY" : undefined);
   if (!apiKey) {
     throw new CodehopError(
       ErrorCodes.MODEL_NOT_CONFIGURED,
@@ -232,12 +235,12 @@ export function resolveModel(
     );
   }
   const fields = {
-    model: chosen,
+    model: name.model,
     apiKey,
-    temperature: settings.temperature ?? env.temperature ?? MODEL_DEFAULTS.temperature,
-    maxTokens: settings.maxTokens ?? env.maxTokens ?? MODEL_DEFAULTS.maxTokens,
-    maxRetries: settings.maxRetries ?? env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
-    timeout: settings.timeoutMs ?? env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
+    temperature: sampling.temperature,
+    maxTokens: sampling.maxTokens,
+    maxRetries: sampling.maxRetries,
+    timeout: sampling.timeoutMs,
     baseURL,
   };
   const cacheKey = JSON.stringify(fields);
@@ -254,12 +257,48 @@ export function resolveModel(
   return model;
 }
 
+/**
+ * The model of a `provider:model` name: endpoint and key from the provider's own variables
+ * (ANTHROPIC_*, GOOGLE_*); a provider codehop knows the key variable of fails here, before any
+ * call, when it is unset.
+ */
+function providerModel(
+  agentName: string,
+  name: { provider: string; model: string },
+  sampling: { temperature: number; maxTokens: number; maxRetries: number; timeoutMs: number },
+  env: CodehopEnv,
+): BaseChatModel {
+  const endpoint = providerEndpoint(name.provider, env);
+  if (endpoint.keyVariable && !endpoint.apiKey)
+    throw new CodehopError(
+      ErrorCodes.MODEL_NOT_CONFIGURED,
+      `No key for model "${name.provider}:${name.model}" of agent "${agentName}": set ${endpoint.keyVariable}` +
+        (endpoint.baseUrlVariable
+          ? ` (and ${endpoint.baseUrlVariable} for another endpoint than the provider's).`
+          : "."),
+    );
+  const cacheKey = JSON.stringify({ ...name, ...sampling, ...endpoint });
+  let model = cache.get(cacheKey);
+  if (!model) {
+    model = new ProviderChatModel({
+      ...name,
+      ...sampling,
+      endpoint,
+      onFailedAttempt: modelFailedAttemptHandler,
+      fetch: checkedFetch(endpoint.baseURL),
+    });
+    cache.set(cacheKey, model);
+  }
+  return model;
+}
+
 /** A short description of a model for error messages ("scripted at http://127.0.0.1:1234/v1"). */
 export function describeModel(model: BaseChatModel): string {
   const m = model as any;
   const name = m.model ?? m.modelName ?? model.getName?.() ?? "model";
-  const url = m.clientConfig?.baseURL ?? m.configuration?.baseURL;
-  return url ? `${name} at ${url}` : String(name);
+  const url = m.clientConfig?.baseURL ?? m.configuration?.baseURL ?? m.baseURL;
+  const provider = m instanceof ProviderChatModel ? `${m.provider}:` : "";
+  return url ? `${provider}${name} at ${url}` : `${provider}${name}`;
 }
 
 /** Message of an empty-choices reply in CODEHOP_MODEL_ENDPOINT_FAILED. */
@@ -351,7 +390,11 @@ export async function callModel(
   } catch (err) {
     if (CodehopError.isInstance(err)) throw err;
     const m = model as any;
-    const reason = endpointErrorText(err, m.clientConfig?.baseURL ?? m.configuration?.baseURL);
+    const reason = endpointErrorText(
+      err,
+      m.clientConfig?.baseURL ?? m.configuration?.baseURL ?? m.baseURL,
+      m.baseUrlVariable,
+    );
     throw new CodehopError(
       ErrorCodes.MODEL_ENDPOINT_FAILED,
       `Model call for agent "${options.agentName}" failed (${describeModel(model)}): ${reason}`,

@@ -1,12 +1,27 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { z } from "zod";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { ModelSettings } from "./models.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "./journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { UploadReader } from "./uploads.ts";
 import type { UsageByAgent } from "./usage.ts";
+
+/** Endpoint and sampling settings; each falls back to its environment variable. */
+export interface ModelSettings {
+  /** OPENAI_BASE_URL, e.g. http://localhost:8000/v1. */
+  baseURL?: string;
+  /** OPENAI_API_KEY; defaults to "EMPTY" for a custom endpoint (vLLM / Ollama accept any key). */
+  apiKey?: string;
+  /** CODEHOP_TEMPERATURE (default 0). */
+  temperature?: number;
+  /** CODEHOP_MAX_TOKENS (default 1024). */
+  maxTokens?: number;
+  /** CODEHOP_MAX_RETRIES (default 3; exponential backoff between attempts). */
+  maxRetries?: number;
+  /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
+  timeoutMs?: number;
+}
 
 /**
  * What a run gives its agents, typed: LangGraph's own runtime context (`config.context`, which
@@ -130,4 +145,13 @@ export function withRunContext<C extends RunnableConfig>(
 /** A run context from values (for `graph.invoke(input, { configurable: { thread_id }, ...runContext(...) })`). */
 export function runContext(values: RunContext): { context: RunContext } {
   return { context: { ...values } };
+}
+
+/** Passes usage to the run's usage sink, if the agent runs as a sub-agent (see {@link RunContext.usageSink}). */
+export function reportUsage(
+  config: RunnableConfig | undefined,
+  usage: UsageByAgent | undefined,
+): void {
+  const sink = readRunContext(config).usageSink;
+  if (usage && typeof sink === "function") sink(usage);
 }

@@ -1,6 +1,4 @@
 import type { AIMessage } from "@langchain/core/messages";
-import type { RunnableConfig } from "@langchain/core/runnables";
-import { readRunContext } from "./run-context.ts";
 
 /** Token usage and model calls of one agent. */
 export interface UsageTotals {
@@ -48,13 +46,4 @@ export function usageFromMessage(message: Pick<AIMessage, "usage_metadata">): Us
     outputTokens: m?.output_tokens ?? 0,
     cachedInputTokens: m?.input_token_details?.cache_read ?? 0,
   };
-}
-
-/** Passes usage to the run's usage sink, if the agent runs as a sub-agent (see RunContext.usageSink). */
-export function reportUsage(
-  config: RunnableConfig | undefined,
-  usage: UsageByAgent | undefined,
-): void {
-  const sink = readRunContext(config).usageSink;
-  if (usage && typeof sink === "function") sink(usage);
 }

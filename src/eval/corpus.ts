@@ -62,7 +62,8 @@ export async function openEvalSource(
   previous?: EvalSourceInfo,
   signal?: AbortSignal,
 ): Promise<{ source: KnowledgeSource; info: EvalSourceInfo }> {
-  const sourceOptions = knowledgeSourceOptionsFromEnv(env);
+  // A corpus with vectors but no endpoint says so in the run's log, once.
+  const sourceOptions = { ...knowledgeSourceOptionsFromEnv(env), onNotice: log };
   const docs = datasetDocuments(
     allExamples,
     `${dataset.format}:${dataset.path.split(/[\\/]/).pop()}`,
@@ -84,6 +85,8 @@ export async function openEvalSource(
     .digest("hex")
     .slice(0, 16);
   const embeddings = sourceOptions.embeddings;
+  // Ingest needs a model name; a corpus is then queried with the model it stored.
+  const embedModel = embeddings?.model;
   let info: EvalSourceInfo;
   if (previous?.kind === "dataset-corpus" && previous.hash === hash && existsSync(path)) {
     info = previous;
@@ -94,10 +97,11 @@ export async function openEvalSource(
       for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
     }
     log(
-      `ingesting ${docs.length} dataset paragraphs' pages into ${path}${embeddings ? " (with embeddings)" : ""}`,
+      `ingesting ${docs.length} dataset paragraphs' pages into ${path}${embedModel ? " (with embeddings)" : ""}`,
     );
     const report = await ingestDocuments(path, docs, {
-      embedder: embeddings ? createEmbedder(embeddings) : undefined,
+      embedder:
+        embeddings && embedModel ? createEmbedder({ ...embeddings, model: embedModel }) : undefined,
       // Ctrl-C stops after the current batch; the next run continues the ingest from there.
       sourceKey: `codehop-eval:${hash}`,
       signal,
@@ -113,13 +117,19 @@ export async function openEvalSource(
       kind: "dataset-corpus",
       path,
       hash,
-      ranking: embeddings ? `hybrid (${embeddings.model})` : "bm25",
+      ranking: embedModel ? `hybrid (${embedModel})` : "bm25",
     };
   }
-  const source = openKnowledgeSource({ corpus: path, embeddings });
+  const source = openKnowledgeSource({ corpus: path, embeddings, onNotice: log });
   if (source instanceof CorpusSource) {
     const stats = source.stats();
-    info = { ...info, documents: stats.documents, passages: stats.passages };
+    info = {
+      ...info,
+      documents: stats.documents,
+      passages: stats.passages,
+      // What the queries really use: a reused corpus may carry vectors of an earlier run.
+      ranking: source.mode === "hybrid" ? `hybrid (${stats.embeddingModel})` : "bm25",
+    };
   }
   return { source, info };
 }

@@ -1,7 +1,9 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { ChatOpenAI } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { CodehopEnv } from "../config/env.ts";
-import { MODEL_DEFAULTS } from "../core/models.ts";
+import { readEnv, type CodehopEnv } from "../config/env.ts";
+import { MODEL_DEFAULTS, resolveModel } from "../core/models.ts";
+import { parseModelName } from "../core/providers.ts";
 
 /** Model settings recorded in the report, so a run says exactly what it measured. */
 export interface EvalModelSettings {
@@ -35,12 +37,30 @@ export function evalModelSettings(env: CodehopEnv): EvalModelSettings {
 
 /**
  * A ChatOpenAI for the baselines and the judge. Never `streaming: true`: with it, invoke()
- * estimates tokens with tiktoken, which downloads an encoding and hangs offline.
+ * estimates tokens with tiktoken, which downloads an encoding and hangs offline. A
+ * `provider:model` name is that provider's model, as for the agents (src/core/providers.ts).
  */
 export function createChatModel(
   settings: EvalModelSettings,
   apiKey: string | undefined,
-): ChatOpenAI {
+  env: CodehopEnv = readEnv(),
+): BaseChatModel {
+  if (parseModelName(settings.model).provider !== "openai")
+    return resolveModel(
+      "eval",
+      {
+        context: {
+          model: settings.model,
+          modelSettings: {
+            temperature: settings.temperature,
+            maxTokens: settings.maxTokens,
+            maxRetries: settings.maxRetries,
+            timeoutMs: settings.timeoutMs,
+          },
+        },
+      } as never,
+      { env },
+    );
   return new ChatOpenAI({
     model: settings.model,
     apiKey: apiKey ?? "not-needed",

@@ -37,7 +37,7 @@ import { makeActNode } from "../nodes/act.ts";
 import { makeFinalAnswerNode } from "../nodes/final-answer.ts";
 import { makeObserveNode } from "../nodes/observe.ts";
 import { makeNewTaskNode } from "../nodes/new-task.ts";
-import { makeWriteActionNode } from "../nodes/write-action.ts";
+import { makePlanNode } from "../nodes/plan.ts";
 import { makePlanningNode } from "../nodes/planning.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "../core/journal.ts";
@@ -129,7 +129,7 @@ export interface CodeAgentOptions extends AgentSettingsInput {
 /**
  * The agent's own nodes (the `start` node of a custom input comes before them). Node ids are kept
  * from earlier versions so their checkpoints resume: "plan" is the action writer
- * (src/nodes/write-action.ts), "planning" the planning step (src/nodes/planning.ts).
+ * (src/nodes/plan.ts), "planning" the planning step (src/nodes/planning.ts).
  */
 const AGENT_NODES = ["new_task", "planning", "plan", "act", "observe", "final_answer"] as const;
 /** The node mapping a custom input to the task. */
@@ -143,7 +143,7 @@ function addAgentNodes(graph: any, entry: string, rt: AgentRuntime, subgraphs: r
   return graph
     .addNode("new_task", makeNewTaskNode(rt))
     .addNode("planning", makePlanningNode(rt))
-    .addNode("plan", makeWriteActionNode(rt))
+    .addNode("plan", makePlanNode(rt))
     .addNode("act", makeActNode(rt), { subgraphs: [...subgraphs] as any[] })
     .addNode("observe", makeObserveNode(rt))
     .addNode("final_answer", makeFinalAnswerNode(rt))

@@ -111,7 +111,10 @@ let environmentFiles: ChatFiles | undefined;
 
 /** Where conversations keep their files when a run names no store: under CODEHOP_HOME. */
 function chatFilesFromEnvironment(): ChatFiles {
-  environmentFiles ??= new ChatFiles(loadAppConfig().home);
+  if (!environmentFiles) {
+    const config = loadAppConfig();
+    environmentFiles = new ChatFiles(config.home, { embeddings: config.embeddings });
+  }
   return environmentFiles;
 }
 

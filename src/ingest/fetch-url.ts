@@ -98,8 +98,8 @@ export function isPublicAddress(address: string): boolean {
 
 const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
 
-/** A connection refused by {@link FetchLimits.allowAddress}. */
-class RefusedAddressError extends Error {
+/** A connection refused by {@link FetchLimits.allowAddress} (also the web tools' policy, src/web/http.ts). */
+export class RefusedAddressError extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
@@ -109,7 +109,7 @@ class RefusedAddressError extends Error {
 }
 
 /** A DNS lookup (net.connect's `lookup` option) that fails when any address is not allowed. */
-function guardedLookup(allow: (address: string) => boolean): LookupFunction {
+export function guardedLookup(allow: (address: string) => boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return (callback as (e: Error) => void)(err);
@@ -129,7 +129,9 @@ function guardedLookup(allow: (address: string) => boolean): LookupFunction {
 /** undici Agents whose connections go only to allowed addresses, one per policy. */
 const guardedAgents = new WeakMap<(address: string) => boolean, Dispatcher>();
 
-function dispatcherFor(allow: ((address: string) => boolean) | undefined): Dispatcher | undefined {
+export function dispatcherFor(
+  allow: ((address: string) => boolean) | undefined,
+): Dispatcher | undefined {
   if (!allow) return undefined;
   let agent = guardedAgents.get(allow);
   if (!agent) {
@@ -140,20 +142,20 @@ function dispatcherFor(allow: ((address: string) => boolean) | undefined): Dispa
 }
 
 /** The address of a URL whose host is an IP literal ("[::1]" → "::1"), else undefined. */
-function literalAddress(url: URL): string | undefined {
+export function literalAddress(url: URL): string | undefined {
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   return ipaddr.isValid(host) ? host : undefined;
 }
 
 /** The RefusedAddressError behind a failed fetch, if that is why it failed. */
-function refusedCause(err: unknown): RefusedAddressError | undefined {
+export function refusedCause(err: unknown): RefusedAddressError | undefined {
   for (let e = err; e && typeof e === "object"; e = (e as { cause?: unknown }).cause)
     if (e instanceof RefusedAddressError) return e;
   return undefined;
 }
 
 /** Why a network request failed, in words ("could not connect", "host not found" ...). */
-function networkReason(err: unknown): string {
+export function networkReason(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   switch (cause?.code) {
     case "ECONNREFUSED":
@@ -171,7 +173,7 @@ function networkReason(err: unknown): string {
   }
 }
 
-function fileNameOf(disposition: string | null, url: URL): string {
+export function fileNameOf(disposition: string | null, url: URL): string {
   const star = disposition && /filename\*\s*=\s*(?:UTF-8'')?([^;]+)/i.exec(disposition);
   if (star) {
     try {

@@ -1,7 +1,7 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { ApprovalJournal, ApprovalResume } from "../core/approval.ts";
+import type { ApprovalJournal, ApprovalResume } from "../core/approval-decision.ts";
 import {
   type CallKey,
   type CallOutcome,

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { IncrementalSqliteSaver } from "../checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "@codehop/checkpoint-sqlite";
 import type { Persistence } from "./port.ts";
 import {
   checkpointDbPath,

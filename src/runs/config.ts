@@ -2,8 +2,10 @@ import { join, resolve } from "node:path";
 import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
+import { parseModelName, providerEndpoint } from "../core/providers.ts";
 import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "../store/endpoint.ts";
 
 /**
  * The application's configuration contract. Values come from the environment (through
@@ -20,6 +22,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
  * | CODEHOP_DATABASE_URL | databaseUrl | postgres:// URL: checkpoints, journal and threads in Postgres instead of `<home>/checkpoints.db` |
  * | CODEHOP_CORPUS / --corpus | corpus | local corpus DB from `codehop ingest`; unset = online Wikipedia |
  * | CODEHOP_WIKIPEDIA_API | wikipediaApi | MediaWiki API endpoint for the online source |
+ * | CODEHOP_EMBEDDINGS_BASE_URL, _MODEL, _API_KEY | embeddings | `/v1/embeddings` endpoint: hybrid ranking of corpora with vectors (their stored model) and of Wikipedia pages (`_MODEL`) |
  */
 export interface AppConfig {
   baseURL?: string;
@@ -34,6 +37,8 @@ export interface AppConfig {
   /** Absolute path of the local corpus DB, or undefined for online Wikipedia. */
   corpus?: string;
   wikipediaApi?: string;
+  /** The embeddings endpoint (hybrid retrieval); unset: BM25 only. */
+  embeddings?: EmbeddingsEndpoint;
   /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
   configFile?: string;
   temperature?: number;
@@ -64,6 +69,7 @@ export function loadAppConfig(
     databaseUrl: pick(overrides.databaseUrl, env.databaseUrl),
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
+    embeddings: pick(overrides.embeddings, embeddingsEndpointFromEnv(env)),
     configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),
@@ -96,6 +102,7 @@ export function modelSetupHelp(agents: readonly string[]): string {
     "  OPENAI_BASE_URL   your OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama); leave unset for api.openai.com",
     "  OPENAI_API_KEY    the key (required for api.openai.com; any non-empty string for local servers)",
     "  CODEHOP_MODEL     the model name for every agent, e.g. gpt-4o-mini or Qwen/Qwen2.5-7B-Instruct (with OPENAI_BASE_URL: default = the first model the endpoint lists)",
+    "                    or provider:model, e.g. anthropic:claude-sonnet-4-5 (ANTHROPIC_API_KEY) or google-genai:gemini-2.5-flash (GOOGLE_API_KEY)",
     `  (optional) ${agents.map((a) => `CODEHOP_MODEL_${agentEnvKey(a)}`).join(", ")} per agent`,
     `Or run \`${cliCommand(["demo"])}\` for the offline demo with a scripted model.`,
   ].join("\n");
@@ -105,10 +112,23 @@ export function modelSetupHelp(agents: readonly string[]): string {
  * Checks up front that every agent of `agents` has a model and an endpoint, so a misconfigured run
  * fails in milliseconds with the variables to set instead of after the first checkpoint.
  */
-export function assertModelConfigured(config: AppConfig, agents: readonly string[]): void {
+export function assertModelConfigured(
+  config: AppConfig,
+  agents: readonly string[],
+  env: CodehopEnv = readEnv(),
+): void {
   const problems: string[] = [];
-  if (!config.baseURL && !config.apiKey)
+  const names = agents.map((a) => modelFor(config, a));
+  // Agents without a model, or with a name of the OpenAI-compatible endpoint, need that endpoint;
+  // a `provider:model` name needs its provider's key.
+  const providers = new Set(names.map((n) => (n ? parseModelName(n).provider : "openai")));
+  if (providers.has("openai") && !config.baseURL && !config.apiKey)
     problems.push("neither OPENAI_BASE_URL nor OPENAI_API_KEY is set");
+  for (const provider of providers) {
+    const endpoint = provider === "openai" ? undefined : providerEndpoint(provider, env);
+    if (endpoint?.keyVariable && !endpoint.apiKey)
+      problems.push(`${endpoint.keyVariable} is not set (models ${provider}:...)`);
+  }
   const missing = agents.filter((a) => !modelFor(config, a));
   if (missing.length === agents.length) problems.push("CODEHOP_MODEL is not set");
   else if (missing.length) {

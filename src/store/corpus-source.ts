@@ -28,6 +28,18 @@ export interface CorpusSourceOptions {
    * the corpus was ingested with.
    */
   embedder?: Embedder;
+  /**
+   * Makes the query embedder from the model the corpus's vectors were made with (its stored
+   * `embedding_model`): how apps open a corpus when an embeddings endpoint is configured, so the
+   * queries use the corpus's own model whatever model the environment names. Ignored when
+   * `embedder` is given or the corpus has no vectors.
+   */
+  embedderFor?: (storedModel: string) => Embedder;
+  /**
+   * Told once when the corpus has vectors but no embedder can be had (no endpoint configured), so
+   * the ranking falls back to BM25: {@link BM25_ONLY_NOTICE}.
+   */
+  onNotice?: (message: string) => void;
   /** Length of search summaries in characters (default 1,000). */
   summaryChars?: number;
   /**
@@ -36,6 +48,9 @@ export interface CorpusSourceOptions {
    */
   ranking?: RankingMode;
 }
+
+/** What a corpus with vectors opened without an embeddings endpoint says (once, on open). */
+export const BM25_ONLY_NOTICE = "vectors stored but no embeddings endpoint; BM25 only";
 
 /** How passages are ranked: BM25 alone, or BM25 + vectors fused with reciprocal rank fusion. */
 export type RankingMode = "bm25" | "hybrid";
@@ -128,29 +143,31 @@ export class CorpusSource implements KnowledgeSource {
   static open(path: string, options: CorpusSourceOptions = {}): CorpusSource {
     const db = openCorpusDb(path, { readonly: true });
     const model = getMeta(db, "embedding_model");
-    if (options.embedder && model && options.embedder.model !== model) {
-      db.close();
-      throw new CodehopError(
-        ErrorCodes.CONFIG_INVALID,
-        `corpus ${path} was embedded with model "${model}" but queries would use "${options.embedder.model}"`,
+    const vectors = hasVectorTable(db);
+    let embedder = options.embedder;
+    if (!embedder && model && vectors && options.embedderFor) embedder = options.embedderFor(model);
+    if (!embedder && vectors && options.ranking !== "bm25") {
+      options.onNotice?.(
+        `corpus ${path}: ${BM25_ONLY_NOTICE} (set CODEHOP_EMBEDDINGS_BASE_URL to rank with its ${model ?? "stored"} vectors too)`,
       );
     }
-    if (options.ranking === "hybrid" && !(options.embedder && hasVectorTable(db))) {
+    if (embedder && model && embedder.model !== model) {
       db.close();
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        options.embedder
+        `corpus ${path} was embedded with model "${model}" but queries would use "${embedder.model}"`,
+      );
+    }
+    if (options.ranking === "hybrid" && !(embedder && vectors)) {
+      db.close();
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        embedder
           ? `hybrid ranking needs vectors, but corpus ${path} has none; ingest it with --embeddings`
           : "hybrid ranking needs an embeddings endpoint (CODEHOP_EMBEDDINGS_BASE_URL / CODEHOP_EMBEDDINGS_MODEL)",
       );
     }
-    return new CorpusSource(
-      db,
-      options.embedder,
-      options.summaryChars ?? 1000,
-      path,
-      options.ranking,
-    );
+    return new CorpusSource(db, embedder, options.summaryChars ?? 1000, path, options.ranking);
   }
 
   /** Document/passage/vector counts. */

@@ -5,7 +5,13 @@ export {
   knowledgeSourceOptionsFromEnv,
   type KnowledgeSourceOptions,
 } from "./open.ts";
-export { CorpusSource, type CorpusSourceOptions, type RankingMode } from "./corpus-source.ts";
+export { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "./endpoint.ts";
+export {
+  CorpusSource,
+  BM25_ONLY_NOTICE,
+  type CorpusSourceOptions,
+  type RankingMode,
+} from "./corpus-source.ts";
 export {
   WikipediaSource,
   DEFAULT_WIKIPEDIA_API,

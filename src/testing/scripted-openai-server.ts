@@ -133,6 +133,11 @@ export interface ScriptedServerOptions {
   /** Dimensions of /v1/embeddings vectors (default 64). */
   embeddingDims?: number;
   /**
+   * The embedding /v1/embeddings answers with (default: {@link hashedEmbedding}, a hashed bag of
+   * words of `embeddingDims`), e.g. a concept table's (src/testing/concept-embeddings.ts).
+   */
+  embed?: (text: string) => number[];
+  /**
    * Cut replies at the request's stop sequences, as OpenAI-compatible servers do (default true);
    * false plays a server or proxy that ignores them (what `codehop doctor` checks for).
    */
@@ -145,6 +150,8 @@ export class ScriptedOpenAIServer {
   readonly requests: LoggedRequest[] = [];
   /** Number of /v1/embeddings requests. */
   embeddingRequests = 0;
+  /** Every /v1/embeddings request: the model it named and how many texts it sent. */
+  readonly embeddingLog: { model: string; texts: number }[] = [];
   /** Base URL to give ChatOpenAI / OPENAI_BASE_URL, e.g. http://127.0.0.1:PORT/v1. */
   baseURL = "";
   responder: Responder;
@@ -158,6 +165,7 @@ export class ScriptedOpenAIServer {
     // forceCloseConnections: close() must not wait for idle keep-alive sockets of clients.
     this.app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024, forceCloseConnections: true });
     const dims = options.embeddingDims ?? 64;
+    const embed = options.embed ?? ((text: string) => hashedEmbedding(text, dims));
 
     this.app.get("/v1/models", async () => ({
       object: "list",
@@ -168,13 +176,14 @@ export class ScriptedOpenAIServer {
       this.embeddingRequests++;
       const body = (req.body ?? {}) as { input?: string | string[]; model?: string };
       const inputs = Array.isArray(body.input) ? body.input : [body.input ?? ""];
+      this.embeddingLog.push({ model: String(body.model ?? ""), texts: inputs.length });
       return {
         object: "list",
         model: body.model ?? "hashed-bow",
         data: inputs.map((text, index) => ({
           object: "embedding",
           index,
-          embedding: hashedEmbedding(String(text), dims),
+          embedding: embed(String(text)),
         })),
         usage: { prompt_tokens: 0, total_tokens: 0 },
       };
@@ -207,7 +216,7 @@ export class ScriptedOpenAIServer {
           .code(500)
           .send({ error: { message: `scripted responder failed: ${String(err)}` } });
       }
-      const meta = (scripted as any)?.[RULE_META] as { rule?: string; step?: number } | undefined;
+      const meta = replyRule(scripted);
       if (meta) Object.assign(log, meta);
       if (typeof scripted === "object" && scripted.delayMs) await sleep(scripted.delayMs);
       if (typeof scripted === "object" && "status" in scripted) {
@@ -317,6 +326,11 @@ export class ScriptedOpenAIServer {
 }
 
 const RULE_META = Symbol("codehop.scripted.rule");
+
+/** The rule and step a trajectory rule (or {@link namedReply}) tagged a reply with, for request logs. */
+export function replyRule(reply: ScriptedReply): { rule?: string; step?: number } | undefined {
+  return (reply as any)?.[RULE_META];
+}
 
 /**
  * A reply tagged with the name of what produced it, as trajectory rules tag theirs: the request

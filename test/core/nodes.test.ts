@@ -14,7 +14,7 @@ import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { makeActNode } from "../../src/nodes/act.ts";
 import { cleanFinalAnswer, makeFinalAnswerNode } from "../../src/nodes/final-answer.ts";
 import { actionFingerprint, makeObserveNode } from "../../src/nodes/observe.ts";
-import { makeWriteActionNode } from "../../src/nodes/write-action.ts";
+import { makePlanNode } from "../../src/nodes/plan.ts";
 import { makePlanningNode } from "../../src/nodes/planning.ts";
 import { defineTool } from "../../src/tools/define-tool.ts";
 
@@ -99,7 +99,7 @@ describe("plan node (the action writer)", () => {
     const model = new ScriptedChatModel([
       "Thought: add\nCode:\n```js\nfinal_answer(2 + 2)\n```<end_action>\nObservation: made up",
     ]);
-    const plan = makeWriteActionNode(runtime(model));
+    const plan = makePlanNode(runtime(model));
     const update = await plan(
       state({
         stepCount: 1,
@@ -124,7 +124,7 @@ describe("plan node (the action writer)", () => {
     );
     // Full history shows the action itself, as the model's turn closed with <end_action>.
     const fullModel = new ScriptedChatModel(["Thought: add\nCode:\n```js\nfinal_answer(4)\n```"]);
-    await makeWriteActionNode(runtime(fullModel, { historyPolicy: "full" }))(
+    await makePlanNode(runtime(fullModel, { historyPolicy: "full" }))(
       state({
         stepCount: 1,
         steps: [
@@ -149,9 +149,10 @@ describe("plan node (the action writer)", () => {
   });
 
   it("turns a reply without code into a pending format error, not a crash", async () => {
-    const update: any = await makeWriteActionNode(
-      runtime(new ScriptedChatModel(["The answer is 4."])),
-    )(state(), {});
+    const update: any = await makePlanNode(runtime(new ScriptedChatModel(["The answer is 4."])))(
+      state(),
+      {},
+    );
     expect(update.pending?.code).toBeNull();
     expect(update.pending?.parseError).toMatch(/No code found/);
   });

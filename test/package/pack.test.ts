@@ -1,14 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  copyFileSync,
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -20,6 +12,7 @@ import {
   trajectoryResponder,
 } from "../../src/testing/scripted-openai-server.ts";
 import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
+import { copySqliteAddon, linkNodeModules, lockEntries, offlineInstall } from "./scratch.ts";
 
 // What `npm install codehop` gives a user: the tarball `npm pack` makes (its `prepare` builds
 // dist/), installed into a new project, imported by name with plain Node and run as a CLI.
@@ -32,6 +25,8 @@ import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
 // is what this repository's .npmrc sets (see README, "Install the package").
 
 const run = promisify(execFile);
+/** The workspace package the codehop tarball bundles. */
+const SAVER = "@codehop/checkpoint-sqlite";
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-pack-"));
 const scratch = join(root, "scratch");
@@ -56,7 +51,12 @@ beforeAll(async () => {
     cpSync(join(repo, file), join(pkg, file));
   for (const dir of ["src", "bin", "prompts", "data", "examples", "test", "bench", "docs"])
     cpSync(join(repo, dir), join(pkg, dir), { recursive: true });
-  symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
+  // The workspace packages without their builds: the copy's `prepare` builds them.
+  cpSync(join(repo, "packages"), join(pkg, "packages"), {
+    recursive: true,
+    filter: (src) => !/[\\/](dist|node_modules)$/.test(src),
+  });
+  linkNodeModules(repo, pkg, [SAVER]);
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", root], {
     cwd: pkg,
     timeout: 240_000,
@@ -67,10 +67,14 @@ beforeAll(async () => {
   tarball = join(root, info.filename);
   packed = info.files.map((f: { path: string }) => f.path);
 
-  // The scratch project and its lock: the package itself plus the repository's runtime entries.
+  // The scratch project and its lock: the package itself (with the saver it bundles) plus the
+  // repository's runtime entries.
   mkdirSync(scratch);
   const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
   const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
+  const saverManifest = JSON.parse(
+    readFileSync(join(pkg, "packages/checkpoint-sqlite/package.json"), "utf8"),
+  );
   const spec = `file:${tarball}`;
   const packages: Record<string, unknown> = {
     "": { name: "scratch", dependencies: { codehop: spec } },
@@ -82,10 +86,18 @@ beforeAll(async () => {
       dependencies: manifest.dependencies,
       bin: manifest.bin,
       engines: manifest.engines,
+      bundleDependencies: manifest.bundleDependencies,
     },
+    [`node_modules/codehop/node_modules/${SAVER}`]: {
+      version: saverManifest.version,
+      inBundle: true,
+      license: saverManifest.license,
+      dependencies: saverManifest.dependencies,
+      peerDependencies: saverManifest.peerDependencies,
+      engines: saverManifest.engines,
+    },
+    ...lockEntries(lock),
   };
-  for (const [path, entry] of Object.entries(lock.packages as Record<string, any>))
-    if (path && !entry.dev && !entry.link) packages[path] = entry;
   writeFileSync(
     join(scratch, "package.json"),
     JSON.stringify({
@@ -99,27 +111,8 @@ beforeAll(async () => {
     join(scratch, "package-lock.json"),
     JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
   );
-  const cache = (await run("npm", ["config", "get", "cache"])).stdout.trim();
-  await run(
-    "npm",
-    [
-      "install",
-      "--offline",
-      "--cache",
-      cache,
-      "--ignore-scripts",
-      "--legacy-peer-deps",
-      "--no-audit",
-      "--no-fund",
-    ],
-    { cwd: scratch, timeout: 240_000 },
-  );
-  const addon = "node_modules/better-sqlite3/build/Release";
-  mkdirSync(join(scratch, addon), { recursive: true });
-  copyFileSync(
-    join(repo, addon, "better_sqlite3.node"),
-    join(scratch, addon, "better_sqlite3.node"),
-  );
+  await offlineInstall(scratch);
+  copySqliteAddon(repo, scratch);
 
   demo = await startDemoModelServer();
   examples = await ScriptedOpenAIServer.start({ responder: trajectoryResponder(exampleRules()) });
@@ -173,11 +166,22 @@ describe("the npm package", { timeout: 120_000 }, () => {
       "examples/ollama.mjs",
     ])
       expect(packed, file).toContain(file);
-    for (const dir of ["src/", "test/", "bench/", "docs/", "node_modules/"])
+    for (const dir of ["src/", "test/", "bench/", "docs/", "packages/"])
       expect(
         packed.filter((f) => f.startsWith(dir)),
         dir,
       ).toEqual([]);
+    // The one bundled dependency, the checkpointer's workspace package: its build, no sources.
+    const bundled = `node_modules/${SAVER}/`;
+    expect(packed).toContain(`${bundled}dist/index.js`);
+    expect(packed).toContain(`${bundled}dist/index.d.ts`);
+    expect(packed).toContain(`${bundled}package.json`);
+    expect(packed.filter((f) => f.startsWith("node_modules/") && !f.startsWith(bundled))).toEqual(
+      [],
+    );
+    expect(
+      packed.filter((f) => f.startsWith(bundled) && /\.ts$/.test(f) && !/\.d\.ts$/.test(f)),
+    ).toEqual([]);
   });
 
   it("declares what a registry page and npm need: files, repository, keywords, license, engines", async () => {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import * as vitest from "vitest";
 import { CodehopPostgresSaver } from "../../src/persistence/index.ts";
-import { checkpointValidation } from "../checkpoint-sqlite/validation-suite.ts";
+import { checkpointValidation } from "../../packages/checkpoint-sqlite/test/validation-suite.ts";
 import { freshSchema, postgresMissing, useTestCluster } from "./postgres-cluster.ts";
 
 // LangGraph's own conformance suite for checkpointers against the Postgres adapter's saver, each

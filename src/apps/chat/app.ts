@@ -119,7 +119,10 @@ export const chatApp: RunApp = {
   async openServices(config: AppConfig) {
     return {
       // The user's own machine: local paths and private addresses may be attached.
-      context: { chatFiles: new ChatFiles(config.home), chatAccess: LOCAL_USER_ACCESS },
+      context: {
+        chatFiles: new ChatFiles(config.home, { embeddings: config.embeddings }),
+        chatAccess: LOCAL_USER_ACCESS,
+      },
       close: async () => {},
     };
   },
@@ -207,7 +210,8 @@ export async function chat(
 export type ChatFilesOptions = Pick<RunOptions, "config">;
 
 function filesOf(options: ChatFilesOptions): ChatFiles {
-  return new ChatFiles(loadAppConfig(options.config).home);
+  const config = loadAppConfig(options.config);
+  return new ChatFiles(config.home, { embeddings: config.embeddings });
 }
 
 /**

@@ -20,7 +20,7 @@ import {
   threadIdOf,
   type ChatFilesDeps,
 } from "./conversation/context.ts";
-import { makeAttachNode } from "./nodes/attach.ts";
+import { makeAttachFilesNode } from "./nodes/attach-files.ts";
 import { makeRespondNode } from "./nodes/respond.ts";
 import { makeSummarizeNode, needsSummary } from "./nodes/summarize.ts";
 import { chatSettingsOf } from "./conversation/settings.ts";
@@ -113,7 +113,7 @@ export function createChatBuilder(options: ChatAgentOptions = {}) {
     input: ChatInput,
     context: ChatRunContextSchema as any,
   })
-    .addNode("attach_files", makeAttachNode(options))
+    .addNode("attach_files", makeAttachFilesNode(options))
     .addNode("summarize", makeSummarizeNode(CHAT_AGENT))
     .addNode("respond", makeRespondNode(agent, options), { subgraphs: [agent.graph as any] })
     .addEdge(START, "attach_files")

@@ -6,7 +6,7 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 import type { RunOptions, RunServices } from "../../runs/app.ts";
-import { wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
+import { loadAppConfig, wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
 import { configForStoredSource } from "./source-record.ts";
 
 declare module "../../core/run-context.ts" {
@@ -41,13 +41,21 @@ export interface KnowledgeSourceDeps {
 
 /**
  * Opens the knowledge source the configuration asks for: the local corpus DB when `corpus` is set
- * (CODEHOP_CORPUS / --corpus), online Wikipedia otherwise (pages cached under CODEHOP_HOME).
+ * (CODEHOP_CORPUS / --corpus), online Wikipedia otherwise (pages cached under CODEHOP_HOME);
+ * hybrid (BM25 + vectors) when the embeddings endpoint is configured. `onNotice` hears that a
+ * corpus with vectors is ranked with BM25 only for want of an endpoint (default: a process
+ * warning, once per corpus).
  */
-export async function openSourceFor(config: AppConfig): Promise<KnowledgeSource> {
+export async function openSourceFor(
+  config: AppConfig,
+  onNotice?: (message: string) => void,
+): Promise<KnowledgeSource> {
   return openKnowledgeSource({
     corpus: config.corpus,
     wikipediaApi: config.wikipediaApi,
     cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
+    embeddings: config.embeddings,
+    onNotice,
   });
 }
 
@@ -65,6 +73,7 @@ export async function openKnowledgeServices(
     return { context: { knowledgeSource: options.source }, close: async () => {} };
   const source = await openSourceFor(
     configForStoredSource(config, Boolean(options.config?.corpus), stored),
+    options.onWarning,
   );
   return { context: { knowledgeSource: source }, close: () => source.close() };
 }
@@ -123,7 +132,11 @@ export function sourceFromConfig(
     const corpus = resolve(context.corpus);
     let source = byCorpusPath.get(corpus);
     if (!source) {
-      source = lazySource(async () => openKnowledgeSource({ corpus }), "corpus");
+      // The operator's embeddings endpoint (environment) ranks a run's corpus hybrid too.
+      source = lazySource(
+        async () => openKnowledgeSource({ corpus, embeddings: loadAppConfig().embeddings }),
+        "corpus",
+      );
       byCorpusPath.set(corpus, source);
     }
     return source;

@@ -3,14 +3,18 @@ import { existsSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { ingestDocuments, removeDocument } from "../../../ingest/ingest.ts";
 import type { DocumentKind } from "../../../ingest/documents.ts";
-import { openCorpusDb } from "../../../store/corpus-db.ts";
+import { getMeta, hasVectorTable, openCorpusDb } from "../../../store/corpus-db.ts";
 import { CorpusSource } from "../../../store/corpus-source.ts";
+import { createEmbedder, type Embedder } from "../../../store/embeddings.ts";
+import type { EmbeddingsEndpoint } from "../../../store/endpoint.ts";
+import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import { ensureDir } from "../../../util/fs-safe.ts";
 
 /**
  * A conversation's files as a temporary knowledge base: one corpus DB per thread
  * (`<CODEHOP_HOME>/chat-files/<thread>.db`), written and searched with the corpus machinery every
- * knowledge source uses (src/ingest: section-aware chunking, FTS5 BM25; src/store). A file is one
+ * knowledge source uses (src/ingest: section-aware chunking, FTS5 BM25, and vectors when an
+ * embeddings endpoint is configured: then search is hybrid, as for a corpus; src/store). A file is one
  * document titled by its name; its passages keep the page (`p. 3`) or section they come from,
  * which is what answers cite.
  *
@@ -78,8 +82,35 @@ export class ChatFiles {
   /** Folder of the indexes. */
   readonly dir: string;
 
-  constructor(home: string) {
+  /**
+   * @param home the data directory (`<home>/chat-files/`).
+   * @param options.embeddings the configured embeddings endpoint: attached files are embedded too
+   *   and searched hybrid (BM25 + vectors, the index's own model); unset: BM25 only.
+   */
+  constructor(
+    home: string,
+    private readonly options: { embeddings?: EmbeddingsEndpoint } = {},
+  ) {
     this.dir = join(home, CHAT_FILES_DIR);
+  }
+
+  /**
+   * The embedder for a thread's index: the model its vectors were made with, else the endpoint's
+   * configured model; none without an endpoint (or a model).
+   */
+  private embedderFor(path: string): Embedder | undefined {
+    const endpoint = this.options.embeddings;
+    if (!endpoint) return undefined;
+    let model = endpoint.model;
+    if (existsSync(path)) {
+      const db = openCorpusDb(path, { readonly: true });
+      try {
+        if (hasVectorTable(db)) model = getMeta(db, "embedding_model") ?? model;
+      } finally {
+        db.close();
+      }
+    }
+    return model ? createEmbedder({ ...endpoint, model }) : undefined;
   }
 
   /**
@@ -120,7 +151,20 @@ export class ChatFiles {
     const metadata: Record<string, unknown> = { kind: doc.kind, addedAt };
     if (doc.pages !== undefined) metadata.pages = doc.pages;
     if (doc.truncated) metadata.truncated = true;
-    await ingestDocuments(path, [{ title: name, text: doc.text, source: doc.source, metadata }]);
+    const docs = [{ title: name, text: doc.text, source: doc.source, metadata }];
+    const embedder = this.embedderFor(path);
+    try {
+      await ingestDocuments(path, docs, { embedder });
+    } catch (err) {
+      // Vectors only sharpen search: a dead embeddings endpoint still leaves the file searchable
+      // (BM25). Embedding happens before anything is written, so nothing is half-stored.
+      if (
+        !embedder ||
+        !(CodehopError.isInstance(err) && err.code === ErrorCodes.SOURCE_UNAVAILABLE)
+      )
+        throw err;
+      await ingestDocuments(path, docs);
+    }
     this.touch(threadId);
     const added = this.list(threadId).find((f) => f.name === name);
     return added ?? { name, kind: doc.kind, source: doc.source, passages: 0, addedAt };
@@ -165,11 +209,17 @@ export class ChatFiles {
     return removed;
   }
 
-  /** The thread's passages best matching `query` (BM25 over text, section and file name). */
+  /**
+   * The thread's passages best matching `query` (BM25 over text, section and file name; fused
+   * with vector neighbours when the index has vectors and the endpoint is configured).
+   */
   async search(threadId: string, query: string, k = 5): Promise<FilePassage[]> {
     const path = this.pathFor(threadId);
     if (!existsSync(path)) return [];
-    const source = CorpusSource.open(path);
+    const endpoint = this.options.embeddings;
+    const source = CorpusSource.open(path, {
+      embedderFor: endpoint ? (model) => createEmbedder({ ...endpoint, model }) : undefined,
+    });
     try {
       const passages = await source.searchPassages(query, { k });
       this.touch(threadId);

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { expect, it } from "vitest";
-import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "../src/index.ts";
 
 const text = (i: number) =>
   `observation ${i}: ${"the quick brown fox jumps over the lazy dog ".repeat(40)}`;

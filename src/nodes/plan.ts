@@ -7,14 +7,14 @@ import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
 
 /**
- * The action writer — node id "plan" (kept so threads checkpointed by earlier versions resume):
+ * The `plan` node, the action writer (its id is the one earlier versions checkpointed):
  * builds the prompt from the record (promptMessages: system, task, the trajectory under the
  * agent's history policy), calls the model with the stop sequences and parses the reply into
  * thought + code for the act node, and tells the sandbox the action is coming (prepareSandbox: its
  * process starts while the model thinks). Writes nothing when the model call fails
  * (CODEHOP_MODEL_ENDPOINT_FAILED), so the thread resumes at this node.
  */
-export function makeWriteActionNode(rt: AgentRuntime) {
+export function makePlanNode(rt: AgentRuntime) {
   return async function writeAction(
     state: AgentState,
     config: LangGraphRunnableConfig,

@@ -10,7 +10,7 @@ import { crc32, inflateRawSync } from "node:zlib";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import Database from "better-sqlite3";
 import { expect, it } from "vitest";
-import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "../src/index.ts";
 
 interface Row {
   ns_id: number;

@@ -22,7 +22,7 @@ function uploadsOf(config: LangGraphRunnableConfig): UploadReader | undefined {
  * the agent tells the user about; the round goes on. Re-running it (a resumed round) is harmless:
  * a file attached again from the same place replaces itself.
  */
-export function makeAttachNode(deps: ChatFilesDeps) {
+export function makeAttachFilesNode(deps: ChatFilesDeps) {
   return async function attach(
     state: ChatStateValue,
     config: LangGraphRunnableConfig,

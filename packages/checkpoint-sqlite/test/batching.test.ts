@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { expect, it } from "vitest";
-import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "../src/index.ts";
 
 function checkpoint(id: string, value: string) {
   return {

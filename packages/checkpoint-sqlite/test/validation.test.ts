@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { IncrementalSqliteSaver } from "../../src/checkpoint-sqlite/index.ts";
+import { IncrementalSqliteSaver } from "../src/index.ts";
 import { checkpointValidation } from "./validation-suite.ts";
 
 // LangGraph's own conformance suite for checkpointers on IncrementalSqliteSaver.

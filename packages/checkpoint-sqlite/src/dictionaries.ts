@@ -1,0 +1,301 @@
+/**
+ * Rows deflated with other rows as their dictionary: a task's writes row against the thread's
+ * latest rows of earlier checkpoints (they repeat the model reply and the action output written
+ * before), and a delta checkpoint record against its nearest ancestors' records. Each such row
+ * names its dictionary rows and carries the dictionary's CRC-32, so a dictionary row that changed
+ * since is a clear error, never a misread; a row about to change releases its dependents first.
+ */
+import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
+import { unpackWrites, type StoredWrite } from "./codec.ts";
+import type { SaverContext } from "./context.ts";
+import { Lru } from "./lru.ts";
+import {
+  T_NAMESPACES,
+  T_WRITES,
+  ZIP_DICTIONARY,
+  ZIP_ROWID_DICTIONARY,
+  type WritesRow,
+} from "./schema.ts";
+
+/** Plain rows of a thread kept in memory as dictionary candidates for the rows after them. */
+const DICTIONARY_ROWS = 3;
+/** Deflate's window: a dictionary longer than this contributes only its end. */
+const DICTIONARY_BYTES = 32 * 1024;
+/** A row is stored with a dictionary only when that makes it at most this share of plain deflate. */
+const DICTIONARY_GAIN = 0.8;
+
+/** A writes row stored plain (or deflated without a dictionary): usable as a dictionary. */
+interface PlainWritesRow {
+  nsId: number;
+  checkpointId: string;
+  taskId: string;
+  rowid: number;
+  raw: Buffer;
+}
+
+/**
+ * Header of a writes row of format {@link ZIP_DICTIONARY}: the rows whose raw bytes, concatenated
+ * (the last DICTIONARY_BYTES), are the dictionary, and their CRC-32 (a dictionary row that changed
+ * since is a clear error, never a silent misread).
+ */
+interface DictionaryHeader {
+  rows: Array<[checkpointId: string, taskId: string]>;
+  crc: number;
+}
+
+/** The header of a {@link ZIP_ROWID_DICTIONARY} row: its dictionary rows, CRC and data offset. */
+function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number } {
+  const n = data.readUInt8(0);
+  const rowids: number[] = [];
+  for (let i = 0; i < n; i++) rowids.push(data.readUIntLE(1 + 6 * i, 6));
+  return { rowids, crc: data.readUInt32LE(1 + 6 * n), at: 5 + 6 * n };
+}
+
+function dictionaryOf(raws: readonly Buffer[]): Buffer {
+  const all = Buffer.concat(raws);
+  return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
+// ------------------------------------------------------------------------------------------
+// Checkpoint records against their ancestors' records (zip ZIP_RECORD_ANCESTORS)
+
+/** A record deflated with its ancestors' records (oldest first) as dictionary, with its header. */
+export function deflateRecord(raw: Buffer, ancestorsOldestFirst: readonly Buffer[]): Buffer {
+  const dictionary = Buffer.concat(ancestorsOldestFirst);
+  const packed = deflateRawSync(raw, { dictionary });
+  const head = Buffer.alloc(5);
+  head.writeUInt8(ancestorsOldestFirst.length, 0);
+  head.writeUInt32LE(crc32(dictionary), 1);
+  return Buffer.concat([head, packed]);
+}
+
+/** How many ancestors' records a record deflated with them needs. */
+export function recordAncestorCount(data: Buffer): number {
+  return data.readUInt8(0);
+}
+
+/** A record deflated with its ancestors' records (oldest first), inflated. */
+export function inflateRecord(
+  data: Buffer,
+  ancestorsOldestFirst: readonly Buffer[],
+  checkpointId: string,
+): Buffer {
+  const dictionary = Buffer.concat(ancestorsOldestFirst);
+  if (crc32(dictionary) !== data.readUInt32LE(1))
+    throw new Error(
+      `IncrementalSqliteSaver: checkpoint ${checkpointId} is stored against a checkpoint that changed since`,
+    );
+  return inflateRawSync(data.subarray(5), { dictionary });
+}
+
+// ------------------------------------------------------------------------------------------
+// Task writes rows
+
+/**
+ * The writes rows of tasks: the ones queued and not written yet, reading a row (inflated, with its
+ * dictionary rows when it has some), and choosing how a row is stored.
+ */
+export class WriteRows {
+  /** Task writes not written yet, by namespace id, checkpoint id and task id. */
+  readonly pending = new Map<string, StoredWrite[]>();
+  /** The latest plain writes rows of each thread written by this process (dictionary candidates). */
+  private readonly plainRows = new Lru<string, PlainWritesRow[]>(64);
+  /** Raw bytes of writes rows read as dictionaries, by namespace, checkpoint and task id (or `#rowid`). */
+  private readonly rawRows = new Lru<string, Buffer>(64);
+  /** Dictionaries of format-3 writes rows and their CRC-32, by the rowids that make them. */
+  private readonly dictionaries = new Lru<string, { dictionary: Buffer; crc: number }>(16);
+
+  constructor(
+    private readonly ctx: SaverContext,
+    private readonly compressAbove: number,
+  ) {}
+
+  /** A task's stored writes (sorted by index), or undefined when it has none. */
+  taskWrites(nsId: number, checkpointId: string, taskId: string): StoredWrite[] | undefined {
+    const queued = this.pending.get(`${nsId}\u0000${checkpointId}\u0000${taskId}`);
+    if (queued) return queued;
+    const row = this.ctx.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
+    return row ? this.unpackRow(nsId, row) : undefined;
+  }
+
+  unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
+    return unpackWrites(this.rawOf(nsId, row)).sort((a, b) => a.idx - b.idx);
+  }
+
+  /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
+  rawOf(nsId: number, row: WritesRow): Buffer {
+    if (row.zip === 0) return row.writes;
+    if (row.zip === ZIP_ROWID_DICTIONARY) {
+      const { rowids, crc, at } = rowidHeader(row.writes);
+      // (Rows of a stretch of steps share their dictionary rows: built and checked once.)
+      const key = rowids.join(",");
+      const build = () => {
+        const dictionary = dictionaryOf(rowids.map((rowid) => this.rawOfRowid(nsId, rowid)));
+        const built = { dictionary, crc: crc32(dictionary) };
+        this.dictionaries.set(key, built);
+        return built;
+      };
+      let known = this.dictionaries.get(key) ?? build();
+      if (known.crc !== crc) {
+        // Rows this saver cached may have been rewritten or renumbered by another connection to
+        // the file (a deleted thread's row ids reused): read them again before giving up.
+        this.forgetRawRows((k) => rowids.some((rowid) => k === `#${rowid}`));
+        known = build();
+      }
+      if (known.crc !== crc)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+      return inflateRawSync(row.writes.subarray(at), { dictionary: known.dictionary });
+    }
+    if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
+    const headerLength = row.writes.readUInt32LE(0);
+    const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
+    const raws = header.rows.map(([checkpointId, taskId]) => {
+      const key = `${nsId}\u0000${checkpointId}\u0000${taskId}`;
+      const cached = this.rawRows.get(key);
+      if (cached) return cached;
+      const base = this.ctx.s.getTaskWrites.get(nsId, checkpointId, taskId) as
+        WritesRow | undefined;
+      if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
+        throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+      const raw = this.rawOf(nsId, base);
+      this.rawRows.set(key, raw);
+      return raw;
+    });
+    const dictionary = dictionaryOf(raws);
+    if (crc32(dictionary) !== header.crc)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
+    return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
+  }
+
+  /** Forgets the raw bytes of the writes rows `which` selects (and every dictionary built). */
+  forgetRawRows(which: (key: string) => boolean): void {
+    this.rawRows.deleteWhere(which);
+    this.dictionaries.deleteWhere(() => true);
+  }
+
+  /**
+   * After a failed commit: the rolled-back rows were offered as dictionaries while the batch was
+   * packed (a later row deflated against one of them could never be read), and their rowids are
+   * given out again. Forgets every candidate and every raw row.
+   */
+  forgetAll(): void {
+    this.plainRows.deleteWhere(() => true);
+    this.forgetRawRows(() => true);
+  }
+
+  /** Forgets what is known of a deleted thread's rows (its namespaces' ids are `nsIds`). */
+  forgetThread(thread: string, nsIds: readonly number[]): void {
+    for (const nsId of nsIds) this.forgetRawRows((key) => key.startsWith(`${nsId}\u0000`));
+    this.plainRows.deleteWhere((key) => key === thread);
+    this.forgetRawRows((key) => key.startsWith("#"));
+  }
+
+  /** The raw bytes of the writes row `rowid` (a dictionary row: stored without a dictionary). */
+  private rawOfRowid(nsId: number, rowid: number): Buffer {
+    const key = `#${rowid}`;
+    const cached = this.rawRows.get(key);
+    if (cached) return cached;
+    const base = this.ctx.s.getWritesByRowid.get(rowid) as WritesRow | undefined;
+    if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
+      throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+    const raw = this.rawOf(nsId, base);
+    this.rawRows.set(key, raw);
+    return raw;
+  }
+
+  /**
+   * A task's packed writes as stored: deflated with the thread's latest plain rows of earlier
+   * checkpoints (any namespace: a sub-agent's rows repeat what its caller wrote) as dictionary when
+   * that is clearly smaller (a step's record repeats much of what the steps before it wrote: the
+   * model's reply, the action's output), else deflated (or plain). Only plain rows serve as
+   * dictionaries, so a read needs at most the rows named in the header. `candidate` is true when
+   * the row is stored without a dictionary (the caller offers it once it has its rowid).
+   */
+  packForStorage(
+    thread: string,
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): { zip: number; data: Buffer; candidate: boolean } {
+    let zip = 0;
+    let data = packed;
+    // (A row written again replaces what this process knew of it.)
+    const plain = (this.plainRows.get(thread) ?? []).filter(
+      (r) => !(r.nsId === nsId && r.checkpointId === checkpointId && r.taskId === taskId),
+    );
+    this.plainRows.set(thread, plain);
+    if (packed.length >= this.compressAbove) {
+      const zipped = deflateRawSync(packed);
+      if (zipped.length < packed.length) [zip, data] = [1, zipped];
+      const candidates = plain.filter((r) => !(r.nsId === nsId && r.checkpointId === checkpointId));
+      if (candidates.length) {
+        const dictionary = dictionaryOf(candidates.map((r) => r.raw));
+        const header = Buffer.alloc(5 + 6 * candidates.length);
+        header.writeUInt8(candidates.length, 0);
+        candidates.forEach((r, i) => header.writeUIntLE(r.rowid, 1 + 6 * i, 6));
+        header.writeUInt32LE(crc32(dictionary), 1 + 6 * candidates.length);
+        const withDictionary = deflateRawSync(packed, { dictionary });
+        if (header.length + withDictionary.length < DICTIONARY_GAIN * data.length)
+          return {
+            zip: ZIP_ROWID_DICTIONARY,
+            data: Buffer.concat([header, withDictionary]),
+            candidate: false,
+          };
+      }
+    }
+    return { zip, data, candidate: true };
+  }
+
+  /** Offers a row just stored without a dictionary as a dictionary for the thread's next rows. */
+  offerDictionary(thread: string, row: PlainWritesRow): void {
+    const plain = this.plainRows.get(thread) ?? [];
+    plain.push(row);
+    this.plainRows.set(thread, plain.slice(-DICTIONARY_ROWS));
+  }
+
+  /**
+   * Before the writes row of a task is stored again with other bytes: the rows of its thread that
+   * were deflated with it as (part of) their dictionary are stored again without one, so none
+   * becomes unreadable (a task's row changes when it adds writes after its first ones).
+   */
+  releaseDependents(
+    thread: string,
+    nsId: number,
+    checkpointId: string,
+    taskId: string,
+    packed: Buffer,
+  ): void {
+    const s = this.ctx.s;
+    const old = s.getTaskWritesRow.get(nsId, checkpointId, taskId) as
+      (WritesRow & { rowid: number }) | undefined;
+    if (!old || old.zip === ZIP_DICTIONARY || old.zip === ZIP_ROWID_DICTIONARY) return;
+    if (this.rawOf(nsId, old).equals(packed)) return;
+    const dependents = this.ctx.db
+      .prepare(
+        `SELECT w.row_id AS rowid, w.ns_id, w.task_id, w.task_path, w.zip, w.writes FROM ${T_WRITES} w
+         JOIN ${T_NAMESPACES} n ON n.ns_id = w.ns_id
+         WHERE n.thread_id = ? AND w.zip IN (${ZIP_DICTIONARY}, ${ZIP_ROWID_DICTIONARY})`,
+      )
+      .all(thread) as Array<WritesRow & { rowid: number; ns_id: number }>;
+    for (const d of dependents) {
+      const uses =
+        d.zip === ZIP_ROWID_DICTIONARY
+          ? rowidHeader(d.writes).rowids.includes(old.rowid)
+          : d.ns_id === nsId &&
+            (
+              JSON.parse(
+                d.writes.toString("utf8", 4, 4 + d.writes.readUInt32LE(0)),
+              ) as DictionaryHeader
+            ).rows.some(([c, t]) => c === checkpointId && t === taskId);
+      if (!uses) continue;
+      const raw = this.rawOf(d.ns_id, d);
+      const zipped = deflateRawSync(raw);
+      const smaller = zipped.length < raw.length;
+      s.setWritesZip.run(smaller ? 1 : 0, smaller ? zipped : raw, d.rowid);
+    }
+    this.forgetRawRows(
+      (k) => k === `#${old.rowid}` || k === `${nsId}\u0000${checkpointId}\u0000${taskId}`,
+    );
+  }
+}

@@ -1,0 +1,5 @@
+/**
+ * @codehop/checkpoint-sqlite: IncrementalSqliteSaver, a LangGraph.js checkpointer for SQLite whose
+ * storage grows linearly with the steps of a thread (see README.md).
+ */
+export { IncrementalSqliteSaver, type IncrementalSqliteSaverOptions } from "./saver.ts";
