@@ -133,7 +133,7 @@ describe("a compromised child gets one outcome recorded per action, and nothing 
     );
   /** Resolves once the pool has no process left (the child was killed), or rejects after 5 s. */
   async function processGone(): Promise<void> {
-    for (const started = Date.now(); pool.size > 0; ) {
+    for (const started = Date.now(); pool.size > 0;) {
       if (Date.now() - started > 5_000) throw new Error(`still ${pool.size} process(es)`);
       await new Promise((r) => setTimeout(r, 10));
     }
