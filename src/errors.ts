@@ -24,6 +24,11 @@ export const ErrorCodes = {
   DB_INVALID: "CODEHOP_DB_INVALID",
   /** Input data (dataset, corpus file) is unreadable as a whole (single bad records are skipped). */
   INPUT_INVALID: "CODEHOP_INPUT_INVALID",
+  /**
+   * A file went past a reader limit (inflated bytes, archive entries, compression ratio, XML depth or
+   * entities, pages, time, memory): the message names the file, the limit and how to raise it.
+   */
+  INPUT_LIMIT: "CODEHOP_INPUT_LIMIT",
   /** A run was stopped by the user (Ctrl-C / abort signal); its thread is resumable. */
   RUN_INTERRUPTED: "CODEHOP_RUN_INTERRUPTED",
   /** The knowledge source (Wikipedia API) failed after retries. */
@@ -61,6 +66,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.DB_INVALID]: { fatalInTool: true },
   // Bad input data (a file, a dataset) a tool was given: the model can pick another.
   [ErrorCodes.INPUT_INVALID]: { fatalInTool: false },
+  // A hostile or oversized file: the model can skip it or ask for another.
+  [ErrorCodes.INPUT_LIMIT]: { fatalInTool: false },
   // The run's own abort ends it; inside a tool it is the cut-short call's error (never journaled).
   [ErrorCodes.RUN_INTERRUPTED]: { fatalInTool: false },
   // The knowledge source also uses it for rejected queries, which the model can fix.
