@@ -175,7 +175,7 @@ export function fromStoredInline(
 export const INLINE_BELOW = 128;
 export const INLINE_RAW_MAX = 1024;
 
-/** Stored bytes whose inflating failed, remembered by where and content (a bomb costs its bound once). */
+/** Stored bytes whose inflating failed, remembered by content (a bomb costs its bound once). */
 const FAILED_INFLATES = 64;
 
 /**
@@ -185,7 +185,11 @@ const FAILED_INFLATES = 64;
  * {@link CheckpointCorruptError}.
  */
 export class Codec {
-  private readonly failed = new Lru<string, CheckpointCorruptError>(FAILED_INFLATES);
+  /**
+   * Failed inflates by stored length, then row and CRC-32 of the bytes and dictionary (only bytes
+   * of a length that failed before are hashed: a good read pays nothing for this).
+   */
+  private readonly failed = new Lru<number, Map<string, CheckpointCorruptError>>(FAILED_INFLATES);
 
   constructor(
     private readonly serde: () => SerializerProtocol,
@@ -200,13 +204,16 @@ export class Codec {
 
   /** Stored deflate data inflated, bounded (see `inflateBounded`); a failure is remembered. */
   inflate(data: Buffer, source: Source, dictionary?: Buffer): Buffer {
-    const key = `${source.table}\u0000${source.row()}\u0000${data.length}\u0000${crc32(data)}`;
-    const known = this.failed.get(key);
+    const sameLength = this.failed.get(data.length);
+    const key = () =>
+      `${source.table}\u0000${source.row()}\u0000${crc32(data)}\u0000${dictionary ? crc32(dictionary) : ""}`;
+    const known = sameLength?.get(key());
     if (known) throw known;
     try {
       return inflateBounded(data, this.maxInflateBytes, source, dictionary);
     } catch (err) {
-      if (CheckpointCorruptError.isInstance(err)) this.failed.set(key, err);
+      if (CheckpointCorruptError.isInstance(err))
+        this.failed.set(data.length, (sameLength ?? new Map()).set(key(), err));
       throw err;
     }
   }
