@@ -33,6 +33,8 @@ import {
   failedVerification,
   passagesReadIn,
   verifyAnswer,
+  hasNoSupport,
+  NO_SUPPORT_ANSWER,
 } from "./verify.ts";
 import { qaRecording } from "./recording.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
@@ -68,6 +70,23 @@ export interface VerifiedAskResult extends AskResult {
   citations: Citation[];
   /** Claim by claim: supported or not, by which citations; figures and the verifier's usage. */
   verification: AnswerVerification;
+  /**
+   * When no passage supports any claim of the model's answer: that answer, kept here, labelled;
+   * `answer` then says that nothing supports one ({@link NO_SUPPORT_ANSWER}).
+   */
+  unsupported_answer?: string;
+}
+
+/**
+ * A result with its verification; the model's answer is withheld (moved to `unsupported_answer`)
+ * when no passage supports any of its claims, so it is never printed as a finding.
+ */
+function verified(
+  result: AskResult,
+  outcome: Pick<VerifiedAskResult, "citations" | "verification">,
+): VerifiedAskResult {
+  if (!hasNoSupport(outcome.verification)) return { ...result, ...outcome };
+  return { ...result, ...outcome, answer: NO_SUPPORT_ANSWER, unsupported_answer: result.answer };
 }
 
 /**
@@ -87,7 +106,7 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   const result = await startRun(qaApp, question, start);
   // A run paused for an approval has no answer yet: nothing to verify.
   if (!verify || result.approval) return result;
-  return { ...result, ...(await verifyResult(result, start)) };
+  return verified(result, await verifyResult(result, start));
 }
 
 /** Name of the thread record holding the answer's latest verification (src/core/journal.ts). */
@@ -186,7 +205,7 @@ export async function withVerification(
   options: RunOptions = {},
 ): Promise<AskResult> {
   if (result.approval || !result.answer) return result;
-  return { ...result, ...(await verifyResult(result, options)) };
+  return verified(result, await verifyResult(result, options));
 }
 
 /** The latest verification recorded with a thread (`ask --verify`, `resume --verify`), if any. */

@@ -82,6 +82,26 @@ export function passagesReadIn(
   return reads;
 }
 
+/**
+ * What `ask --verify` answers when no passage supports the model's answer: the model's text is not
+ * given as a finding (it stays in the result as `unsupported_answer`, labelled as such).
+ */
+export const NO_SUPPORT_ANSWER =
+  "No supporting passage was found for this question, so no answer is given: the model's answer is not supported by any source passage.";
+
+/**
+ * True when a verification found no support at all: it was verified (not "failed") and none of the
+ * answer's claims is supported or corrected by a passage — including claims left unverified because
+ * the run read nothing.
+ */
+export function hasNoSupport(verification: AnswerVerification): boolean {
+  return (
+    verification.status === "verified" &&
+    verification.claims.length > 0 &&
+    !verification.claims.some((c) => c.supported || c.verdict === "fixed")
+  );
+}
+
 /** The verification of an answer the verifier could not check, saying why. */
 export function failedVerification(error: string): AnswerVerification {
   return {

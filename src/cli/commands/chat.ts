@@ -6,7 +6,6 @@ import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
 import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
-import { chatRoundView } from "../chat-view.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
 
 /** Flags of `codehop chat`. */
@@ -66,6 +65,8 @@ export default function chatCommand(): Command {
     .option("--json", "print one JSON object per round instead of the reply")
     .option("-q, --quiet", "no live tree of the agent's steps")
     .action(async (flags: ChatFlags) => {
+      // The live tree's renderer loads when a conversation starts, not with `--help`.
+      const { chatRoundView } = await import("../chat-view.ts");
       const config = configFromFlags(flags) ?? {};
       const resolved = loadAppConfig(config);
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);

@@ -119,14 +119,8 @@ export default function demoCommand(): Command {
             if (name === RESEARCH_DEMO) {
               if (!flags.json) process.stderr.write(`Research topic: ${DEMO_RESEARCH.topic}\n`);
               const { research } = await import("../../apps/research/app.ts");
-              const { printResearchResult } = await import("../research-output.ts");
-              await runInTerminal(
-                flags,
-                "codehop demo (research)",
-                (options) =>
-                  research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
-                undefined,
-                printResearchResult,
+              await runInTerminal(flags, "codehop demo (research)", (options) =>
+                research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
               );
               continue;
             }

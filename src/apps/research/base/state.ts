@@ -70,7 +70,7 @@ export const ResearchState = Annotation.Root({
   agent: last<string>(() => ""),
   /** The topic as the task shown in trees (start). */
   task: last<string>(() => ""),
-  /** The report's title: the planner's final answer when it is a short line, else the topic (research). */
+  /** The report's title: the planner's final answer when it is a short line, else the topic (research); the topic when the report has no finding (report). */
   title: last<string>(() => ""),
   /** Planner actions (research): what a run result reports as `steps`. */
   stepCount: last<number>(() => 0),

@@ -47,13 +47,15 @@ export function makeInvestigateNode(researcher: CodeAgent) {
           stage: `read ${read.length} passage(s) from ${pages} page(s)`,
         };
       }
+      // What the researcher said without reading anything is its own memory, not a finding: it
+      // goes nowhere (not into the reason, the report's gaps or the planner's notes).
       const failure =
         out.status === "final_answer"
-          ? `the researcher read no passage (it answered: "${oneLine(findings)}")`
+          ? "the researcher read no passage"
           : `the researcher read no passage and stopped (${out.status})`;
       return {
         agent: QUESTION_GRAPH,
-        findings,
+        findings: "",
         read: [],
         failure,
         usage: out.usage ?? {},

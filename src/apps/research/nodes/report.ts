@@ -48,6 +48,7 @@ export function makeReportNode(deps: KnowledgeSourceDeps) {
     }
     return {
       answer: assembled.markdown,
+      title: assembled.title,
       citations: assembled.citations,
       ...(verification ? { verification: { ...verification, claims } } : {}),
       sources: [...documents.values()],

@@ -26,6 +26,8 @@ export interface AssembledReport {
   renumber: Map<number, number>;
   /** True when there is no finding at all (nothing relevant was found). */
   empty: boolean;
+  /** The report's title: the planner's, or the topic itself when there is no finding. */
+  title: string;
 }
 
 /** Why sub-questions left gaps in the report, one line each. */
@@ -88,8 +90,10 @@ export function assembleReport(parts: ReportParts): AssembledReport {
     .map((s) => ({ ...s, text: renumberCitations(s.text, (n) => renumber.get(n)) }))
     .filter((s) => s.text);
   const gaps = gapLines(parts.questions, body);
-  const lines = [`# ${parts.title}`, ""];
   const empty = !body.some((s) => s.heading);
+  // The planner's title is model text too: a report with no finding is titled by its topic.
+  const title = empty ? parts.topic : parts.title;
+  const lines = [`# ${title}`, ""];
   if (empty) {
     const drafted = parts.sections.some((s) => s.heading);
     lines.push(
@@ -101,7 +105,13 @@ export function assembleReport(parts: ReportParts): AssembledReport {
       "",
     );
     if (parts.questions.length) lines.push("Sub-questions researched:", "", ...gaps, "");
-    return { markdown: `${lines.join("\n").trim()}\n`, citations: [], renumber: new Map(), empty };
+    return {
+      markdown: `${lines.join("\n").trim()}\n`,
+      citations: [],
+      renumber: new Map(),
+      empty,
+      title,
+    };
   }
   for (const s of body) {
     if (s.heading) lines.push(`## ${s.heading}`, "");
@@ -113,5 +123,5 @@ export function assembleReport(parts: ReportParts): AssembledReport {
   );
   lines.push("## References", "", ...citations.map(referenceLine), "");
   if (parts.verification) lines.push("---", "", verificationLine(parts.verification), "");
-  return { markdown: `${lines.join("\n").trim()}\n`, citations, renumber, empty };
+  return { markdown: `${lines.join("\n").trim()}\n`, citations, renumber, empty, title };
 }
