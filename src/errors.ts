@@ -37,6 +37,12 @@ export const ErrorCodes = {
   EVAL_TOO_MANY_ERRORS: "CODEHOP_EVAL_TOO_MANY_ERRORS",
   /** An MCP server could not be started or did not list its tools (src/tools/mcp.ts). */
   MCP_SERVER_FAILED: "CODEHOP_MCP_SERVER_FAILED",
+  /**
+   * A client of a served graph set a run-context key only the operator may set (an endpoint, a
+   * path, a key ...), an unknown key, or a value outside what the operator allows
+   * (src/core/client-settings.ts).
+   */
+  CLIENT_SETTING_REFUSED: "CODEHOP_CLIENT_SETTING_REFUSED",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -76,6 +82,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.EVAL_TOO_MANY_ERRORS]: { fatalInTool: false },
   // Raised when a run opens its servers; a server gone during a call is that call's error.
   [ErrorCodes.MCP_SERVER_FAILED]: { fatalInTool: false },
+  // Checked before a run starts, never inside one.
+  [ErrorCodes.CLIENT_SETTING_REFUSED]: { fatalInTool: true },
 };
 
 /** True when `err` is a CodehopError whose code stops a run if raised inside a tool. */

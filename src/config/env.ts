@@ -51,6 +51,11 @@ export interface CodehopEnv {
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
   agentModels: Record<string, string>;
+  /**
+   * Model names a client of a served graph (`codehop serve`, Studio's server) may choose in its run
+   * context (CODEHOP_CLIENT_MODELS, comma-separated; unset: none, the operator's models only).
+   */
+  clientModels: string[];
   /** Data directory for checkpoints, caches and journals (CODEHOP_HOME, default ".codehop"). */
   home: string;
   /** Postgres URL (CODEHOP_DATABASE_URL): checkpoints, journal, threads and the run queue there instead of SQLite. */
@@ -262,6 +267,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     otelServiceName: nonEmpty(env.OTEL_SERVICE_NAME),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
+    clientModels: (env.CODEHOP_CLIENT_MODELS ?? "")
+      .split(",")
+      .map((m) => m.trim())
+      .filter(Boolean),
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
     corpus: nonEmpty(env.CODEHOP_CORPUS),
     databaseUrl: nonEmpty(env.CODEHOP_DATABASE_URL),
