@@ -33,7 +33,6 @@ import { FORMAT_HINT, type IngestDocument, type ReaderItem } from "./types.ts";
  */
 export type IngestFormat = "jsonl" | "folder" | "mediawiki-xml" | "document";
 
-
 /** A streaming reader over one input, with progress for a progress bar. */
 export interface DocumentReader {
   readonly format: IngestFormat;
@@ -96,12 +95,17 @@ function checkLooksLikeXml(path: string, bzip2: boolean): void {
   const name = basename(path);
   let what: string | undefined;
   if (bytes.toString("latin1", 0, 5) === "%PDF-") what = "a PDF";
-  else if (bytes.toString("latin1", 0, 4) === "PK\x03\x04") what = "a ZIP archive (or an office document)";
+  else if (bytes.toString("latin1", 0, 4) === "PK\x03\x04")
+    what = "a ZIP archive (or an office document)";
   else if (looksBinary(bytes) && !/^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2)))
     what = "binary data";
   else {
-    const text = bytes.toString("latin1").replace(/^\xef\xbb\xbf/, "").replace(/\0/g, "");
-    if (text.trim() && !text.trimStart().startsWith("<")) what = "not XML (it does not start with <)";
+    const text = bytes
+      .toString("latin1")
+      .replace(/^\xef\xbb\xbf/, "")
+      .replace(/\0/g, "");
+    if (text.trim() && !text.trimStart().startsWith("<"))
+      what = "not XML (it does not start with <)";
   }
   if (what) {
     throw new CodehopError(
@@ -302,7 +306,10 @@ async function readDocumentFile(
     if (options.signal?.aborted) throw err;
     if (!isInputError(err) && !(err as NodeJS.ErrnoException).code?.startsWith("E")) throw err;
     // The reader's message starts with the file name; the report already names it.
-    const reason = (err as Error).message.replace(new RegExp(`^${escapeRegExp(basename(file))}:? `), "");
+    const reason = (err as Error).message.replace(
+      new RegExp(`^${escapeRegExp(basename(file))}:? `),
+      "",
+    );
     return { kind: "skip", where: rel, reason };
   }
 }
