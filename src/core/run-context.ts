@@ -6,6 +6,7 @@ import type { CallJournal } from "./journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { UploadReader } from "./uploads.ts";
 import type { UsageByAgent } from "./usage.ts";
+import type { MemorySettings } from "./memory.ts";
 
 /** Endpoint and sampling settings; each falls back to its environment variable. */
 export interface ModelSettings {
@@ -70,6 +71,16 @@ export interface RunContext {
    * what reference blocks (`upload: "sha256:..."`) in the input's messages are read from.
    */
   uploads?: UploadReader;
+  /**
+   * Long-term memory of the run (src/core/memory.ts): memory tools for the root agent, the chat
+   * app's recall, reflection lessons, and the user of runs without an authenticated one.
+   */
+  memory?: MemorySettings;
+  /**
+   * Lessons from earlier attempts at similar tasks (the reflection step recalled them): shown to
+   * the run's root agent after its task.
+   */
+  lessons?: readonly string[];
 }
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null;
@@ -105,6 +116,16 @@ export const RunContextSchema = z.looseObject({
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  memory: z
+    .looseObject({
+      tools: z.boolean().optional(),
+      recall: z.boolean().optional(),
+      reflection: z.boolean().optional(),
+      user: z.string().optional(),
+    })
+    .optional()
+    .describe("long-term memory: tools, chat recall, reflection lessons, the run's user"),
+  lessons: z.array(z.string()).optional().describe("lessons recalled for this run's task"),
   uploads: z
     .custom<UploadReader>(
       (v) => isObject(v) && typeof (v as UploadReader).get === "function",
