@@ -3,7 +3,9 @@ import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
 import { renderPrompt } from "../prompts/render.ts";
 import { type CodeTool, defineTool } from "../tools/define-tool.ts";
-import { readRunContext } from "./run-context.ts";
+import { type MemorySettings, readRunContext } from "./run-context.ts";
+
+export type { MemorySettings };
 
 /**
  * Long-term memory as agents use it, through LangGraph's store of the run (`config.store`, which
@@ -17,18 +19,6 @@ import { readRunContext } from "./run-context.ts";
  *   CLI's CODEHOP_USER, default "local"). A namespace starts with its user, as LangGraph's store
  *   authorization expects, so one user's memories never answer another's recall.
  */
-
-/** Memory settings of a run (run context `memory`). */
-export interface MemorySettings {
-  /** The run's root agent gets remember / recall / forget. */
-  tools?: boolean;
-  /** The chat app recalls what it knows about the user at each round. */
-  recall?: boolean;
-  /** Lessons: written after a failed run, recalled for similar tasks. */
-  reflection?: boolean;
-  /** The user whose memories a run uses when no authenticated user is given (default "local"). */
-  user?: string;
-}
 
 /** The user of runs without an authenticated user or a configured one. */
 export const DEFAULT_MEMORY_USER = "local";

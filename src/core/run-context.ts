@@ -6,7 +6,6 @@ import type { CallJournal } from "./journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
 import type { UploadReader } from "./uploads.ts";
 import type { UsageByAgent } from "./usage.ts";
-import type { MemorySettings } from "./memory.ts";
 
 /** Endpoint and sampling settings; each falls back to its environment variable. */
 export interface ModelSettings {
@@ -22,6 +21,18 @@ export interface ModelSettings {
   maxRetries?: number;
   /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
   timeoutMs?: number;
+}
+
+/** Memory settings of a run (run context `memory`; src/core/memory.ts uses them). */
+export interface MemorySettings {
+  /** The run's root agent gets remember / recall / forget. */
+  tools?: boolean;
+  /** The chat app recalls what it knows about the user at each round. */
+  recall?: boolean;
+  /** Lessons: written after a failed run, recalled for similar tasks. */
+  reflection?: boolean;
+  /** The user whose memories a run uses when no authenticated user is given (default "local"). */
+  user?: string;
 }
 
 /**
