@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import LongestFirstSequencer from "./test/vitest/sequencer.ts";
 
 // One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
 // MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox
@@ -18,7 +19,11 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    reporters: ["default"],
+    // The CLI tests spawn bin/codehop.mjs: the build is brought up to date once, before any file.
+    globalSetup: ["./test/vitest/global-setup.ts"],
+    // The longest files start first (test/vitest/sequencer.ts); the slowest are listed at the end.
+    sequence: { sequencer: LongestFirstSequencer },
+    reporters: ["default", "./test/vitest/slowest-files.ts"],
     // In-process runs read the environment too: a developer's .env must not change what tests see.
     env: { CODEHOP_ENV_FILE: "none" },
   },

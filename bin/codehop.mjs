@@ -1,13 +1,24 @@
 #!/usr/bin/env node
-// In a clone (src/ is there) the CLI runs the TypeScript sources through tsx's ESM loader, so
-// `npx codehop` works right after `npm install` and always runs the code as it is now. The
-// installed package ships no src/ (package.json "files") and runs its build in dist/ instead.
-import { existsSync } from "node:fs";
+// The `codehop` command. The installed package ships no src/ (package.json "files") and runs its
+// build in dist/. In a clone (src/ is there) it runs dist/ too while the build is current with the
+// sources (bin/dist-current.mjs: a stat per source file, a few ms), and otherwise the TypeScript
+// sources through tsx's ESM loader, so `npx codehop` always runs the code as it is now: right
+// after an edit, at tsx's cost (about a second more per start) until the next `npm run build`.
+// `codehop --version` alone is answered here, from package.json, with nothing else loaded.
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
+const args = process.argv.slice(2);
 const source = new URL("../src/cli/main.ts", import.meta.url);
 let main;
-if (existsSync(source)) {
+if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+  // The version is package.json's, built or not: nothing else to load (src/cli/main.ts says the same).
+  const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  process.stdout.write(`${version}\n`);
+} else if (
+  existsSync(source) &&
+  (await import("./dist-current.mjs")).whyDistIsStale() !== undefined
+) {
   const { register } = await import("tsx/esm/api");
   // The repository's tsconfig.json whatever the working directory: its `paths` resolve the
   // workspace packages (packages/*) to their sources.
@@ -16,4 +27,4 @@ if (existsSync(source)) {
 } else {
   ({ main } = await import("../dist/cli/main.js"));
 }
-await main(process.argv);
+await main?.(process.argv);

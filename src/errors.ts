@@ -24,6 +24,11 @@ export const ErrorCodes = {
   DB_INVALID: "CODEHOP_DB_INVALID",
   /** Input data (dataset, corpus file) is unreadable as a whole (single bad records are skipped). */
   INPUT_INVALID: "CODEHOP_INPUT_INVALID",
+  /**
+   * A file went past a reader limit (inflated bytes, archive entries, compression ratio, XML depth or
+   * entities, pages, time, memory): the message names the file, the limit and how to raise it.
+   */
+  INPUT_LIMIT: "CODEHOP_INPUT_LIMIT",
   /** A run was stopped by the user (Ctrl-C / abort signal); its thread is resumable. */
   RUN_INTERRUPTED: "CODEHOP_RUN_INTERRUPTED",
   /** The knowledge source (Wikipedia API) failed after retries. */
@@ -32,6 +37,12 @@ export const ErrorCodes = {
   EVAL_TOO_MANY_ERRORS: "CODEHOP_EVAL_TOO_MANY_ERRORS",
   /** An MCP server could not be started or did not list its tools (src/tools/mcp.ts). */
   MCP_SERVER_FAILED: "CODEHOP_MCP_SERVER_FAILED",
+  /**
+   * A client of a served graph set a run-context key only the operator may set (an endpoint, a
+   * path, a key ...), an unknown key, or a value outside what the operator allows
+   * (src/core/client-settings.ts).
+   */
+  CLIENT_SETTING_REFUSED: "CODEHOP_CLIENT_SETTING_REFUSED",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -61,6 +72,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.DB_INVALID]: { fatalInTool: true },
   // Bad input data (a file, a dataset) a tool was given: the model can pick another.
   [ErrorCodes.INPUT_INVALID]: { fatalInTool: false },
+  // A hostile or oversized file: the model can skip it or ask for another.
+  [ErrorCodes.INPUT_LIMIT]: { fatalInTool: false },
   // The run's own abort ends it; inside a tool it is the cut-short call's error (never journaled).
   [ErrorCodes.RUN_INTERRUPTED]: { fatalInTool: false },
   // The knowledge source also uses it for rejected queries, which the model can fix.
@@ -69,6 +82,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.EVAL_TOO_MANY_ERRORS]: { fatalInTool: false },
   // Raised when a run opens its servers; a server gone during a call is that call's error.
   [ErrorCodes.MCP_SERVER_FAILED]: { fatalInTool: false },
+  // Checked before a run starts, never inside one.
+  [ErrorCodes.CLIENT_SETTING_REFUSED]: { fatalInTool: true },
 };
 
 /** True when `err` is a CodehopError whose code stops a run if raised inside a tool. */

@@ -199,6 +199,8 @@ export {
   type McpServerConfig,
 } from "./config/config-file.ts";
 export { resolveModel } from "./core/models.ts";
+export { parseModelName, ProviderChatModel } from "./core/providers.ts";
+export { runTracing, type RunTracing } from "./tracing/index.ts";
 export { createSandbox } from "./sandbox/index.ts";
 export type {
   CodeSandbox,

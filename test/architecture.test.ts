@@ -16,6 +16,7 @@ const LAYERS: Array<[prefix: string, layer: number]> = [
   ["src/sandbox/", 1],
   ["src/store/", 1],
   ["src/ingest/", 1],
+  ["src/tracing/", 1],
   ["src/web/", 1],
   ["src/tools/", 2],
   ["src/core/", 3],

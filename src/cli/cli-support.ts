@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
-import { createLiveView, type LiveView } from "../runs/tree-renderer.ts";
+import type { createLiveView, LiveView } from "../runs/tree-renderer.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { colorsFor } from "../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -58,6 +58,7 @@ export const EXIT_AWAITING_APPROVAL = 3;
 export function terminalRun(
   flags: RunFlags,
   header: string,
+  liveView: typeof createLiveView,
 ): {
   options: TerminalRunOptions;
   finish(): void;
@@ -77,7 +78,7 @@ export function terminalRun(
         process.stderr.write(`${header} — thread ${threadId} (checkpoints: ${dbPath})\n`);
         if (!flags.json && !flags.quiet) {
           // The root is named after the app's root agent (manager, planner ...), piped or not.
-          view = createLiveView(process.stderr, { rootName: root });
+          view = liveView(process.stderr, { rootName: root });
           if (state) view.progress.seed(state);
         }
       },
@@ -111,7 +112,9 @@ export async function runInTerminal<R extends AskResult>(
   json?: { threadId: string; config?: RunOptions["config"] },
   print: (result: R, flags: RunFlags) => void | Promise<void> = printResult,
 ): Promise<void> {
-  let term = terminalRun(flags, header);
+  // The live tree's renderer is loaded when a run starts, not with every command's module.
+  const { createLiveView } = await import("../runs/tree-renderer.ts");
+  let term = terminalRun(flags, header, createLiveView);
   try {
     let result = await (json
       ? withJsonErrors(flags, json.threadId, () => run(term.options))
@@ -126,7 +129,7 @@ export async function runInTerminal<R extends AskResult>(
       });
       if (!decision) break;
       const { resumeThread } = await import("../apps/index.ts");
-      term = terminalRun(flags, "codehop resume");
+      term = terminalRun(flags, "codehop resume", createLiveView);
       const threadId = result.thread_id;
       // The same app continues the thread: its result has the same shape.
       result = (await resumeThread(threadId, {
@@ -144,13 +147,20 @@ export async function runInTerminal<R extends AskResult>(
   }
 }
 
-/** Prints a finished run: one JSON object with --json, else the answer and how to continue. */
-export async function printResult(result: AskResult, flags: RunFlags): Promise<void> {
+/**
+ * Prints a finished run: one JSON object with --json, else the answer and how to continue. A
+ * finished research run prints its report (src/cli/research-output.ts; `out` writes it to files);
+ * a paused one prints the approval it waits for, whatever the app.
+ */
+export async function printResult(
+  result: AskResult,
+  flags: RunFlags & { out?: string },
+): Promise<void> {
   // A research thread (resumed or replayed) prints its report (loaded only then).
   const r = result as AskResult & { report?: unknown; citations?: unknown };
   if (typeof r.report === "string" && Array.isArray(r.citations) && !result.approval) {
     const { printResearchResult } = await import("./research-output.ts");
-    return printResearchResult(r as any, flags);
+    return printResearchResult(r as Parameters<typeof printResearchResult>[0], flags);
   }
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -1,10 +1,16 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { cliCommand } from "../config/cli-command.ts";
-import { colorsFor } from "../config/colors.ts";
+
+/** package.json's version (src/cli/main.ts and dist/cli/main.js both sit two folders below it). */
+function packageVersion(): string {
+  const pkg = new URL("../../package.json", import.meta.url);
+  return (JSON.parse(readFileSync(pkg, "utf8")) as { version: string }).version;
+}
+
+const isHelpFlag = (a: string) => a === "-h" || a === "--help";
 
 /** Command modules: `<name>.ts` when running the sources (tsx), `<name>.js` in the built package. */
 const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
@@ -17,7 +23,7 @@ const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
 export async function buildProgram(argv?: string[]): Promise<Command> {
   const program = new Command("codehop")
     .description("Multi-agent code-action agents on LangGraph.js")
-    .version("0.1.0");
+    .version(packageVersion());
   const dir = join(dirname(fileURLToPath(import.meta.url)), "commands");
   // `.d.ts` files sit beside the `.js` ones in dist/: the pattern leaves them out.
   let files = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => COMMAND_FILE.test(f)).sort();
@@ -26,6 +32,10 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
   const name = argv?.slice(2).find((a) => !a.startsWith("-"));
   const own = files.filter((f) => f.replace(/\.(ts|js)$/, "") === name);
   if (own.length) files = own;
+  // `codehop --version` needs no command at all; the list of commands (help, an unknown command)
+  // loads them all, each cheap since a command module loads its work only when it runs.
+  else if (!name && argv?.some((a) => a === "-V" || a === "--version") && !argv.some(isHelpFlag))
+    files = [];
   for (const file of files) {
     const mod = await import(pathToFileURL(join(dir, file)).href);
     const make = mod.default as (() => Command) | undefined;
@@ -55,8 +65,12 @@ function commandName(argv: string[], program: Command | undefined): string | und
   return argv.slice(2).find((a) => names.has(a));
 }
 
-/** "codehop:", in red on a terminal that wants colour. */
-function errorPrefix(): string {
+/**
+ * "codehop:", in red on a terminal that wants colour. Loaded only for an error, like everything
+ * `codehop --version` does not need.
+ */
+async function errorPrefix(): Promise<string> {
+  const { colorsFor } = await import("../config/colors.ts");
   return colorsFor(process.stderr).red("codehop:");
 }
 
@@ -96,9 +110,10 @@ export async function main(argv = process.argv): Promise<void> {
       }
       const message = err.message.replace(/^error: /, "");
       const name = commandName(argv, program);
+      const { cliCommand } = await import("../config/cli-command.ts");
       const help = cliCommand(name ? [name, "--help"] : ["--help"]);
       process.stderr.write(
-        `${errorPrefix()} ${message} (see \`${help}\`) [${ErrorCodes.CONFIG_INVALID}]\n`,
+        `${await errorPrefix()} ${message} (see \`${help}\`) [${ErrorCodes.CONFIG_INVALID}]\n`,
       );
       process.exitCode = 2;
       return;
@@ -106,7 +121,7 @@ export async function main(argv = process.argv): Promise<void> {
     if (CodehopError.isInstance(err)) {
       // An input error from a graph already ends with its code (the LangGraph API sends no code).
       const code = err.message.endsWith(`[${err.code}]`) ? "" : ` [${err.code}]`;
-      process.stderr.write(`${errorPrefix()} ${err.message}${code}\n`);
+      process.stderr.write(`${await errorPrefix()} ${err.message}${code}\n`);
       process.exitCode = 2;
       return;
     }

@@ -6,7 +6,14 @@ import { verificationLine } from "../apps/research/report/markdown.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { ensureDir } from "../util/fs-safe.ts";
 import type { AskResult } from "../runs/result.ts";
-import type { RunFlags } from "./cli-support.ts";
+
+/** The flags that change how a report is printed (a subset of the CLI's run flags). */
+export interface ResearchPrintFlags {
+  json?: boolean;
+  home?: string;
+  /** `--out <file>`: the report goes to files instead of stdout. */
+  out?: string;
+}
 
 /** A run result that carries a research report (research threads: `research`, `resume`, `replay`). */
 export function isResearchResult(result: AskResult): result is ResearchResult {
@@ -44,13 +51,8 @@ export function writeReport(
  */
 export async function printResearchResult(
   result: ResearchResult,
-  flags: RunFlags & { out?: string },
+  flags: ResearchPrintFlags,
 ): Promise<void> {
-  // A run paused for an approval has no report yet: printed as any paused run.
-  if (result.approval) {
-    const { printResult } = await import("./cli-support.ts");
-    return printResult(result, flags);
-  }
   const written = flags.out ? writeReport(result, flags.out) : undefined;
   if (flags.json) {
     const { html: _html, ...json } = result;

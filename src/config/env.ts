@@ -28,10 +28,34 @@ export interface CodehopEnv {
   googleApiKey?: string;
   /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
   googleBaseUrl?: string;
+  /** LangSmith tracing on (LANGSMITH_TRACING=true, or the older LANGCHAIN_TRACING_V2=true). */
+  langsmithTracing: boolean;
+  /** LangSmith API endpoint (LANGSMITH_ENDPOINT, else LANGCHAIN_ENDPOINT; default api.smith.langchain.com). */
+  langsmithEndpoint?: string;
+  /** LangSmith API key (LANGSMITH_API_KEY, else LANGCHAIN_API_KEY). */
+  langsmithApiKey?: string;
+  /** LangSmith project the traces go to (LANGSMITH_PROJECT, else LANGCHAIN_PROJECT; default "default"). */
+  langsmithProject?: string;
+  /** OpenTelemetry spans exported over OTLP/HTTP (CODEHOP_OTEL=1; default off). */
+  otelTracing: boolean;
+  /**
+   * OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+   * /v1/traces; default http://localhost:4318/v1/traces).
+   */
+  otelEndpoint?: string;
+  /** OTLP headers, `k=v,k2=v2` (OTEL_EXPORTER_OTLP_TRACES_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS). */
+  otelHeaders?: string;
+  /** service.name of the spans (OTEL_SERVICE_NAME; default "codehop"). */
+  otelServiceName?: string;
   /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
   agentModels: Record<string, string>;
+  /**
+   * Model names a client of a served graph (`codehop serve`, Studio's server) may choose in its run
+   * context (CODEHOP_CLIENT_MODELS, comma-separated; unset: none, the operator's models only).
+   */
+  clientModels: string[];
   /** Data directory for checkpoints, caches and journals (CODEHOP_HOME, default ".codehop"). */
   home: string;
   /** Postgres URL (CODEHOP_DATABASE_URL): checkpoints, journal, threads and the run queue there instead of SQLite. */
@@ -72,6 +96,11 @@ export interface CodehopEnv {
   chatFilesRetentionDays?: number;
   /** Chat: largest attachable file in MB (CODEHOP_CHAT_MAX_FILE_MB). */
   chatMaxFileMb?: number;
+  /**
+   * Document readers' limits (chat attachments, `codehop ingest`, inspect_file), each from its
+   * CODEHOP_READER_* variable (see {@link READER_ENV}); unset ones keep the readers' defaults.
+   */
+  readerLimits: Partial<Record<keyof typeof READER_ENV, number>>;
   /** Chat: deadline for downloading an attached link in ms (CODEHOP_CHAT_URL_TIMEOUT_MS). */
   chatUrlTimeoutMs?: number;
   /**
@@ -150,6 +179,31 @@ function num(name: string, value: string | undefined): number | undefined {
  */
 export const NON_AGENT_MODEL_KEYS: ReadonlySet<string> = new Set(["CODEHOP_MODEL_TIMEOUT_MS"]);
 
+/**
+ * The variables of the document readers' limits (src/ingest/reader-limits.ts says what each bounds
+ * and its default). Sizes in MB, times in ms.
+ */
+export const READER_ENV = {
+  timeoutMs: "CODEHOP_READER_TIMEOUT_MS",
+  memoryMb: "CODEHOP_READER_MEMORY_MB",
+  maxInflatedMb: "CODEHOP_READER_MAX_INFLATED_MB",
+  maxEntries: "CODEHOP_READER_MAX_ENTRIES",
+  maxRatio: "CODEHOP_READER_MAX_RATIO",
+  maxXmlDepth: "CODEHOP_READER_MAX_XML_DEPTH",
+  maxPages: "CODEHOP_READER_MAX_PAGES",
+} as const;
+
+function readerLimits(env: NodeJS.ProcessEnv): CodehopEnv["readerLimits"] {
+  const out: CodehopEnv["readerLimits"] = {};
+  for (const [key, name] of Object.entries(READER_ENV) as [keyof typeof READER_ENV, string][]) {
+    const n = num(name, env[name]);
+    if (n === undefined) continue;
+    if (!(n > 0)) throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${name} must be above 0.`);
+    out[key] = n;
+  }
+  return out;
+}
+
 /** CODEHOP_ENV_FILE value that turns .env loading off. */
 export const NO_ENV_FILE = "none";
 
@@ -211,8 +265,27 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
     googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
+    langsmithTracing:
+      (nonEmpty(env.LANGSMITH_TRACING) ?? nonEmpty(env.LANGCHAIN_TRACING_V2))?.toLowerCase() ===
+      "true",
+    langsmithEndpoint: nonEmpty(env.LANGSMITH_ENDPOINT) ?? nonEmpty(env.LANGCHAIN_ENDPOINT),
+    langsmithApiKey: nonEmpty(env.LANGSMITH_API_KEY) ?? nonEmpty(env.LANGCHAIN_API_KEY),
+    langsmithProject: nonEmpty(env.LANGSMITH_PROJECT) ?? nonEmpty(env.LANGCHAIN_PROJECT),
+    otelTracing: flag("CODEHOP_OTEL", env.CODEHOP_OTEL) ?? false,
+    otelEndpoint:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ??
+      (nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+        ? `${nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT)!.replace(/\/+$/, "")}/v1/traces`
+        : undefined),
+    otelHeaders:
+      nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) ?? nonEmpty(env.OTEL_EXPORTER_OTLP_HEADERS),
+    otelServiceName: nonEmpty(env.OTEL_SERVICE_NAME),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
+    clientModels: (env.CODEHOP_CLIENT_MODELS ?? "")
+      .split(",")
+      .map((m) => m.trim())
+      .filter(Boolean),
     home: nonEmpty(env.CODEHOP_HOME) ?? ".codehop",
     corpus: nonEmpty(env.CODEHOP_CORPUS),
     databaseUrl: nonEmpty(env.CODEHOP_DATABASE_URL),
@@ -236,6 +309,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
       env.CODEHOP_CHAT_FILES_RETENTION_DAYS,
     ),
     chatMaxFileMb: num("CODEHOP_CHAT_MAX_FILE_MB", env.CODEHOP_CHAT_MAX_FILE_MB),
+    readerLimits: readerLimits(env),
     chatUrlTimeoutMs: num("CODEHOP_CHAT_URL_TIMEOUT_MS", env.CODEHOP_CHAT_URL_TIMEOUT_MS),
     chatAllowPrivateUrls: flag(
       "CODEHOP_CHAT_ALLOW_PRIVATE_URLS",

@@ -11,6 +11,7 @@ import {
 import { AGENT_ACTION_TIMEOUT_MS } from "./settings.ts";
 import type { CallKey, CallOutcome } from "./journal.ts";
 import { readRunContext, reportUsage, withRunContext } from "./run-context.ts";
+import { traceToolRun } from "./tool-run.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import type { Source, ToolCallRecord } from "./state.ts";
 import { type UsageByAgent, mergeUsage } from "./usage.ts";
@@ -323,13 +324,15 @@ export async function runCodeWithTools(
       const reports: ToolReport[] = [];
       let json: unknown;
       try {
-        const value = await tool.invoke(runArgs, {
-          callIndex,
-          toolCallIndex,
-          signal,
-          config: toolConfig,
-          report: (r) => reports.push(r),
-        });
+        const value = await traceToolRun(tool.name, runArgs, toolConfig, (config) =>
+          tool.invoke(runArgs, {
+            callIndex,
+            toolCallIndex,
+            signal,
+            config,
+            report: (r) => reports.push(r),
+          }),
+        );
         // Round-trip through JSON: what the guest gets must equal what a resumed run is served.
         try {
           json = value === undefined ? null : JSON.parse(JSON.stringify(value));

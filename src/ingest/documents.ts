@@ -1,24 +1,41 @@
 import { basename, extname } from "node:path";
-import { decodeHTML } from "entities";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { htmlToText, htmlToTextOffThread } from "./html-to-text.ts";
+import { looksBinary, textEncodingOf } from "./document-text.ts";
+import { htmlToText } from "./html-to-text.ts";
+import type { DocumentKind, FormatOutput } from "./format-types.ts";
+import { readInProcess, type ReaderUsage } from "./reader-pool.ts";
+import { resolveReaderLimits, type ReaderLimits } from "./reader-limits.ts";
 
-export { htmlToText };
+export { htmlToText, looksBinary, textEncodingOf };
+export { htmlTitle } from "./format-html.ts";
+export { pageLabel, type DocumentKind } from "./format-types.ts";
 
 /**
- * Text extraction from the document types users attach to a conversation (PDF, DOCX, HTML,
- * Markdown, plain text), each with a well-kept library: unpdf (PDF.js's serverless build) for PDF,
- * mammoth for DOCX, turndown for HTML. The text keeps its structure as heading lines the corpus
- * chunker understands (src/store/chunking.ts): one `## p. N` section per PDF page, the document's
- * own headings for DOCX, HTML and Markdown — so every passage knows its page or section, which is
- * what an answer cites.
+ * The document reader registry: one reader per format, shared by the chat app's attachments,
+ * `codehop ingest` and the assistant's `inspect_file`. {@link extractDocument} tells the format
+ * from the declared media type, the extension and the first bytes ({@link detectDocumentKind}),
+ * then reads the file in a reader process (src/ingest/reader-pool.ts) within the reader limits
+ * (src/ingest/reader-limits.ts: time, memory, archive and XML bounds), cancelled with the caller's
+ * signal. Each reader is a well-kept library: unpdf (PDF.js's serverless build) for PDF, mammoth
+ * for DOCX, turndown for HTML, marked for Markdown. The text keeps its structure as heading lines
+ * the corpus chunker understands (src/store/chunking.ts): one `## p. N` section per PDF page, the
+ * document's own headings otherwise — so every passage knows its page or section, which is what an
+ * answer cites.
  *
- * Anything that cannot be read is a CodehopError INPUT_INVALID whose message says what the file is
- * and what to do (an encrypted PDF, a corrupt file, an unsupported type, binary content).
+ * A file that cannot be read is a CodehopError INPUT_INVALID whose message says what the file is
+ * and what to do (an encrypted PDF, a corrupt file, an unsupported type, binary content); one that
+ * goes past a limit is an InputLimitError (INPUT_LIMIT) naming the file, the limit and the
+ * variable that raises it.
  */
 
-/** The document types {@link extractDocument} reads. */
-export type DocumentKind = "pdf" | "docx" | "html" | "markdown" | "text";
+/** What each document type is called, in messages and file lists. */
+export const DOCUMENT_KIND_LABELS: Readonly<Record<DocumentKind, string>> = {
+  pdf: "PDF",
+  docx: "DOCX",
+  html: "web page",
+  markdown: "Markdown",
+  text: "text",
+};
 
 /** File extensions of each type (lower case, with the dot). */
 export const DOCUMENT_EXTENSIONS: Readonly<Record<DocumentKind, readonly string[]>> = {
@@ -50,45 +67,41 @@ export interface DocumentSource {
   mediaType?: string;
 }
 
-/** Limits of {@link extractDocument}. */
+/** Options of {@link extractDocument}. */
 export interface ExtractOptions {
   /** Characters of text kept (default 2,000,000); the rest is cut and `truncated` set. */
   maxChars?: number;
-  /** PDF pages read (default 2,000). */
+  /** PDF pages read (default: the `maxPages` reader limit, 2,000). */
   maxPages?: number;
   /**
-   * Characters of an HTML page converted (default 5,000,000): a larger page is cut there, and
-   * `truncated` set (converting takes about a second per megabyte, off the main thread).
+   * Characters of an HTML page (or a DOCX's HTML) converted (default 2,000,000): a larger page is
+   * cut there, and `truncated` set (converting takes about a second per megabyte).
    */
   maxHtmlChars?: number;
-  /** Aborting it stops a conversion in progress (a large page's thread is terminated). */
+  /**
+   * Reader limits (time, memory, archive and XML bounds); unset ones come from the environment
+   * (CODEHOP_READER_*) or the defaults (READER_LIMITS).
+   */
+  limits?: Partial<ReaderLimits>;
+  /** The run's signal: aborting it stops the read in progress (its process is killed). */
   signal?: AbortSignal;
+  /** Told what the read cost (time, peak memory of its process), whether it succeeded or not. */
+  onUsage?: (usage: ReaderUsage) => void;
 }
 
 /** Extracted text with the structure citations need. */
-export interface ExtractedDocument {
+export interface ExtractedDocument extends FormatOutput {
   kind: DocumentKind;
-  /** A title found inside the document (HTML `<title>`), if any. */
-  title?: string;
-  /** Plain text with heading lines (`## p. 3`, `## Budget`) marking pages or sections. */
-  text: string;
-  /** Pages of a PDF. */
-  pages?: number;
-  /** True when the text was cut at `maxChars` (or an HTML page at `maxHtmlChars`). */
+  /** True when part of the document was left out (`truncation` says what and why). */
   truncated: boolean;
 }
 
-/** Default limits. */
+/** Default limits of the text kept and the HTML converted. */
 export const EXTRACT_DEFAULTS = {
   maxChars: 2_000_000,
   maxPages: 2_000,
-  maxHtmlChars: 5_000_000,
+  maxHtmlChars: 2_000_000,
 } as const;
-
-/** How a PDF page is labelled: the section heading of its passages and what answers cite. */
-export function pageLabel(page: number): string {
-  return `p. ${page}`;
-}
 
 const SUPPORTED = "PDF, DOCX, HTML, Markdown (.md) or plain text (.txt)";
 
@@ -173,73 +186,42 @@ function textual(
   return kind;
 }
 
-/**
- * True for content that is not text: NUL bytes, or many bytes that are neither printable ASCII,
- * whitespace nor part of UTF-8 sequences (for text in UTF-8, the default `encoding`), in its
- * first 8 KB.
- */
-export function looksBinary(bytes: Uint8Array, encoding = "utf-8"): boolean {
-  const head = bytes.subarray(0, 8192);
-  if (head.length === 0) return false;
-  let odd = 0;
-  for (const b of head) {
-    if (b === 0) return true;
-    if (b < 0x09 || (b > 0x0d && b < 0x20) || b === 0x7f) odd++;
-  }
-  if (odd / head.length > 0.1) return true;
-  // Text declared in another encoding (windows-1251 ...) is not UTF-8, and need not be.
-  if (encoding !== "utf-8") return false;
-  // Invalid UTF-8 in more than a few places: an image, an archive, a legacy binary format.
-  const decoded = new TextDecoder("utf-8", { fatal: false }).decode(head);
-  const replaced = decoded.split("\uFFFD").length - 1;
-  return replaced > 8 && replaced / decoded.length > 0.05;
-}
-
 /** The last path or URL segment, e.g. "report.pdf" for "/tmp/report.pdf". */
 export function displayName(name: string): string {
   const clean = name.split(/[?#]/)[0].replace(/[/\\]+$/, "");
   return basename(clean) || name;
 }
 
-/** Reads a document's text (see the module comment); INPUT_INVALID when it cannot be read. */
+/**
+ * Reads a document's text with the reader of its format, in a reader process within the limits
+ * (see the module comment). INPUT_INVALID when it cannot be read, INPUT_LIMIT past a limit; the
+ * signal's reason when it aborts.
+ */
 export async function extractDocument(
   source: DocumentSource,
   bytes: Uint8Array,
   options: ExtractOptions = {},
 ): Promise<ExtractedDocument> {
+  options.signal?.throwIfAborted();
   const kind = detectDocumentKind(source, bytes);
   const name = displayName(source.name);
-  const maxChars = options.maxChars ?? EXTRACT_DEFAULTS.maxChars;
-  let out: Omit<ExtractedDocument, "truncated">;
-  let cut = false;
-  switch (kind) {
-    case "pdf":
-      out = await extractPdf(name, bytes, options.maxPages ?? EXTRACT_DEFAULTS.maxPages);
-      break;
-    case "docx":
-      out = { kind, text: await extractDocx(name, bytes, options.signal) };
-      break;
-    case "html": {
-      let html = decodeText(bytes, source.mediaType, true);
-      const maxHtml = options.maxHtmlChars ?? EXTRACT_DEFAULTS.maxHtmlChars;
-      if (html.length > maxHtml) {
-        html = html.slice(0, maxHtml);
-        cut = true;
-      }
-      out = {
-        kind,
-        text: await htmlToTextOffThread(html, { name, signal: options.signal }),
-        title: htmlTitle(html),
-      };
-      break;
-    }
-    case "markdown":
-      out = { kind, text: decodeText(bytes, source.mediaType).trim() };
-      break;
-    case "text":
-      out = { kind, text: neutralizeHeadings(decodeText(bytes, source.mediaType).trim()) };
-      break;
-  }
+  const limits = resolveReaderLimits({
+    ...(options.maxPages !== undefined ? { maxPages: options.maxPages } : {}),
+    ...options.limits,
+  });
+  const out = await readInProcess(
+    {
+      kind,
+      name,
+      ...(source.mediaType ? { mediaType: source.mediaType } : {}),
+      bytes,
+      limits,
+      maxChars: options.maxChars ?? EXTRACT_DEFAULTS.maxChars,
+      maxHtmlChars: options.maxHtmlChars ?? EXTRACT_DEFAULTS.maxHtmlChars,
+    },
+    options.signal,
+    options.onUsage,
+  );
   if (!out.text.replace(/^#{1,6}[ \t].*$/gm, "").trim()) {
     throw invalid(
       kind === "pdf"
@@ -247,125 +229,7 @@ export async function extractDocument(
         : `${name} is empty: it has no text to search.`,
     );
   }
-  const truncated = cut || out.text.length > maxChars;
-  return { ...out, text: out.text.slice(0, maxChars), truncated };
-}
-
-/**
- * The character encoding of a text document: a byte-order mark, else the `charset` its server
- * declared (Content-Type), else, for HTML, a `<meta charset>` or `<meta http-equiv="Content-Type">`
- * in its first 4 KB — the order the HTML standard's encoding sniffing uses — else UTF-8. Labels
- * the platform's TextDecoder does not know fall back to UTF-8.
- */
-export function textEncodingOf(bytes: Uint8Array, mediaType?: string, html = false): string {
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return "utf-8";
-  if (bytes[0] === 0xff && bytes[1] === 0xfe) return "utf-16le";
-  if (bytes[0] === 0xfe && bytes[1] === 0xff) return "utf-16be";
-  const declared = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(mediaType ?? "")?.[1];
-  const head = html ? Buffer.from(bytes.subarray(0, 4096)).toString("latin1") : "";
-  const meta = html
-    ? /<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)/i.exec(head)?.[1]
-    : undefined;
-  for (const label of [declared, meta]) {
-    if (!label) continue;
-    try {
-      return new TextDecoder(label).encoding;
-    } catch {
-      // An unknown label: the next source decides.
-    }
-  }
-  return "utf-8";
-}
-
-/** Text in its encoding ({@link textEncodingOf}), without a byte-order mark, with \n line ends. */
-function decodeText(bytes: Uint8Array, mediaType?: string, html = false): string {
-  return new TextDecoder(textEncodingOf(bytes, mediaType, html))
-    .decode(bytes)
-    .replace(/^\uFEFF/, "")
-    .replace(/\r\n?/g, "\n");
-}
-
-/**
- * Plain text has no headings: a line that merely looks like one ("# 1", "== x ==") is indented by
- * one space so the chunker does not start a section at it.
- */
-function neutralizeHeadings(text: string): string {
-  return text.replace(/^(?=#{1,6}[ \t]|={2,6}[^=\n]*={2,6}[ \t]*$)/gm, " ");
-}
-
-async function extractPdf(
-  name: string,
-  bytes: Uint8Array,
-  maxPages: number,
-): Promise<Omit<ExtractedDocument, "truncated">> {
-  // Loaded on use: PDF.js is a large module most runs never need.
-  const { getDocumentProxy } = await import("unpdf");
-  let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
-  try {
-    // PDF.js takes ownership of (and detaches) the buffer it is given: hand it a copy.
-    // verbosity 0: PDF.js's warnings ("Indexing all PDF objects") would go to the console.
-    pdf = await getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, verbosity: 0 });
-  } catch (err) {
-    const kind = (err as { name?: string })?.name ?? "";
-    if (kind === "PasswordException") {
-      throw invalid(
-        `${name} is an encrypted (password-protected) PDF; codehop cannot read it. Remove the password (e.g. print it to a new PDF) and attach it again.`,
-        err,
-      );
-    }
-    if (kind === "InvalidPDFException" || kind === "FormatError") {
-      throw invalid(`${name} is a corrupt or truncated PDF (${(err as Error).message}).`, err);
-    }
-    throw invalid(`${name} could not be read as a PDF: ${(err as Error).message}`, err);
-  }
-  try {
-    const pages = Math.min(pdf.numPages, maxPages);
-    const parts: string[] = [];
-    for (let n = 1; n <= pages; n++) {
-      const page = await pdf.getPage(n);
-      const content = await page.getTextContent();
-      const text = content.items
-        .map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : ""))
-        .join("")
-        .replace(/[ \t]+\n/g, "\n")
-        .trim();
-      page.cleanup();
-      if (text) parts.push(`## ${pageLabel(n)}\n${neutralizeHeadings(text)}`);
-    }
-    return { kind: "pdf", text: parts.join("\n\n"), pages: pdf.numPages };
-  } catch (err) {
-    throw invalid(`${name} is a damaged PDF: ${(err as Error).message}`, err);
-  } finally {
-    await pdf.destroy().catch(() => {});
-  }
-}
-
-async function extractDocx(name: string, bytes: Uint8Array, signal?: AbortSignal): Promise<string> {
-  const mammoth = (await import("mammoth")).default;
-  let html: string;
-  try {
-    html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes) })).value;
-  } catch (err) {
-    const why = (err as Error).message ?? String(err);
-    throw invalid(
-      /central directory|zip/i.test(why)
-        ? `${name} is a corrupt DOCX file (its ZIP structure is damaged).`
-        : `${name} is not a readable Word document: ${why}`,
-      err,
-    );
-  }
-  return htmlToTextOffThread(html, { name, signal });
-}
-
-/**
- * The `<title>` of an HTML page, if it has one. Character references are decoded by `entities`
- * as the HTML standard says (a reference out of Unicode's range or to NUL becomes U+FFFD), so no
- * page, however malformed, can make decoding throw.
- */
-export function htmlTitle(html: string): string | undefined {
-  const m = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html);
-  const title = m ? decodeHTML(m[1]).replace(/\s+/g, " ").trim() : "";
-  return title || undefined;
+  return { kind, ...out, truncated: out.truncated ?? false };
 }
 
 /** Whether a name has one of the supported extensions (for messages and file pickers). */

@@ -1,5 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseCheckpointSaver, CompiledStateGraph, StateSnapshot } from "@langchain/langgraph";
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { RunContext } from "../core/run-context.ts";
 import type { Team } from "../framework/team.ts";
 import type { Persistence } from "../persistence/port.ts";
@@ -107,6 +108,11 @@ export interface RunOptions {
   }) => void;
   /** Aborts the run (the thread stays resumable from its last checkpoint). */
   signal?: AbortSignal;
+  /**
+   * LangChain callback handlers of the run (beside the tracers the environment turns on,
+   * src/tracing): they see the app graph, every agent, node, model call and tool call.
+   */
+  callbacks?: BaseCallbackHandler[];
   /**
    * MCP servers whose tools the run's agents get (src/tools/mcp.ts), by name, merged over the
    * configuration file's `mcpServers` (these win by name).

@@ -8,6 +8,8 @@ import {
   pendingApprovals,
 } from "../core/approval.ts";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
+import { readEnv } from "../config/env.ts";
+import { runTracing } from "../tracing/index.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
@@ -227,6 +229,9 @@ async function execute(
     recursionLimit: app.recursionLimit,
     signal: options.signal,
   };
+  const tracing = await runTracing(readEnv());
+  const callbacks = [...tracing.handlers, ...(options.callbacks ?? [])];
+  if (callbacks.length) runConfig.callbacks = callbacks;
   let state = from.state;
   if (input === null && !state) {
     // Resumed or replayed: hand the checkpointed state to the caller (the live tree shows it).
@@ -250,8 +255,11 @@ async function execute(
       : await graph.stream(input, { ...runConfig, streamMode: "values" });
     for await (const event of stream as AsyncIterable<StreamEvent>) options.onEvent?.(event);
   } catch (err) {
+    await tracing.flush();
     return failRun(session, options, threadId, err, from.replayOf);
   }
+  // The run's traces are sent before it returns (a CLI process exits right after).
+  await tracing.flush();
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
   if (result.approval) await markAwaitingApproval(persistence, threadId, result);

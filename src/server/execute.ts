@@ -1,4 +1,6 @@
 import { Command } from "@langchain/langgraph";
+import { readEnv } from "../config/env.ts";
+import { runTracing } from "../tracing/index.ts";
 import { isDatabaseUnavailable } from "../persistence/postgres-database.ts";
 import type { PostgresPersistence } from "../persistence/postgres.ts";
 import { answerText } from "../runs/result.ts";
@@ -144,8 +146,11 @@ export async function executeRun(options: {
     await persistence.threads.start(threadId);
   }
   let end: RunEnd = { status: "success" };
+  // LangSmith / OpenTelemetry when the worker's environment turns them on (src/tracing).
+  const tracing = await runTracing(readEnv());
   try {
     const stream = await graph.stream(input, {
+      ...(tracing.handlers.length ? { callbacks: tracing.handlers } : {}),
       configurable,
       // The journal makes a resumed action skip the sub-agent calls it already finished; a fork
       // (a run from an older checkpoint) gets new task ids, so calls are matched by position too.
@@ -182,6 +187,7 @@ export async function executeRun(options: {
     }
   }
   await events.drain();
+  await tracing.flush();
   if (end.status === "aborted") {
     if (signal.reason === "cancel")
       await persistence.threads.fail(threadId, "cancelled", { interrupted: true });

@@ -82,6 +82,16 @@ export class WebTestServer {
   private readonly app: FastifyInstance;
   /** Search APIs answer this status (and nothing else) while set: a provider that is down. */
   searchDown: number | undefined;
+  /**
+   * Answers a site request before the pages do when it returns a page (e.g. content served only to
+   * requests carrying a cookie).
+   */
+  onRequest:
+    | ((req: {
+        url: string;
+        headers: Record<string, string | string[] | undefined>;
+      }) => SitePage | undefined)
+    | undefined;
 
   private constructor(
     private readonly pages: Map<string, SitePage>,
@@ -211,7 +221,13 @@ export class WebTestServer {
     });
     this.app.get("/__slow", async () => new Promise(() => {}));
     this.app.get("/__loop", async (_req, reply) => reply.redirect("/__loop"));
-    this.app.get("/*", async (req, reply) => this.serve(req.url.split("?")[0], reply));
+    this.app.get("/*", async (req, reply) =>
+      this.serve(
+        req.url.split("?")[0],
+        reply,
+        this.onRequest?.({ url: req.url, headers: req.headers }),
+      ),
+    );
   }
 
   /** Starts on a free port of 127.0.0.1. */
@@ -272,8 +288,8 @@ export class WebTestServer {
     return scored.sort((a, b) => b.score - a.score);
   }
 
-  private async serve(path: string, reply: FastifyReply) {
-    const page = this.pages.get(path);
+  private async serve(path: string, reply: FastifyReply, override?: SitePage) {
+    const page = override ?? this.pages.get(path);
     if (!page)
       return reply
         .code(404)

@@ -22,7 +22,9 @@ export type WebFailure =
   /** Not an http(s) URL, or a redirect loop. */
   | "bad_url"
   /** A search provider or archive that is down, rejects the key, or answers garbage. */
-  | "provider";
+  | "provider"
+  /** The real browser could not start or crashed. */
+  | "browser";
 
 /**
  * A web operation that failed for a reason the agent can act on (another URL, another tool, later):

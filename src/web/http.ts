@@ -67,6 +67,8 @@ export interface HttpRequestInit {
   method?: string;
   headers?: Record<string, string>;
   body?: string | Uint8Array;
+  /** "manual": a redirect is answered as it is (the real browser follows it, through us again). */
+  redirect?: "follow" | "manual";
 }
 
 /** Parses an http(s) URL; a `bad_url` WebError for anything else. */
@@ -143,7 +145,7 @@ export async function httpRequest(
     }
     const status = response!.status;
     const location = response!.headers.get("location");
-    if (status >= 300 && status < 400 && location) {
+    if (status >= 300 && status < 400 && location && init.redirect !== "manual") {
       await response!.body?.cancel().catch(() => {});
       if (hop >= policy.maxRedirects)
         throw new WebError(

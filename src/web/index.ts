@@ -47,6 +47,8 @@ export {
   type PageLoader,
   type WebBrowserOptions,
 } from "./browser.ts";
+export { CHROMIUM_FLAGS, closeChromiumBrowsers, createChromiumLoader } from "./chromium.ts";
+export { createPageLoader } from "./loaders.ts";
 export { findAll, splitViewports, viewportAt } from "./viewports.ts";
 export {
   archiveTimestamp,

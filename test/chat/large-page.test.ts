@@ -57,8 +57,8 @@ describe("a multi-megabyte HTML page", () => {
     });
   }, 120_000);
 
-  it("stops converting when the run's signal aborts (a cancelled run frees its thread)", async () => {
-    const { conversionThreadStats } = await import("../../src/ingest/html-to-text.ts");
+  it("stops converting when the run's signal aborts (a cancelled run frees its reader)", async () => {
+    const { readerStats } = await import("../../src/ingest/reader-pool.ts");
     const controller = new AbortController();
     const reason = new Error("run cancelled");
     const converting = extractDocument({ name: "tolls.html" }, Buffer.from(bigPage(6)), {
@@ -67,7 +67,7 @@ describe("a multi-megabyte HTML page", () => {
     setTimeout(() => controller.abort(reason), 100);
     // Not aborted, this conversion would finish with the page's text seconds later.
     await expect(converting).rejects.toBe(reason);
-    expect(conversionThreadStats()).toMatchObject({ running: 0, waiting: 0 });
+    expect(readerStats()).toMatchObject({ running: 0, waiting: 0 });
     // An already aborted signal converts nothing.
     await expect(
       extractDocument({ name: "t.html" }, Buffer.from(bigPage(0.3)), { signal: controller.signal }),

@@ -4,9 +4,7 @@ import { Command } from "commander";
 import { parse as parseShellWords } from "shell-quote";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
 import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
-import { chatRoundView } from "../chat-view.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
 
 /** Flags of `codehop chat`. */
@@ -66,7 +64,10 @@ export default function chatCommand(): Command {
     .option("--json", "print one JSON object per round instead of the reply")
     .option("-q, --quiet", "no live tree of the agent's steps")
     .action(async (flags: ChatFlags) => {
+      // The live tree's renderer loads when a conversation starts, not with `--help`.
+      const { chatRoundView } = await import("../chat-view.ts");
       const config = configFromFlags(flags) ?? {};
+      const { loadAppConfig, assertModelConfigured } = await import("../../runs/config.ts");
       const resolved = loadAppConfig(config);
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
       const settings: Record<string, number> = {};

@@ -2,8 +2,7 @@ import { basename, extname, join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { runEval } from "../../eval/runner.ts";
-import { terminalTable, type EvalReport } from "../../eval/report.ts";
+import type { EvalReport } from "../../eval/report.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import {
   DATASET_FORMATS,
@@ -161,6 +160,8 @@ export default function evalCommand(): Command {
             ),
         });
         try {
+          const { runEval } = await import("../../eval/runner.ts");
+          const { terminalTable } = await import("../../eval/report.ts");
           const res = await runEval({
             dataset: opts.dataset,
             format: opts.format,

@@ -1,13 +1,11 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import cliProgress from "cli-progress";
 import { cliCommand, placeholder } from "../../config/cli-command.ts";
 import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { ingestDocuments, type IngestReport } from "../../ingest/ingest.ts";
-import { type IngestFormat, openReader } from "../../ingest/readers.ts";
-import { createEmbedder } from "../../store/embeddings.ts";
+import type { IngestReport } from "../../ingest/ingest.ts";
+import type { IngestFormat } from "../../ingest/readers.ts";
 import { withSnakeCaseKeys } from "../cli-support.ts";
 import { stopOnCtrlC } from "../interrupt.ts";
 
@@ -106,6 +104,11 @@ export default function ingestCommand(): Command {
     .option("--no-progress", "no progress bar")
     .option("--json", "print the report as JSON")
     .action(async (path: string, opts) => {
+      // The readers, the store and the progress bar load when an ingest runs, not with `--help`.
+      const { ingestDocuments } = await import("../../ingest/ingest.ts");
+      const { openReader } = await import("../../ingest/readers.ts");
+      const { createEmbedder } = await import("../../store/embeddings.ts");
+      const { default: cliProgress } = await import("cli-progress");
       const env = readEnv();
       const dbPath: string = opts.db ?? env.corpus ?? join(env.home, "corpus.db");
       let embedder;

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "commander";
-import { configFromFlags, runInTerminal, withJsonErrors, type RunFlags } from "../cli-support.ts";
+import {
+  configFromFlags,
+  printResult,
+  runInTerminal,
+  withJsonErrors,
+  type RunFlags,
+} from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
 /** Flags of `codehop research`. */
@@ -80,13 +86,12 @@ export default function researchCommand(): Command {
       const { researchRecording } = await import("../../apps/research/recording.ts");
       await recordInputEarly(researchRecording, topic, threadId, config);
       const { research } = await import("../../apps/research/app.ts");
-      const { printResearchResult } = await import("../research-output.ts");
       await runInTerminal(
         flags,
         "codehop research",
         (options) => research(topic, { threadId, config, maxQuestions, ...options }),
         { threadId },
-        (result, f) => printResearchResult(result, { ...f, out: flags.out }),
+        (result, f) => printResult(result, { ...f, out: flags.out }),
       );
     });
 }

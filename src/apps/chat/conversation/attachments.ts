@@ -8,6 +8,7 @@ import {
   type ExtractedDocument,
 } from "../../../ingest/documents.ts";
 import { fetchDocument, isPublicAddress, megabytes } from "../../../ingest/fetch-url.ts";
+import { isInputError } from "../../../ingest/reader-limits.ts";
 import { servedChatAccess, type ChatAccess } from "./access.ts";
 import type { ChatFiles, ThreadFile } from "./knowledge-base.ts";
 import {
@@ -44,7 +45,7 @@ export interface AttachmentResult {
   file?: ThreadFile;
   /** Why it could not be attached (when not `ok`). */
   error?: string;
-  /** The error's code (CODEHOP_INPUT_INVALID for bad input). */
+  /** The error's code (CODEHOP_INPUT_INVALID for bad input, CODEHOP_INPUT_LIMIT past a reader limit). */
   code?: string;
 }
 
@@ -105,8 +106,9 @@ export async function attachAll(
       results.push({ name: file.name, source, ok: true, file });
     } catch (err) {
       if (signal?.aborted) throw err;
-      // Bad input is the user's to fix; anything else (a full disk, a broken DB) is not.
-      if (!CodehopError.isInstance(err) || err.code !== ErrorCodes.INPUT_INVALID) throw err;
+      // Bad input (unreadable, or past a reader limit) is the user's to fix; anything else (a
+      // full disk, a broken DB) is not.
+      if (!isInputError(err)) throw err;
       results.push({
         name: inputName(input),
         source,

@@ -4,6 +4,7 @@ import type { CodeAgent } from "../../../framework/code-agent.ts";
 import { NOSTREAM_TAG, withoutParentStream } from "../../../core/pregel-internals.ts";
 import { readRunContext, withRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import { DOCUMENT_KIND_LABELS } from "../../../ingest/documents.ts";
 import { renderPrompt } from "../../../prompts/render.ts";
 import { answerText } from "../../../runs/result.ts";
 import type { AttachmentResult } from "../conversation/attachments.ts";
@@ -13,13 +14,7 @@ import type { ThreadFile } from "../conversation/knowledge-base.ts";
 import { currentTurn, renderConversation } from "../conversation/memory.ts";
 import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
 
-const KIND_LABEL: Record<ThreadFile["kind"], string> = {
-  pdf: "PDF",
-  docx: "DOCX",
-  html: "web page",
-  markdown: "Markdown",
-  text: "text",
-};
+const KIND_LABEL: Readonly<Record<ThreadFile["kind"], string>> = DOCUMENT_KIND_LABELS;
 
 /** The files block of the round's task: what is attached, and what failed to attach this round. */
 export function renderFiles(

@@ -1,5 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
+import { clientSettableFields } from "../../../core/client-settings.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import { loadAppConfig, type AppConfigOverrides } from "../../../runs/config.ts";
@@ -31,6 +32,10 @@ export const ResearchSettingsSchema = z.object({
   /** What happens to a sentence the verifier finds unsupported: removed, or kept with a flag. */
   onUnsupported: z.enum(["drop", "flag"]).default("drop"),
 });
+
+// A client of a served research graph may choose every research setting within the bounds above
+// (src/core/client-settings.ts): they shape its own report, and the schema caps each one.
+clientSettableFields(ResearchSettingsSchema, "all");
 
 /** Validated research settings (every default filled in). */
 export type ResearchSettings = z.infer<typeof ResearchSettingsSchema>;

@@ -1,0 +1,118 @@
+import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { DocumentKind, FormatOutput, FormatReader } from "./format-types.ts";
+import { InputLimitError, type ReaderLimits } from "./reader-limits.ts";
+
+/**
+ * The program of a reader process (see reader-pool.ts): it reads one file at a time with the
+ * reader of its kind, and answers with the text or with the error, as plain data.
+ */
+
+/** One file to read, as the pool sends it. */
+export interface ReaderJob {
+  id: number;
+  kind: DocumentKind;
+  name: string;
+  mediaType?: string;
+  bytes: Uint8Array;
+  limits: ReaderLimits;
+  maxChars: number;
+  maxHtmlChars: number;
+}
+
+/** An error as it crosses the process boundary. */
+export interface ReaderFailure {
+  code?: string;
+  message: string;
+  /** For INPUT_LIMIT: which limit, its value and the file. */
+  limit?: InputLimitError["limit"];
+  max?: number;
+  file?: string;
+}
+
+/** What the process answers. */
+export type ReaderReply =
+  | { id: number; type: "loaded" }
+  | { id: number; type: "done"; result: FormatOutput }
+  | { id: number; type: "failed"; error: ReaderFailure };
+
+/** The reader of each kind, loaded on first use (PDF.js and mammoth are large). */
+const READERS: Readonly<Record<DocumentKind, () => Promise<FormatReader>>> = {
+  pdf: async () => (await import("./format-pdf.ts")).readPdf,
+  docx: async () => (await import("./format-docx.ts")).readDocx,
+  html: async () => (await import("./format-html.ts")).readHtml,
+  markdown: async () => (await import("./format-text.ts")).readMarkdown,
+  text: async () => (await import("./format-text.ts")).readText,
+};
+
+/** Reads one job's file (in this process); the caller sends the reply. */
+export async function runJob(
+  job: ReaderJob,
+  onLoaded: () => void = () => {},
+): Promise<FormatOutput> {
+  const reader = await READERS[job.kind]();
+  onLoaded();
+  // The time counted is this process's CPU time, as the pool counts it.
+  const clock = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  const started = clock();
+  const softMs = job.limits.timeoutMs * 0.75;
+  const result = await reader(
+    { kind: job.kind, name: job.name, bytes: job.bytes, mediaType: job.mediaType },
+    {
+      limits: job.limits,
+      maxChars: job.maxChars,
+      maxHtmlChars: job.maxHtmlChars,
+      overTime: () => clock() - started > softMs,
+    },
+  );
+  if (result.text.length > job.maxChars) {
+    return {
+      ...result,
+      text: result.text.slice(0, job.maxChars),
+      truncated: true,
+      truncation: [result.truncation, `kept the first ${job.maxChars} characters of the text`]
+        .filter(Boolean)
+        .join("; "),
+    };
+  }
+  return result;
+}
+
+/** An error as plain data (see {@link ReaderFailure}); a stack overflow is a nesting limit. */
+export function toFailure(err: unknown, name: string): ReaderFailure {
+  if (err instanceof RangeError && /call stack/i.test(err.message)) {
+    const limit = new InputLimitError(
+      name,
+      "stack",
+      0,
+      "the document nests too deeply to be read (the reader's stack ran out)",
+    );
+    return { code: limit.code, message: limit.message, limit: "stack", max: 0, file: name };
+  }
+  if (err instanceof InputLimitError)
+    return { code: err.code, message: err.message, limit: err.limit, max: err.max, file: err.file };
+  if (CodehopError.isInstance(err)) return { code: err.code, message: err.message };
+  return {
+    code: ErrorCodes.INPUT_INVALID,
+    message: `${name} could not be read: ${(err as Error)?.message ?? String(err)}`,
+  };
+}
+
+/** True when this module is the program of a reader process (not imported by another). */
+function isReaderProcess(): boolean {
+  return typeof process.send === "function" && /reader-process\.[jt]s$/.test(process.argv[1] ?? "");
+}
+
+if (isReaderProcess()) {
+  // The parent gone, there is no one to answer: a reader never outlives it.
+  process.on("disconnect", () => process.exit(0));
+  process.on("message", (job: ReaderJob) => {
+    const send = (reply: ReaderReply) => process.send!(reply);
+    runJob(job, () => send({ id: job.id, type: "loaded" })).then(
+      (result) => send({ id: job.id, type: "done", result }),
+      (err: unknown) => send({ id: job.id, type: "failed", error: toFailure(err, job.name) }),
+    );
+  });
+}
