@@ -1,10 +1,15 @@
 import type pg from "pg";
-import type { JournalRow, JournalRowKey, JournalRowStore } from "../core/journal.ts";
+import {
+  JOURNAL_TABLE,
+  type JournalRow,
+  type JournalRowKey,
+  type JournalRowStore,
+} from "../core/journal.ts";
 import { inTransaction } from "./postgres-database.ts";
 
 /** DDL of the journal table in `schema` (the same columns as the SQLite adapter's). */
 export function journalTableSql(schema: string): string {
-  return `CREATE TABLE IF NOT EXISTS "${schema}".codehop_call_journal (
+  return `CREATE TABLE IF NOT EXISTS "${schema}".${JOURNAL_TABLE} (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL,
   task_epoch TEXT NOT NULL DEFAULT '',
@@ -55,7 +60,7 @@ export class PostgresJournalRows implements JournalRowStore {
     private readonly pool: pg.Pool,
     schema: string,
   ) {
-    this.table = `"${schema}".codehop_call_journal`;
+    this.table = `"${schema}".${JOURNAL_TABLE}`;
   }
 
   async getRow(key: JournalRowKey): Promise<JournalRow | undefined> {

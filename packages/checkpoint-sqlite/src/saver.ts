@@ -27,6 +27,7 @@ import {
 import Database from "better-sqlite3";
 import { ChannelValues } from "./chains.ts";
 import { Codec, packWrites, type CachedWrite, type InlineValue } from "./codec.ts";
+import { CheckpointCorruptError, DEFAULT_MAX_INFLATE_BYTES } from "./corrupt.ts";
 import type { SaverContext } from "./context.ts";
 import { WriteRows } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
@@ -56,6 +57,22 @@ export interface IncrementalSqliteSaverOptions {
   minChainBeforeSnapshot?: number;
   /** Decoded channel values kept in memory for appends and reads. Default 512. */
   cacheSize?: number;
+  /**
+   * Stored deflated bytes inflate to at most this many bytes (and never to more than deflate can
+   * make of their length): a deflate bomb in a damaged or crafted file stops there, as a
+   * CheckpointCorruptError. A value larger than this is stored plain, so the bound never refuses
+   * what the saver wrote. Default 64 MiB.
+   */
+  maxInflateBytes?: number;
+}
+
+/** Runs a read of `thread`; a corruption error it raises names the thread. */
+async function inThread<T>(thread: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    throw CheckpointCorruptError.isInstance(err) ? err.inThread(thread) : err;
+  }
 }
 
 /**
@@ -134,9 +151,13 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
       flush: () => this.flush(),
     };
     const serde = () => this.serde;
-    this.codec = new Codec(serde, this.compressAbove);
-    this.writeRows = new WriteRows(ctx, this.compressAbove);
-    this.records = new Records(ctx, serde, this.compressAbove);
+    this.codec = new Codec(
+      serde,
+      this.compressAbove,
+      options.maxInflateBytes ?? DEFAULT_MAX_INFLATE_BYTES,
+    );
+    this.writeRows = new WriteRows(ctx, this.codec);
+    this.records = new Records(ctx, serde, this.codec);
     this.channels = new ChannelValues(
       ctx,
       serde,
@@ -187,7 +208,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
    */
   setup(): void {
     if (this.statements) return;
-    this.statements = openTables(this.db, this.compressAbove);
+    this.statements = openTables(this.db, this.codec);
   }
 
   private get s() {
@@ -257,8 +278,10 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     const thread = config.configurable?.thread_id as string | undefined;
     if (!thread) return undefined;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
-    const row = this.findRow(thread, ns, getCheckpointId(config) || undefined);
-    return row ? this.reader.tupleFromRow(row) : undefined;
+    return inThread(thread, async () => {
+      const row = this.findRow(thread, ns, getCheckpointId(config) || undefined);
+      return row ? this.reader.tupleFromRow(row) : undefined;
+    });
   }
 
   async *list(
@@ -327,9 +350,9 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     let count = 0;
     for (const row of rows) {
       if (max !== undefined && count >= max) break;
-      if (!(await matches(row))) continue;
+      if (!(await inThread(row.thread_id, () => matches(row)))) continue;
       count++;
-      yield await this.reader.tupleFromRow(row);
+      yield await inThread(row.thread_id, () => this.reader.tupleFromRow(row));
     }
   }
 
@@ -379,7 +402,9 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     const parentId = config.configurable.checkpoint_id as string | undefined;
     const nsId = this.nsId(thread, ns, true)!;
     const prepared = copyCheckpoint(checkpoint);
-    const parent = parentId ? await this.versionsOf(thread, ns, nsId, parentId) : undefined;
+    const parent = parentId
+      ? await inThread(thread, () => this.versionsOf(thread, ns, nsId, parentId))
+      : undefined;
     // The channels to store: the changed ones; when continuing from a checkpoint of the official
     // saver (values inside its checkpoint row), every channel, once.
     const toStore = parent?.legacy ? { ...prepared.channel_versions } : newVersions;
@@ -423,7 +448,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     );
     // Metadata goes into the record (deflated with it; list() filters such rows after reading).
     record.m = metadata;
-    const cp = await this.records.encode(nsId, record, parentId);
+    const cp = await inThread(thread, () => this.records.encode(nsId, record, parentId));
     this.records.remember(
       nsId,
       checkpoint.id,
@@ -504,7 +529,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     const key = `${nsId}\u0000${id}`;
     const cached = this.writes.get(key) ?? [];
     // (A task's row may exist with no writes: it still changes below, and may be a dictionary.)
-    const stored = this.writeRows.taskWrites(nsId, id, taskId);
+    const stored = await inThread(thread, async () => this.writeRows.taskWrites(nsId, id, taskId));
     const existing = stored ?? [];
     const byIdx = new Map(existing.map((w) => [w.idx, w]));
     for (const w of encoded) {
