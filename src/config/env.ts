@@ -142,6 +142,21 @@ export interface CodehopEnv {
   webMaxMb?: number;
   /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
   waybackUrl?: string;
+  /**
+   * Knowledge sources agents search (CODEHOP_SOURCES: web, wikipedia, corpus, or a comma list such
+   * as web,corpus; unset: the corpus when CODEHOP_CORPUS is set, else Wikipedia). Checked where used.
+   */
+  sources?: string;
+  /** Web research: domains ranked as primary sources (CODEHOP_WEB_ALLOW_DOMAINS, comma list). */
+  webAllowDomains?: string[];
+  /** Web research: domains never searched or read (CODEHOP_WEB_DENY_DOMAINS, comma list). */
+  webDenyDomains?: string[];
+}
+
+/** A comma- or space-separated list (empty items dropped); undefined when unset. */
+function list(value: string | undefined): string[] | undefined {
+  const v = nonEmpty(value);
+  return v === undefined ? undefined : v.split(/[\s,]+/).filter(Boolean);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -322,6 +337,9 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
     webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
     waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
+    sources: nonEmpty(env.CODEHOP_SOURCES)?.toLowerCase(),
+    webAllowDomains: list(env.CODEHOP_WEB_ALLOW_DOMAINS),
+    webDenyDomains: list(env.CODEHOP_WEB_DENY_DOMAINS),
   };
 }
 
