@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { parse as parseShellWords } from "shell-quote";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
+import { wholeNumberOption } from "../option-values.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
@@ -13,7 +14,7 @@ interface ChatFlags extends RunFlags {
   thread?: string;
   file?: string[];
   url?: string[];
-  keepRounds?: string;
+  keepRounds?: number;
 }
 
 const HELP = [
@@ -68,7 +69,11 @@ export default function chatCommand(): Command {
     .option("--thread <id>", "conversation to continue or start (default: a new one)")
     .option("--file <path>", "attach a file at the start (repeatable)", collect)
     .option("--url <url>", "attach a link at the start (repeatable)", collect)
-    .option("--keep-rounds <n>", "rounds the agent sees verbatim; older ones are summarized")
+    .option(
+      "--keep-rounds <n>",
+      "rounds the agent sees verbatim; older ones are summarized (default: the chat app's setting)",
+      wholeNumberOption("--keep-rounds"),
+    )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--model <name>", "model for the chat agent (default CODEHOP_MODEL)")
     .option("--json", "print one JSON object per round instead of the reply")
@@ -81,15 +86,7 @@ export default function chatCommand(): Command {
       const resolved = loadAppConfig(config);
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
       const settings: Record<string, number> = {};
-      if (flags.keepRounds !== undefined) {
-        const n = Number(flags.keepRounds);
-        if (!Number.isInteger(n) || n < 0)
-          throw new CodehopError(
-            ErrorCodes.CONFIG_INVALID,
-            "--keep-rounds must be an integer >= 0.",
-          );
-        settings.keepRounds = n;
-      }
+      if (flags.keepRounds !== undefined) settings.keepRounds = flags.keepRounds;
       // Loaded on use: the agent stack takes a moment to import.
       const app = await import("../../apps/chat/app.ts");
       const { deleteThread } = await import("../../apps/index.ts");
