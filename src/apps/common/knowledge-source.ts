@@ -12,7 +12,9 @@ import { clientSettable, oneOf } from "../../core/client-settings.ts";
 import { readRunContext, RunContextSchema } from "../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
-import type { KnowledgeSource } from "../../store/types.ts";
+import type { KnowledgeSource, SourceKind } from "../../store/types.ts";
+import { MultiSource } from "./multi-source.ts";
+import { openWebSource } from "./web-source.ts";
 import type { RunOptions, RunServices } from "../../runs/app.ts";
 import { loadAppConfig, wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
 import { configForStoredSource } from "./source-record.ts";
@@ -149,13 +151,44 @@ export async function openSourceFor(
   config: AppConfig,
   onNotice?: (message: string) => void,
 ): Promise<KnowledgeSource> {
-  return openKnowledgeSource({
-    corpus: config.corpus,
-    wikipediaApi: config.wikipediaApi,
-    cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
-    embeddings: config.embeddings,
-    onNotice,
-  });
+  const kinds = config.sources ?? [config.corpus ? "corpus" : "wikipedia"];
+  if (kinds.includes("corpus") && !config.corpus) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      "The corpus source needs a corpus DB: pass --corpus <db> (or set CODEHOP_CORPUS), made by `codehop ingest`.",
+    );
+  }
+  const open = (kind: SourceKind): KnowledgeSource =>
+    kind === "web"
+      ? openWebSource(config.web)
+      : openKnowledgeSource({
+          corpus: kind === "corpus" ? config.corpus : undefined,
+          wikipediaApi: config.wikipediaApi,
+          cacheDb: kind === "corpus" ? undefined : wikipediaCachePath(config),
+          embeddings: config.embeddings,
+          onNotice,
+        });
+  if (kinds.length === 1) return open(kinds[0]);
+  const members: KnowledgeSource[] = [];
+  try {
+    for (const kind of kinds) members.push(open(kind));
+  } catch (err) {
+    await Promise.all(members.map((m) => m.close()));
+    throw err;
+  }
+  return new MultiSource(members);
+}
+
+/** How a report names a source: "the corpus", "Wikipedia", "the web", or both of a mix. */
+export function describeSource(source: KnowledgeSource): string {
+  if (source instanceof MultiSource) return source.members.map(describeSource).join(" and ");
+  return source.kind === "corpus"
+    ? "the corpus"
+    : source.kind === "web"
+      ? "the web"
+      : source.kind === "wikipedia"
+        ? "Wikipedia"
+        : "the sources";
 }
 
 /**
@@ -170,8 +203,9 @@ export async function openKnowledgeServices(
 ): Promise<RunServices> {
   if (options.source)
     return { context: { knowledgeSource: options.source }, close: async () => {} };
+  const explicit = Boolean(options.config?.corpus || options.config?.sources);
   const source = await openSourceFor(
-    configForStoredSource(config, Boolean(options.config?.corpus), stored),
+    configForStoredSource(config, explicit, stored),
     options.onWarning,
   );
   return { context: { knowledgeSource: source }, close: () => source.close() };
