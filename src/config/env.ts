@@ -28,6 +28,14 @@ export interface CodehopEnv {
   googleApiKey?: string;
   /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
   googleBaseUrl?: string;
+  /** Long-term memory: the root agent's memory tools and the chat app's recall (CODEHOP_MEMORY=1). */
+  memory?: boolean;
+  /** Reflection: a lesson after a failed run, recalled for similar tasks (CODEHOP_REFLECTION=1). */
+  reflection?: boolean;
+  /** The user whose memories CLI and API runs use (CODEHOP_USER; default "local"). */
+  memoryUser?: string;
+  /** Days a memory lives after it is written or last recalled (CODEHOP_MEMORY_TTL_DAYS; unset or 0: forever). */
+  memoryTtlDays?: number;
   /** LangSmith tracing on (LANGSMITH_TRACING=true, or the older LANGCHAIN_TRACING_V2=true). */
   langsmithTracing: boolean;
   /** LangSmith API endpoint (LANGSMITH_ENDPOINT, else LANGCHAIN_ENDPOINT; default api.smith.langchain.com). */
@@ -265,6 +273,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
     googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
+    memory: flag("CODEHOP_MEMORY", env.CODEHOP_MEMORY),
+    reflection: flag("CODEHOP_REFLECTION", env.CODEHOP_REFLECTION),
+    memoryUser: nonEmpty(env.CODEHOP_USER),
+    memoryTtlDays: num("CODEHOP_MEMORY_TTL_DAYS", env.CODEHOP_MEMORY_TTL_DAYS),
     langsmithTracing:
       (nonEmpty(env.LANGSMITH_TRACING) ?? nonEmpty(env.LANGCHAIN_TRACING_V2))?.toLowerCase() ===
       "true",
