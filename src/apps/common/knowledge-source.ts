@@ -107,6 +107,21 @@ function namedSource(name: string): KnowledgeSource {
       `No knowledge source named "${name}" (${Object.keys(sources).length ? `the operator's sources: ${Object.keys(sources).join(", ")}` : "the operator names none"}; knowledgeSources in ${file ?? "codehop.config.json"}).`,
     );
   }
+  if ("sources" in def) {
+    // A list (the web, a mix): opened like `--source`, with the operator's web settings.
+    const corpus = def.corpus ? resolve(dirname(file ?? "."), def.corpus) : undefined;
+    const key = `${name}:${JSON.stringify(def)}:${corpus ?? ""}`;
+    let listed = byName.get(key);
+    if (!listed) {
+      const config = { ...loadAppConfig(), sources: def.sources, corpus };
+      listed = lazySource(
+        () => openSourceFor(config),
+        def.sources.length === 1 ? def.sources[0] : "mixed",
+      );
+      byName.set(key, listed);
+    }
+    return listed;
+  }
   // The operator's embeddings endpoint (environment) ranks a named corpus hybrid too.
   const { embeddings } = loadAppConfig();
   const options =
