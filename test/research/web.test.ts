@@ -1,6 +1,9 @@
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openSourceFor } from "../../src/apps/common/knowledge-source.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSourceFor, sourceFromConfig } from "../../src/apps/common/knowledge-source.ts";
 import { MultiSource } from "../../src/apps/common/multi-source.ts";
 import {
   credibilityOf,
@@ -252,7 +255,6 @@ describe("codehop research --source web", { timeout: 180_000 }, () => {
       ["research", WEB_TOPIC, "--source", "web,corpus", "--corpus", world.corpus, "--json"],
       world.cliEnv({
         CODEHOP_SEARCH_URL: `${site.origin}/searxng`,
-        CODEHOP_WEB_ALLOW_PRIVATE_URLS: "1",
       }),
     );
     expect(r.code, r.stderr).toBe(0);
@@ -299,6 +301,36 @@ describe("codehop research --source web", { timeout: 180_000 }, () => {
       expect(hits.some((h) => h.title === "Eiffel Tower")).toBe(true);
     } finally {
       await source.close();
+    }
+  });
+
+  it("a served run chooses the operator's web source by name (context.source); the settings stay the operator's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "codehop-web-named-"));
+    const file = join(dir, "codehop.config.json");
+    writeFileSync(file, JSON.stringify({ knowledgeSources: { web: { sources: ["web"] } } }));
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      CODEHOP_CONFIG: file,
+      CODEHOP_SEARCH_URL: `${site.origin}/searxng`,
+      CODEHOP_WEB_ALLOW_PRIVATE_URLS: "1",
+      CODEHOP_WEB_DENY_DOMAINS: "example.org",
+    });
+    try {
+      const source = sourceFromConfig({ configurable: { source: "web" } } as any, {});
+      expect(source.kind).toBe("web");
+      const [top] = await source.search("Zstandard released");
+      expect(top.url).toBe(site.url("/zstd"));
+      const { passages } = await source.retrievePassages(top.title, "released 2016");
+      expect(passages[0].id).toMatch(/#\d+$/);
+    } finally {
+      for (const k of [
+        "CODEHOP_CONFIG",
+        "CODEHOP_SEARCH_URL",
+        "CODEHOP_WEB_ALLOW_PRIVATE_URLS",
+        "CODEHOP_WEB_DENY_DOMAINS",
+      ])
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
     }
   });
 });

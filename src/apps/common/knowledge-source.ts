@@ -107,6 +107,21 @@ function namedSource(name: string): KnowledgeSource {
       `No knowledge source named "${name}" (${Object.keys(sources).length ? `the operator's sources: ${Object.keys(sources).join(", ")}` : "the operator names none"}; knowledgeSources in ${file ?? "codehop.config.json"}).`,
     );
   }
+  if ("sources" in def) {
+    // A list (the web, a mix): opened like `--source`, with the operator's web settings.
+    const corpus = def.corpus ? resolve(dirname(file ?? "."), def.corpus) : undefined;
+    const key = `${name}:${JSON.stringify(def)}:${corpus ?? ""}`;
+    let listed = byName.get(key);
+    if (!listed) {
+      const config = { ...loadAppConfig(), sources: def.sources, corpus };
+      listed = lazySource(
+        () => openSourceFor(config),
+        def.sources.length === 1 ? def.sources[0] : "mixed",
+      );
+      byName.set(key, listed);
+    }
+    return listed;
+  }
   // The operator's embeddings endpoint (environment) ranks a named corpus hybrid too.
   const { embeddings } = loadAppConfig();
   const options =
@@ -204,10 +219,12 @@ export async function openKnowledgeServices(
   if (options.source)
     return { context: { knowledgeSource: options.source }, close: async () => {} };
   const explicit = Boolean(options.config?.corpus || options.config?.sources);
-  const source = await openSourceFor(
-    configForStoredSource(config, explicit, stored),
-    options.onWarning,
-  );
+  const own = configForStoredSource(config, explicit, stored);
+  // A run of the CLI or the API is the user's own, on their machine (as chat's attachments are):
+  // web pages on private addresses may be read unless the configuration says otherwise. Served
+  // graphs open their sources elsewhere, under the operator's CODEHOP_WEB_ALLOW_PRIVATE_URLS.
+  const web = { ...own.web, settings: { allowPrivateAddresses: true, ...own.web?.settings } };
+  const source = await openSourceFor({ ...own, web }, options.onWarning);
   return { context: { knowledgeSource: source }, close: () => source.close() };
 }
 
