@@ -75,6 +75,26 @@ export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
 /** Server names: letters, digits, `_` and `-` (they label tools and messages). */
 const serverName = z.string().regex(/^[A-Za-z0-9_-]+$/, "letters, digits, _ and - only");
 
+/**
+ * A knowledge source the operator names for clients of served graphs (`context.source` picks it
+ * by name): a corpus DB made by `codehop ingest` (a relative path is relative to the
+ * configuration file), online Wikipedia (`true`, or a MediaWiki API URL for a mirror), or a list of
+ * sources (`web`, `wikipedia`, `corpus`: the open web, and mixes such as web + a corpus).
+ */
+export const KnowledgeSourceConfigSchema = z.union([
+  z.strictObject({ corpus: z.string().min(1) }),
+  z.strictObject({ wikipedia: z.union([z.literal(true), z.url({ protocol: /^https?$/ })]) }),
+  // The open web and mixes (`{ "sources": ["web", "corpus"], "corpus": "docs.db" }`): searched with
+  // the operator's web settings and domain lists (CODEHOP_SEARCH_*, CODEHOP_WEB_*).
+  z.strictObject({
+    sources: z.array(z.enum(["web", "wikipedia", "corpus"])).min(1),
+    corpus: z.string().min(1).optional(),
+  }),
+]);
+
+/** One named knowledge source (see {@link KnowledgeSourceConfigSchema}). */
+export type KnowledgeSourceConfig = z.infer<typeof KnowledgeSourceConfigSchema>;
+
 /** The configuration file's schema. */
 export const CodehopConfigFileSchema = z.strictObject({
   /** Optional JSON Schema reference for editors. */
@@ -84,6 +104,11 @@ export const CodehopConfigFileSchema = z.strictObject({
    * plus codehop's keys (`prefix`, `tools`, `approval`, `agents`, `timeoutMs`).
    */
   mcpServers: z.record(serverName, McpServerConfigSchema).optional(),
+  /**
+   * The operator's registry of knowledge sources, by name: what a client of a served graph may
+   * choose with `context.source` (clients never give paths).
+   */
+  knowledgeSources: z.record(serverName, KnowledgeSourceConfigSchema).optional(),
 });
 
 /** The configuration file's content. */
@@ -148,6 +173,8 @@ export function parseConfig(value: unknown, where = "configuration"): CodehopCon
   const problems = parsed.error.issues.map((i) => {
     const path = i.path.join(".") || "(top level)";
     // A server that matches neither form: say what each needs instead of zod's union dump.
+    if (i.code === "invalid_union" && i.path[0] === "knowledgeSources")
+      return `${path}: a knowledge source is { "corpus": "<db path>" } or { "wikipedia": true | "<MediaWiki API URL>" }`;
     if (i.code === "invalid_union" && i.path[0] === "mcpServers")
       return `${path}: a server needs "command" (stdio) or "url" (streamable HTTP), and only the keys of that form`;
     return `${path}: ${i.message}`;

@@ -5,6 +5,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { v1Hint } from "../config/endpoint.ts";
 import { agentEnvKey, type CodehopEnv, readEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { MODEL_DEFAULTS } from "./model-defaults.ts";
 import { parseModelName, providerEndpoint, ProviderChatModel } from "./providers.ts";
 import { readRunContext } from "./run-context.ts";
 
@@ -28,13 +29,7 @@ export { v1Hint };
 // (The run context's `modelSettings`; declared there, beside the other keys a run gives.)
 export type { ModelSettings } from "./run-context.ts";
 
-/** Defaults for model calls. */
-export const MODEL_DEFAULTS = {
-  temperature: 0,
-  maxTokens: 1024,
-  maxRetries: 3,
-  timeoutMs: 120_000,
-} as const;
+export { MODEL_DEFAULTS } from "./model-defaults.ts";
 
 function isChatModel(value: unknown): value is BaseChatModel {
   return typeof value === "object" && value !== null && typeof (value as any).invoke === "function";

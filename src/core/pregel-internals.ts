@@ -177,3 +177,17 @@ export function describeInputShape(schema: z.ZodType): string {
   );
   return fields.length ? `{ ${fields.join(", ")} }` : "";
 }
+
+/**
+ * Where a compiled StateGraph keeps the context schema it was built with (`new StateGraph({ ...,
+ * context })`): its builder's `_configRuntimeSchema`, which LangGraph validates a run's context
+ * against.
+ */
+export const CONTEXT_SCHEMA_FIELD = "_configRuntimeSchema";
+
+/** A compiled graph's run-context schema (its builder's `context`), or undefined if it has none. */
+export function contextSchemaOf(graph: unknown): z.ZodObject | undefined {
+  const builder = (graph as { builder?: Record<string, unknown> } | null)?.builder;
+  const schema = builder?.[CONTEXT_SCHEMA_FIELD];
+  return schema instanceof z.ZodObject ? schema : undefined;
+}

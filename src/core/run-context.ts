@@ -1,6 +1,9 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { z } from "zod";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { readEnv } from "../config/env.ts";
+import { clientSettable, oneOf, upTo } from "./client-settings.ts";
+import { operatorModelLimits } from "./model-defaults.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 import type { CallJournal } from "./journal.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
@@ -21,6 +24,18 @@ export interface ModelSettings {
   maxRetries?: number;
   /** CODEHOP_MODEL_TIMEOUT_MS (default 120000). */
   timeoutMs?: number;
+}
+
+/** Memory settings of a run (run context `memory`; src/core/memory.ts uses them). */
+export interface MemorySettings {
+  /** The run's root agent gets remember / recall / forget. */
+  tools?: boolean;
+  /** The chat app recalls what it knows about the user at each round. */
+  recall?: boolean;
+  /** Lessons: written after a failed run, recalled for similar tasks. */
+  reflection?: boolean;
+  /** The user whose memories a run uses when no authenticated user is given (default "local"). */
+  user?: string;
 }
 
 /**
@@ -70,23 +85,47 @@ export interface RunContext {
    * what reference blocks (`upload: "sha256:..."`) in the input's messages are read from.
    */
   uploads?: UploadReader;
+  /**
+   * Long-term memory of the run (src/core/memory.ts): memory tools for the root agent, the chat
+   * app's recall, reflection lessons, and the user of runs without an authenticated one.
+   */
+  memory?: MemorySettings;
+  /**
+   * Lessons from earlier attempts at similar tasks (the reflection step recalled them): shown to
+   * the run's root agent after its task.
+   */
+  lessons?: readonly string[];
 }
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null;
-const modelField = z
-  .union([z.string().min(1), z.custom<BaseChatModel>(isObject, "a chat model instance")])
-  .describe("model name for the configured endpoint (or a chat model instance)");
+const modelField = () =>
+  z
+    .union([z.string().min(1), z.custom<BaseChatModel>(isObject, "a chat model instance")])
+    .describe("model name for the configured endpoint (or a chat model instance)");
+
+/** Model names a client may choose: the operator's allow-list (CODEHOP_CLIENT_MODELS). */
+const clientModels = oneOf(
+  () => readEnv().clientModels,
+  "the models the operator allows clients (CODEHOP_CLIENT_MODELS)",
+);
+const limit = (key: "maxTokens" | "maxRetries" | "timeoutMs", variable: string) =>
+  upTo(() => operatorModelLimits()[key], `the operator's ${variable}`);
 
 /**
  * The run context's schema, given to LangGraph as each code agent graph's context schema: LangGraph
  * validates a run's context (or, without one, its `configurable`) against it, and the LangGraph
  * server shows the JSON-able fields in Studio's configuration form. Loose: apps' keys and
  * LangGraph's own pass. Apps extend it for their keys (`RunContextSchema.extend({ ... })`).
+ *
+ * Keys marked with `clientSettable` are the ones a client of a served graph may set
+ * (src/core/client-settings.ts): a model on the operator's allow-list, the temperature, and token,
+ * retry and time limits up to the operator's. The endpoint, its key and every code-made object
+ * are the operator's.
  */
 export const RunContextSchema = z.looseObject({
-  model: modelField.optional(),
+  model: clientSettable(modelField().optional(), clientModels),
   models: z
-    .record(z.string(), modelField)
+    .record(z.string(), clientSettable(modelField(), clientModels))
     .optional()
     .describe("per-agent model names, by agent name (win over `model`)"),
   modelSettings: z
@@ -95,21 +134,49 @@ export const RunContextSchema = z.looseObject({
         .string()
         .optional()
         .describe("OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
-      apiKey: z.string().optional(),
-      temperature: z.number().optional(),
-      maxTokens: z.number().int().positive().optional(),
-      maxRetries: z.number().int().min(0).optional(),
-      timeoutMs: z.number().positive().optional(),
+      apiKey: z.string().optional().describe("the endpoint's API key"),
+      temperature: clientSettable(z.number().min(0).max(2).optional()),
+      maxTokens: clientSettable(
+        z.number().int().positive().optional(),
+        limit("maxTokens", "CODEHOP_MAX_TOKENS"),
+      ),
+      maxRetries: clientSettable(
+        z.number().int().min(0).optional(),
+        limit("maxRetries", "CODEHOP_MAX_RETRIES"),
+      ),
+      timeoutMs: clientSettable(
+        z.number().positive().optional(),
+        limit("timeoutMs", "CODEHOP_MODEL_TIMEOUT_MS"),
+      ),
     })
     .optional()
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  memory: z
+    .looseObject({
+      tools: z.boolean().optional(),
+      recall: z.boolean().optional(),
+      reflection: z.boolean().optional(),
+      user: z.string().optional(),
+    })
+    .optional()
+    .describe("long-term memory: tools, chat recall, reflection lessons, the run's user"),
+  lessons: z.array(z.string()).optional().describe("lessons recalled for this run's task"),
   uploads: z
     .custom<UploadReader>(
       (v) => isObject(v) && typeof (v as UploadReader).get === "function",
       "an upload store (set by the server, code only)",
     )
+    .optional(),
+  // Framework-internal keys, set by code (declared so a client cannot set them unnoticed).
+  agentTools: z
+    .custom<RunContext["agentTools"]>(isObject, "tools for this run (code only)")
+    .optional(),
+  taskEpochs: z.custom<readonly number[]>(Array.isArray, "framework-internal").optional(),
+  agentPath: z.custom<readonly string[]>(Array.isArray, "framework-internal").optional(),
+  usageSink: z
+    .custom<RunContext["usageSink"]>((v) => typeof v === "function", "framework-internal")
     .optional(),
 });
 

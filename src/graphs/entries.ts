@@ -7,6 +7,11 @@
  * (src/core/models.ts).
  * No graph here carries a checkpointer: the LangGraph server attaches its own.
  *
+ * Every graph here is served: any client of the server writes its run's context and
+ * configurable. Each is guarded (`guardClientRuns`, src/core/client-settings.ts): a run that sets
+ * a key only the operator may set (the model endpoint, a corpus path ...) fails before it starts,
+ * naming the key, and limits a client may set are held to the operator's.
+ *
  * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
  */
 import { AssistantFiles } from "../apps/assistant/base/files.ts";
@@ -31,6 +36,7 @@ import {
   type ResearchAgentOptions,
 } from "../apps/research/team.ts";
 import type { ApprovalJournal } from "../core/approval.ts";
+import { guardClientRuns } from "../core/client-settings.ts";
 import type { CallJournal, ReplayableJournal } from "../core/journal.ts";
 import { createCodeAgent } from "../framework/code-agent.ts";
 import { openPersistenceFor, type Persistence } from "../persistence/index.ts";
@@ -44,9 +50,10 @@ let environmentSource: KnowledgeSource | undefined;
 function fromEnvironment(): KnowledgeSource {
   if (!environmentSource) {
     const config = loadAppConfig();
+    const kinds = config.sources ?? [config.corpus ? "corpus" : "wikipedia"];
     environmentSource = lazySource(
       () => openSourceFor(config),
-      config.corpus ? "corpus" : "wikipedia",
+      kinds.length === 1 ? kinds[0] : "mixed",
     );
   }
   return environmentSource;
@@ -90,11 +97,11 @@ const qaDeps: ReferenceAgentOptions = {
 };
 
 /** The QA app: `{ question }` in, the manager → wikipedia_search → page_search team. */
-export const manager = createManagerGraph(qaDeps);
+export const manager = guardClientRuns(createManagerGraph(qaDeps));
 /** The wikipedia_search agent on its own (input `{ task }`). */
-export const wikipedia_search = createWikipediaSearchAgent(qaDeps).graph;
+export const wikipedia_search = guardClientRuns(createWikipediaSearchAgent(qaDeps).graph);
 /** The page_search agent on its own (input `{ task, context: { page } }`). */
-export const page_search = createPageSearchAgent(qaDeps).graph;
+export const page_search = guardClientRuns(createPageSearchAgent(qaDeps).graph);
 const researchDeps: ResearchAgentOptions = {
   fallbackSource: fromEnvironment,
   journal: environmentJournal,
@@ -104,14 +111,16 @@ const researchDeps: ResearchAgentOptions = {
  * The research app: `{ topic, maxQuestions? }` in; planner → researcher pipelines → writer →
  * verifier → report; the cited, verified report in `answer`, with `citations` and `verification`.
  */
-export const researcher = createResearcherGraph(researchDeps);
+export const researcher = guardClientRuns(createResearcherGraph(researchDeps));
 /** A generic code agent with no tools (plain JavaScript only). */
-export const code_agent = createCodeAgent({
-  name: "code_agent",
-  description: "a general assistant that answers by computing in JavaScript",
-  maxSteps: 6,
-  journal: environmentJournal,
-}).graph;
+export const code_agent = guardClientRuns(
+  createCodeAgent({
+    name: "code_agent",
+    description: "a general assistant that answers by computing in JavaScript",
+    maxSteps: 6,
+    journal: environmentJournal,
+  }).graph,
+);
 
 let environmentFiles: ChatFiles | undefined;
 
@@ -129,10 +138,12 @@ function chatFilesFromEnvironment(): ChatFiles {
  * agent answers the last user message with the thread's attached files (files uploaded as
  * content blocks, or `attach: [{ url }]` in the input).
  */
-export const chat = createChatGraph({
-  fallbackFiles: chatFilesFromEnvironment,
-  journal: environmentJournal,
-});
+export const chat = guardClientRuns(
+  createChatGraph({
+    fallbackFiles: chatFilesFromEnvironment,
+    journal: environmentJournal,
+  }),
+);
 
 let environmentAssistantFiles: AssistantFiles | undefined;
 

@@ -103,7 +103,9 @@ export const EXTRACT_DEFAULTS = {
   maxHtmlChars: 2_000_000,
 } as const;
 
-const SUPPORTED = "PDF, DOCX, HTML, Markdown (.md) or plain text (.txt)";
+/** The formats the readers read, in words (for messages). */
+export const SUPPORTED_DOCUMENTS = "PDF, DOCX, HTML, Markdown (.md) or plain text (.txt)";
+const SUPPORTED = SUPPORTED_DOCUMENTS;
 
 function invalid(message: string, cause?: unknown): CodehopError {
   return new CodehopError(ErrorCodes.INPUT_INVALID, message, cause ? { cause } : undefined);

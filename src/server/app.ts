@@ -4,10 +4,11 @@ import { z } from "zod";
 import { type Backend, type BackendOptions, openBackend } from "./backend.ts";
 import { RunEventReader } from "./events.ts";
 import { STREAM_MODES } from "./execute.ts";
-import { assistantIdOf } from "./graphs.ts";
+import { assistantIdOf, type ServedGraph } from "./graphs.ts";
 import { inClient, RUNS_QUEUE } from "./queue.ts";
 import { stateToThreadState, toJson } from "./serialize.ts";
 import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
+import { ClientSettingError, clientSchemaOf, vetClientRun } from "../core/client-settings.ts";
 import { storeUploads } from "../core/uploads.ts";
 import {
   type ApiThread,
@@ -59,14 +60,46 @@ export interface RunningServer {
 
 const VERSION = "0.1.0";
 
-/** An HTTP error with the status and message the client gets. */
+/** An HTTP error with the status and message the client gets (plus fields for its JSON body). */
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
+}
+
+/** `checkpoint` keys a client may give (a run's or a state read's checkpoint on its own thread). */
+const CHECKPOINT_KEYS = new Set(["checkpoint_id", "checkpoint_ns", "checkpoint_map"]);
+
+/**
+ * A client's checkpoint object, or a 422 naming a key it may not carry: the thread comes from the
+ * URL, and LangGraph's private keys (`__pregel_*`) are never a client's.
+ */
+function clientCheckpoint(
+  checkpoint: Record<string, unknown> | null | undefined,
+  field: string,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(checkpoint ?? {})) {
+    if (key === "thread_id") continue; // the URL's thread wins (the SDK echoes it back)
+    if (!CHECKPOINT_KEYS.has(key))
+      throw new HttpError(
+        422,
+        `${field}.${key}: not a checkpoint key (use checkpoint_id, checkpoint_ns, checkpoint_map).`,
+      );
+    if (key === "checkpoint_map" ? typeof value !== "object" : typeof value !== "string")
+      throw new HttpError(422, `${field}.${key}: must be a string.`);
+    out[key] = value;
+  }
+  return out;
+}
+
+/** A refused client setting as the HTTP error the client gets (403 / 422, naming the key). */
+function settingRefused(err: ClientSettingError): HttpError {
+  return new HttpError(err.status, err.message, { code: err.code, key: err.path });
 }
 
 const StreamMode = z.enum(STREAM_MODES);
@@ -176,7 +209,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   app.setErrorHandler(async (err: Error & { statusCode?: number }, _req, reply) => {
     const status = err instanceof HttpError ? err.status : (err.statusCode ?? 500);
-    await reply.code(status).send({ error: err.name, message: err.message, detail: err.message });
+    const extra = err instanceof HttpError ? err.extra : {};
+    await reply
+      .code(status)
+      .send({ error: err.name, message: err.message, detail: err.message, ...extra });
   });
 
   const graphOf = (assistantId: string) => {
@@ -362,7 +398,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }),
       req.body,
     );
-    return readState(req.params.tid, body.checkpoint, Boolean(body.subgraphs));
+    return readState(
+      req.params.tid,
+      clientCheckpoint(body.checkpoint, "checkpoint"),
+      Boolean(body.subgraphs),
+    );
   });
   app.post<{ Params: { tid: string } }>("/threads/:tid/state", async (req) => {
     const body = parse(
@@ -380,7 +420,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const config = await graph.updateState(
       {
         configurable: {
-          ...body.checkpoint,
+          ...clientCheckpoint(body.checkpoint, "checkpoint"),
           ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
           thread_id: thread.thread_id,
         },
@@ -399,16 +439,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!graph) return [];
     const out = [];
     // A checkpoint id, a checkpoint ({ checkpoint_id ... }) or a config ({ configurable }).
-    const before =
+    const beforeCheckpoint =
       typeof q.before === "string"
-        ? { configurable: { checkpoint_id: q.before } }
+        ? { checkpoint_id: q.before }
         : q.before && typeof q.before === "object"
-          ? "configurable" in q.before
-            ? q.before
-            : { configurable: q.before }
+          ? clientCheckpoint(
+              ("configurable" in q.before
+                ? (q.before as { configurable: unknown }).configurable
+                : q.before) as Record<string, unknown>,
+              "before",
+            )
           : undefined;
+    const before = beforeCheckpoint
+      ? { configurable: { ...beforeCheckpoint, thread_id: threadId } }
+      : undefined;
     for await (const state of graph.getStateHistory(
-      { configurable: { ...(q.checkpoint as object), thread_id: threadId } },
+      {
+        configurable: {
+          ...clientCheckpoint(q.checkpoint as Record<string, unknown> | undefined, "checkpoint"),
+          thread_id: threadId,
+        },
+      },
       { limit: q.limit ?? 10, before, filter: q.metadata ?? undefined },
     ))
       out.push(stateToThreadState(state));
@@ -440,9 +491,38 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // ---------------------------------------------------------------------------------------------
   // Runs
 
+  /**
+   * A run request's context and configurable as the graph's clients may set them (403 / 422
+   * naming the first key refused), and its recursion limit held to the graph's own.
+   */
+  const vetRunSettings = (graph: ServedGraph, body: RunCreateBody) => {
+    const configurable: Record<string, unknown> = {
+      ...body.config?.configurable,
+      ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      ...clientCheckpoint(body.checkpoint, "checkpoint"),
+    };
+    let vetted;
+    try {
+      vetted = vetClientRun(clientSchemaOf(graph), { context: body.context, configurable });
+    } catch (err) {
+      if (err instanceof ClientSettingError) throw settingRefused(err);
+      throw err;
+    }
+    // The steps a run may take: at most what the graph was built with (LangGraph's 25 without).
+    const own = (graph as { config?: { recursionLimit?: number } }).config?.recursionLimit ?? 25;
+    const asked = body.config?.recursion_limit;
+    return {
+      context: vetted.context ?? {},
+      configurable: vetted.configurable ?? {},
+      recursionLimit: asked ? Math.min(asked, own) : undefined,
+    };
+  };
+
   /** Creates a run (and its thread for stateless runs or `if_not_exists: "create"`). */
   const createRun = async (threadId: string | undefined, body: RunCreateBody) => {
-    const { graphId } = graphOf(body.assistant_id);
+    const { graphId, graph } = graphOf(body.assistant_id);
+    // What the client may set, vetted before anything is stored (src/core/client-settings.ts).
+    const settings = vetRunSettings(graph, body);
     if (body.multitask_strategy === "rollback") {
       throw new HttpError(
         422,
@@ -456,9 +536,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (body.if_not_exists !== "create") throw new HttpError(404, `Thread ${id} not found`);
       await store.createThread(id, {}, "do_nothing");
     }
-    const configurable = { ...body.config?.configurable };
-    if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
-    if (body.checkpoint) Object.assign(configurable, body.checkpoint);
     const modes = body.stream_mode
       ? Array.isArray(body.stream_mode)
         ? body.stream_mode
@@ -474,10 +551,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       input,
       command: (body.command as RunKwargs["command"]) ?? null,
       config: {
-        ...(body.config ?? {}),
-        configurable,
+        ...(body.config?.tags ? { tags: body.config.tags } : {}),
+        ...(settings.recursionLimit ? { recursion_limit: settings.recursionLimit } : {}),
+        configurable: settings.configurable,
       },
-      context: body.context ?? {},
+      context: settings.context,
       stream_mode: modes.length ? modes : ["values"],
       subgraphs: Boolean(body.stream_subgraphs),
       ...(body.interrupt_before ? { interrupt_before: body.interrupt_before } : {}),

@@ -81,15 +81,8 @@ async function attachThrough(
 }
 
 describe("a served chat graph does not read the server's files", () => {
-  const forged: Array<[string, Parameters<typeof attachThrough>[2]]> = [
-    ["no grant", {}],
-    [
-      "a grant forged in configurable",
-      { configurable: { chatAccess: { localFiles: true, privateNetwork: true } } },
-    ],
-  ];
-  it.each(forged)("%s: the path is refused and nothing is indexed", async (_what, extra) => {
-    const { results, files, thread } = await attachThrough(servedChat, [{ path: secret }], extra);
+  it("no grant: the path is refused and nothing is indexed", async () => {
+    const { results, files, thread } = await attachThrough(servedChat, [{ path: secret }]);
     expect(results).toHaveLength(1);
     expect(results[0]).toMatchObject({ ok: false, code: "CODEHOP_INPUT_INVALID" });
     expect(results[0].error).toMatch(
@@ -98,6 +91,24 @@ describe("a served chat graph does not read the server's files", () => {
     expect(results[0].error).not.toContain("swordfish");
     expect(files.list(thread)).toEqual([]);
     expect(await files.search(thread, "password")).toEqual([]);
+  });
+
+  it("a grant forged in configurable (JSON) is refused before the run starts, naming the key", async () => {
+    const files = new ChatFiles(home);
+    (servedChat as { checkpointer?: unknown }).checkpointer = new MemorySaver();
+    await expect(
+      servedChat.invoke(
+        { messages: [new HumanMessage("Read this.")], attach: [{ path: secret }] },
+        {
+          configurable: {
+            thread_id: "forged-configurable",
+            chatAccess: { localFiles: true, privateNetwork: true },
+          },
+          context: { chatFiles: files },
+        } as any,
+      ),
+    ).rejects.toThrow(/config\.configurable\.chatAccess` is an operator setting/);
+    expect(files.list("forged-configurable")).toEqual([]);
   });
 
   it("a grant forged in the context (JSON) fails the run's context validation", async () => {
@@ -211,8 +222,11 @@ describe("a served run's `chat` settings cannot override the operator's", () => 
     const yesterday = new Date(Date.now() - 24 * 60 * 60 * 1000);
     utimesSync(seed.pathFor("other"), yesterday, yesterday);
     const tiny = { chat: { filesRetentionDays: 0.00001 } };
-    // A fresh store each time: the sweep is due on its first round.
-    await attachThrough(servedChat, [], { context: { ...tiny, chatFiles: new ChatFiles(dir) } });
+    // A fresh store each time: the sweep is due on its first round. A served run asking for a
+    // retention is refused before it starts, naming the key (the retention is the operator's).
+    await expect(
+      attachThrough(servedChat, [], { context: { ...tiny, chatFiles: new ChatFiles(dir) } }),
+    ).rejects.toThrow(/context\.chat\.filesRetentionDays` is an operator setting/);
     expect(seed.has("other")).toBe(true);
     expect(seed.list("other").map((f) => f.name)).toEqual(["o.md"]);
     // The user's own code keeps the say over its own store.

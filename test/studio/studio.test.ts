@@ -156,38 +156,51 @@ describe("LangGraph API server (Studio backend) with langgraph.json", () => {
     expect(model.requests.length).toBe(before);
   }, 120_000);
 
-  it("a model endpoint answering HTML: the run's error is a readable sentence, not raw JSON", async () => {
-    // A chat web UI where the API was expected: every path answers an HTML page with 200.
-    const html = createHttpServer((_req, res) => {
-      res.writeHead(200, { "content-type": "text/html" });
-      res.end("<!doctype html><html><body>Chat UI</body></html>");
+  it("a client cannot send the runs to its own model endpoint: refused, naming the key, and no request reaches it", async () => {
+    // The client's "model": it would receive the operator's API key and answer with its own code.
+    let reached = 0;
+    const listener = createHttpServer((_req, res) => {
+      reached++;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{}");
     });
-    await new Promise<void>((ok) => html.listen(0, "127.0.0.1", ok));
-    const htmlURL = `http://127.0.0.1:${(html.address() as { port: number }).port}`;
+    await new Promise<void>((ok) => listener.listen(0, "127.0.0.1", ok));
+    const clientURL = `http://127.0.0.1:${(listener.address() as { port: number }).port}/v1`;
     try {
       const [manager] = await client.assistants.search({ graphId: "manager" });
-      const thread = await client.threads.create();
-      // The API server reports the failed run as { error, message } (the SDK throws it as JSON).
-      const thrown = await client.runs
-        .wait(thread.thread_id, manager.assistant_id, {
-          input: { question: DEMO_QUESTIONS.towers },
-          context: { modelSettings: { baseURL: htmlURL, apiKey: "k", maxRetries: 0 } },
-        } as never)
-        .then(
-          () => undefined,
-          (err: Error) => err,
-        );
-      const sent = JSON.parse(String(thrown?.message).replace(/^Error: /, ""));
-      expect(sent.error).toBe("CodehopError");
-      // What Studio shows for the failed run and its failed task: a sentence naming the fix.
-      expect(sent.message).toContain("answered an HTML page");
-      expect(sent.message).toContain(`try ${htmlURL}/v1`);
-      expect(sent.message).not.toContain("{");
-      const state = await client.threads.getState(thread.thread_id);
-      const taskError = String(state.tasks.find((t) => t.error)?.error ?? "");
-      expect(taskError).toContain("answered an HTML page");
+      for (const [where, key, settings] of [
+        [
+          "context",
+          "context.modelSettings.baseURL",
+          { context: { modelSettings: { baseURL: clientURL } } },
+        ],
+        [
+          "configurable",
+          "config.configurable.modelSettings.baseURL",
+          { config: { configurable: { modelSettings: { baseURL: clientURL } } } },
+        ],
+        ["context", "context.corpus", { context: { corpus: "/etc/hosts" } }],
+      ] as const) {
+        const thread = await client.threads.create();
+        const before = model.requests.length;
+        // The API server reports the failed run as { error, message } (the SDK throws it as JSON).
+        const thrown = await client.runs
+          .wait(thread.thread_id, manager.assistant_id, {
+            input: { question: DEMO_QUESTIONS.towers },
+            ...settings,
+          } as never)
+          .then(
+            () => undefined,
+            (err: Error) => err,
+          );
+        const sent = JSON.parse(String(thrown?.message).replace(/^Error: /, ""));
+        expect(sent.message, where).toContain(`\`${key}\` is an operator setting`);
+        expect(sent.message).toContain("CODEHOP_CLIENT_SETTING_REFUSED");
+        expect(model.requests.length).toBe(before);
+      }
+      expect(reached).toBe(0);
     } finally {
-      await new Promise((ok) => html.close(ok));
+      await new Promise((ok) => listener.close(ok));
     }
   }, 120_000);
 });

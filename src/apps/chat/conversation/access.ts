@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { readEnv, type CodehopEnv } from "../../../config/env.ts";
+import { withOperatorMark } from "../../../core/client-settings.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 
 /**
@@ -42,12 +43,15 @@ const GRANT = Symbol.for("codehop.chat.access");
  * ignored.
  */
 export function grantChatAccess(access: Partial<ChatAccess>): ChatAccess {
-  return Object.freeze({
-    localFiles: access.localFiles === true,
-    privateNetwork: access.privateNetwork === true,
-    ...(access.filesRoot ? { filesRoot: resolve(access.filesRoot) } : {}),
-    [GRANT]: true,
-  });
+  // The operator mark: a guarded (served) graph runs a context holding a grant as code's.
+  return Object.freeze(
+    withOperatorMark({
+      localFiles: access.localFiles === true,
+      privateNetwork: access.privateNetwork === true,
+      ...(access.filesRoot ? { filesRoot: resolve(access.filesRoot) } : {}),
+      [GRANT]: true,
+    }),
+  );
 }
 
 /** Whether `value` is a grant made by {@link grantChatAccess}. */

@@ -1,5 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
+import { clientSettable } from "../../../core/client-settings.ts";
 import { readRunContext, RunContextSchema } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import { isChatAccessGrant, type ChatAccess } from "./access.ts";
@@ -36,10 +37,13 @@ export const ChatRunContextSchema = RunContextSchema.extend({
       "chat settings for this run (keepRounds, summaryWords, ...); without a code grant, limits may only be lowered and the retention is the operator's",
     ),
   chatFiles: z.custom<ChatFiles>(isObject, "a ChatFiles store").optional(),
-  streamAgentSteps: z.boolean().optional(),
+  streamAgentSteps: clientSettable(
+    z.boolean().optional().describe("stream the chat agent's own steps to the caller"),
+  ),
   chatAccess: z
     .custom<ChatAccess>(isChatAccessGrant, "a grant made by grantChatAccess (code only)")
-    .optional(),
+    .optional()
+    .describe("what the run may reach on its machine: a grant made by grantChatAccess (code only)"),
 });
 
 /** What the chat graph's nodes need to find a run's file store when the run names none. */

@@ -1,6 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
 import { readEnv, type CodehopEnv } from "../../../config/env.ts";
+import { ANY_VALUE, clientSettableFields, upTo } from "../../../core/client-settings.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import { isChatAccessGrant } from "./access.ts";
@@ -92,6 +93,25 @@ export function resolveChatSettings(
   }
   return parsed.data;
 }
+
+// What a client of a served chat graph may set in `context.chat` (src/core/client-settings.ts):
+// the conversation's own settings, and limits up to the operator's; the files' retention is the
+// operator's alone (it deletes other conversations' files).
+const operatorLimit = (key: (typeof LIMIT_SETTINGS)[number]) =>
+  upTo(
+    () => chatSettingsFromEnv()[key],
+    `the operator's ${key === "maxFileBytes" ? "CODEHOP_CHAT_MAX_FILE_MB" : key === "urlTimeoutMs" ? "CODEHOP_CHAT_URL_TIMEOUT_MS" : `chat ${key}`}`,
+  );
+clientSettableFields(ChatSettingsSchema, {
+  keepRounds: ANY_VALUE,
+  summaryBatch: ANY_VALUE,
+  summaryWords: ANY_VALUE,
+  searchResults: ANY_VALUE,
+  maxFileBytes: operatorLimit("maxFileBytes"),
+  maxUrlBytes: operatorLimit("maxUrlBytes"),
+  urlTimeoutMs: operatorLimit("urlTimeoutMs"),
+  maxRedirects: operatorLimit("maxRedirects"),
+});
 
 /** Settings that shape one conversation only: any run may choose them. */
 const CONVERSATION_SETTINGS = [

@@ -1,7 +1,9 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
+import { clientSettableFields } from "../../../core/client-settings.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import { loadAppConfig, type AppConfigOverrides } from "../../../runs/config.ts";
 import { KnowledgeRunContextSchema } from "../../common/knowledge-source.ts";
 
 /** Upper bound of `maxQuestions` (and of `--max-questions`). */
@@ -30,6 +32,10 @@ export const ResearchSettingsSchema = z.object({
   /** What happens to a sentence the verifier finds unsupported: removed, or kept with a flag. */
   onUnsupported: z.enum(["drop", "flag"]).default("drop"),
 });
+
+// A client of a served research graph may choose every research setting within the bounds above
+// (src/core/client-settings.ts): they shape its own report, and the schema caps each one.
+clientSettableFields(ResearchSettingsSchema, "all");
 
 /** Validated research settings (every default filled in). */
 export type ResearchSettings = z.infer<typeof ResearchSettingsSchema>;
@@ -103,4 +109,19 @@ export function checkTopic(topic: unknown): string {
     );
   }
   return text;
+}
+
+/**
+ * Refuses a source choice that cannot run, before anything does: the corpus source without a corpus
+ * DB (CODEHOP_CONFIG_INVALID), an unknown source name (from CODEHOP_SOURCES: when the configuration
+ * is loaded).
+ */
+export function checkSources(overrides: AppConfigOverrides = {}): void {
+  const config = loadAppConfig(overrides);
+  if (config.sources?.includes("corpus") && !config.corpus) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      "The corpus source needs a corpus DB: pass --corpus <db> (or set CODEHOP_CORPUS), made by `codehop ingest`.",
+    );
+  }
 }
