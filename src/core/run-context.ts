@@ -153,6 +153,7 @@ export const RunContextSchema = z.looseObject({
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  // The operator's (unmarked): a client choosing `memory.user` would read another user's memories.
   memory: z
     .looseObject({
       tools: z.boolean().optional(),
@@ -162,6 +163,7 @@ export const RunContextSchema = z.looseObject({
     })
     .optional()
     .describe("long-term memory: tools, chat recall, reflection lessons, the run's user"),
+  // The operator's: set by the run lifecycle's reflection step.
   lessons: z.array(z.string()).optional().describe("lessons recalled for this run's task"),
   uploads: z
     .custom<UploadReader>(
