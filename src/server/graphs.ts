@@ -55,6 +55,35 @@ function builtModule(file: string): string {
   return existsSync(built) ? built : file;
 }
 
+let typeScriptLoader: Promise<void> | undefined;
+
+/**
+ * Imports a module of the operator's langgraph.json (a graph, an auth file). A `.ts` file that
+ * Node cannot load as it is (codehop running its build, not under tsx) is loaded through tsx's
+ * loader, registered on first need, as `langgraph dev` loads it.
+ */
+export async function importModule(file: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(file).href;
+  try {
+    return await import(url);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw err;
+    typeScriptLoader ??= import("tsx/esm/api").then(
+      (tsx) => void tsx.register(),
+      (cause: unknown) => {
+        throw new CodehopError(
+          ErrorCodes.CONFIG_INVALID,
+          `${file} is TypeScript: install tsx beside codehop (npm install tsx) or point langgraph.json at its compiled .js.`,
+          { cause },
+        );
+      },
+    );
+    await typeScriptLoader;
+    // A fresh URL: Node remembers the failed load of the first.
+    return await import(`${url}?ts`);
+  }
+}
+
 /**
  * Loads every graph of a langgraph.json (`"name": "./path.ts:export"`) and attaches
  * `checkpointer` to each (the graphs of langgraph.json carry none; the server brings its own).
@@ -83,7 +112,7 @@ export async function loadGraphs(
     const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
     let graph: unknown;
     try {
-      const mod = await import(pathToFileURL(full).href);
+      const mod = await importModule(full);
       graph = mod[exportName];
       // A factory (as langgraph.json also allows) is called once.
       if (typeof graph === "function") graph = await (graph as () => unknown)();

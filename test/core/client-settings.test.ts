@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
@@ -13,6 +13,7 @@ import {
   clientSettable,
   describeClientAccess,
   guardClientRuns,
+  isGuarded,
   oneOf,
   upTo,
   vetClientRun,
@@ -209,6 +210,18 @@ describe("vetClientRun", () => {
 });
 
 describe("a guarded (served) graph", () => {
+  it("every graph of codehop's langgraph.json is guarded (a client's run context is vetted)", async () => {
+    const spec = JSON.parse(
+      readFileSync(join(import.meta.dirname, "../../langgraph.json"), "utf8"),
+    );
+    const entries = (await import("../../src/graphs/entries.ts")) as Record<string, unknown>;
+    for (const [name, target] of Object.entries(spec.graphs as Record<string, string>)) {
+      const exported = entries[target.split(":")[1]];
+      expect(isGuarded(exported), name).toBe(true);
+      expect(clientSchemaOf(exported), name).toBeDefined();
+    }
+  });
+
   let operator: ScriptedOpenAIServer;
   let attacker: ScriptedOpenAIServer;
   const answer = "Thought: done\nCode:\n```js\nfinal_answer(42)\n```<end_action>";
