@@ -22,6 +22,11 @@ export const ErrorCodes = {
   CHECKPOINT_NOT_FOUND: "CODEHOP_CHECKPOINT_NOT_FOUND",
   /** A database file (corpus, checkpoints) cannot be opened or has the wrong schema. */
   DB_INVALID: "CODEHOP_DB_INVALID",
+  /**
+   * Stored checkpoint or journal data is damaged (or crafted): the message names the thread, the
+   * table, the row and what is wrong, never the stored bytes. Other threads stay readable.
+   */
+  CHECKPOINT_CORRUPT: "CODEHOP_CHECKPOINT_CORRUPT",
   /** Input data (dataset, corpus file) is unreadable as a whole (single bad records are skipped). */
   INPUT_INVALID: "CODEHOP_INPUT_INVALID",
   /**
@@ -70,6 +75,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.THREAD_NOT_FOUND]: { fatalInTool: false },
   [ErrorCodes.CHECKPOINT_NOT_FOUND]: { fatalInTool: false },
   [ErrorCodes.DB_INVALID]: { fatalInTool: true },
+  // Damaged stored data is not the model's to fix: the run stops, other threads go on.
+  [ErrorCodes.CHECKPOINT_CORRUPT]: { fatalInTool: true },
   // Bad input data (a file, a dataset) a tool was given: the model can pick another.
   [ErrorCodes.INPUT_INVALID]: { fatalInTool: false },
   // A hostile or oversized file: the model can skip it or ask for another.
@@ -108,4 +115,41 @@ export class CodehopError extends Error {
   static isInstance(value: unknown): value is CodehopError {
     return typeof value === "object" && value !== null && (value as any)[MARKER] === true;
   }
+}
+
+/** Where corrupt stored data was met (see {@link checkpointCorrupt}). */
+export interface CorruptData {
+  /** The thread whose data it is, when known. */
+  thread?: string;
+  /** The table of the row. */
+  table: string;
+  /** The row's key, as `column value` pairs. */
+  row: string;
+  /** What is wrong with it. */
+  problem: string;
+}
+
+/**
+ * The error for corrupt stored data (CODEHOP_CHECKPOINT_CORRUPT), worded as
+ * @codehop/checkpoint-sqlite's CheckpointCorruptError (which codehop also treats as its own): the
+ * thread, table, row and problem, ending with the code; no stored bytes.
+ */
+export function checkpointCorrupt(where: CorruptData): CodehopError {
+  const thread = where.thread === undefined ? "" : ` of thread ${quoted(where.thread)}`;
+  const err = new CodehopError(
+    ErrorCodes.CHECKPOINT_CORRUPT,
+    `Corrupt checkpoint data${thread}: table ${where.table}, row ${where.row}: ${where.problem}. [${ErrorCodes.CHECKPOINT_CORRUPT}]`,
+  );
+  return Object.assign(err, {
+    thread: where.thread,
+    table: where.table,
+    row: where.row,
+    problem: where.problem,
+  });
+}
+
+/** A stored identifier as an error message shows it: quoted, control characters escaped, cut at 120. */
+export function quoted(value: unknown): string {
+  const text = String(value);
+  return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
 }

@@ -201,6 +201,16 @@ export {
 export { resolveModel } from "./core/models.ts";
 export { parseModelName, ProviderChatModel } from "./core/providers.ts";
 export { runTracing, type RunTracing } from "./tracing/index.ts";
+export {
+  createMemoryTools,
+  memoryUserOf,
+  recallMemories,
+  type MemorySettings,
+} from "./core/memory.ts";
+export { CodehopStore, type MemoryStoreOptions, type StoreTtl } from "./memory/store.ts";
+export { openSqliteMemoryStore } from "./memory/sqlite-store.ts";
+export { openPostgresMemoryStore } from "./memory/postgres-store.ts";
+export { openMemoryStore, memoryStoreOptions } from "./memory/open.ts";
 export { createSandbox } from "./sandbox/index.ts";
 export type {
   CodeSandbox,

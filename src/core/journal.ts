@@ -6,6 +6,7 @@
  * task epochs, tool and arguments must match) — live here, over a plain row store that each
  * persistence adapter provides ({@link JournalRowStore}; SQLite and Postgres in src/persistence/).
  */
+import { checkpointCorrupt, quoted } from "../errors.ts";
 import type { ToolReport } from "../tools/define-tool.ts";
 import type { ApprovalJournal, ApprovalResume } from "./approval-decision.ts";
 
@@ -141,6 +142,68 @@ interface ReplayReference {
   ref: string;
 }
 
+/** The table every adapter keeps the journal's rows in (an error names it). */
+export const JOURNAL_TABLE = "codehop_call_journal";
+
+/** A journal row's key, as an error names it. */
+export function journalRowKey(row: JournalRowKey): string {
+  return `thread_id ${quoted(row.threadId)}, checkpoint_ns ${quoted(row.checkpointNs)}, task_epoch ${quoted(row.taskEpoch)}, step ${row.step}, call_index ${row.callIndex}`;
+}
+
+/**
+ * A row's stored JSON, parsed and of the shape `valid` accepts; anything else is damaged data
+ * (CODEHOP_CHECKPOINT_CORRUPT naming the row), never a JSON parser's message quoting the bytes.
+ */
+function parseRow<T>(row: JournalRow, valid: (value: unknown) => boolean): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(row.outcomeJson);
+  } catch {
+    throw checkpointCorrupt({
+      thread: row.threadId,
+      table: JOURNAL_TABLE,
+      row: journalRowKey(row),
+      problem: "its stored JSON does not parse",
+    });
+  }
+  if (!valid(value))
+    throw checkpointCorrupt({
+      thread: row.threadId,
+      table: JOURNAL_TABLE,
+      row: journalRowKey(row),
+      problem: "its stored value is not what the journal keeps there",
+    });
+  return value as T;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+/** A call's outcome as stored, or a replay copy's reference to it. */
+const isStoredOutcome = (v: unknown) =>
+  isObject(v) && (typeof v.ok === "boolean" || isReplayReference(v));
+const isOutcome = (v: unknown) => isObject(v) && typeof v.ok === "boolean";
+const isDecision = (v: unknown) =>
+  isObject(v) && typeof v.approvalId === "string" && typeof v.decision === "string";
+
+/**
+ * Why a stored journal row cannot be served (its JSON does not parse, or is not what rows at its
+ * position hold), or undefined when it reads: what `codehop check` asks of every row.
+ */
+export function journalRowProblem(row: JournalRow): string | undefined {
+  const ns = row.checkpointNs;
+  const valid = ns.startsWith(RECORD_NAMESPACE_PREFIX)
+    ? () => true
+    : ns.startsWith(DECISION_NAMESPACE_PREFIX)
+      ? (v: unknown) => v === true || isDecision(v)
+      : isStoredOutcome;
+  try {
+    parseRow(row, valid);
+    return undefined;
+  } catch (err) {
+    return (err as { problem?: string }).problem ?? (err as Error).message;
+  }
+}
+
 function isReplayReference(value: unknown): value is ReplayReference {
   return (
     typeof value === "object" &&
@@ -210,7 +273,7 @@ export async function getThreadRecord<T>(
   name: string,
 ): Promise<T | undefined> {
   const row = await rows.getRow(recordPosition(threadId, name));
-  return row ? (JSON.parse(row.outcomeJson) as T) : undefined;
+  return row ? parseRow<T>(row, () => true) : undefined;
 }
 
 /**
@@ -256,12 +319,12 @@ export function createCallJournal(
           callIndex: key.callIndex,
         });
         if (!row || row.tool !== key.tool || row.argsJson !== key.argsJson) continue;
-        const stored = JSON.parse(row.outcomeJson) as CallOutcome | ReplayReference;
+        const stored = parseRow<CallOutcome | ReplayReference>(row, isStoredOutcome);
         if (!isReplayReference(stored)) return stored;
         // A replay copy holds where the call's outcome is: the row of its exact namespace.
         const target = await rows.getRow({ ...row, checkpointNs: stored.ref });
         if (target && target.tool === key.tool && target.argsJson === key.argsJson) {
-          const outcome = JSON.parse(target.outcomeJson) as CallOutcome | ReplayReference;
+          const outcome = parseRow<CallOutcome | ReplayReference>(target, isStoredOutcome);
           if (!isReplayReference(outcome)) return outcome;
         }
       }
@@ -292,7 +355,7 @@ export function createCallJournal(
     forReplay: () => createCallJournal(rows, { matchAcrossForks: true }),
     async getDecision(threadId, approvalId) {
       const row = await rows.getRow(decisionPosition(threadId, approvalId));
-      return row ? (JSON.parse(row.outcomeJson) as ApprovalResume) : undefined;
+      return row ? parseRow<ApprovalResume>(row, isDecision) : undefined;
     },
     async putDecision(threadId, decision) {
       const position = decisionPosition(threadId, decision.approvalId);
@@ -340,7 +403,7 @@ export function createCallJournal(
           callIndex: r.callIndex,
           tool: r.tool,
           argsJson: r.argsJson,
-          outcome: JSON.parse(r.outcomeJson) as CallOutcome,
+          outcome: parseRow<CallOutcome>(r, isOutcome),
           recordedAt: r.recordedAt,
         }));
     },

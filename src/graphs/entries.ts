@@ -44,9 +44,10 @@ let environmentSource: KnowledgeSource | undefined;
 function fromEnvironment(): KnowledgeSource {
   if (!environmentSource) {
     const config = loadAppConfig();
+    const kinds = config.sources ?? [config.corpus ? "corpus" : "wikipedia"];
     environmentSource = lazySource(
       () => openSourceFor(config),
-      config.corpus ? "corpus" : "wikipedia",
+      kinds.length === 1 ? kinds[0] : "mixed",
     );
   }
   return environmentSource;

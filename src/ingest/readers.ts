@@ -13,12 +13,26 @@ import { basename, extname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { decodeBuffer, decodeText } from "./decode.ts";
+import { decodeText } from "./decode.ts";
+import { looksBinary } from "./document-text.ts";
+import {
+  extractDocument,
+  hasSupportedExtension,
+  kindOfName,
+  SUPPORTED_DOCUMENTS,
+  type ExtractedDocument,
+} from "./documents.ts";
+import { isInputError, type ReaderLimits } from "./reader-limits.ts";
+import { MAX_READER_PROCESSES } from "./reader-pool.ts";
 import { readMediaWikiXml } from "./mediawiki-xml.ts";
-import type { ReaderItem } from "./types.ts";
+import { FORMAT_HINT, type IngestDocument, type ReaderItem } from "./types.ts";
 
-/** Input formats `codehop ingest` understands. */
-export type IngestFormat = "jsonl" | "folder" | "mediawiki-xml";
+/**
+ * Input formats `codehop ingest` understands: JSONL records, a folder of documents, a MediaWiki
+ * XML dump, or one document (any format the reader registry reads: PDF, DOCX, HTML, Markdown,
+ * text ...).
+ */
+export type IngestFormat = "jsonl" | "folder" | "mediawiki-xml" | "document";
 
 /** A streaming reader over one input, with progress for a progress bar. */
 export interface DocumentReader {
@@ -39,18 +53,70 @@ export interface DocumentReader {
  */
 const DUMP_NAME = /\.xml(?:-p\d+p\d+[\w.-]*?)?(?:\.bz2)?$/i;
 
-/** Guesses the format from the path: a directory, *.jsonl / *.ndjson, a MediaWiki dump name (else INPUT_INVALID). */
+/**
+ * Guesses the format from the path: a directory, *.jsonl / *.ndjson, a MediaWiki dump name, a
+ * document the reader registry reads (by extension, or by content for PDF); else INPUT_INVALID.
+ */
 export function detectFormat(path: string): IngestFormat {
   if (!existsSync(path))
     throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
   if (statSync(path).isDirectory()) return "folder";
   const lower = path.toLowerCase();
-  if (DUMP_NAME.test(basename(lower))) return "mediawiki-xml";
+  if (DUMP_NAME.test(basename(lower)) && !startsWithPdf(path)) return "mediawiki-xml";
   if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson")) return "jsonl";
+  if (hasSupportedExtension(path) || startsWithPdf(path)) return "document";
   throw new CodehopError(
     ErrorCodes.INPUT_INVALID,
-    `cannot tell the format of ${path}; pass --format jsonl|folder|mediawiki-xml`,
+    `cannot tell the format of ${path} (codehop ingest reads JSONL, MediaWiki XML dumps, folders and ${SUPPORTED_DOCUMENTS}); pass ${FORMAT_HINT}`,
   );
+}
+
+function head(path: string, n: number): Buffer {
+  const buf = Buffer.alloc(n);
+  const fd = openSync(path, "r");
+  try {
+    return buf.subarray(0, readSync(fd, buf, 0, n, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function startsWithPdf(path: string): boolean {
+  return head(path, 5).toString("latin1") === "%PDF-";
+}
+
+/**
+ * Refuses, before anything is read, a file given as a MediaWiki XML dump that is plainly none:
+ * a PDF, an archive, binary data — so `--format xml` on a PDF says what to do instead of
+ * reading no pages.
+ */
+function checkLooksLikeXml(path: string, bzip2: boolean): void {
+  if (bzip2) return;
+  const bytes = head(path, 4096);
+  const name = basename(path);
+  let what: string | undefined;
+  if (bytes.toString("latin1", 0, 5) === "%PDF-") what = "a PDF";
+  else if (bytes.toString("latin1", 0, 4) === "PK\x03\x04")
+    what = "a ZIP archive (or an office document)";
+  else if (looksBinary(bytes) && !/^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2)))
+    what = "binary data";
+  else {
+    const text = bytes
+      .toString("latin1")
+      .replace(/^\xef\xbb\xbf/, "")
+      .replace(/\0/g, "");
+    if (text.trim() && !text.trimStart().startsWith("<"))
+      what = "not XML (it does not start with <)";
+  }
+  if (what) {
+    throw new CodehopError(
+      ErrorCodes.INPUT_INVALID,
+      `${name} is ${what}, not a MediaWiki XML dump; ` +
+        (hasSupportedExtension(path) || what === "a PDF"
+          ? "ingest it as a document: leave out --format (or pass --format document)"
+          : `pass the right ${FORMAT_HINT}`),
+    );
+  }
 }
 
 /** True when the file starts with bzip2's magic bytes ("BZh" and a block size digit). */
@@ -65,10 +131,22 @@ function isBzip2(path: string): boolean {
   }
 }
 
-/** Opens a reader for a JSONL file, a folder of .md/.txt files or a MediaWiki XML dump (.xml, .xml.bz2). */
+/** Options of {@link openReader}. */
+export interface OpenReaderOptions {
+  /** Reader limits for documents (unset ones from CODEHOP_READER_*, see reader-limits.ts). */
+  limits?: Partial<ReaderLimits>;
+  /** Stops reading documents (the read in progress is killed). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Opens a reader for a JSONL file, a folder of documents, a MediaWiki XML dump (.xml, .xml.bz2)
+ * or one document (PDF, DOCX, HTML, Markdown, text ...: every format the reader registry reads).
+ */
 export function openReader(
   path: string,
   format: IngestFormat = detectFormat(path),
+  options: OpenReaderOptions = {},
 ): DocumentReader {
   if (!existsSync(path))
     throw new CodehopError(ErrorCodes.INPUT_INVALID, `input ${path} does not exist`);
@@ -77,10 +155,11 @@ export function openReader(
   if (format === "folder") {
     if (!st.isDirectory())
       throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is not a directory`);
-    return folderReader(path);
+    return folderReader(path, options);
   }
   if (st.isDirectory())
     throw new CodehopError(ErrorCodes.INPUT_INVALID, `${path} is a directory; use --format folder`);
+  if (format === "document") return documentFileReader(path, sourceKey, options);
   const counter = { bytes: 0 };
   const raw = () => {
     const s = createReadStream(path);
@@ -90,12 +169,14 @@ export function openReader(
   const progress = () => ({ done: counter.bytes, total: st.size });
   if (format === "jsonl")
     return { format, sourceKey, unit: "bytes", items: readJsonl(raw()), progress };
+  const bzip2 = isBzip2(path);
+  checkLooksLikeXml(path, bzip2);
   return {
     format,
     sourceKey,
     unit: "bytes",
     // By content, not name: a renamed or split dump is still recognised as compressed.
-    items: readMediaWikiXml(raw(), { bzip2: isBzip2(path) }),
+    items: readMediaWikiXml(raw(), { bzip2 }),
     progress,
   };
 }
@@ -157,8 +238,7 @@ function jsonlRecord(line: string, where: string): ReaderItem {
   };
 }
 
-const TEXT_EXTENSIONS = new Set([".md", ".markdown", ".txt"]);
-
+/** Every file below `root` (hidden files and folders left out), in name order. */
 function listFiles(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -168,7 +248,7 @@ function listFiles(root: string): string[] {
       if (e.name.startsWith(".")) continue;
       const full = join(dir, e.name);
       if (e.isDirectory()) walk(full);
-      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) out.push(full);
+      else if (e.isFile()) out.push(full);
     }
   };
   walk(root);
@@ -183,11 +263,85 @@ export function fileToDocument(relPath: string, content: string): { title: strin
   const text = content.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n");
   const m = /^\s*#[ \t]+(.+?)[ \t]*#*[ \t]*\n/.exec(text);
   if (m) return { title: m[1].trim(), text: text.slice(m[0].length).trim() };
-  const name = basename(relPath, extname(relPath)).replace(/[_-]+/g, " ").trim();
-  return { title: name, text: text.trim() };
+  return { title: titleFromFileName(relPath), text: text.trim() };
 }
 
-function folderReader(root: string): DocumentReader {
+function titleFromFileName(relPath: string): string {
+  return basename(relPath, extname(relPath)).replace(/[_-]+/g, " ").trim() || basename(relPath);
+}
+
+/**
+ * A document read by the reader registry as a corpus record: its title is the document's own (a
+ * Markdown document's opening `# Heading`, removed from the text; an HTML `<title>`), else the
+ * file name; its metadata says its format, pages and what was left out.
+ */
+export function documentRecord(relPath: string, doc: ExtractedDocument): IngestDocument {
+  let { text } = doc;
+  let title = doc.title;
+  if (doc.kind === "markdown") {
+    const own = fileToDocument(relPath, text);
+    ({ text } = own);
+    title = own.title;
+  }
+  const metadata: Record<string, unknown> = { format: doc.kind };
+  if (doc.pages !== undefined) metadata.pages = doc.pages;
+  if (doc.truncated) metadata.truncated = doc.truncation ?? true;
+  return { title: title?.trim() || titleFromFileName(relPath), text, source: relPath, metadata };
+}
+
+/** Reads one document file with the reader registry (within the reader limits). */
+async function readDocumentFile(
+  file: string,
+  rel: string,
+  options: OpenReaderOptions,
+): Promise<ReaderItem> {
+  try {
+    const bytes = await readFile(file);
+    if (bytes.length === 0) return { kind: "skip", where: rel, reason: "empty file" };
+    const doc = await extractDocument({ name: basename(file) }, bytes, {
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return { kind: "document", where: rel, doc: documentRecord(rel, doc) };
+  } catch (err) {
+    if (options.signal?.aborted) throw err;
+    if (!isInputError(err) && !(err as NodeJS.ErrnoException).code?.startsWith("E")) throw err;
+    // The reader's message starts with the file name; the report already names it.
+    const reason = (err as Error).message.replace(
+      new RegExp(`^${escapeRegExp(basename(file))}:? `),
+      "",
+    );
+    return { kind: "skip", where: rel, reason };
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function documentFileReader(
+  path: string,
+  sourceKey: string,
+  options: OpenReaderOptions,
+): DocumentReader {
+  let done = 0;
+  const items = async function* (): AsyncGenerator<ReaderItem> {
+    yield await readDocumentFile(path, basename(path), options);
+    done = 1;
+  };
+  return {
+    format: "document",
+    sourceKey,
+    unit: "files",
+    items: items(),
+    progress: () => ({ done, total: 1 }),
+  };
+}
+
+/** Files read ahead of the one being ingested (each in a reader process of its own). */
+const READ_AHEAD = MAX_READER_PROCESSES;
+
+function folderReader(root: string, options: OpenReaderOptions): DocumentReader {
   const files = listFiles(root);
   // The resume key covers every file's path, size and mtime: any edit, addition or removal
   // starts a fresh run instead of skipping records that no longer line up.
@@ -197,15 +351,43 @@ function folderReader(root: string): DocumentReader {
     fingerprint.update(`${relative(root, f)}\0${st.size}\0${Math.trunc(st.mtimeMs)}\n`);
   }
   let done = 0;
+  const read = (file: string): Promise<ReaderItem> => {
+    const rel = relative(root, file);
+    const ext = extname(file).toLowerCase();
+    if (kindOfName(file) === "zip")
+      return Promise.resolve({
+        kind: "skip",
+        where: rel,
+        reason: "a ZIP archive: unpack it and ingest its folder",
+      });
+    if (!isIngestibleFile(file) || isMediaWikiDump(file)) {
+      return Promise.resolve({
+        kind: "skip",
+        where: rel,
+        reason:
+          ext === ".jsonl" || ext === ".ndjson" || isMediaWikiDump(file)
+            ? `a ${ext === ".jsonl" || ext === ".ndjson" ? "JSONL file" : "MediaWiki XML dump"}: ingest it on its own (codehop ingest ${rel})`
+            : `unsupported format (${ext || "no extension"}): codehop ingests ${SUPPORTED_DOCUMENTS}`,
+      });
+    }
+    return readDocumentFile(file, rel, options);
+  };
   const items = async function* (): AsyncGenerator<ReaderItem> {
-    for (const file of files) {
-      const rel = relative(root, file);
-      try {
-        const { title, text } = fileToDocument(rel, decodeBuffer(await readFile(file)));
-        yield { kind: "document", where: rel, doc: { title, text, source: rel } };
-      } catch (err) {
-        yield { kind: "skip", where: rel, reason: (err as Error).message };
+    // Files are read a few at a time, in order: ingesting one overlaps reading the next.
+    const ahead: Promise<ReaderItem>[] = [];
+    let next = 0;
+    const fill = () => {
+      while (ahead.length < READ_AHEAD && next < files.length) {
+        const p = read(files[next++]);
+        p.catch(() => {}); // awaited in order below; an early rejection is not unhandled
+        ahead.push(p);
       }
+    };
+    fill();
+    while (ahead.length) {
+      const item = await ahead.shift()!;
+      fill();
+      yield item;
       done++;
     }
   };
@@ -216,4 +398,24 @@ function folderReader(root: string): DocumentReader {
     items: items(),
     progress: () => ({ done, total: files.length }),
   };
+}
+
+/** Whether a folder's file is a MediaWiki dump (by name and root element; other XML is a document). */
+function isMediaWikiDump(file: string): boolean {
+  if (!DUMP_NAME.test(basename(file))) return false;
+  try {
+    return isBzip2(file) || /<mediawiki[\s>]/.test(head(file, 1024).toString("latin1"));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a folder's file is read as a document (by extension, or a PDF by its first bytes). */
+function isIngestibleFile(file: string): boolean {
+  if (hasSupportedExtension(file)) return true;
+  try {
+    return startsWithPdf(file);
+  } catch {
+    return false;
+  }
 }

@@ -27,3 +27,6 @@ export interface SkippedRecord {
   where: string;
   reason: string;
 }
+
+/** The `--format` hint of `codehop ingest`'s messages (its names: `xml` is a MediaWiki dump). */
+export const FORMAT_HINT = "--format jsonl|folder|xml|document";

@@ -1,10 +1,15 @@
 import type pg from "pg";
-import type { JournalRow, JournalRowKey, JournalRowStore } from "../core/journal.ts";
+import {
+  JOURNAL_TABLE,
+  type JournalRow,
+  type JournalRowKey,
+  type JournalRowStore,
+} from "../core/journal.ts";
 import { inTransaction } from "./postgres-database.ts";
 
 /** DDL of the journal table in `schema` (the same columns as the SQLite adapter's). */
 export function journalTableSql(schema: string): string {
-  return `CREATE TABLE IF NOT EXISTS "${schema}".codehop_call_journal (
+  return `CREATE TABLE IF NOT EXISTS "${schema}".${JOURNAL_TABLE} (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL,
   task_epoch TEXT NOT NULL DEFAULT '',
@@ -30,7 +35,8 @@ interface Row {
   recorded_at: string;
 }
 
-const fromSql = (r: Row): JournalRow => ({
+/** A journal row as stored in Postgres, read. */
+export const journalRowFromSql = (r: Row): JournalRow => ({
   threadId: r.thread_id,
   checkpointNs: r.checkpoint_ns,
   taskEpoch: r.task_epoch,
@@ -55,7 +61,7 @@ export class PostgresJournalRows implements JournalRowStore {
     private readonly pool: pg.Pool,
     schema: string,
   ) {
-    this.table = `"${schema}".codehop_call_journal`;
+    this.table = `"${schema}".${JOURNAL_TABLE}`;
   }
 
   async getRow(key: JournalRowKey): Promise<JournalRow | undefined> {
@@ -64,7 +70,7 @@ export class PostgresJournalRows implements JournalRowStore {
        WHERE thread_id = $1 AND checkpoint_ns = $2 AND task_epoch = $3 AND step = $4 AND call_index = $5`,
       [key.threadId, key.checkpointNs, key.taskEpoch, key.step, key.callIndex],
     );
-    return rows[0] ? fromSql(rows[0]) : undefined;
+    return rows[0] ? journalRowFromSql(rows[0]) : undefined;
   }
 
   async putRows(rows: readonly JournalRow[]): Promise<void> {
@@ -99,7 +105,7 @@ export class PostgresJournalRows implements JournalRowStore {
        ORDER BY recorded_at, checkpoint_ns, task_epoch, step, call_index`,
       [threadId],
     );
-    return rows.map(fromSql);
+    return rows.map(journalRowFromSql);
   }
 
   async deleteThread(threadId: string): Promise<void> {

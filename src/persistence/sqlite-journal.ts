@@ -1,4 +1,9 @@
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { deflateRawSync } from "node:zlib";
+import {
+  CheckpointCorruptError,
+  DEFAULT_MAX_INFLATE_BYTES,
+  inflateBounded,
+} from "@codehop/checkpoint-sqlite";
 import type Database from "better-sqlite3";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { ApprovalJournal, ApprovalResume } from "../core/approval-decision.ts";
@@ -6,6 +11,8 @@ import {
   type CallKey,
   type CallOutcome,
   createCallJournal,
+  JOURNAL_TABLE,
+  journalRowKey,
   type JournalEntry,
   type JournalRow,
   type JournalRowKey,
@@ -13,7 +20,7 @@ import {
   type ReplayableJournal,
 } from "../core/journal.ts";
 
-const TABLE = "codehop_call_journal";
+const TABLE = JOURNAL_TABLE;
 
 /** Columns and primary key of the journal table (task_epoch: `taskEpochTag` of the key). */
 const TABLE_SCHEMA = `(
@@ -110,7 +117,7 @@ export class SqliteJournalRows implements JournalRowStore {
       key.step,
       key.callIndex,
     ) as Record<string, any> | undefined;
-    return row ? fromSql(row) : undefined;
+    return row ? journalRowFromSql(row) : undefined;
   }
 
   putRows(rows: readonly JournalRow[]): void {
@@ -123,7 +130,7 @@ export class SqliteJournalRows implements JournalRowStore {
   }
 
   listRows(threadId: string): JournalRow[] {
-    return (this.listStmt.all(threadId) as Array<Record<string, any>>).map(fromSql);
+    return (this.listStmt.all(threadId) as Array<Record<string, any>>).map(journalRowFromSql);
   }
 
   deleteThread(threadId: string): void {
@@ -134,20 +141,35 @@ export class SqliteJournalRows implements JournalRowStore {
 /** Outcomes this long or longer are stored deflated (a BLOB in the TEXT column; shorter ones stay text). */
 const PACK_ABOVE = 256;
 
-/** An outcome as stored: its JSON text, deflated when that makes it smaller. */
+/**
+ * An outcome as stored: its JSON text, deflated when that makes it smaller (and not past the
+ * inflate bound reads use, so a read never refuses what was written).
+ */
 function packOutcome(json: string): string | Buffer {
-  if (json.length < PACK_ABOVE) return json;
+  if (json.length < PACK_ABOVE || json.length > DEFAULT_MAX_INFLATE_BYTES / 4) return json;
   const packed = deflateRawSync(Buffer.from(json, "utf8"));
   return packed.length < json.length ? packed : json;
 }
 
-/** The outcome's JSON text, whether it was stored as text or deflated (rows of earlier versions are text). */
-function unpackOutcome(stored: string | Buffer): string {
-  return typeof stored === "string" ? stored : inflateRawSync(stored).toString("utf8");
+/**
+ * The outcome's JSON text, whether it was stored as text or deflated (rows of earlier versions are
+ * text); deflated bytes inflate with a bound (a bomb is CODEHOP_CHECKPOINT_CORRUPT naming the row).
+ */
+function unpackOutcome(stored: string | Buffer, row: JournalRow): string {
+  if (typeof stored === "string") return stored;
+  try {
+    return inflateBounded(stored, DEFAULT_MAX_INFLATE_BYTES, {
+      table: TABLE,
+      row: () => journalRowKey(row),
+    }).toString("utf8");
+  } catch (err) {
+    throw CheckpointCorruptError.isInstance(err) ? err.inThread(row.threadId) : err;
+  }
 }
 
-function fromSql(r: Record<string, any>): JournalRow {
-  return {
+/** A journal row as stored in SQLite, read (its outcome inflated, bounded). */
+export function journalRowFromSql(r: Record<string, any>): JournalRow {
+  const row: JournalRow = {
     threadId: r.thread_id,
     checkpointNs: r.checkpoint_ns,
     taskEpoch: String(r.task_epoch ?? ""),
@@ -155,9 +177,11 @@ function fromSql(r: Record<string, any>): JournalRow {
     callIndex: r.call_index,
     tool: r.tool,
     argsJson: r.args_json,
-    outcomeJson: unpackOutcome(r.outcome_json),
+    outcomeJson: "",
     recordedAt: r.recorded_at,
   };
+  row.outcomeJson = unpackOutcome(r.outcome_json, row);
+  return row;
 }
 
 /**

@@ -137,7 +137,9 @@ export class SandboxChild {
           );
           switch (step.step) {
             case "deliver":
-              this.onMessage?.(msg);
+              // Once killed (a deadline, a broken protocol), what is still in the pipe is not acted
+              // on — but its output, streamed before the kill, still is.
+              if (this.killedBy === null || msg.t === "log") this.onMessage?.(msg);
               break;
             case "violation":
               this.kill("protocol");

@@ -23,6 +23,7 @@ import {
   acceptSnapshot,
   assembleSnapshot,
   isSettled,
+  noteName,
   ProtocolViolation,
   valueJson,
 } from "./snapshot.ts";
@@ -248,9 +249,10 @@ class ActionSession {
       () => this.afterPendingIo(() => !this.ended && this.child.kill("timeout")),
       this.limits.timeoutMs,
     );
-    const unserializable: Record<string, string> = {};
+    // Notes by the name they are about (a quoted key unquoted), for the child's ReferenceError hints.
+    const unserializable: Record<string, string> = Object.create(null);
     for (const [k, v] of Object.entries(this.previous.unserializable))
-      if (typeof v === "string") unserializable[k] = v;
+      if (typeof v === "string") unserializable[noteName(k)] = v;
     // Values this child already holds for its session (the same frozen objects) are not sent
     // again; the others are, as the JSON text the host has for them.
     const held = this.child.kept;
@@ -322,7 +324,8 @@ class ActionSession {
   }
 
   private onCall(msg: ChildMessage): void {
-    if (this.ended) return;
+    // The child reported the action's end: it makes no further calls (its guest's are refused).
+    if (this.ended) return this.protocolError();
     const callIndex = msg.callIndex;
     const tool = msg.tool;
     if (
@@ -428,7 +431,9 @@ class ActionSession {
   }
 
   private onDone(msg: ChildMessage): void {
-    if (this.ended) return;
+    // One outcome per action: a second report is never recorded, and the child that sent it is
+    // not trusted with the session's next action.
+    if (this.ended) return this.protocolError();
     const error = this.toGuestError(msg.error);
     let finalAnswer: unknown = null;
     const isFinal = msg.isFinal === true;

@@ -143,6 +143,46 @@ export function noteKey(name: string): string {
   return isBindableName(name) ? name : JSON.stringify(name.slice(0, 200));
 }
 
+/** A key {@link noteKey} could have made: a variable name, or a quoted string. */
+function isNoteKey(key: string): boolean {
+  return isBindableName(key) || (key.startsWith('"') && noteName(key) !== key);
+}
+
+/** The name a note is about: its key, unquoted if {@link noteKey} quoted it. */
+export function noteName(key: string): string {
+  if (!key.startsWith('"')) return key;
+  try {
+    const name: unknown = JSON.parse(key);
+    return typeof name === "string" ? name : key;
+  } catch {
+    return key;
+  }
+}
+
+/**
+ * The snapshot's budget: values, declarations and notes, with their names, together at most
+ * SNAPSHOT_BUDGET_FACTOR x maxValueBytes, in UTF-8 bytes (what a checkpoint stores).
+ */
+class SnapshotBudget {
+  private left: number;
+  constructor(readonly limits: Pick<SandboxLimits, "maxValueBytes">) {
+    this.left = limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
+  }
+
+  /** Takes `size` bytes plus the name's for an entry; false (nothing taken) when they do not fit. */
+  take(name: string, size: number): boolean {
+    const cost = utf8Bytes(name) + size;
+    if (cost > this.left) return false;
+    this.left -= cost;
+    return true;
+  }
+
+  /** The note for an entry that did not fit. */
+  get note(): string {
+    return overBudget(this.limits);
+  }
+}
+
 /** Why a name cannot be a carried-over variable (null if it can). */
 function nameProblem(name: string, shadowable: ReadonlySet<string>): string | null {
   if (name === "__proto__")
@@ -165,35 +205,32 @@ export function acceptSnapshot(
   if (!s || typeof s !== "object") return out;
   const record = (v: unknown): Record<string, unknown> =>
     v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  let budget = limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
-  const note = (name: string, why: unknown) => {
-    out.unserializable[noteKey(name)] = sanitizeNote(why);
-  };
+  const budget = new SnapshotBudget(limits);
+  const notes: [string, string][] = [];
+  const note = (name: string, why: unknown) => notes.push([noteKey(name), sanitizeNote(why)]);
   for (const [name, value] of Object.entries(record(s.values))) {
     const size = checkValue(value, limits);
     if (typeof size === "string") note(name, size);
-    else if (size > budget) note(name, overBudget(limits));
-    else {
-      budget -= size;
-      defineEntry(out.values, name, value as JsonValue);
-    }
+    else if (!budget.take(name, size)) note(name, budget.note);
+    else defineEntry(out.values, name, value as JsonValue);
   }
   for (const [name, source] of Object.entries(record(s.declarations))) {
     if (typeof source !== "string") note(name, "declaration source is not a string");
     else if (source.length > MAX_DECLARATION_CHARS)
       note(name, `declaration source is too long (over ${MAX_DECLARATION_CHARS} characters)`);
-    else if (utf8Bytes(source) > budget) note(name, overBudget(limits));
-    else {
-      budget -= utf8Bytes(source);
-      defineEntry(out.declarations, name, source);
-    }
+    else if (!budget.take(name, utf8Bytes(source))) note(name, budget.note);
+    else defineEntry(out.declarations, name, source);
   }
-  for (const [name, text] of Object.entries(record(s.unserializable)))
-    if (!Object.hasOwn(out.unserializable, noteKey(name))) note(name, text);
+  for (const [key, text] of Object.entries(record(s.unserializable)))
+    notes.push([isNoteKey(key) ? key : noteKey(key), sanitizeNote(text)]);
+  // Notes fit in what the entries left, in this order (first come first); the rest are dropped.
+  for (const [key, text] of notes)
+    if (!Object.hasOwn(out.unserializable, key) && budget.take(key, utf8Bytes(text)))
+      defineEntry(out.unserializable, key, text);
   return out;
 }
 
-function overBudget(limits: SandboxLimits): string {
+function overBudget(limits: Pick<SandboxLimits, "maxValueBytes">): string {
   return `the saved variables and functions exceed ${limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR} bytes in total`;
 }
 
@@ -235,42 +272,37 @@ export function assembleSnapshot(options: {
     throw new ProtocolViolation("bindings are not an object");
   const reports = options.bindings as Record<string, BindingReport>;
   const notCarriedOver: Record<string, string> = {};
-  for (const [name, why] of Object.entries(built.dropped))
-    notCarriedOver[noteKey(name)] = sanitizeNote(why);
+  const noteNow = (name: string, why: string) =>
+    defineEntry(notCarriedOver, noteKey(name), sanitizeNote(why));
+  for (const [name, why] of Object.entries(built.dropped)) noteNow(name, why);
   const snapshot = emptySnapshot();
-  // Notes of names that stayed unbound in this action (not declared again) are kept, so using
-  // such a name later still explains itself.
+  const budget = new SnapshotBudget(limits);
   const bound = new Set(built.names);
-  for (const [name, note] of Object.entries(previous.unserializable)) {
-    if (note !== UNDEFINED_NOTE && !bound.has(name) && nameProblem(name, shadowable) === null)
-      snapshot.unserializable[name] = note;
-  }
-  let budget = limits.maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
-  const keep = (name: string, size: number): boolean => {
-    if (size > budget) {
-      notCarriedOver[name] = overBudget(limits);
-      return false;
-    }
-    budget -= size;
-    return true;
+  /** Names left holding undefined (bindings restored as undefined): kept as notes, counted here. */
+  const undefinedNames: string[] = [];
+  const keepValue = (name: string, value: JsonValue | undefined, size: number | string) => {
+    if (typeof size !== "number") return;
+    if (budget.take(name, size)) snapshot.values[name] = value as JsonValue;
+    else noteNow(name, budget.note);
   };
+  const keepDeclaration = (name: string, source: string) => {
+    if (budget.take(name, utf8Bytes(source))) snapshot.declarations[name] = source;
+    else noteNow(name, budget.note);
+  };
+  const aliases: [name: string, of: string][] = [];
   for (const name of built.names) {
     const problem = nameProblem(name, shadowable);
     if (problem) {
-      notCarriedOver[noteKey(name)] = problem;
+      noteNow(name, problem);
       continue;
     }
     if (!Object.hasOwn(reports, name)) {
       // Not reported: nothing of the action ran. What the name had before stays.
-      if (Object.hasOwn(previous.values, name)) {
-        const size = checkValue(previous.values[name], limits);
-        if (typeof size === "number" && keep(name, size))
-          snapshot.values[name] = previous.values[name];
-      } else if (Object.hasOwn(previous.declarations, name)) {
-        if (keep(name, utf8Bytes(previous.declarations[name])))
-          snapshot.declarations[name] = previous.declarations[name];
-      } else if (previous.unserializable[name] === UNDEFINED_NOTE)
-        snapshot.unserializable[name] = UNDEFINED_NOTE;
+      if (Object.hasOwn(previous.values, name))
+        keepValue(name, previous.values[name], checkValue(previous.values[name], limits));
+      else if (Object.hasOwn(previous.declarations, name))
+        keepDeclaration(name, previous.declarations[name]);
+      else if (previous.unserializable[name] === UNDEFINED_NOTE) undefinedNames.push(name);
       continue;
     }
     const b = reports[name];
@@ -286,30 +318,54 @@ export function assembleSnapshot(options: {
       }
       const size = checkParsed(value, b.json, limits);
       if (typeof size === "string") throw new ProtocolViolation(`value of ${name}: ${size}`);
-      if (keep(name, size)) snapshot.values[name] = value as JsonValue;
+      keepValue(name, value as JsonValue, size);
     } else if (b.kind === "same") {
       // Unchanged: the very value the action was restored with (no text crossed the boundary).
       if (!Object.hasOwn(previous.values, name)) throw new ProtocolViolation(`same ${name}`);
-      const size = checkValue(previous.values[name], limits);
-      if (typeof size === "number" && keep(name, size))
-        snapshot.values[name] = previous.values[name];
+      keepValue(name, previous.values[name], checkValue(previous.values[name], limits));
     } else if (b.kind === "decl") {
       const source = built.declarationSources[name];
       if (typeof source !== "string") throw new ProtocolViolation(`declaration ${name}`);
-      if (keep(name, utf8Bytes(source))) snapshot.declarations[name] = source;
+      keepDeclaration(name, source);
+    } else if (b.kind === "alias") {
+      if (typeof b.of !== "string" || b.of === name || !bound.has(b.of))
+        throw new ProtocolViolation(`alias ${name}`);
+      aliases.push([name, b.of]);
     } else if (b.kind === "undefined") {
-      snapshot.unserializable[name] = UNDEFINED_NOTE;
+      undefinedNames.push(name);
     } else if (b.kind === "unserializable") {
-      notCarriedOver[name] = sanitizeNote(b.reason);
+      noteNow(name, typeof b.reason === "string" ? b.reason : "could not be copied");
     } else throw new ProtocolViolation(`binding ${name} has no known kind`);
   }
-  // Declarations that cannot be restored as data (a class whose creation runs code) are noted now,
-  // in the step that wrote them, not discovered steps later.
-  const { problems } = planDeclarations(snapshot.declarations, shadowable);
+  // Another name for a function or class is carried over as that name, when it is carried over.
+  for (const [name, of] of aliases) {
+    if (Object.hasOwn(snapshot.declarations, of)) keepDeclaration(name, of);
+    else noteNow(name, `it is another name for ${of}, which is not carried over`);
+  }
+  // Declarations that cannot be restored as data (a class whose creation runs code, or that needs
+  // something not carried over) are noted now, in the step that wrote them, not discovered steps
+  // later.
+  const values = new Set([...Object.keys(snapshot.values), ...undefinedNames]);
+  const { problems } = planDeclarations(snapshot.declarations, shadowable, values);
   for (const [name, why] of Object.entries(problems)) {
     delete snapshot.declarations[name];
-    notCarriedOver[noteKey(name)] = sanitizeNote(why);
+    noteNow(name, why);
   }
-  Object.assign(snapshot.unserializable, notCarriedOver);
+  // Notes, in what the entries left: names holding undefined (they are bindings), this step's
+  // notes, then those of names that stayed unbound in this action (not declared again), so using
+  // such a name later still explains itself. What does not fit is dropped from the snapshot (this
+  // step's notes are still reported).
+  const notes: [string, string][] = [
+    ...undefinedNames.map((n): [string, string] => [n, UNDEFINED_NOTE]),
+    ...Object.entries(notCarriedOver),
+  ];
+  for (const [key, note] of Object.entries(previous.unserializable)) {
+    const name = noteName(key);
+    if (note !== UNDEFINED_NOTE && !bound.has(name) && !shadowable.has(name))
+      notes.push([key, note]);
+  }
+  for (const [key, note] of notes)
+    if (!Object.hasOwn(snapshot.unserializable, key) && budget.take(key, utf8Bytes(note)))
+      defineEntry(snapshot.unserializable, key, note);
   return { snapshot, notCarriedOver };
 }

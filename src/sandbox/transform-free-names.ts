@@ -2,7 +2,8 @@
  * Phase 5 of the action transform (transform.ts): a name the guest reads that nothing declares
  * (the wrapper's bindings, the guest's own declarations and parameters, the guest's globals)
  * becomes `REF("name")`, which throws a real `ReferenceError: name is not defined` — SES alone
- * would read it as `undefined`. In two named steps: {@link boundNames} (what is declared anywhere),
+ * would read it as `undefined`, and a name the global object only inherits (`__proto__`,
+ * `toString`, `constructor`) as Object.prototype's. In two named steps: {@link boundNames} (what is declared anywhere),
  * then {@link FreeNameGuard} (the rewrite, one method per kind of node that binds, assigns or reads
  * names; every other node just has its children visited).
  */
@@ -156,9 +157,19 @@ class FreeNameGuard {
     return node;
   };
 
-  /** `typeof notDefined` must stay "undefined", not throw. */
+  /**
+   * `typeof notDefined` must stay "undefined", not throw: a free name becomes `REF("name", true)`,
+   * which gives undefined for a name the guest's global scope does not have.
+   */
   private readonly unary: Rewrite = (node) => {
-    if (node.operator === "typeof" && node.argument.type === "Identifier") return node;
+    if (node.operator === "typeof" && node.argument.type === "Identifier") {
+      const arg = node.argument;
+      if (this.isFree(arg.name)) {
+        node.argument = this.refCall(arg.name, arg.loc);
+        node.argument.arguments.push({ type: "Literal", value: true, raw: "true" });
+      }
+      return node;
+    }
     node.argument = this.expression(node.argument);
     return node;
   };

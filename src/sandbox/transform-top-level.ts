@@ -107,19 +107,58 @@ export function rewriteTopLevel(
       for (const n of ns) delete declarationSources[n];
     }
   }
+  // After that: `let f; f = () => ...` records f (what the binding holds at the end decides).
+  for (const stmt of program.body)
+    recordAssignedFunction(stmt, source, declarationSources, names.decl);
   return { hoisted, body };
 }
 
-/** `name = DECL("name", fn)`: a function or class recorded with its name (the child keeps its source). */
-export function declStatement(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
-  return exprStmt(
-    assign(
-      id(name),
-      { type: "CallExpression", callee: id(DECL), arguments: [str(name), fn], optional: false },
-      loc,
-    ),
+/**
+ * `f = () => ...` or `C = class { ... }` as a top-level statement: the function is recorded with
+ * its source, as `const f = () => ...` is (it is carried over while the binding still holds it).
+ */
+function recordAssignedFunction(
+  stmt: AnyNode,
+  code: string,
+  declarationSources: Record<string, string>,
+  DECL: string,
+): void {
+  if (stmt.type !== "ExpressionStatement") return;
+  const e = stmt.expression;
+  if (e.type !== "AssignmentExpression" || e.operator !== "=" || e.left.type !== "Identifier")
+    return;
+  if (!isFunctionLike(e.right)) return;
+  declarationSources[e.left.name] = code.slice(e.right.start, e.right.end);
+  // In place: the REPL echo may hold this node.
+  const assignment = { ...e };
+  for (const key of Object.keys(e)) delete e[key];
+  Object.assign(e, namedDecl(assignment.left.name, assignment.right, DECL, assignment.loc));
+}
+
+/**
+ * `(name = fn, DECL("name", name))`: the function is created by a plain assignment, so an
+ * anonymous one gets its binding's name (`f.name === "f"`, as in `const f = () => ...`), then
+ * recorded; the expression's value is the function.
+ */
+function namedDecl(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
+  return {
+    type: "SequenceExpression",
+    expressions: [
+      assign(id(name), fn, loc),
+      {
+        type: "CallExpression",
+        callee: id(DECL),
+        arguments: [str(name), id(name)],
+        optional: false,
+      },
+    ],
     loc,
-  );
+  };
+}
+
+/** `name = fn, DECL("name", name)` as a statement: a function or class recorded with its name (the host keeps its source). */
+export function declStatement(name: string, fn: AnyNode, DECL: string, loc?: AnyNode): AnyNode {
+  return exprStmt(namedDecl(name, fn, DECL, loc), loc);
 }
 
 /**
@@ -148,18 +187,7 @@ function rewriteDeclaration(
     }
     if (topLevel && d.id.type === "Identifier" && isFunctionLike(d.init)) {
       declarationSources[d.id.name] = code.slice(d.init.start, d.init.end);
-      assignments.push(
-        assign(
-          id(d.id.name),
-          {
-            type: "CallExpression",
-            callee: id(DECL),
-            arguments: [str(d.id.name), d.init],
-            optional: false,
-          },
-          d.loc,
-        ),
-      );
+      assignments.push(namedDecl(d.id.name, d.init, DECL, d.loc));
       continue;
     }
     assignments.push(assign(d.id, d.init, d.loc));

@@ -262,14 +262,21 @@ function planRestore(
       plan.values[name] = value;
     }
   }
+  const restoredValues = new Set(Object.keys(plan.values));
   for (const [name, note] of Object.entries(previous.unserializable ?? {})) {
     // An undefined value is carried over as undefined. A value that could not be carried over is
     // left unbound: using it raises "m is not defined (its value could not be carried over: ...)"
     // instead of a puzzling error about undefined; declaring it again works as usual.
-    if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name))
+    if (note === UNDEFINED_NOTE && isBindableName(name) && !shadowable.has(name)) {
       bindings.add(name);
+      restoredValues.add(name);
+    }
   }
-  const { order, problems } = planDeclarations(previous.declarations ?? {}, shadowable);
+  const { order, problems } = planDeclarations(
+    previous.declarations ?? {},
+    shadowable,
+    restoredValues,
+  );
   Object.assign(plan.dropped, problems);
   for (const d of order) {
     bindings.add(d.name);
@@ -295,16 +302,26 @@ function restoreStatements(plan: RestorePlan, names: WrapperNames): AnyNode[] {
       ),
     );
   }
+  // A standard constructor a class extends, or `Symbol` in a `[Symbol.iterator]` member name, is
+  // read from the guest's globals: this action may declare a binding of that name, which would
+  // otherwise be read (undefined) instead.
+  const globalRead = (name: string): AnyNode => ({
+    type: "CallExpression",
+    callee: id(names.ref),
+    arguments: [str(name)],
+    optional: false,
+  });
   for (const d of plan.declarations) {
-    // A class extending a standard constructor reads it from the guest's globals: this action may
-    // declare a binding of that name, which would otherwise be read (undefined) instead.
-    if (d.extendsGlobal)
-      d.node.superClass = {
-        type: "CallExpression",
-        callee: id(names.ref),
-        arguments: [str(d.extendsGlobal)],
-        optional: false,
-      };
+    if (d.node.type === "Identifier") {
+      // Another name for a function or class restored before it: the same object again.
+      out.push(exprStmt(assign(id(d.name), id(d.node.name))));
+      continue;
+    }
+    if (d.extendsGlobal) d.node.superClass = globalRead(d.extendsGlobal);
+    for (const symbol of d.symbols) {
+      delete symbol.name; // the `Symbol` identifier node becomes the call, in place
+      Object.assign(symbol, globalRead("Symbol"));
+    }
     out.push(declStatement(d.name, d.node, names.decl));
   }
   return out;

@@ -107,6 +107,7 @@ describe("a clone runs the build while it is current with the sources", () => {
     // Times preserved: the copy's build is as current with its sources as this one's.
     for (const part of [
       "bin",
+      "packages",
       "src",
       "dist",
       "prompts",
@@ -122,7 +123,7 @@ describe("a clone runs the build while it is current with the sources", () => {
       const st = statSync(join(root, dir));
       utimesSync(join(clone, dir), st.atime, st.mtime);
     };
-    for (const dir of ["src", "dist"]) folderTimes(dir);
+    for (const dir of ["src", "dist", "packages"]) folderTimes(dir);
     symlinkSync(join(root, "node_modules"), join(clone, "node_modules"));
   });
   afterAll(() => rmSync(clone, { recursive: true, force: true }));

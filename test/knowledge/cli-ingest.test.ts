@@ -60,10 +60,10 @@ describe("codehop ingest (CLI)", () => {
   });
 
   it("fails clearly on an unknown extension, bad flags and --embeddings without an endpoint", async () => {
-    const odd = join(tmp.dir, "data.csv");
+    const odd = join(tmp.dir, "data.xyz");
     writeFileSync(odd, "a,b");
     await expect(ingest([odd, "--db", join(tmp.dir, "x.db")])).rejects.toThrow(
-      /--format jsonl\|folder\|mediawiki-xml/,
+      /--format jsonl\|folder\|xml\|document/,
     );
     await expect(ingest([DEMO_CORPUS, "--chunk-size", "abc"])).rejects.toThrow(
       /--chunk-size must be a non-negative integer/,

@@ -109,3 +109,62 @@ describe("the real child counts in bytes as the host does", () => {
     expect(served).toBe(0);
   });
 });
+
+describe("a compromised child gets one outcome recorded per action, and nothing after a violation", () => {
+  const spec: ChildSpec = {
+    heapMb: 64,
+    addressSpaceMb: null,
+    entry: fileURLToPath(new URL("../fixtures/sandbox/double-report-child.mjs", import.meta.url)),
+  };
+  let pool: ChildPool;
+  beforeAll(() => {
+    pool = new ChildPool(spec, 0);
+  });
+  afterAll(() => pool.close());
+
+  let served: string[] = [];
+  const run = (tool: string) =>
+    runAction(
+      pool,
+      spec,
+      { code: "1", tools: { [tool]: async () => void served.push(tool) }, session: tool },
+      limits,
+      DEFAULT_CAPABILITIES,
+    );
+  /** Resolves once the pool has no process left (the child was killed), or rejects after 5 s. */
+  async function processGone(): Promise<void> {
+    for (const started = Date.now(); pool.size > 0;) {
+      if (Date.now() - started > 5_000) throw new Error(`still ${pool.size} process(es)`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  it("a second `done` is not recorded: the first answer stands and the child is killed, not kept for the session", async () => {
+    const r = await run("twice");
+    expect([r.isFinalAnswer, r.finalAnswer, r.error]).toEqual([true, "first", null]);
+    await processGone();
+    // An honest report in the same setup keeps its process for the session's next action.
+    const plain = await run("plain");
+    expect(plain.finalAnswer).toBe("plain");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(pool.size).toBe(1);
+    pool.endSession("plain");
+  });
+
+  it("a valid `done` after one that broke the protocol is not recorded: the action reports the violation", async () => {
+    const r = await run("bad_then_good");
+    expect(r.isFinalAnswer).toBe(false);
+    expect(r.finalAnswer).toBeNull();
+    expect(r.error?.message).toMatch(/broke its protocol/);
+  });
+
+  it("a tool call after the action's `done`, or after a violation, is never served", async () => {
+    served = [];
+    const r1 = await run("call_after_done");
+    expect(r1.finalAnswer).toBe("first");
+    const r2 = await run("bad_then_call");
+    expect(r2.error?.message).toMatch(/broke its protocol/);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(served).toEqual([]);
+  });
+});

@@ -4,7 +4,6 @@
  * sizes so storage stays linear and reads short), or references to the task writes that made the
  * value (LangGraph stores every task's writes anyway).
  */
-import { inflateRawSync } from "node:zlib";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import {
   compareWrites,
@@ -13,10 +12,12 @@ import {
   type CachedWrite,
   type Codec,
   type InlineValue,
+  type Source,
   type StoredWrite,
   type WriteRef,
 } from "./codec.ts";
 import type { SaverContext } from "./context.ts";
+import { ChainGuard, corrupt, decodingSync, shown } from "./corrupt.ts";
 import type { WriteRows } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
 import {
@@ -25,12 +26,64 @@ import {
   KIND_EMPTY,
   KIND_FULL,
   KIND_WRITE,
+  T_BLOBS,
   type BlobRow,
   type WritesRow,
 } from "./schema.ts";
 
 export const blobKey = (nsId: number, channel: string, version: string) =>
   `${nsId}\u0000${channel}\u0000${version}`;
+
+/** A blob row, as an error names it. */
+function blobSource(nsId: number, channel: string, version: string): Source {
+  return {
+    table: T_BLOBS,
+    row: () => `ns_id ${nsId}, channel ${shown(channel)}, version ${shown(version)}`,
+  };
+}
+
+/** What a blob row of references to task writes holds: the checkpoint and the writes. */
+interface StoredRefs {
+  checkpoint: string;
+  refs: WriteRef[];
+}
+
+/** A blob row's references (`value`: JSON), checked. */
+function refsOf(row: BlobRow, source: Source): StoredRefs {
+  return decodingSync(
+    source.table,
+    source.row,
+    "its references to task writes do not parse",
+    () => {
+      const parsed = JSON.parse(String(row.value)) as StoredRefs;
+      const ref = (r: unknown) =>
+        Array.isArray(r) &&
+        typeof r[0] === "string" &&
+        Number.isInteger(r[1]) &&
+        (r[2] === 0 || r[2] === 1);
+      if (
+        typeof parsed?.checkpoint !== "string" ||
+        !Array.isArray(parsed.refs) ||
+        !parsed.refs.every(ref)
+      )
+        throw new Error("not references");
+      return parsed;
+    },
+  );
+}
+
+/** A blob row's stored bytes (a row of kind full or append holds bytes). */
+function bytesOf(row: BlobRow, source: Source): Buffer | null {
+  if (row.value !== null && !Buffer.isBuffer(row.value))
+    corrupt(source.table, source.row(), "its value is not bytes");
+  return row.value;
+}
+
+/** The items a stored list contributes (a spread write, appended items): it must be a list. */
+function spreadOf(value: unknown, source: Source): unknown[] {
+  if (!Array.isArray(value)) corrupt(source.table, source.row(), "items it appends are not a list");
+  return value;
+}
 
 /** Reading and choosing the blob rows of channel values, with the cache of decoded values. */
 export class ChannelValues {
@@ -73,21 +126,25 @@ export class ChannelValues {
   }
 
   /** The values of stored writes, in order (a spread ref contributes the items of its list). */
-  private async resolveWrites(nsId: number, refs: { checkpoint: string; refs: WriteRef[] }) {
+  private async resolveWrites(nsId: number, refs: StoredRefs, source: Source) {
     const out: unknown[] = [];
-    for (const { w, spread } of this.findWrites(nsId, refs)) {
-      const value = await this.codec.decode(w.type, 0, w.data);
-      if (spread) out.push(...(value as unknown[]));
+    for (const { w, spread } of this.findWrites(nsId, refs, source)) {
+      const value = await this.codec.decode(w.type, 0, w.data, w.source ?? source);
+      if (spread) out.push(...spreadOf(value, source));
       else out.push(value);
     }
     return out;
   }
 
-  /** The value of an inline entry of a checkpoint record. */
-  async readInline(nsId: number, entry: InlineValue): Promise<unknown> {
-    if (entry[1] === 0) return this.codec.decode("json", 0, Buffer.from(entry[2], "utf8"));
+  /** The value of an inline entry of a checkpoint record (`source`: the record's row). */
+  async readInline(nsId: number, entry: InlineValue, source: Source): Promise<unknown> {
+    if (entry[1] === 0) return this.codec.decode("json", 0, Buffer.from(entry[2], "utf8"), source);
     return (
-      await this.resolveWrites(nsId, { checkpoint: entry[2], refs: [[entry[3], entry[4], 0]] })
+      await this.resolveWrites(
+        nsId,
+        { checkpoint: entry[2], refs: [[entry[3], entry[4], 0]] },
+        source,
+      )
     )[0];
   }
 
@@ -112,7 +169,9 @@ export class ChannelValues {
       Buffer,
     ];
     if (kind === KIND_FULL && type === "json" && data.length < INLINE_BELOW) {
-      const raw = zip ? inflateRawSync(data) : data;
+      const raw = zip
+        ? this.codec.inflate(data, blobSource(blob[0] as number, String(blob[1]), version))
+        : data;
       if (raw.length <= INLINE_RAW_MAX) return [version, 0, raw.toString("utf8")];
     }
     if (kind === KIND_WRITE) {
@@ -139,11 +198,15 @@ export class ChannelValues {
     if (row.kind === KIND_EMPTY) return { found: true, row };
     const cached = this.values.get(key);
     if (cached !== undefined) return { found: true, value: cached, row };
+    const source = blobSource(nsId, channel, version);
     let value: unknown;
-    if (row.kind === KIND_FULL) value = await this.codec.decode(row.type, row.zip, row.value);
+    if (row.kind === KIND_FULL)
+      value = await this.codec.decode(row.type, row.zip, bytesOf(row, source), source);
     else if (row.kind === KIND_WRITE) {
-      value = (await this.resolveWrites(nsId, JSON.parse(String(row.value))))[0];
-    } else return { found: true, value: await this.readAppended(nsId, channel, version, row), row };
+      value = (await this.resolveWrites(nsId, refsOf(row, source), source))[0];
+    } else if (row.kind === KIND_APPEND || row.kind === KIND_APPEND_WRITES)
+      return { found: true, value: await this.readAppended(nsId, channel, version, row), row };
+    else corrupt(source.table, source.row(), `its kind ${shown(row.kind)} is unknown`);
     this.values.set(key, value);
     return { found: true, value, row };
   }
@@ -160,12 +223,20 @@ export class ChannelValues {
     version: string,
     first: BlobRow,
   ): Promise<unknown[]> {
+    const source = blobSource(nsId, channel, version);
+    // A row says how many appends lead down to its list's last whole copy (`chain`): the walk
+    // stops there, and at a row met twice (a corrupt chain could otherwise loop for ever).
+    if (!Number.isSafeInteger(first.chain) || first.chain < 0)
+      corrupt(source.table, source.row(), "its chain length is not a count");
+    const guard = new ChainGuard(first.chain + 1, { ...source, what: "chain of appends" });
+    guard.step(version);
     const links: Array<{ version: string; row: BlobRow }> = [{ version, row: first }];
     let fetched: Map<string, BlobRow> | undefined;
     let base: unknown[] | undefined;
     for (;;) {
       const { row } = links.at(-1)!;
       const baseVersion = row.base_version;
+      if (baseVersion !== null) guard.step(String(baseVersion));
       if (baseVersion === null) {
         base = [];
         break;
@@ -186,40 +257,44 @@ export class ChannelValues {
       }
       const whole = next ? await this.readBlob(nsId, channel, baseVersion) : undefined;
       if (!whole?.found || !Array.isArray(whole.value))
-        throw new Error(
-          `IncrementalSqliteSaver: channel "${channel}" version ${links.at(-1)!.version} grows a version that is missing`,
+        corrupt(
+          source.table,
+          blobSource(nsId, channel, links.at(-1)!.version).row(),
+          `it appends to version ${shown(baseVersion)}, which is missing or not a list`,
         );
       base = whole.value;
       break;
     }
     links.reverse();
-    const refs = links.map(({ row }) =>
-      row.kind === KIND_APPEND_WRITES
-        ? (JSON.parse(String(row.value)) as { checkpoint: string; refs: WriteRef[] })
-        : undefined,
+    const refs = links.map(({ version: v, row }) =>
+      row.kind === KIND_APPEND_WRITES ? refsOf(row, blobSource(nsId, channel, v)) : undefined,
     );
     const prefetched = this.prefetchWrites(
       nsId,
       refs.flatMap((r) => (r ? [r.checkpoint] : [])),
     );
     // The writes every link refers to, decoded together (one parse for the whole chain).
-    const found = links.map((_, i) =>
-      refs[i] ? this.findWrites(nsId, refs[i]!, prefetched) : undefined,
+    const found = links.map(({ version: v }, i) =>
+      refs[i]
+        ? this.findWrites(nsId, refs[i]!, blobSource(nsId, channel, v), prefetched)
+        : undefined,
     );
     const decoded = await this.codec.decodeWrites(
       found.flatMap((f) => (f ? f.map((x) => x.w) : [])),
+      source,
     );
     let at = 0;
     let value = base;
     for (const [i, { version: v, row }] of links.entries()) {
+      const link = blobSource(nsId, channel, v);
       let tail: unknown[];
       if (row.kind === KIND_APPEND)
-        tail = (await this.codec.decode(row.type, row.zip, row.value)) as unknown[];
+        tail = spreadOf(await this.codec.decode(row.type, row.zip, bytesOf(row, link), link), link);
       else {
         tail = [];
         for (const { spread } of found[i]!) {
           const one = decoded[at++];
-          if (spread) tail.push(...(one as unknown[]));
+          if (spread) tail.push(...spreadOf(one, link));
           else tail.push(one);
         }
       }
@@ -232,7 +307,8 @@ export class ChannelValues {
   /** The stored writes `refs` name, in order, with their spread flags. */
   private findWrites(
     nsId: number,
-    refs: { checkpoint: string; refs: WriteRef[] },
+    refs: StoredRefs,
+    source: Source,
     prefetched?: Map<string, StoredWrite[]>,
   ): Array<{ w: StoredWrite; spread: 0 | 1 }> {
     return refs.refs.map(([taskId, idx, spread]) => {
@@ -241,13 +317,18 @@ export class ChannelValues {
         this.writeRows.taskWrites(nsId, refs.checkpoint, taskId)
       )?.find((x) => x.idx === idx);
       if (!w)
-        throw new Error(`IncrementalSqliteSaver: a stored value refers to a write that is missing`);
+        corrupt(
+          source.table,
+          source.row(),
+          `it refers to write ${idx} of task ${shown(taskId)} of checkpoint ${shown(refs.checkpoint)}, which is missing`,
+        );
       return { w, spread };
     });
   }
 
   /** The blob rows of a chain of appends from `version` down to (and with) its first other row. */
   private chainRows(nsId: number, channel: string, version: string): Map<string, BlobRow> {
+    // (The query stops at a row met twice; the caller's guard stops the walk.)
     const rows = this.ctx.s.blobChain.all({ ns: nsId, channel, version }) as Array<
       BlobRow & { version: string }
     >;

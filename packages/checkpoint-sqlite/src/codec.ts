@@ -2,12 +2,20 @@
  * How values are stored as bytes: serialized by LangGraph's serializer and deflated when large; a
  * task's writes packed into one value; small channel values kept inline in checkpoint records.
  */
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { crc32, deflateRawSync } from "node:zlib";
 import {
   type ChannelVersions,
   JsonPlusSerializer,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
+import { CheckpointCorruptError, corrupt, decoding, inflateBounded, shown } from "./corrupt.ts";
+import { Lru } from "./lru.ts";
+
+/** Where stored bytes come from: a table and its row's key (computed only for an error message). */
+export interface Source {
+  table: string;
+  row: () => string;
+}
 
 /**
  * Stored bytes as the serializer reads them: JSON as a string (Buffer's UTF-8 decoding is several
@@ -25,12 +33,13 @@ const COMMA = Buffer.of(0x2c);
 const CLOSE = Buffer.of(0x5d);
 const EMPTY = Buffer.alloc(0);
 
-/** One stored write of a task: its index, channel and serialized value. */
+/** One stored write of a task: its index, channel and serialized value (and its row, once read). */
 export interface StoredWrite {
   idx: number;
   channel: string;
   type: string;
   data: Buffer;
+  source?: Source;
 }
 
 /**
@@ -56,21 +65,29 @@ export function packWrites(writes: readonly StoredWrite[]): Buffer {
   return Buffer.concat(parts);
 }
 
-export function unpackWrites(buf: Buffer): StoredWrite[] {
+/** A task's packed writes (see {@link packWrites}); every length is checked against the bytes. */
+export function unpackWrites(buf: Buffer, source: Source): StoredWrite[] {
+  const bad = (what: string) => corrupt(source.table, source.row(), `its packed writes ${what}`);
+  if (buf.length < 4) bad("are shorter than their header");
   const out: StoredWrite[] = [];
   const count = buf.readUInt32LE(0);
+  // (Each write takes at least its 16 bytes of lengths: a count past that is not a count.)
+  if (count > (buf.length - 4) / 16) bad(`claim ${count} writes in ${buf.length} bytes`);
   let at = 4;
   for (let i = 0; i < count; i++) {
+    if (at + 16 > buf.length) bad(`end inside write ${i}`);
     const idx = buf.readInt32LE(at);
     const channelLength = buf.readUInt32LE(at + 4);
     const typeLength = buf.readUInt32LE(at + 8);
     const dataLength = buf.readUInt32LE(at + 12);
     at += 16;
+    if (at + channelLength + typeLength + dataLength > buf.length)
+      bad(`give write ${i} more bytes than they hold`);
     const channel = buf.toString("utf8", at, at + channelLength);
     at += channelLength;
     const type = buf.toString("utf8", at, at + typeLength);
     at += typeLength;
-    out.push({ idx, channel, type, data: buf.subarray(at, at + dataLength) });
+    out.push({ idx, channel, type, data: buf.subarray(at, at + dataLength), source });
     at += dataLength;
   }
   return out;
@@ -114,24 +131,39 @@ export function toStoredInline(entry: InlineValue, parentId: string | undefined)
   return entry[2] === parentId ? [1, entry[3], entry[4]] : [1, entry[3], entry[4], entry[2]];
 }
 
-/** The inline values of a stored record, given its versions of the channels and its parent. */
+/**
+ * The inline values of a stored record, given its versions of the channels and its parent (`source`:
+ * the record's row, named by the error a malformed entry raises).
+ */
 export function fromStoredInline(
   iv: Record<string, StoredInline> | undefined,
   versions: ChannelVersions,
   parentId: string | null,
+  source: Source,
 ): Record<string, InlineValue> {
   const out: Record<string, InlineValue> = {};
+  if (iv !== undefined && (typeof iv !== "object" || iv === null))
+    corrupt(source.table, source.row(), "its inline values are not an object");
   for (const [channel, e] of Object.entries(iv ?? {})) {
     const version = String(versions[channel]);
-    if (e[0] === 0) out[channel] = [version, 0, e[1]];
-    else {
+    if (Array.isArray(e) && e[0] === 0 && typeof e[1] === "string")
+      out[channel] = [version, 0, e[1]];
+    else if (
+      Array.isArray(e) &&
+      e[0] === 1 &&
+      typeof e[1] === "string" &&
+      typeof e[2] === "number"
+    ) {
       const checkpoint = e[3] ?? parentId;
       if (typeof checkpoint !== "string")
-        throw new Error(
-          `IncrementalSqliteSaver: an inline write of "${channel}" has no checkpoint`,
+        corrupt(
+          source.table,
+          source.row(),
+          `its inline write of ${shown(channel)} has no checkpoint`,
         );
       out[channel] = [version, 1, checkpoint, e[1], e[2]];
-    }
+    } else
+      corrupt(source.table, source.row(), `its inline value of ${shown(channel)} is malformed`);
   }
   return out;
 }
@@ -143,34 +175,76 @@ export function fromStoredInline(
 export const INLINE_BELOW = 128;
 export const INLINE_RAW_MAX = 1024;
 
-/** Values through the saver's serializer, deflated when at least `compressAbove` bytes and smaller so. */
+/** Stored bytes whose inflating failed, remembered by content (a bomb costs its bound once). */
+const FAILED_INFLATES = 64;
+
+/**
+ * Values through the saver's serializer, deflated when at least `compressAbove` bytes (and at most
+ * `maxInflateBytes`: a larger value is stored plain, so reading it never needs more than the
+ * bound) and smaller so; stored bytes read back with bounded work, every failure a
+ * {@link CheckpointCorruptError}.
+ */
 export class Codec {
+  /**
+   * Failed inflates by stored length, then row and CRC-32 of the bytes and dictionary (only bytes
+   * of a length that failed before are hashed: a good read pays nothing for this).
+   */
+  private readonly failed = new Lru<number, Map<string, CheckpointCorruptError>>(FAILED_INFLATES);
+
   constructor(
     private readonly serde: () => SerializerProtocol,
     readonly compressAbove: number,
+    readonly maxInflateBytes: number,
   ) {}
+
+  /** Whether raw bytes of this length are stored deflated (when that is smaller). */
+  deflatable(length: number): boolean {
+    return length >= this.compressAbove && length <= this.maxInflateBytes;
+  }
+
+  /** Stored deflate data inflated, bounded (see `inflateBounded`); a failure is remembered. */
+  inflate(data: Buffer, source: Source, dictionary?: Buffer): Buffer {
+    const sameLength = this.failed.get(data.length);
+    const key = () =>
+      `${source.table}\u0000${source.row()}\u0000${crc32(data)}\u0000${dictionary ? crc32(dictionary) : ""}`;
+    const known = sameLength?.get(key());
+    if (known) throw known;
+    try {
+      return inflateBounded(data, this.maxInflateBytes, source, dictionary);
+    } catch (err) {
+      if (CheckpointCorruptError.isInstance(err))
+        this.failed.set(data.length, (sameLength ?? new Map()).set(key(), err));
+      throw err;
+    }
+  }
 
   async encode(value: unknown): Promise<{ type: string; zip: number; data: Buffer }> {
     const [type, bytes] = await this.serde().dumpsTyped(value);
     const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (raw.length >= this.compressAbove) {
+    if (this.deflatable(raw.length)) {
       const packed = deflateRawSync(raw);
       if (packed.length < raw.length) return { type, zip: 1, data: packed };
     }
     return { type, zip: 0, data: Buffer.from(raw) };
   }
 
-  async decode(type: string, zip: number, data: Buffer | null): Promise<unknown> {
+  /** A stored value: inflated when `zip` is 1, then parsed by the serializer. */
+  async decode(type: string, zip: number, data: Buffer | null, source: Source): Promise<unknown> {
     if (data === null) return undefined;
-    const raw = zip ? inflateRawSync(data) : data;
-    return this.serde().loadsTyped(type, serialized(type, raw));
+    if (zip !== 0 && zip !== 1)
+      corrupt(source.table, source.row(), `its zip format ${zip} is unknown`);
+    const raw = zip ? this.inflate(data, source) : data;
+    return decoding(source.table, source.row, `its ${shown(type)} value does not parse`, () =>
+      this.serde().loadsTyped(type, serialized(type, raw)),
+    );
   }
 
   /**
    * The values of stored writes. With LangGraph's JSON serializer, writes of type "json" are
-   * parsed as one JSON array (one call instead of one per write: the same values).
+   * parsed as one JSON array (one call instead of one per write: the same values); when that
+   * fails, one by one, so the error names the write's row.
    */
-  async decodeWrites(writes: StoredWrite[]): Promise<unknown[]> {
+  async decodeWrites(writes: StoredWrite[], fallback: Source): Promise<unknown[]> {
     const serde = this.serde();
     if (
       writes.length > 1 &&
@@ -181,8 +255,13 @@ export class Codec {
       for (const [i, w] of writes.entries()) parts.push(i ? COMMA : EMPTY, w.data);
       parts.push(CLOSE);
       const all = Buffer.concat(parts);
-      return (await serde.loadsTyped("json", serialized("json", all))) as unknown[];
+      try {
+        const values = (await serde.loadsTyped("json", serialized("json", all))) as unknown[];
+        if (Array.isArray(values) && values.length === writes.length) return values;
+      } catch {
+        // One of them is bad (or bytes of two of them made one value): find which, below.
+      }
     }
-    return Promise.all(writes.map((w) => this.decode(w.type, 0, w.data)));
+    return Promise.all(writes.map((w) => this.decode(w.type, 0, w.data, w.source ?? fallback)));
   }
 }

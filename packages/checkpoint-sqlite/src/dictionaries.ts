@@ -5,9 +5,10 @@
  * names its dictionary rows and carries the dictionary's CRC-32, so a dictionary row that changed
  * since is a clear error, never a misread; a row about to change releases its dependents first.
  */
-import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
-import { unpackWrites, type StoredWrite } from "./codec.ts";
+import { crc32, deflateRawSync } from "node:zlib";
+import { unpackWrites, type Codec, type Source, type StoredWrite } from "./codec.ts";
 import type { SaverContext } from "./context.ts";
+import { CheckpointCorruptError, corrupt, decodingSync, shown } from "./corrupt.ts";
 import { Lru } from "./lru.ts";
 import {
   T_NAMESPACES,
@@ -44,7 +45,9 @@ interface DictionaryHeader {
 }
 
 /** The header of a {@link ZIP_ROWID_DICTIONARY} row: its dictionary rows, CRC and data offset. */
-function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number } {
+function rowidHeader(data: Buffer, source: Source): { rowids: number[]; crc: number; at: number } {
+  if (data.length < 5 || data.length < 5 + 6 * data.readUInt8(0))
+    corrupt(source.table, source.row(), "its dictionary header is cut short");
   const n = data.readUInt8(0);
   const rowids: number[] = [];
   for (let i = 0; i < n; i++) rowids.push(data.readUIntLE(1 + 6 * i, 6));
@@ -54,6 +57,16 @@ function rowidHeader(data: Buffer): { rowids: number[]; crc: number; at: number 
 function dictionaryOf(raws: readonly Buffer[]): Buffer {
   const all = Buffer.concat(raws);
   return all.length > DICTIONARY_BYTES ? all.subarray(all.length - DICTIONARY_BYTES) : all;
+}
+
+/** What `read` returns, or undefined when the row it reads is corrupt (other errors are thrown). */
+export function readable<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (err) {
+    if (CheckpointCorruptError.isInstance(err)) return undefined;
+    throw err;
+  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -70,22 +83,32 @@ export function deflateRecord(raw: Buffer, ancestorsOldestFirst: readonly Buffer
 }
 
 /** How many ancestors' records a record deflated with them needs. */
-export function recordAncestorCount(data: Buffer): number {
+export function recordAncestorCount(data: Buffer, source: Source): number {
+  if (data.length < 5) corrupt(source.table, source.row(), "its dictionary header is cut short");
   return data.readUInt8(0);
 }
 
 /** A record deflated with its ancestors' records (oldest first), inflated. */
 export function inflateRecord(
+  codec: Codec,
   data: Buffer,
   ancestorsOldestFirst: readonly Buffer[],
-  checkpointId: string,
+  source: Source,
 ): Buffer {
   const dictionary = Buffer.concat(ancestorsOldestFirst);
   if (crc32(dictionary) !== data.readUInt32LE(1))
-    throw new Error(
-      `IncrementalSqliteSaver: checkpoint ${checkpointId} is stored against a checkpoint that changed since`,
+    corrupt(
+      source.table,
+      source.row(),
+      "it is stored against ancestor records that are not the ones it was deflated with (they changed since, or its header is wrong)",
     );
-  return inflateRawSync(data.subarray(5), { dictionary });
+  return codec.inflate(data.subarray(5), source, dictionary);
+}
+
+/** The key of a writes row, as an error names it. */
+export function writesRowKey(nsId: number, row: WritesRow & { checkpoint_id?: string }): string {
+  const at = row.checkpoint_id === undefined ? "" : `, checkpoint_id ${shown(row.checkpoint_id)}`;
+  return `row_id ${row.row_id ?? "?"} (ns_id ${nsId}${at}, task_id ${shown(row.task_id)})`;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -107,8 +130,12 @@ export class WriteRows {
 
   constructor(
     private readonly ctx: SaverContext,
-    private readonly compressAbove: number,
+    private readonly codec: Codec,
   ) {}
+
+  private source(nsId: number, row: WritesRow & { checkpoint_id?: string }): Source {
+    return { table: T_WRITES, row: () => writesRowKey(nsId, row) };
+  }
 
   /** A task's stored writes (sorted by index), or undefined when it has none. */
   taskWrites(nsId: number, checkpointId: string, taskId: string): StoredWrite[] | undefined {
@@ -119,14 +146,19 @@ export class WriteRows {
   }
 
   unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
-    return unpackWrites(this.rawOf(nsId, row)).sort((a, b) => a.idx - b.idx);
+    return unpackWrites(this.rawOf(nsId, row), this.source(nsId, row)).sort(
+      (a, b) => a.idx - b.idx,
+    );
   }
 
   /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
   rawOf(nsId: number, row: WritesRow): Buffer {
+    const source = this.source(nsId, row);
+    if (!Buffer.isBuffer(row.writes))
+      corrupt(source.table, source.row(), "its writes are not bytes");
     if (row.zip === 0) return row.writes;
     if (row.zip === ZIP_ROWID_DICTIONARY) {
-      const { rowids, crc, at } = rowidHeader(row.writes);
+      const { rowids, crc, at } = rowidHeader(row.writes, source);
       // (Rows of a stretch of steps share their dictionary rows: built and checked once.)
       const key = rowids.join(",");
       const build = () => {
@@ -143,12 +175,36 @@ export class WriteRows {
         known = build();
       }
       if (known.crc !== crc)
-        throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
-      return inflateRawSync(row.writes.subarray(at), { dictionary: known.dictionary });
+        corrupt(
+          source.table,
+          source.row(),
+          "its writes are stored against dictionary rows that are not the ones it was deflated with (they changed since, or its header is wrong)",
+        );
+      return this.codec.inflate(row.writes.subarray(at), source, known.dictionary);
     }
-    if (row.zip !== ZIP_DICTIONARY) return inflateRawSync(row.writes);
-    const headerLength = row.writes.readUInt32LE(0);
-    const header = JSON.parse(row.writes.toString("utf8", 4, 4 + headerLength)) as DictionaryHeader;
+    if (row.zip === 1) return this.codec.inflate(row.writes, source);
+    if (row.zip !== ZIP_DICTIONARY)
+      corrupt(source.table, source.row(), `its zip format ${row.zip} is unknown`);
+    const header = decodingSync(
+      source.table,
+      source.row,
+      "its dictionary header does not parse",
+      () => {
+        const headerLength = row.writes.readUInt32LE(0);
+        const parsed = JSON.parse(
+          row.writes.toString("utf8", 4, 4 + headerLength),
+        ) as DictionaryHeader;
+        const named = (r: unknown) =>
+          Array.isArray(r) && typeof r[0] === "string" && typeof r[1] === "string";
+        if (
+          !Array.isArray(parsed.rows) ||
+          !parsed.rows.every(named) ||
+          typeof parsed.crc !== "number"
+        )
+          throw new Error("not a dictionary header");
+        return { ...parsed, length: headerLength };
+      },
+    );
     const raws = header.rows.map(([checkpointId, taskId]) => {
       const key = `${nsId}\u0000${checkpointId}\u0000${taskId}`;
       const cached = this.rawRows.get(key);
@@ -156,15 +212,19 @@ export class WriteRows {
       const base = this.ctx.s.getTaskWrites.get(nsId, checkpointId, taskId) as
         WritesRow | undefined;
       if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
-        throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+        corrupt(source.table, source.row(), "its writes are stored against a row that is missing");
       const raw = this.rawOf(nsId, base);
       this.rawRows.set(key, raw);
       return raw;
     });
     const dictionary = dictionaryOf(raws);
     if (crc32(dictionary) !== header.crc)
-      throw new Error(`IncrementalSqliteSaver: writes stored against a row that changed since`);
-    return inflateRawSync(row.writes.subarray(4 + headerLength), { dictionary });
+      corrupt(
+        source.table,
+        source.row(),
+        "its writes are stored against dictionary rows that are not the ones it was deflated with (they changed since, or its header is wrong)",
+      );
+    return this.codec.inflate(row.writes.subarray(4 + header.length), source, dictionary);
   }
 
   /** Forgets the raw bytes of the writes rows `which` selects (and every dictionary built). */
@@ -197,7 +257,11 @@ export class WriteRows {
     if (cached) return cached;
     const base = this.ctx.s.getWritesByRowid.get(rowid) as WritesRow | undefined;
     if (!base || base.zip === ZIP_DICTIONARY || base.zip === ZIP_ROWID_DICTIONARY)
-      throw new Error(`IncrementalSqliteSaver: writes stored against a missing row`);
+      corrupt(
+        T_WRITES,
+        `row_id ${rowid}`,
+        "it is named as a dictionary row but is missing, or is itself deflated with a dictionary",
+      );
     const raw = this.rawOf(nsId, base);
     this.rawRows.set(key, raw);
     return raw;
@@ -225,7 +289,7 @@ export class WriteRows {
       (r) => !(r.nsId === nsId && r.checkpointId === checkpointId && r.taskId === taskId),
     );
     this.plainRows.set(thread, plain);
-    if (packed.length >= this.compressAbove) {
+    if (this.codec.deflatable(packed.length)) {
       const zipped = deflateRawSync(packed);
       if (zipped.length < packed.length) [zip, data] = [1, zipped];
       const candidates = plain.filter((r) => !(r.nsId === nsId && r.checkpointId === checkpointId));
@@ -270,27 +334,36 @@ export class WriteRows {
     const old = s.getTaskWritesRow.get(nsId, checkpointId, taskId) as
       (WritesRow & { rowid: number }) | undefined;
     if (!old || old.zip === ZIP_DICTIONARY || old.zip === ZIP_ROWID_DICTIONARY) return;
-    if (this.rawOf(nsId, old).equals(packed)) return;
+    if (readable(() => this.rawOf(nsId, old))?.equals(packed)) return;
     const dependents = this.ctx.db
       .prepare(
-        `SELECT w.row_id AS rowid, w.ns_id, w.task_id, w.task_path, w.zip, w.writes FROM ${T_WRITES} w
+        `SELECT w.row_id AS rowid, w.row_id, w.ns_id, w.checkpoint_id, w.task_id, w.task_path, w.zip, w.writes FROM ${T_WRITES} w
          JOIN ${T_NAMESPACES} n ON n.ns_id = w.ns_id
          WHERE n.thread_id = ? AND w.zip IN (${ZIP_DICTIONARY}, ${ZIP_ROWID_DICTIONARY})`,
       )
       .all(thread) as Array<WritesRow & { rowid: number; ns_id: number }>;
     for (const d of dependents) {
-      const uses =
+      const uses = readable(() =>
         d.zip === ZIP_ROWID_DICTIONARY
-          ? rowidHeader(d.writes).rowids.includes(old.rowid)
+          ? rowidHeader(d.writes, this.source(d.ns_id, d)).rowids.includes(old.rowid)
           : d.ns_id === nsId &&
-            (
-              JSON.parse(
-                d.writes.toString("utf8", 4, 4 + d.writes.readUInt32LE(0)),
-              ) as DictionaryHeader
-            ).rows.some(([c, t]) => c === checkpointId && t === taskId);
+            decodingSync(
+              T_WRITES,
+              this.source(d.ns_id, d).row,
+              "its dictionary header does not parse",
+              () =>
+                (
+                  JSON.parse(
+                    d.writes.toString("utf8", 4, 4 + d.writes.readUInt32LE(0)),
+                  ) as DictionaryHeader
+                ).rows.some(([c, t]) => c === checkpointId && t === taskId),
+            ),
+      );
       if (!uses) continue;
-      const raw = this.rawOf(d.ns_id, d);
-      const zipped = deflateRawSync(raw);
+      // (A dependent that cannot be read already is left as it is: the commit goes on.)
+      const raw = readable(() => this.rawOf(d.ns_id, d));
+      if (!raw) continue;
+      const zipped = this.codec.deflatable(raw.length) ? deflateRawSync(raw) : raw;
       const smaller = zipped.length < raw.length;
       s.setWritesZip.run(smaller ? 1 : 0, smaller ? zipped : raw, d.rowid);
     }

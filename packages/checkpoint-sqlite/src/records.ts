@@ -3,15 +3,23 @@
  * change from its parent's (a chain of at most {@link MAX_VERSIONS_CHAIN} such changes, then whole
  * again) and deflated with its ancestors' records as dictionary when that is smaller.
  */
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { deflateRawSync } from "node:zlib";
 import type {
   ChannelVersions,
   Checkpoint,
   SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { fromStoredInline, serialized, toStoredInline, type InlineValue } from "./codec.ts";
+import {
+  fromStoredInline,
+  serialized,
+  toStoredInline,
+  type Codec,
+  type InlineValue,
+  type Source,
+} from "./codec.ts";
 import type { SaverContext } from "./context.ts";
-import { deflateRecord, inflateRecord, recordAncestorCount } from "./dictionaries.ts";
+import { corrupt, decoding, shown } from "./corrupt.ts";
+import { deflateRecord, inflateRecord, readable, recordAncestorCount } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
 import { T_CHECKPOINTS, ZIP_RECORD_ANCESTORS, type CheckpointRow } from "./schema.ts";
 
@@ -37,6 +45,21 @@ const MAX_VERSIONS_CHAIN = 8;
 const BASE_IS_PARENT = 1;
 /** At most this many ancestors (never past the whole record that starts a delta chain). */
 const RECORD_ANCESTORS = 3;
+/**
+ * A read follows at most this many records back (version maps, dictionaries): the saver writes a
+ * whole record at least every {@link MAX_VERSIONS_CHAIN} + 1 rows, so only corrupt rows go deeper.
+ */
+const MAX_RECORD_DEPTH = 64;
+
+/** A checkpoint row, as an error names it. */
+export function recordSource(nsId: number, checkpointId: string): Source {
+  return {
+    table: T_CHECKPOINTS,
+    row: () => `ns_id ${nsId}, checkpoint_id ${shown(checkpointId)}`,
+  };
+}
+
+const isMap = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Whether every key of `before` is in `after` (maps that only grew or changed). */
 function keepsKeys(before: object, after: object): boolean {
@@ -121,7 +144,7 @@ export class Records {
   constructor(
     private readonly ctx: SaverContext,
     private readonly serde: () => SerializerProtocol,
-    private readonly compressAbove: number,
+    private readonly codec: Codec,
   ) {}
 
   /**
@@ -137,11 +160,11 @@ export class Records {
     const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let zip = 0;
     let data = raw;
-    if (raw.length >= this.compressAbove) {
+    if (this.codec.deflatable(raw.length)) {
       const packed = deflateRawSync(raw);
       if (packed.length < raw.length) [zip, data] = [1, packed];
     }
-    if ("base" in record && parentId) {
+    if ("base" in record && parentId && raw.length <= this.codec.maxInflateBytes) {
       const raws = (await this.ancestors(nsId, parentId, RECORD_ANCESTORS)).map((a) => a.raw);
       if (raws.length) {
         const packed = deflateRecord(raw, [...raws].reverse());
@@ -194,10 +217,11 @@ export class Records {
     const cached = this.records.get(key);
     if (cached) return cached;
     const raw = this.rawRecordOf(nsId, row, false);
-    const stored = (await this.serde().loadsTyped(
-      row.type ?? "json",
-      serialized(row.type ?? "json", raw),
+    const source = recordSource(nsId, row.checkpoint_id);
+    const stored = (await decoding(source.table, source.row, "its record does not parse", () =>
+      this.serde().loadsTyped(row.type ?? "json", serialized(row.type ?? "json", raw)),
     )) as Record<string, any>;
+    if (!isMap(stored)) corrupt(source.table, source.row(), "its record is not an object");
     const entry = {
       raw,
       stored,
@@ -219,32 +243,55 @@ export class Records {
     seen: { get(id: string): RawRecord | undefined; set(id: string, r: RawRecord): void } = fromRows
       ? new Map<string, RawRecord>()
       : this.rawRecords(nsId),
+    path = new Set<string>(),
   ): Buffer {
+    const source = recordSource(nsId, row.checkpoint_id);
+    if (!Buffer.isBuffer(row.checkpoint))
+      corrupt(source.table, source.row(), "its record is not bytes");
+    if (row.zip === 0) return row.checkpoint;
+    if (row.zip === 1) return this.codec.inflate(row.checkpoint, source);
     if (row.zip !== ZIP_RECORD_ANCESTORS)
-      return row.zip ? inflateRawSync(row.checkpoint) : row.checkpoint;
-    const count = recordAncestorCount(row.checkpoint);
-    const raws: Buffer[] = [];
-    let id = row.parent_checkpoint_id;
-    while (id && raws.length < count) {
-      // (Ancestors share ancestors: each is decoded once per read.)
-      const known = seen.get(id) ?? (fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`));
-      if (known) {
-        raws.unshift(known.raw);
-        id = known.parentId;
-        continue;
-      }
-      const parent = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
-      if (!parent) break;
-      const raw = this.rawRecordOf(nsId, parent, fromRows, seen);
-      seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
-      raws.unshift(raw);
-      id = parent.parent_checkpoint_id;
-    }
-    if (raws.length !== count)
-      throw new Error(
-        `IncrementalSqliteSaver: checkpoint ${row.checkpoint_id} is stored against a missing checkpoint`,
+      corrupt(source.table, source.row(), `its zip format ${row.zip} is unknown`);
+    // Its ancestors may be deflated against theirs in turn: never one twice, never too deep.
+    if (path.has(row.checkpoint_id))
+      corrupt(source.table, source.row(), "its chain of parent records loops back to it");
+    if (path.size >= MAX_RECORD_DEPTH)
+      corrupt(
+        source.table,
+        source.row(),
+        `its record is deflated against ancestors more than ${MAX_RECORD_DEPTH} records deep`,
       );
-    return inflateRecord(row.checkpoint, raws, row.checkpoint_id);
+    path.add(row.checkpoint_id);
+    try {
+      const count = recordAncestorCount(row.checkpoint, source);
+      const raws: Buffer[] = [];
+      let id = row.parent_checkpoint_id;
+      while (id && raws.length < count) {
+        // (Ancestors share ancestors: each is decoded once per read.)
+        const known =
+          seen.get(id) ?? (fromRows ? undefined : this.records.get(`${nsId}\u0000${id}`));
+        if (known) {
+          raws.unshift(known.raw);
+          id = known.parentId;
+          continue;
+        }
+        const parent = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+        if (!parent) break;
+        const raw = this.rawRecordOf(nsId, parent, fromRows, seen, path);
+        seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
+        raws.unshift(raw);
+        id = parent.parent_checkpoint_id;
+      }
+      if (raws.length !== count)
+        corrupt(
+          source.table,
+          source.row(),
+          `its record is deflated against ${count} ancestor records, and ${raws.length} exist`,
+        );
+      return inflateRecord(this.codec, row.checkpoint, raws, source);
+    } finally {
+      path.delete(row.checkpoint_id);
+    }
   }
 
   /**
@@ -263,8 +310,10 @@ export class Records {
         .all(nsId, JSON.stringify(frontier)) as CheckpointRow[];
       for (const child of children) {
         if (child.zip !== ZIP_RECORD_ANCESTORS) continue;
-        const raw = this.rawRecordOf(nsId, child, true);
-        const zipped = deflateRawSync(raw);
+        // (A child that cannot be read already is left as it is: the commit goes on.)
+        const raw = readable(() => this.rawRecordOf(nsId, child, true));
+        if (!raw) continue;
+        const zipped = this.codec.deflatable(raw.length) ? deflateRawSync(raw) : raw;
         const smaller = zipped.length < raw.length;
         this.ctx.s.setCheckpointZip.run(
           smaller ? 1 : 0,
@@ -313,30 +362,57 @@ export class Records {
 
   /**
    * The whole version maps of a stored checkpoint record: its own, or (delta-encoded, `base` set)
-   * its base checkpoint's with its changes applied.
+   * its base checkpoint's with its changes applied. The chain of changes is followed to its whole
+   * record, never through one record twice nor more than {@link MAX_RECORD_DEPTH} deep.
    */
   async versionsFrom(
     nsId: number,
     id: string,
     stored: Record<string, any>,
     parentId: string | null,
+    path = new Set<string>(),
   ): Promise<Versions> {
+    const source = recordSource(nsId, id);
+    const bad = (problem: string): never => corrupt(source.table, source.row(), problem);
     // `base`: 1 for the parent (records written since), or the base checkpoint's id (earlier ones).
     const baseId = stored.base === BASE_IS_PARENT ? parentId : stored.base;
-    if (typeof baseId !== "string")
+    if (
+      stored.base !== undefined &&
+      stored.base !== BASE_IS_PARENT &&
+      typeof stored.base !== "string"
+    )
+      bad("its version maps name a base that is not a checkpoint");
+    if (typeof baseId !== "string") {
+      if (stored.base !== undefined)
+        bad("its version maps are changes from a parent it does not have");
+      for (const key of ["channel_versions", "versions_seen"])
+        if (stored[key] !== undefined && !isMap(stored[key])) bad(`its ${key} is not an object`);
       return {
         channel_versions: stored.channel_versions ?? {},
         versions_seen: stored.versions_seen ?? {},
         chain: 0,
-        inline: fromStoredInline(stored.iv, stored.channel_versions ?? {}, parentId),
+        inline: fromStoredInline(stored.iv, stored.channel_versions ?? {}, parentId, source),
       };
+    }
     const key = `${nsId}\u0000${id}`;
     const cached = this.versionMaps.get(key);
     if (cached) return cached;
+    for (const k of ["cv", "vs"])
+      if (stored[k] !== undefined && !isMap(stored[k])) bad(`its ${k} is not an object`);
+    if (path.has(id) || baseId === id) bad("its chain of version-map changes loops back to it");
+    if (path.size >= MAX_RECORD_DEPTH)
+      bad(`its version maps are changes more than ${MAX_RECORD_DEPTH} records deep`);
+    path.add(id);
     const baseRecord = await this.recordById(nsId, baseId);
     if (!baseRecord)
-      throw new Error(`IncrementalSqliteSaver: checkpoint ${id} refers to a missing checkpoint`);
-    const base = await this.versionsFrom(nsId, baseId, baseRecord.stored, baseRecord.parentId);
+      return bad(`its version maps are changes from checkpoint ${shown(baseId)}, which is missing`);
+    const base = await this.versionsFrom(
+      nsId,
+      baseId,
+      baseRecord.stored,
+      baseRecord.parentId,
+      path,
+    );
     const seen: Record<string, ChannelVersions> = { ...base.versions_seen };
     for (const [node, changed] of Object.entries(
       (stored.vs ?? {}) as Record<string, ChannelVersions>,
@@ -346,7 +422,10 @@ export class Records {
       channel_versions: { ...base.channel_versions, ...stored.cv },
       versions_seen: seen,
       chain: base.chain + 1,
-      inline: { ...base.inline, ...fromStoredInline(stored.iv, stored.cv ?? {}, parentId) },
+      inline: {
+        ...base.inline,
+        ...fromStoredInline(stored.iv, stored.cv ?? {}, parentId, source),
+      },
     };
     this.versionMaps.set(key, versions);
     return versions;

@@ -2,10 +2,11 @@
  * The saver's tables: their layout (row kinds and formats), their creation, the conversions of
  * earlier formats, and the statements every other part runs.
  */
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { deflateRawSync } from "node:zlib";
 import { TASKS } from "@langchain/langgraph-checkpoint";
 import type Database from "better-sqlite3";
-import { packWrites, type StoredWrite } from "./codec.ts";
+import { packWrites, type Codec, type StoredWrite } from "./codec.ts";
+import { shown } from "./corrupt.ts";
 
 /** How a blob row encodes its channel value. */
 export const KIND_FULL = 0;
@@ -116,6 +117,8 @@ export interface CheckpointRow {
 
 /** A row of the writes table: one task's writes. */
 export interface WritesRow {
+  row_id?: number;
+  checkpoint_id?: string;
   task_id: string;
   task_path: string;
   zip: number;
@@ -130,7 +133,7 @@ export type Statements = ReturnType<typeof prepare>;
  * a database in the current format needs no conversion nor DDL, which a fresh saver's first read
  * pays for), then returns the statements, each prepared on first use.
  */
-export function openTables(db: Database.Database, compressAbove: number): Statements {
+export function openTables(db: Database.Database, codec: Codec): Statements {
   const tables = new Map(
     (
       db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'").all() as Array<{
@@ -146,7 +149,7 @@ export function openTables(db: Database.Database, compressAbove: number): Statem
     !/\bthread_id\b/.test(tables.get(T_CHECKPOINTS)!) &&
     /\brow_id\b/.test(tables.get(T_WRITES) ?? "");
   if (!current) {
-    migrateFirstFormat(db, compressAbove);
+    migrateFirstFormat(db, codec);
     addWritesRowIds(db);
     db.exec(SCHEMA);
   }
@@ -165,7 +168,7 @@ export function openTables(db: Database.Database, compressAbove: number): Statem
  * namespace ids, and each task's writes packed into one row. Nothing else differs (blob kinds,
  * value encoding and checkpoint rows are the same), so every checkpoint reads as before.
  */
-function migrateFirstFormat(db: Database.Database, compressAbove: number): void {
+function migrateFirstFormat(db: Database.Database, codec: Codec): void {
   const isFirst = () =>
     (db.prepare(`PRAGMA table_info(${T_CHECKPOINTS})`).all() as { name: string }[]).some(
       (c) => c.name === "thread_id",
@@ -196,8 +199,7 @@ INSERT INTO ${T_BLOBS}
   SELECT n.ns_id, b.channel, b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items,
          b.type, b.zip, b.value
   FROM ${old(T_BLOBS)} b JOIN ${T_NAMESPACES} n USING (thread_id, checkpoint_ns);`);
-    if (hasColumn(db, old(T_WRITES), "idx"))
-      packFirstFormatWrites(db, old(T_WRITES), compressAbove);
+    if (hasColumn(db, old(T_WRITES), "idx")) packFirstFormatWrites(db, old(T_WRITES), codec);
     for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES]) db.exec(`DROP TABLE ${old(t)}`);
   }).immediate();
 }
@@ -222,7 +224,7 @@ function addWritesRowIds(db: Database.Database): void {
 }
 
 /** The first format's write rows (one per write) as one packed row per task. */
-function packFirstFormatWrites(db: Database.Database, table: string, compressAbove: number): void {
+function packFirstFormatWrites(db: Database.Database, table: string, codec: Codec): void {
   const rows = db
     .prepare(
       `SELECT n.ns_id, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel, w.type, w.zip, w.value
@@ -251,7 +253,7 @@ function packFirstFormatWrites(db: Database.Database, table: string, compressAbo
   const flush = () => {
     if (!task) return;
     const packed = packWrites(task.writes);
-    const zipped = packed.length >= compressAbove ? deflateRawSync(packed) : undefined;
+    const zipped = codec.deflatable(packed.length) ? deflateRawSync(packed) : undefined;
     const zip = zipped !== undefined && zipped.length < packed.length;
     insert.run(...task.args, zip ? 1 : 0, zip ? zipped : packed);
   };
@@ -261,7 +263,16 @@ function packFirstFormatWrites(db: Database.Database, table: string, compressAbo
       flush();
       task = { key, args: [r.ns_id, r.checkpoint_id, r.task_id, r.task_path], writes: [] };
     }
-    const data = r.value === null ? Buffer.alloc(0) : r.zip ? inflateRawSync(r.value) : r.value;
+    const data =
+      r.value === null
+        ? Buffer.alloc(0)
+        : r.zip
+          ? codec.inflate(r.value, {
+              table: T_WRITES,
+              row: () =>
+                `ns_id ${r.ns_id}, checkpoint_id ${shown(r.checkpoint_id)}, task_id ${shown(r.task_id)}, idx ${r.idx} (first format)`,
+            })
+          : r.value;
     task.writes.push({ idx: r.idx, channel: r.channel, type: r.type, data });
   }
   flush();
@@ -310,19 +321,24 @@ function prepare(db: Database.Database, legacy: boolean) {
          (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
+    // The chain of appends from a version down to its first other row. UNION (not UNION ALL):
+    // a chain that loops (corrupt rows) ends at the first row met again instead of never.
     blobChain: statement(
-      `WITH RECURSIVE chain (version, kind, base_version, chain, items, snapshot_items, type, zip, value) AS (
-           SELECT version, kind, base_version, chain, items, snapshot_items, type, zip, value
+      `WITH RECURSIVE chain (version, kind, base_version) AS (
+           SELECT version, kind, base_version
            FROM ${T_BLOBS} WHERE ns_id = @ns AND channel = @channel AND version = @version
-           UNION ALL
-           SELECT b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items, b.type, b.zip, b.value
+           UNION
+           SELECT b.version, b.kind, b.base_version
            FROM chain c JOIN ${T_BLOBS} b
              ON b.ns_id = @ns AND b.channel = @channel AND b.version = c.base_version
            WHERE c.kind IN (${KIND_APPEND}, ${KIND_APPEND_WRITES})
-         ) SELECT * FROM chain`,
+         )
+         SELECT b.version, b.kind, b.base_version, b.chain, b.items, b.snapshot_items, b.type, b.zip, b.value
+         FROM chain c JOIN ${T_BLOBS} b
+           ON b.ns_id = @ns AND b.channel = @channel AND b.version = c.version`,
     ),
     writesOf: statement(
-      `SELECT checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
+      `SELECT row_id, checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`,
     ),
     hasCheckpoint: statement(
@@ -341,11 +357,11 @@ function prepare(db: Database.Database, legacy: boolean) {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     getWrites: statement(
-      `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
+      `SELECT row_id, checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? ORDER BY task_path, task_id`,
     ),
     getTaskWrites: statement(
-      `SELECT task_id, task_path, zip, writes FROM ${T_WRITES}
+      `SELECT row_id, checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
          WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
     ),
     // An upsert keeps the row's rowid (by which later rows may name it as their dictionary).
@@ -357,10 +373,11 @@ function prepare(db: Database.Database, legacy: boolean) {
          RETURNING row_id AS rowid`,
     ),
     getTaskWritesRow: statement(
-      `SELECT row_id AS rowid, zip, writes FROM ${T_WRITES} WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
+      `SELECT row_id AS rowid, row_id, checkpoint_id, task_id, zip, writes FROM ${T_WRITES}
+         WHERE ns_id = ? AND checkpoint_id = ? AND task_id = ?`,
     ),
     getWritesByRowid: statement(
-      `SELECT task_id, task_path, zip, writes FROM ${T_WRITES} WHERE row_id = ?`,
+      `SELECT row_id, checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES} WHERE row_id = ?`,
     ),
     setWritesZip: statement(`UPDATE ${T_WRITES} SET zip = ?, writes = ? WHERE row_id = ?`),
     legacyCheckpoint: legacy
@@ -377,13 +394,13 @@ function prepare(db: Database.Database, legacy: boolean) {
       : undefined,
     legacyWrites: legacy
       ? statement(
-          `SELECT task_id, channel, type, value FROM ${LEGACY_WRITES}
+          `SELECT task_id, idx, channel, type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_id, idx`,
         )
       : undefined,
     legacySends: legacy
       ? statement(
-          `SELECT type, value FROM ${LEGACY_WRITES}
+          `SELECT task_id, idx, type, value FROM ${LEGACY_WRITES}
              WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = '${TASKS}' ORDER BY idx`,
         )
       : undefined,

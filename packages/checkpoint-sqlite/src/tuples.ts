@@ -13,12 +13,15 @@ import {
   maxChannelVersion,
 } from "@langchain/langgraph-checkpoint";
 import type { ChannelValues } from "./chains.ts";
-import type { Codec } from "./codec.ts";
+import type { Codec, Source } from "./codec.ts";
+import { corrupt, decoding, shown } from "./corrupt.ts";
 import type { WriteRows } from "./dictionaries.ts";
 import type { Lru } from "./lru.ts";
-import type { Records } from "./records.ts";
+import { recordSource, type Records } from "./records.ts";
 import {
   KIND_EMPTY,
+  LEGACY_CHECKPOINTS,
+  LEGACY_WRITES,
   METADATA_IN_RECORD,
   type CheckpointRow,
   type Statements,
@@ -39,6 +42,37 @@ export interface TupleParts {
   nextVersion(): number | string;
 }
 
+/** A row of the official saver's checkpoints table, as an error names it. */
+function legacySource(row: CheckpointRow): Source {
+  return {
+    table: LEGACY_CHECKPOINTS,
+    row: () =>
+      `thread_id ${shown(row.thread_id)}, checkpoint_ns ${shown(row.checkpoint_ns)}, checkpoint_id ${shown(row.checkpoint_id)}`,
+  };
+}
+
+/** A row of the official saver's writes table, as an error names it. */
+function legacyWriteSource(
+  row: CheckpointRow,
+  checkpointId: string,
+  w: { task_id: string; idx: number },
+): Source {
+  return {
+    table: LEGACY_WRITES,
+    row: () =>
+      `thread_id ${shown(row.thread_id)}, checkpoint_ns ${shown(row.checkpoint_ns)}, checkpoint_id ${shown(checkpointId)}, task_id ${shown(w.task_id)}, idx ${w.idx}`,
+  };
+}
+
+/** A value of the official saver's rows, parsed by the serializer (stored plain). */
+function legacyValue(p: TupleParts, type: string | null, value: unknown, source: Source) {
+  return decoding(source.table, source.row, "its value does not parse", () =>
+    p.serde().loadsTyped(type ?? "json", (value ?? "") as string | Uint8Array),
+  );
+}
+
+const isMap = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+
 /** Reads checkpoint tuples from rows. */
 export class TupleReader {
   constructor(private readonly p: TupleParts) {}
@@ -49,14 +83,14 @@ export class TupleReader {
     let metadata: CheckpointMetadata;
     let pendingWrites: CheckpointPendingWrite[];
     if (row.legacy) {
-      checkpoint = (await this.p
-        .serde()
-        .loadsTyped(row.type ?? "json", row.checkpoint)) as Checkpoint;
-      metadata = (await this.p
-        .serde()
-        .loadsTyped(row.type ?? "json", row.metadata)) as CheckpointMetadata;
+      const source = legacySource(row);
+      checkpoint = (await legacyValue(this.p, row.type, row.checkpoint, source)) as Checkpoint;
+      if (!isMap(checkpoint))
+        corrupt(source.table, source.row(), "its checkpoint is not an object");
+      metadata = (await legacyValue(this.p, row.type, row.metadata, source)) as CheckpointMetadata;
       const writes = this.p.s.legacyWrites!.all(row.thread_id, ns, row.checkpoint_id) as Array<{
         task_id: string;
+        idx: number;
         channel: string;
         type: string | null;
         value: Buffer | null;
@@ -67,11 +101,17 @@ export class TupleReader {
             [
               w.task_id,
               w.channel,
-              await this.p.serde().loadsTyped(w.type ?? "json", w.value ?? ""),
+              await legacyValue(
+                this.p,
+                w.type,
+                w.value,
+                legacyWriteSource(row, row.checkpoint_id, w),
+              ),
             ] as CheckpointPendingWrite,
         ),
       );
     } else {
+      const source = recordSource(row.ns_id!, row.checkpoint_id);
       const nsId = row.ns_id!;
       const {
         base: _base,
@@ -101,7 +141,7 @@ export class TupleReader {
         }
         const inline = versions.inline[channel];
         if (inline && inline[0] === String(version)) {
-          channelValues[channel] = await this.p.channels.readInline(nsId, inline);
+          channelValues[channel] = await this.p.channels.readInline(nsId, inline, source);
           continue;
         }
         const blob = await this.p.channels.readBlob(nsId, channel, String(version));
@@ -111,15 +151,21 @@ export class TupleReader {
       metadata =
         row.metadata === METADATA_IN_RECORD
           ? (structuredClone(inRecord) as CheckpointMetadata)
-          : ((await this.p.serde().loadsTyped("json", row.metadata)) as CheckpointMetadata);
+          : ((await decoding(source.table, source.row, "its metadata does not parse", () =>
+              this.p.serde().loadsTyped("json", row.metadata),
+            )) as CheckpointMetadata);
       pendingWrites = [];
       for (const w of this.p.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
         for (const one of this.p.writeRows.unpackRow(nsId, w))
           pendingWrites.push([
             w.task_id,
             one.channel,
-            await this.p.codec.decode(one.type, 0, one.data),
+            await this.p.codec.decode(one.type, 0, one.data, one.source ?? source),
           ]);
+    }
+    if (typeof checkpoint.v !== "number") {
+      const source = row.legacy ? legacySource(row) : recordSource(row.ns_id!, row.checkpoint_id);
+      corrupt(source.table, source.row(), "its checkpoint has no format version");
     }
     if (checkpoint.v < 4 && row.parent_checkpoint_id)
       await this.migratePendingSends(checkpoint, row, row.parent_checkpoint_id);
@@ -158,16 +204,21 @@ export class TupleReader {
     if (row.ns_id !== undefined)
       for (const w of this.p.s.getWrites.all(row.ns_id, parentId) as WritesRow[])
         for (const one of this.p.writeRows.unpackRow(row.ns_id, w))
-          if (one.channel === TASKS) fromNew.push(await this.p.codec.decode(one.type, 0, one.data));
+          if (one.channel === TASKS)
+            fromNew.push(
+              await this.p.codec.decode(one.type, 0, one.data, one.source ?? legacySource(row)),
+            );
     const sends = fromNew.length
       ? fromNew
       : await Promise.all(
           (
             (this.p.s.legacySends?.all(row.thread_id, row.checkpoint_ns, parentId) ?? []) as Array<{
+              task_id: string;
+              idx: number;
               type: string | null;
               value: Buffer | null;
             }>
-          ).map((w) => this.p.serde().loadsTyped(w.type ?? "json", w.value ?? "")),
+          ).map((w) => legacyValue(this.p, w.type, w.value, legacyWriteSource(row, parentId, w))),
         );
     checkpoint.channel_values ??= {};
     checkpoint.channel_values[TASKS] = sends;

@@ -4,7 +4,6 @@ import { Command } from "commander";
 import { parse as parseShellWords } from "shell-quote";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { loadAppConfig, assertModelConfigured } from "../../runs/config.ts";
 import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
 
@@ -68,6 +67,7 @@ export default function chatCommand(): Command {
       // The live tree's renderer loads when a conversation starts, not with `--help`.
       const { chatRoundView } = await import("../chat-view.ts");
       const config = configFromFlags(flags) ?? {};
+      const { loadAppConfig, assertModelConfigured } = await import("../../runs/config.ts");
       const resolved = loadAppConfig(config);
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
       const settings: Record<string, number> = {};

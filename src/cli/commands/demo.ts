@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { Command } from "commander";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
 import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
-import { loadAppConfig } from "../../runs/config.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 
@@ -53,6 +52,7 @@ export default function demoCommand(): Command {
       async (
         flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
       ) => {
+        const { loadAppConfig } = await import("../../runs/config.ts");
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
         const context: CommandContext = { home: flags.home };
         const thread = placeholder("thread");

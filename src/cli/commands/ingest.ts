@@ -6,6 +6,7 @@ import { readEnv } from "../../config/env.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import type { IngestReport } from "../../ingest/ingest.ts";
 import type { IngestFormat } from "../../ingest/readers.ts";
+import { FORMAT_HINT } from "../../ingest/types.ts";
 import { withSnakeCaseKeys } from "../cli-support.ts";
 import { stopOnCtrlC } from "../interrupt.ts";
 
@@ -28,6 +29,7 @@ const FORMATS: Record<string, IngestFormat> = {
   folder: "folder",
   xml: "mediawiki-xml",
   "mediawiki-xml": "mediawiki-xml",
+  document: "document",
 };
 
 /**
@@ -42,8 +44,10 @@ export function formatIngestReport(
 ): string {
   const secs = report.elapsedMs / 1000;
   const rate = secs > 0 ? Math.round((report.records - report.resumedFrom) / secs) : 0;
+  // A failed ingest says so from its first line: never "Done" above "nothing was ingested".
+  const outcome = report.interrupted ? "Interrupted" : failed ? "Nothing ingested" : "Done";
   const lines = [
-    `${report.interrupted ? "Interrupted" : "Done"}: ${report.records} records in ${secs.toFixed(1)} s (${rate}/s) into ${dbPath}`,
+    `${outcome}: ${report.records} records in ${secs.toFixed(1)} s (${rate}/s) into ${dbPath}`,
     `  ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.skipped} skipped; ` +
       `${report.passages} passages, ${report.vectors} vectors, ${report.aliases} redirects`,
   ];
@@ -65,14 +69,15 @@ export function formatIngestReport(
 }
 
 /**
- * `codehop ingest <path> --db <file>`: builds or updates a local corpus from a JSONL file, a folder
- * of .md/.txt files or a MediaWiki XML dump (.xml / .xml.bz2), with a progress bar. Ctrl-C stops
- * after the current batch; re-running the same command resumes.
+ * `codehop ingest <path> --db <file>`: builds or updates a local corpus from a JSONL file, a
+ * MediaWiki XML dump (.xml / .xml.bz2), a document (PDF, DOCX, HTML, Markdown, text: the reader
+ * registry's formats) or a folder of documents, with a progress bar. Ctrl-C stops after the
+ * current batch; re-running the same command resumes.
  */
 export default function ingestCommand(): Command {
   return new Command("ingest")
     .description(
-      "Ingest JSONL, a folder of .md/.txt files, or a MediaWiki XML dump (.xml/.xml.bz2) into a local SQLite corpus",
+      "Ingest JSONL, a MediaWiki XML dump (.xml/.xml.bz2), a document (PDF, DOCX, HTML, Markdown, text) or a folder of documents into a local SQLite corpus",
     )
     .argument("<path>", "input file or folder")
     .option(
@@ -203,12 +208,14 @@ export function nothingStored(
   if (report.resumedFrom > 0) return undefined;
   if (report.records === 0)
     return format === "folder"
-      ? `nothing was ingested: ${path} has no .md, .markdown or .txt files`
+      ? `nothing was ingested: ${path} has no files (hidden ones are left out)`
       : `nothing was ingested: ${path} has no records (is it empty?)`;
   const first = report.skippedRecords[0];
   return (
     `nothing was ingested from ${path}: none of its ${report.records} record(s) could be stored` +
     (first ? ` (first: ${first.where}: ${first.reason})` : "") +
-    `; it was read as ${format} — if that is wrong, pass --format jsonl|folder|mediawiki-xml`
+    (format === "folder" || format === "document"
+      ? ""
+      : `; it was read as ${format === "mediawiki-xml" ? "xml" : format} — if that is wrong, pass ${FORMAT_HINT}`)
   );
 }

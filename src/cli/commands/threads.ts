@@ -4,7 +4,6 @@ import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import { colorsFor } from "../../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import { loadAppConfig, persistenceLocation } from "../../runs/config.ts";
 import type { Persistence, ThreadRecord, ThreadStatus } from "../../persistence/index.ts";
 
 /** Statuses `--prune` may delete (a thread a live process is running is never deleted). */
@@ -154,6 +153,7 @@ export default function threadsCommand(): Command {
       if (flags.delete && flags.prune)
         throw new CodehopError(ErrorCodes.CONFIG_INVALID, "Use --delete or --prune, not both.");
       const { openPersistenceFor, checkpointDbPath } = await import("../../persistence/index.ts");
+      const { loadAppConfig, persistenceLocation } = await import("../../runs/config.ts");
       const config = loadAppConfig(configFromFlags(flags));
       // Nothing has run here yet (no database; a home that is a file still fails when opened).
       // With CODEHOP_DATABASE_URL the threads are in Postgres, whatever the home holds.

@@ -17,6 +17,7 @@ import {
   defineProperty,
   floor,
   functionBind,
+  hasOwn,
   isArray,
   jsonParse,
   heapUsed,
@@ -285,8 +286,12 @@ export function startAction(msg) {
       return fn;
     });
     const guestGlobal = /** @type {Record<string, unknown>} */ (compartment.globalThis);
-    const ref = harden((/** @type {unknown} */ name) => {
-      if (typeof name === "string" && name in guestGlobal) return guestGlobal[name];
+    // A free name the guest reads: the global scope's own binding of it, else a ReferenceError
+    // (`soft`, for `typeof`: undefined). Only own properties: the global object inherits
+    // `__proto__`, `toString`, `constructor`, ... from Object.prototype, which are no binding.
+    const ref = harden((/** @type {unknown} */ name, /** @type {unknown} */ soft) => {
+      if (typeof name === "string" && hasOwn(guestGlobal, name)) return guestGlobal[name];
+      if (soft === true) return undefined;
       throw describeReference(
         /** @type {GuestErrorFactory} */ (makeError)(
           "ReferenceError",
@@ -524,12 +529,31 @@ function captureBindings(act) {
   }
   const { maxValueBytes, maxValueDepth } = act.limits;
   let budget = maxValueBytes * SNAPSHOT_BUDGET_FACTOR;
+  // Functions and classes each held by the binding they were declared as: another binding holding
+  // one (`const alias = helper`) is reported as another name for it.
+  /** @type {Map<unknown, string>} */
+  const declaredAs = new Map();
+  /** @type {Map<unknown, string>} */
+  const declaredFunctions = new Map();
+  for (const [declaredName, fn] of act.declared) declaredFunctions.set(fn, declaredName);
+  for (let i = 0; i < act.names.length; i++) {
+    const v = values[i];
+    if (typeof v === "function" && act.declared.get(act.names[i]) === v && !declaredAs.has(v))
+      declaredAs.set(v, act.names[i]);
+  }
   for (let i = 0; i < act.names.length; i++) {
     const name = act.names[i];
     const v = values[i];
     const restored = act.restored.get(name);
+    const declaredName = typeof v === "function" ? declaredAs.get(v) : undefined;
     if (v === undefined) out[name] = { kind: "undefined" };
-    else if (typeof v === "function" && act.declared.get(name) === v) out[name] = { kind: "decl" };
+    else if (declaredName === name) out[name] = { kind: "decl" };
+    else if (declaredName !== undefined) out[name] = { kind: "alias", of: declaredName };
+    else if (typeof v === "function" && declaredFunctions.has(v))
+      out[name] = {
+        kind: "unserializable",
+        reason: `it is another name for ${declaredFunctions.get(v)}, which is not carried over (that name holds something else now)`,
+      };
     else if (restored && !act.mentioned.has(name) && restored.value === v)
       out[name] = { kind: "same" };
     else {

@@ -127,9 +127,9 @@ export const LAST_VALUE_CHARS = 2_000;
 
 /**
  * What an action left in one persistent binding: a new value (its JSON), the value it was restored
- * with ("same": nothing crosses the boundary), a declaration, undefined, or why it cannot be
- * carried over.
- * @typedef {{ kind: "value", json: string } | { kind: "same" } | { kind: "decl" } | { kind: "undefined" } | { kind: "unserializable", reason: string }} BindingReport
+ * with ("same": nothing crosses the boundary), a declaration, another name for the declaration
+ * another binding holds ("alias", `of` that binding), undefined, or why it cannot be carried over.
+ * @typedef {{ kind: "value", json: string } | { kind: "same" } | { kind: "decl" } | { kind: "alias", of: string } | { kind: "undefined" } | { kind: "unserializable", reason: string }} BindingReport
  */
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Conformance: what crosses the boundary is bounded and cannot speak for the framework — budgets
- * for declarations as for values, names that cannot be variables refused with a note, notes that
+ * Conformance: what crosses the boundary is bounded and cannot speak for the framework — one
+ * budget for the whole snapshot (values, declarations, notes and names), names that cannot be
+ * variables refused with a note that lasts (and never read as Object.prototype's), notes that
  * are one line whatever the guest's keys, a crafted snapshot refused entry by entry (never a raw
  * error from run()), and a final answer given at the bottom of a deep recursion kept.
  */
@@ -51,6 +52,100 @@ export function describeBoundary(factory: SandboxFactory): void {
     expect(Object.getPrototypeOf(r.snapshot.values)).toBe(Object.prototype);
     expect(Object.keys(r.snapshot.values)).toEqual(["ok"]);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it("a name that cannot be carried over keeps its note in later steps, and reading it there is a ReferenceError, never Object.prototype", async () => {
+    const session = "proto-later";
+    const long = `v${"x".repeat(205)}`; // longer than a carried-over name may be
+    const r1 = await sandbox.run({
+      code: `let __proto__ = { a: 1 };\nconst { b: toString } = { b: new Map() };\nlet constructor = new Set();\nlet ${long} = 1;\nconst kept = 2;`,
+      tools: {},
+      session,
+    });
+    expect(r1.error).toBeNull();
+    const protoKey = '"__proto__"';
+    expect(r1.notCarriedOver?.[protoKey]).toMatch(/__proto__ cannot be carried over/);
+    expect(r1.notCarriedOver?.toString).toMatch(/Map/);
+    expect(Object.keys(r1.notCarriedOver ?? {})).toHaveLength(4);
+    // Two steps later (a step in between that does not declare them), the notes are still there.
+    const r2 = await sandbox.run({
+      code: "const other = 3;",
+      tools: {},
+      session,
+      snapshot: r1.snapshot,
+    });
+    expect(Object.keys(r2.snapshot.unserializable).sort()).toEqual(
+      Object.keys(r1.snapshot.unserializable).sort(),
+    );
+    const read = async (code: string) =>
+      (await sandbox.run({ code, tools: {}, session, snapshot: r2.snapshot })).error?.message;
+    expect(await read("__proto__")).toMatch(
+      /^__proto__ is not defined \(its value could not be carried over: __proto__ cannot be carried over/,
+    );
+    expect(await read("toString")).toMatch(
+      /^toString is not defined \(its value could not be carried over: Map/,
+    );
+    expect(await read("constructor.name")).toMatch(/^constructor is not defined/);
+    expect(await read(long)).toMatch(/is not defined/);
+    // Names the global object only inherits are not defined either, and `typeof` says so.
+    const r3 = await sandbox.run({
+      code: "final_answer([typeof __proto__, typeof hasOwnProperty, typeof valueOf, typeof kept, typeof globalThis])",
+      tools: {},
+      session,
+      snapshot: r2.snapshot,
+    });
+    expect(r3.finalAnswer).toEqual(["undefined", "undefined", "undefined", "number", "object"]);
+    expect(await read("valueOf()")).toMatch(/^valueOf is not defined/);
+    // Declared again, the name works as usual (and its note is gone once it is carried over).
+    const r4 = await sandbox.run({
+      code: "let toString = 'mine';\ntoString",
+      tools: {},
+      session,
+      snapshot: r2.snapshot,
+    });
+    expect([r4.error, r4.lastValue, r4.snapshot.values.toString]).toEqual([null, "mine", "mine"]);
+    expect(Object.hasOwn(r4.snapshot.unserializable, "toString")).toBe(false);
+  });
+
+  it("the whole snapshot — values, saved functions and classes, notes, and their names — stays within its budget", async () => {
+    const limits = { maxValueBytes: 2_000 }; // snapshot budget: 8,000 bytes
+    const session = "whole-budget";
+    let snapshot: VariablesSnapshot | undefined;
+    const sizes: number[] = [];
+    for (let step = 0; step < 6; step++) {
+      // Per step: 60 values that cannot be carried over (a note each), 40 small functions and 20
+      // classes with long names, and one value: ~15 KB of snapshot if nothing were counted.
+      const lines: string[] = [];
+      for (let i = 0; i < 60; i++) lines.push(`const unserializable_${step}_${i} = new Map();`);
+      for (let i = 0; i < 40; i++)
+        lines.push(`function helper_with_a_rather_long_name_${step}_${i}() { return ${i} }`);
+      for (let i = 0; i < 20; i++)
+        lines.push(`class Class_with_a_rather_long_name_${step}_${i} { m() { return ${i} } }`);
+      lines.push(`const value_${step} = ${JSON.stringify("v".repeat(500))};`);
+      const r = await sandbox.run({ code: lines.join("\n"), tools: {}, snapshot, limits, session });
+      expect(r.error).toBeNull();
+      snapshot = r.snapshot;
+      sizes.push(Buffer.byteLength(JSON.stringify(snapshot)));
+    }
+    // What the budget counts (UTF-8 bytes of each name and its value's JSON, source or note) is
+    // within it; the JSON adds only its punctuation (~6 bytes an entry).
+    const bytes = (text: string) => Buffer.byteLength(text);
+    let counted = 0;
+    let entries = 0;
+    for (const [name, v] of Object.entries(snapshot!.values)) {
+      counted += bytes(name) + bytes(JSON.stringify(v));
+      entries++;
+    }
+    for (const part of [snapshot!.declarations, snapshot!.unserializable])
+      for (const [name, text] of Object.entries(part)) {
+        counted += bytes(name) + bytes(text);
+        entries++;
+      }
+    expect(counted).toBeLessThanOrEqual(8_000);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(8_000 + 8 * entries + 64);
+    // What was carried over first stays; what came later and did not fit is noted in its step.
+    expect(snapshot!.values.value_0).toBe("v".repeat(500));
+    expect(typeof snapshot!.declarations.helper_with_a_rather_long_name_0_0).toBe("string");
   });
 
   it("keys of values that are not carried over are quoted in the note: the note stays one line", async () => {

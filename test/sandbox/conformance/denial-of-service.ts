@@ -159,9 +159,10 @@ export function describeDenialOfService(factory: SandboxFactory): void {
     });
 
     it("a promise that can never settle ends the action at once instead of waiting for the deadline", async () => {
-      const t0 = performance.now();
+      // The deadline would end it with a TimeoutError: this error says it ended by itself (no
+      // wall-time bound: on a loaded machine the process start alone can take a second).
       const r = await sandbox.run({ code: "await new Promise(() => {});", tools });
-      expect(performance.now() - t0).toBeLessThan(1_000);
+      expect(r.error?.name).not.toBe("TimeoutError");
       expect(r.error?.message).toMatch(/can never settle/);
     });
 

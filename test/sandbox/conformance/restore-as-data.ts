@@ -117,6 +117,70 @@ export function describeRestoreAsData(factory: SandboxFactory): void {
       ]);
     });
 
+    it("a class read by another class's static field, and helpers used in class fields, come back before what reads them, whatever the source order", async () => {
+      const [r1, r2] = await steps(
+        "static-reads",
+        [
+          "class Shape { sides() { return 0 } }",
+          "const defaults = { unit: 'cm' };",
+          // Reads classes, a value and a helper declared further down, at creation.
+          "class Registry { static Default = Circle; static config = defaults; static fmt = format; static make = () => new Registry.Default(); static table = { kinds: [Circle, Shape], label: `shapes` } }",
+          "class Circle extends Shape { sides() { return 1 } }",
+          "function format(s) { return `${s.constructor.name}:${s.sides()}` }",
+          "Registry.Default = Circle; Registry.table.kinds[0] = Circle;", // the step's own order
+        ].join("\n"),
+        "final_answer([Registry.fmt(Registry.make()), Registry.config.unit, Registry.table.kinds.map((k) => k.name), Registry.table.label])",
+      );
+      expect(r1.error).toBeNull();
+      expect(r1.notCarriedOver).toEqual({});
+      expect(r2.error).toBeNull();
+      expect(r2.finalAnswer).toEqual(["Circle:1", "cm", ["Circle", "Shape"], "shapes"]);
+    });
+
+    it("a class whose static field reads what is not carried over, or that needs itself through another class, is not carried over, with a note", async () => {
+      const [r1, r2] = await steps(
+        "static-reads-missing",
+        "const m = new Map();\nclass UsesMap { static m = m }\nclass A { static b = B }\nclass B { static a = A }\nclass Fine { static n = 1 }",
+        "final_answer([typeof UsesMap, typeof A, typeof B, Fine.n])",
+      );
+      expect(r1.notCarriedOver?.UsesMap).toMatch(
+        /a static field reads m, which is not carried over/,
+      );
+      expect(r1.notCarriedOver?.A).toMatch(/class not carried over/);
+      expect(r1.notCarriedOver?.B).toMatch(/class not carried over/);
+      expect(r2.finalAnswer).toEqual(["undefined", "undefined", "undefined", 1]);
+    });
+
+    it("iterable classes, functions assigned to a variable, and other names for a function or class are carried over", async () => {
+      const [r1, r2, r3] = await steps(
+        "other-forms",
+        [
+          "class Range { constructor(n) { this.n = n } *[Symbol.iterator]() { for (let i = 0; i < this.n; i++) yield i } }",
+          "let double;\ndouble = (x) => 2 * x;",
+          "let Box;\nBox = class { constructor(v) { this.v = v } };",
+          "function helper() { return 'h' }\nconst alias = helper;\nconst RangeAlias = Range;",
+        ].join("\n"),
+        // A step that declares a binding named Symbol: the restored class still gets the real one.
+        "const Symbol = 'shadowed';\nconst n = [...new Range(3)].length;",
+        "final_answer([n, [...new RangeAlias(2)], double(4), new Box(5).v, alias(), alias === helper, double.name, Box.name])",
+      );
+      expect(r1.notCarriedOver).toEqual({});
+      expect(r2.error).toBeNull();
+      expect(r3.error).toBeNull();
+      expect(r3.finalAnswer).toEqual([3, [0, 1], 8, 5, "h", true, "double", "Box"]);
+    });
+
+    it("another name for a function that is no longer carried over is not carried over either, with a note", async () => {
+      const [r1, r2] = await steps(
+        "alias-lost",
+        "function helper() { return 1 }\nconst alias = helper;",
+        "helper = 5;\nfinal_answer(typeof alias)",
+      );
+      expect(r1.snapshot.declarations.alias).toBeDefined();
+      expect(r2.finalAnswer).toBe("function");
+      expect(r2.notCarriedOver?.alias).toMatch(/another name for helper/);
+    });
+
     it("a class extending something that is not carried over is not carried over either, with a note", async () => {
       const [r1] = await steps(
         "missing-base",
