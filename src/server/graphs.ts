@@ -58,6 +58,13 @@ const RUNNING_BUILT = /[\\/]dist[\\/]server[\\/]graphs\.js$/.test(fileURLToPath(
  */
 function builtModule(file: string): string {
   if (!file.endsWith(".ts")) return file;
+  // Any package that ships only its build (src/x.ts named, dist/x.js installed).
+  if (!existsSync(file)) {
+    const built = file
+      .replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, "$1dist$2")
+      .replace(/\.ts$/, ".js");
+    if (built !== file && existsSync(built)) return built;
+  }
   const ownSource = file.startsWith(join(PACKAGE_ROOT, "src") + sep);
   if (!ownSource || (existsSync(file) && !RUNNING_BUILT)) return file;
   const built = join(PACKAGE_ROOT, "dist", relative(join(PACKAGE_ROOT, "src"), file)).replace(
