@@ -23,6 +23,7 @@ const LAYERS: Array<[prefix: string, layer: number]> = [
   ["src/nodes/", 4],
   ["src/framework/", 5],
   ["src/persistence/", 6],
+  ["src/memory/", 6],
   ["src/testing/", 6],
   ["src/runs/", 7],
   ["src/apps/", 8],

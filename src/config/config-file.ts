@@ -78,11 +78,18 @@ const serverName = z.string().regex(/^[A-Za-z0-9_-]+$/, "letters, digits, _ and 
 /**
  * A knowledge source the operator names for clients of served graphs (`context.source` picks it
  * by name): a corpus DB made by `codehop ingest` (a relative path is relative to the
- * configuration file), or online Wikipedia (`true`, or a MediaWiki API URL for a mirror).
+ * configuration file), online Wikipedia (`true`, or a MediaWiki API URL for a mirror), or a list of
+ * sources (`web`, `wikipedia`, `corpus`: the open web, and mixes such as web + a corpus).
  */
 export const KnowledgeSourceConfigSchema = z.union([
   z.strictObject({ corpus: z.string().min(1) }),
   z.strictObject({ wikipedia: z.union([z.literal(true), z.url({ protocol: /^https?$/ })]) }),
+  // The open web and mixes (`{ "sources": ["web", "corpus"], "corpus": "docs.db" }`): searched with
+  // the operator's web settings and domain lists (CODEHOP_SEARCH_*, CODEHOP_WEB_*).
+  z.strictObject({
+    sources: z.array(z.enum(["web", "wikipedia", "corpus"])).min(1),
+    corpus: z.string().min(1).optional(),
+  }),
 ]);
 
 /** One named knowledge source (see {@link KnowledgeSourceConfigSchema}). */

@@ -28,6 +28,14 @@ export interface CodehopEnv {
   googleApiKey?: string;
   /** Gemini API base URL, without /v1beta (GOOGLE_GEMINI_BASE_URL; default generativelanguage.googleapis.com). */
   googleBaseUrl?: string;
+  /** Long-term memory: the root agent's memory tools and the chat app's recall (CODEHOP_MEMORY=1). */
+  memory?: boolean;
+  /** Reflection: a lesson after a failed run, recalled for similar tasks (CODEHOP_REFLECTION=1). */
+  reflection?: boolean;
+  /** The user whose memories CLI and API runs use (CODEHOP_USER; default "local"). */
+  memoryUser?: string;
+  /** Days a memory lives after it is written or last recalled (CODEHOP_MEMORY_TTL_DAYS; unset or 0: forever). */
+  memoryTtlDays?: number;
   /** LangSmith tracing on (LANGSMITH_TRACING=true, or the older LANGCHAIN_TRACING_V2=true). */
   langsmithTracing: boolean;
   /** LangSmith API endpoint (LANGSMITH_ENDPOINT, else LANGCHAIN_ENDPOINT; default api.smith.langchain.com). */
@@ -134,6 +142,30 @@ export interface CodehopEnv {
   webMaxMb?: number;
   /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
   waybackUrl?: string;
+  /**
+   * Assistant: OpenAI-compatible `/v1/audio/transcriptions` endpoint for audio files
+   * (CODEHOP_TRANSCRIPTION_BASE_URL; unset: the run's model endpoint).
+   */
+  transcriptionBaseUrl?: string;
+  /** Assistant: the transcription model (CODEHOP_TRANSCRIPTION_MODEL, default whisper-1). */
+  transcriptionModel?: string;
+  /** Assistant: the transcription endpoint's key (CODEHOP_TRANSCRIPTION_API_KEY; unset: the run's model key). */
+  transcriptionApiKey?: string;
+  /**
+   * Knowledge sources agents search (CODEHOP_SOURCES: web, wikipedia, corpus, or a comma list such
+   * as web,corpus; unset: the corpus when CODEHOP_CORPUS is set, else Wikipedia). Checked where used.
+   */
+  sources?: string;
+  /** Web research: domains ranked as primary sources (CODEHOP_WEB_ALLOW_DOMAINS, comma list). */
+  webAllowDomains?: string[];
+  /** Web research: domains never searched or read (CODEHOP_WEB_DENY_DOMAINS, comma list). */
+  webDenyDomains?: string[];
+}
+
+/** A comma- or space-separated list (empty items dropped); undefined when unset. */
+function list(value: string | undefined): string[] | undefined {
+  const v = nonEmpty(value);
+  return v === undefined ? undefined : v.split(/[\s,]+/).filter(Boolean);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -250,6 +282,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
     googleApiKey: nonEmpty(env.GOOGLE_API_KEY) ?? nonEmpty(env.GEMINI_API_KEY),
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
+    memory: flag("CODEHOP_MEMORY", env.CODEHOP_MEMORY),
+    reflection: flag("CODEHOP_REFLECTION", env.CODEHOP_REFLECTION),
+    memoryUser: nonEmpty(env.CODEHOP_USER),
+    memoryTtlDays: num("CODEHOP_MEMORY_TTL_DAYS", env.CODEHOP_MEMORY_TTL_DAYS),
     langsmithTracing:
       (nonEmpty(env.LANGSMITH_TRACING) ?? nonEmpty(env.LANGCHAIN_TRACING_V2))?.toLowerCase() ===
       "true",
@@ -310,6 +346,12 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
     webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
     waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
+    transcriptionBaseUrl: nonEmpty(env.CODEHOP_TRANSCRIPTION_BASE_URL),
+    transcriptionModel: nonEmpty(env.CODEHOP_TRANSCRIPTION_MODEL),
+    transcriptionApiKey: nonEmpty(env.CODEHOP_TRANSCRIPTION_API_KEY),
+    sources: nonEmpty(env.CODEHOP_SOURCES)?.toLowerCase(),
+    webAllowDomains: list(env.CODEHOP_WEB_ALLOW_DOMAINS),
+    webDenyDomains: list(env.CODEHOP_WEB_DENY_DOMAINS),
   };
 }
 

@@ -185,6 +185,25 @@ const isOutcome = (v: unknown) => isObject(v) && typeof v.ok === "boolean";
 const isDecision = (v: unknown) =>
   isObject(v) && typeof v.approvalId === "string" && typeof v.decision === "string";
 
+/**
+ * Why a stored journal row cannot be served (its JSON does not parse, or is not what rows at its
+ * position hold), or undefined when it reads: what `codehop check` asks of every row.
+ */
+export function journalRowProblem(row: JournalRow): string | undefined {
+  const ns = row.checkpointNs;
+  const valid = ns.startsWith(RECORD_NAMESPACE_PREFIX)
+    ? () => true
+    : ns.startsWith(DECISION_NAMESPACE_PREFIX)
+      ? (v: unknown) => v === true || isDecision(v)
+      : isStoredOutcome;
+  try {
+    parseRow(row, valid);
+    return undefined;
+  } catch (err) {
+    return (err as { problem?: string }).problem ?? (err as Error).message;
+  }
+}
+
 function isReplayReference(value: unknown): value is ReplayReference {
   return (
     typeof value === "object" &&

@@ -27,9 +27,12 @@ export function promptMessages(
   state: Pick<AgentState, "task" | "steps">,
   tools: readonly CodeTool<any>[],
   purpose: PromptPurpose,
+  /** Added after the task (the run's lessons for its root agent, src/core/memory.ts). */
+  taskNote = "",
 ): BaseMessage[] {
   const ctx = rt.promptContext(tools);
-  const task = renderTaskMessage(rt.prompts, state.task, rt.name);
+  const rendered = renderTaskMessage(rt.prompts, state.task, rt.name);
+  const task = taskNote ? `${rendered}\n\n${taskNote}` : rendered;
   const view = applyHistoryPolicy(rt.settings.historyPolicy, historyEntries(state.steps ?? []));
   if (purpose === "planning") {
     return historyToMessages(

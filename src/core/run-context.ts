@@ -26,6 +26,18 @@ export interface ModelSettings {
   timeoutMs?: number;
 }
 
+/** Memory settings of a run (run context `memory`; src/core/memory.ts uses them). */
+export interface MemorySettings {
+  /** The run's root agent gets remember / recall / forget. */
+  tools?: boolean;
+  /** The chat app recalls what it knows about the user at each round. */
+  recall?: boolean;
+  /** Lessons: written after a failed run, recalled for similar tasks. */
+  reflection?: boolean;
+  /** The user whose memories a run uses when no authenticated user is given (default "local"). */
+  user?: string;
+}
+
 /**
  * What a run gives its agents, typed: LangGraph's own runtime context (`config.context`, which
  * LangGraph hands to every node and, through the node's config, to every agent invoked inside one),
@@ -73,6 +85,16 @@ export interface RunContext {
    * what reference blocks (`upload: "sha256:..."`) in the input's messages are read from.
    */
   uploads?: UploadReader;
+  /**
+   * Long-term memory of the run (src/core/memory.ts): memory tools for the root agent, the chat
+   * app's recall, reflection lessons, and the user of runs without an authenticated one.
+   */
+  memory?: MemorySettings;
+  /**
+   * Lessons from earlier attempts at similar tasks (the reflection step recalled them): shown to
+   * the run's root agent after its task.
+   */
+  lessons?: readonly string[];
 }
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null;
@@ -131,6 +153,18 @@ export const RunContextSchema = z.looseObject({
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  // The operator's (unmarked): a client choosing `memory.user` would read another user's memories.
+  memory: z
+    .looseObject({
+      tools: z.boolean().optional(),
+      recall: z.boolean().optional(),
+      reflection: z.boolean().optional(),
+      user: z.string().optional(),
+    })
+    .optional()
+    .describe("long-term memory: tools, chat recall, reflection lessons, the run's user"),
+  // The operator's: set by the run lifecycle's reflection step.
+  lessons: z.array(z.string()).optional().describe("lessons recalled for this run's task"),
   uploads: z
     .custom<UploadReader>(
       (v) => isObject(v) && typeof (v as UploadReader).get === "function",

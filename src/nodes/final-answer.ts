@@ -1,4 +1,5 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { lessonsNote } from "../core/memory.ts";
 import { promptMessages } from "../core/prompt-view.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
@@ -50,7 +51,7 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config, state.steps);
-    const messages = promptMessages(rt, state, tools, "final_answer");
+    const messages = promptMessages(rt, state, tools, "final_answer", lessonsNote(config));
     const { text, usage } = await callAgentModel(rt, config, messages);
     const parsed = parseAction(text);
     // Journal key step of the reply's code: the action slot after the last one (never used by act).

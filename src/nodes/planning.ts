@@ -1,5 +1,6 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { callAgentModel } from "../core/model-call.ts";
+import { lessonsNote } from "../core/memory.ts";
 import { promptMessages } from "../core/prompt-view.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
@@ -19,7 +20,7 @@ export function makePlanningNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config, state.steps);
-    const messages = promptMessages(rt, state, tools, "planning");
+    const messages = promptMessages(rt, state, tools, "planning", lessonsNote(config));
     const reply = await callAgentModel(rt, config, messages, [END_PLAN]);
     const text = reply.text.replace(END_PLAN, "").trim();
     const { usage } = reply;

@@ -35,7 +35,8 @@ interface Row {
   recorded_at: string;
 }
 
-const fromSql = (r: Row): JournalRow => ({
+/** A journal row as stored in Postgres, read. */
+export const journalRowFromSql = (r: Row): JournalRow => ({
   threadId: r.thread_id,
   checkpointNs: r.checkpoint_ns,
   taskEpoch: r.task_epoch,
@@ -69,7 +70,7 @@ export class PostgresJournalRows implements JournalRowStore {
        WHERE thread_id = $1 AND checkpoint_ns = $2 AND task_epoch = $3 AND step = $4 AND call_index = $5`,
       [key.threadId, key.checkpointNs, key.taskEpoch, key.step, key.callIndex],
     );
-    return rows[0] ? fromSql(rows[0]) : undefined;
+    return rows[0] ? journalRowFromSql(rows[0]) : undefined;
   }
 
   async putRows(rows: readonly JournalRow[]): Promise<void> {
@@ -104,7 +105,7 @@ export class PostgresJournalRows implements JournalRowStore {
        ORDER BY recorded_at, checkpoint_ns, task_epoch, step, call_index`,
       [threadId],
     );
-    return rows.map(fromSql);
+    return rows.map(journalRowFromSql);
   }
 
   async deleteThread(threadId: string): Promise<void> {

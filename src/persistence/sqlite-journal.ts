@@ -117,7 +117,7 @@ export class SqliteJournalRows implements JournalRowStore {
       key.step,
       key.callIndex,
     ) as Record<string, any> | undefined;
-    return row ? fromSql(row) : undefined;
+    return row ? journalRowFromSql(row) : undefined;
   }
 
   putRows(rows: readonly JournalRow[]): void {
@@ -130,7 +130,7 @@ export class SqliteJournalRows implements JournalRowStore {
   }
 
   listRows(threadId: string): JournalRow[] {
-    return (this.listStmt.all(threadId) as Array<Record<string, any>>).map(fromSql);
+    return (this.listStmt.all(threadId) as Array<Record<string, any>>).map(journalRowFromSql);
   }
 
   deleteThread(threadId: string): void {
@@ -167,7 +167,8 @@ function unpackOutcome(stored: string | Buffer, row: JournalRow): string {
   }
 }
 
-function fromSql(r: Record<string, any>): JournalRow {
+/** A journal row as stored in SQLite, read (its outcome inflated, bounded). */
+export function journalRowFromSql(r: Record<string, any>): JournalRow {
   const row: JournalRow = {
     threadId: r.thread_id,
     checkpointNs: r.checkpoint_ns,

@@ -31,7 +31,11 @@ export function openSqlitePersistence(
   home: string,
   options: OpenDatabaseOptions = {},
 ): SqlitePersistence {
-  const db = openCodehopDatabase(home, options);
+  return sqlitePersistenceOn(openCodehopDatabase(home, options), checkpointDbPath(home));
+}
+
+/** The SQLite adapter on an open connection to the database file `dbPath`. */
+export function sqlitePersistenceOn(db: Database.Database, dbPath: string): SqlitePersistence {
   // Writes each channel only when it changes and a growing list as its new items (linear storage);
   // reads the checkpoints earlier versions wrote with the official SqliteSaver in place.
   const checkpointer = new IncrementalSqliteSaver(db);
@@ -39,7 +43,6 @@ export function openSqlitePersistence(
   const journalRows = new SqliteJournalRows(db);
   const journal = new SqliteCallJournal(db);
   const threads = new ThreadRegistry(db, (threadId) => checkpointer.rootCheckpointCounts(threadId));
-  const dbPath = checkpointDbPath(home);
   let closed = false;
   return {
     kind: "sqlite",

@@ -6,6 +6,9 @@ import { parseModelName, providerEndpoint } from "../core/providers.ts";
 import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "../store/endpoint.ts";
+import { parseSources } from "../store/source-kinds.ts";
+import type { SourceKind } from "../store/types.ts";
+import type { WebSettings } from "../web/settings.ts";
 
 /**
  * The application's configuration contract. Values come from the environment (through
@@ -22,6 +25,8 @@ import { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "../store/end
  * | CODEHOP_DATABASE_URL | databaseUrl | postgres:// URL: checkpoints, journal and threads in Postgres instead of `<home>/checkpoints.db` |
  * | CODEHOP_CORPUS / --corpus | corpus | local corpus DB from `codehop ingest`; unset = online Wikipedia |
  * | CODEHOP_WIKIPEDIA_API | wikipediaApi | MediaWiki API endpoint for the online source |
+ * | CODEHOP_SOURCES / --source | sources | knowledge sources searched: web, wikipedia, corpus or a comma list; unset = corpus if set, else Wikipedia |
+ * | CODEHOP_WEB_ALLOW_DOMAINS, CODEHOP_WEB_DENY_DOMAINS | web | web research's domain lists (the operator's) |
  * | CODEHOP_EMBEDDINGS_BASE_URL, _MODEL, _API_KEY | embeddings | `/v1/embeddings` endpoint: hybrid ranking of corpora with vectors (their stored model) and of Wikipedia pages (`_MODEL`) |
  */
 export interface AppConfig {
@@ -39,12 +44,26 @@ export interface AppConfig {
   wikipediaApi?: string;
   /** The embeddings endpoint (hybrid retrieval); unset: BM25 only. */
   embeddings?: EmbeddingsEndpoint;
+  /** Knowledge sources the agents search, in order; unset: `corpus` when set, else Wikipedia. */
+  sources?: SourceKind[];
+  /** Web research: the operator's domain lists (src/apps/common/web-ranking.ts) and web settings. */
+  web?: WebResearchConfig;
   /** The configuration file (CODEHOP_CONFIG); unset: looked up (src/config/config-file.ts). */
   configFile?: string;
   temperature?: number;
   maxTokens?: number;
   maxRetries?: number;
   timeoutMs?: number;
+}
+
+/** Web research settings of a configuration (operator settings: never a client's). */
+export interface WebResearchConfig {
+  /** Domains ranked as primary sources (a domain covers its subdomains). */
+  allowDomains?: string[];
+  /** Domains never searched or read. */
+  denyDomains?: string[];
+  /** The web port's settings over the environment's (search provider, browser, limits). */
+  settings?: Partial<WebSettings>;
 }
 
 /** Explicit values that win over the environment (CLI flags, API options). */
@@ -70,6 +89,16 @@ export function loadAppConfig(
     corpus: corpus ? resolve(corpus) : undefined,
     wikipediaApi: pick(overrides.wikipediaApi, env.wikipediaApi),
     embeddings: pick(overrides.embeddings, embeddingsEndpointFromEnv(env)),
+    sources: pick(
+      overrides.sources,
+      env.sources ? parseSources(env.sources, "CODEHOP_SOURCES") : undefined,
+    ),
+    web: pick(
+      overrides.web,
+      env.webAllowDomains || env.webDenyDomains
+        ? { allowDomains: env.webAllowDomains, denyDomains: env.webDenyDomains }
+        : undefined,
+    ),
     configFile: pick(overrides.configFile, env.configFile),
     temperature: pick(overrides.temperature, env.temperature),
     maxTokens: pick(overrides.maxTokens, env.maxTokens),

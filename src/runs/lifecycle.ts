@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { Command, type StateSnapshot } from "@langchain/langgraph";
+import { Command, type LangGraphRunnableConfig, type StateSnapshot } from "@langchain/langgraph";
 import {
   type ApprovalDecision,
   approvalResume,
@@ -10,6 +10,16 @@ import {
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { readEnv } from "../config/env.ts";
 import { runTracing } from "../tracing/index.ts";
+import type { MemorySettings } from "../core/memory.ts";
+import type { StepRecord } from "../core/state.ts";
+import { LazyStore, memoryStoreOptions, openMemoryStore } from "../memory/open.ts";
+import {
+  failedOutcome,
+  memoryContext,
+  memorySettingsOf,
+  recallLessons,
+  writeLesson,
+} from "./memory.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
@@ -46,6 +56,12 @@ export interface Session {
   services?: RunServices;
   /** The run's MCP servers and their tools, once prepared (none configured: undefined). */
   mcp?: RunMcp;
+  /** The long-term memory store of the session's runs (LangGraph's `config.store`), opened on first use. */
+  readonly memory: LazyStore;
+  /** Memory settings from the environment (undefined: off). */
+  readonly memorySettings?: MemorySettings;
+  /** Lessons recalled for the run's input (reflection). */
+  lessons?: string[];
   close(): Promise<void>;
 }
 
@@ -59,10 +75,16 @@ export async function openSession(
   const persistence =
     options.persistence ?? (await openPersistenceFor(persistenceLocation(config), open));
   let graph: AppGraph | undefined;
+  const env = readEnv();
+  const memory = new LazyStore(() =>
+    openMemoryStore(persistenceLocation(config), memoryStoreOptions(env)),
+  );
   const session: Session = {
     app,
     config,
     persistence,
+    memory,
+    memorySettings: memorySettingsOf(env),
     get graph() {
       graph ??= app.graph(persistence.checkpointer);
       return graph;
@@ -70,6 +92,7 @@ export async function openSession(
     async close() {
       await session.services?.close().catch(() => {});
       await session.mcp?.close().catch(() => {});
+      await memory.close().catch(() => {});
       if (!options.persistence) await persistence.close();
     },
   };
@@ -147,8 +170,13 @@ function runContextFor(session: Session, options: RunOptions, replay: boolean): 
     modelSettings: modelSettingsOf(config),
     ...session.services?.context,
     ...(session.mcp ? { agentTools: session.mcp.agentTools } : {}),
-    ...options.context,
+    ...(session.lessons?.length ? { lessons: session.lessons } : {}),
   };
+  Object.assign(
+    context,
+    memoryContext(session.memorySettings, session.app.team.root, context.agentTools),
+  );
+  Object.assign(context, options.context);
   if (options.model) context.model = options.model;
   else {
     if (config.model) context.model = config.model;
@@ -229,6 +257,8 @@ async function execute(
     recursionLimit: app.recursionLimit,
     signal: options.signal,
   };
+  // LangGraph's long-term store of the run's graphs (`config.store`, `getStore()`).
+  (runConfig as LangGraphRunnableConfig).store = session.memory;
   const tracing = await runTracing(readEnv());
   const callbacks = [...tracing.handlers, ...(options.callbacks ?? [])];
   if (callbacks.length) runConfig.callbacks = callbacks;
@@ -262,9 +292,57 @@ async function execute(
   await tracing.flush();
   const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
   const result = shapeResult(app, persistence, threadId, snapshot, Date.now() - started);
+  await reflect(session, options, threadId, result, snapshot, runConfig.context);
   if (result.approval) await markAwaitingApproval(persistence, threadId, result);
   else await persistence.threads.finish(threadId, result.answer, result.duration_ms);
   return result;
+}
+
+/**
+ * The reflection step (CODEHOP_REFLECTION=1): a run that ended without a final answer leaves a
+ * lesson for later attempts at similar tasks. Its failure is a warning, never the run's.
+ */
+async function reflect(
+  session: Session,
+  options: RunOptions,
+  threadId: string,
+  result: AskResult,
+  snapshot: StateSnapshot,
+  context: RunContext,
+): Promise<void> {
+  const settings = session.memorySettings;
+  if (!settings?.reflection) return;
+  const values = (snapshot.values ?? {}) as Record<string, unknown>;
+  const outcome = failedOutcome(result, values);
+  if (!outcome) return;
+  try {
+    const task = (await session.persistence.threads.get(threadId))?.question ?? "";
+    const lesson = await writeLesson({
+      store: session.memory,
+      settings,
+      app: session.app.name,
+      agent: session.app.team.root,
+      context,
+      threadId,
+      task,
+      outcome,
+      steps: values.steps as StepRecord[] | undefined,
+    });
+    options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
+  } catch (err) {
+    options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
+  }
+}
+
+/** Lessons of earlier attempts at tasks like `text`, for the run about to start. */
+async function prepareLessons(session: Session, options: RunOptions, text: string): Promise<void> {
+  const settings = session.memorySettings;
+  if (!settings?.reflection) return;
+  try {
+    session.lessons = await recallLessons(session.memory, settings, session.app.name, text);
+  } catch (err) {
+    options.onWarning?.(`reflection: lessons not recalled (${(err as Error).message})`);
+  }
 }
 
 /** A thread paused for an approval stays resumable: recorded as interrupted, saying for what. */
@@ -430,6 +508,7 @@ export async function startRun(
       await preparationFailed(session, threadId, err, options);
       throw err;
     }
+    await prepareLessons(session, options, text);
     return await execute(
       session,
       options,
@@ -492,6 +571,7 @@ export async function runTurn(
       await preparationFailed(session, threadId, err, options);
       throw err;
     }
+    if (text.trim()) await prepareLessons(session, options, text);
     return await execute(session, options, threadId, input, { started: true });
   } finally {
     await session.close();

@@ -1,6 +1,9 @@
 import { Command } from "@langchain/langgraph";
 import { readEnv } from "../config/env.ts";
 import { runTracing } from "../tracing/index.ts";
+import type { BaseStore } from "@langchain/langgraph";
+import type { RunContext } from "../core/run-context.ts";
+import { memoryContext, memorySettingsOf } from "../runs/memory.ts";
 import { isDatabaseUnavailable } from "../persistence/postgres-database.ts";
 import type { PostgresPersistence } from "../persistence/postgres.ts";
 import { answerText } from "../runs/result.ts";
@@ -112,6 +115,8 @@ export async function executeRun(options: {
   graph: ServedGraph;
   persistence: PostgresPersistence;
   store: ServerStore;
+  /** The long-term memory store runs get as LangGraph's `config.store`. */
+  memory?: BaseStore;
   signal: AbortSignal;
   workerId: string;
 }): Promise<RunEnd> {
@@ -147,15 +152,25 @@ export async function executeRun(options: {
   }
   let end: RunEnd = { status: "success" };
   // LangSmith / OpenTelemetry when the worker's environment turns them on (src/tracing).
-  const tracing = await runTracing(readEnv());
+  const env = readEnv();
+  const tracing = await runTracing(env);
+  // Memory settings from the worker's environment; the agent named like the graph (its root)
+  // gets the memory tools. The user of the memories is the run's authenticated user.
+  const memory = memoryContext(
+    memorySettingsOf(env),
+    run.graph_id,
+    (run.kwargs.context as RunContext | undefined)?.agentTools,
+  );
   try {
     const stream = await graph.stream(input, {
       ...(tracing.handlers.length ? { callbacks: tracing.handlers } : {}),
+      ...(options.memory ? { store: options.memory } : {}),
       configurable,
       // The journal makes a resumed action skip the sub-agent calls it already finished; a fork
       // (a run from an older checkpoint) gets new task ids, so calls are matched by position too.
       context: {
         ...run.kwargs.context,
+        ...memory,
         journal: forking ? persistence.journal.forReplay() : persistence.journal,
         // What the input's uploaded files are read from (the server stored them at run creation).
         uploads: { get: (sha256: string) => store.getUpload(threadId, sha256) },

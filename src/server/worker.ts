@@ -5,6 +5,8 @@ import type { Job } from "pg-boss";
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { type Backend, type BackendOptions, openBackend, queueOptionsOf } from "./backend.ts";
 import { executeRun } from "./execute.ts";
+import { readEnv } from "../config/env.ts";
+import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
 import { DEAD_RUNS_QUEUE, RUNS_QUEUE, leaseSecondsOf, pollSecondsOf } from "./queue.ts";
 import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
 
@@ -66,6 +68,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     poolSize: options.poolSize ?? Math.min(20, 5 + concurrency),
   });
   const { store, queue, graphs, persistence } = backend;
+  // LangGraph's long-term store of the runs (`config.store`, `getStore()`, memory tools): the
+  // database's store tables, which `codehop serve`'s /store endpoints serve too.
+  const memory = new LazyStore(async () => {
+    const { openPostgresMemoryStore } = await import("../memory/postgres-store.ts");
+    return openPostgresMemoryStore(
+      { pool: persistence.pool, schema: persistence.schema },
+      memoryStoreOptions(readEnv()),
+    );
+  });
   await store.registerWorker(workerId, hostname(), process.pid, concurrency);
   const running = new Map<string, AbortController>();
   const stop = (runId: string, reason: StopReason) => running.get(runId)?.abort(reason);
@@ -161,6 +172,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         graph: resolved.graph,
         persistence,
         store,
+        memory,
         signal: controller.signal,
         workerId,
       });
@@ -244,6 +256,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         await queue.offWork(DEAD_RUNS_QUEUE).catch(() => {});
         await listener.end().catch(() => {});
         await store.removeWorker(workerId).catch(() => {});
+        await memory.close().catch(() => {});
         await backend.close();
       })();
       return stopped;

@@ -1,5 +1,12 @@
 /** Knowledge sources: online Wikipedia, the local SQLite corpus, and what they share. */
-export type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "./types.ts";
+export type {
+  KnowledgeSource,
+  Page,
+  PageLookup,
+  PageSummary,
+  Passage,
+  SourceKind,
+} from "./types.ts";
 export {
   openKnowledgeSource,
   knowledgeSourceOptionsFromEnv,

@@ -15,9 +15,14 @@ export interface Page {
   title: string;
   text: string;
   url?: string;
-  /** Where it came from: "wikipedia", or the corpus document's `source`. */
+  /** Where it came from: "wikipedia", "web", or the corpus document's `source`. */
   source?: string;
+  /** The kind of source that served it, when a source mixes several (web and corpus ...). */
+  kind?: SourceKind;
 }
+
+/** The kinds of knowledge source: online Wikipedia, a local corpus, the open web. */
+export type SourceKind = "wikipedia" | "corpus" | "web";
 
 /** Result of looking a page up by title. */
 export type PageLookup =
@@ -43,12 +48,17 @@ export interface Passage {
   id?: string;
   /** Id of the document the passage belongs to (the corpus document row id, or the page title online). */
   docId?: string;
+  /** Where in its page: passage `index` (1-based) of the page's `of` passages (web pages). */
+  position?: { index: number; of: number };
 }
 
 /** Where agents look things up. */
 export interface KnowledgeSource {
-  /** "wikipedia" (online MediaWiki API) or "corpus" (local SQLite file). */
-  readonly kind: "wikipedia" | "corpus";
+  /**
+   * "wikipedia" (online MediaWiki API), "corpus" (local SQLite file), "web" (search provider and
+   * browser), or "mixed" (several of them: each page says its own `kind`).
+   */
+  readonly kind: SourceKind | "mixed";
   /** Top pages for a query, best first. */
   search(query: string, options?: { limit?: number }): Promise<PageSummary[]>;
   /** A page by (case-insensitive, redirect-following) title. */

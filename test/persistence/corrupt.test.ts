@@ -5,24 +5,20 @@
  * in bounded time, while `threads` still lists every thread and the other threads read as before.
  * The same on PostgreSQL.
  */
-import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ask, qaApp } from "../../src/apps/qa/app.ts";
-import { DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
+import { qaApp } from "../../src/apps/qa/app.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
-import {
-  openPersistence,
-  openPostgresPersistence,
-  type Persistence,
-} from "../../src/persistence/index.ts";
+import { openPersistence, openPostgresPersistence } from "../../src/persistence/index.ts";
 import { threadHistory } from "../../src/runs/inspect.ts";
 import { NOT_DEFLATE, deflateBomb } from "../../packages/checkpoint-sqlite/test/crafted.ts";
 import { runCli } from "../app/cli-helpers.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
+import { damagedHome, latestCheckpoint, twoThreads } from "./damaged.ts";
 import { postgresMissing, useTestCluster } from "./postgres-cluster.ts";
 
 const world = useDemoWorld("codehop-corrupt-");
@@ -54,57 +50,24 @@ async function expectCorrupt(promise: Promise<unknown>, table: string) {
   expect(e.message).not.toContain("SECRET");
 }
 
-/** Two finished QA threads, "good" and "bad", in `persistence`. */
-async function twoThreads(persistence: Persistence) {
-  for (const [threadId, question] of [
-    ["good", DEMO_QUESTIONS.towers],
-    ["bad", DEMO_QUESTIONS.plywood],
-  ] as const) {
-    const result = await ask(question, { threadId, config: world.config(), persistence });
-    expect(result.status).toBe("final_answer");
-  }
-}
-
 describe("a corrupt SQLite checkpoint database", () => {
   beforeAll(async () => {
     made = mkdtempSync(join(tmpdir(), "codehop-corrupt-made-"));
     const persistence = openPersistence(made);
-    await twoThreads(persistence);
+    await twoThreads(world, persistence);
     persistence.close();
   }, 120_000);
-
-  /** A data directory holding a copy of the two threads' database, with `damage` done to it. */
-  function damagedHome(damage: (db: Database.Database, ns: number) => void): string {
-    const home = mkdtempSync(join(tmpdir(), "codehop-corrupt-home-"));
-    copyFileSync(join(made, "checkpoints.db"), join(home, "checkpoints.db"));
-    const db = new Database(join(home, "checkpoints.db"));
-    const { ns_id } = db
-      .prepare("SELECT ns_id FROM lgi_namespaces WHERE thread_id = 'bad' AND checkpoint_ns = ''")
-      .get() as { ns_id: number };
-    damage(db, ns_id);
-    db.close();
-    return home;
-  }
-
-  const latest = (db: Database.Database, ns: number) =>
-    (
-      db
-        .prepare(
-          "SELECT checkpoint_id FROM lgi_checkpoints WHERE ns_id = ? ORDER BY checkpoint_id DESC LIMIT 1",
-        )
-        .get(ns) as { checkpoint_id: string }
-    ).checkpoint_id;
 
   it(
     "show, history and resume of the corrupt thread fail with CODEHOP_CHECKPOINT_CORRUPT; threads and the good thread work",
     { timeout: 180_000 },
     async () => {
-      const home = damagedHome((db, ns) =>
+      const home = damagedHome(made, (db, ns) =>
         db
           .prepare(
             "UPDATE lgi_checkpoints SET zip = 1, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?",
           )
-          .run(deflateBomb(1 << 30), ns, latest(db, ns)),
+          .run(deflateBomb(1 << 30), ns, latestCheckpoint(db, ns)),
       );
       const env = world.cliEnv({ CODEHOP_HOME: home });
       const started = performance.now();
@@ -166,7 +129,7 @@ describe("a corrupt SQLite checkpoint database", () => {
       ],
     ];
     for (const [table, damage] of cases) {
-      const home = damagedHome(damage);
+      const home = damagedHome(made, damage);
       const persistence = openPersistence(home);
       try {
         await expectCorrupt(threadHistory(qaApp, "bad", { config: { home }, persistence }), table);
@@ -180,7 +143,7 @@ describe("a corrupt SQLite checkpoint database", () => {
 
   it("a call-journal row that is not JSON, or a deflate bomb, names its row", async () => {
     for (const value of ["SECRET{not json", deflateBomb(1 << 30)]) {
-      const home = damagedHome((db) =>
+      const home = damagedHome(made, (db) =>
         db
           .prepare("UPDATE codehop_call_journal SET outcome_json = ? WHERE thread_id = 'bad'")
           .run(value),
@@ -205,7 +168,7 @@ describe.skipIf(postgresMissing)("a corrupt PostgreSQL checkpoint database", () 
     url = await cluster().createDatabase("corrupt_threads");
     const persistence = await openPostgresPersistence({ url });
     try {
-      await twoThreads(persistence);
+      await twoThreads(world, persistence);
     } finally {
       await persistence.close();
     }

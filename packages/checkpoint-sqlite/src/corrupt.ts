@@ -147,7 +147,7 @@ export function inflateBounded(
       where.table,
       where.row(),
       tooLarge
-        ? `its ${data.length} deflated bytes inflate past ${bound} bytes (${bound === maxBytes ? "the saver's maxInflateBytes" : "more than deflate can produce from them"})`
+        ? `its ${data.length} deflated bytes inflate past ${bound} bytes (${bound === maxBytes ? "the bound on inflated bytes, maxInflateBytes" : "more than deflate can produce from them"})`
         : dictionary
           ? "its deflated bytes do not inflate with the dictionary its header names"
           : "its deflated bytes are not valid deflate data",

@@ -5,9 +5,7 @@
  * this folder: schema.ts (tables, formats, conversions), codec.ts (values as bytes), records.ts
  * (checkpoint records and their version-map chains), chains.ts (channel values and their chains of
  * appends), dictionaries.ts (rows deflated against other rows).
- *
- * (About 600 lines: the BaseCheckpointSaver methods — getTuple, list, put, putWrites,
- * deleteThread — and the per-thread state they share, which is the saver itself.)
+ * queries.ts holds the queries over many rows, verify.ts the check of every row of a thread.
  */
 import { randomInt } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -33,19 +31,16 @@ import { WriteRows } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
 import { Records, storedRecord, type Versions } from "./records.ts";
 import { TupleReader } from "./tuples.ts";
-import { WriteQueue } from "./write-queue.ts";
 import {
-  LEGACY_CHECKPOINTS,
-  LEGACY_WRITES,
-  METADATA_IN_RECORD,
-  openTables,
-  T_BLOBS,
-  T_CHECKPOINTS,
-  T_NAMESPACES,
-  T_WRITES,
-  type CheckpointRow,
-  type Statements,
-} from "./schema.ts";
+  deleteThreadRows,
+  listedRows,
+  rootCheckpointCounts,
+  sameAsSql,
+  threadIds,
+} from "./queries.ts";
+import { verifyThread } from "./verify.ts";
+import { WriteQueue } from "./write-queue.ts";
+import { METADATA_IN_RECORD, openTables, type CheckpointRow, type Statements } from "./schema.ts";
 
 /** Options of {@link IncrementalSqliteSaver}. */
 export interface IncrementalSqliteSaverOptions {
@@ -73,23 +68,6 @@ async function inThread<T>(thread: string, read: () => Promise<T>): Promise<T> {
   } catch (err) {
     throw CheckpointCorruptError.isInstance(err) ? err.inThread(thread) : err;
   }
-}
-
-/**
- * Whether a metadata value equals a filter value as `json_extract(a) IS json_extract(b)` compares
- * them in SQL (how rows with metadata text are filtered): objects and lists as their JSON text,
- * booleans as 0/1, a missing value as NULL.
- */
-function sameAsSql(a: unknown, b: unknown): boolean {
-  const sql = (v: unknown) =>
-    v === undefined || v === null
-      ? null
-      : typeof v === "boolean"
-        ? Number(v)
-        : typeof v === "object"
-          ? JSON.stringify(v)
-          : v;
-  return sql(a) === sql(b);
 }
 
 /**
@@ -132,6 +110,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   /** The rows of puts and putWrites not written yet (written together, one commit). */
   private readonly queue: WriteQueue;
   private readonly reader: TupleReader;
+  private readonly ctx: SaverContext;
 
   /**
    * @param db an open better-sqlite3 database (shared with other tables is fine), or a file path
@@ -143,13 +122,13 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     this.writes = new Lru(64);
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const saver = this;
-    const ctx: SaverContext = {
+    const ctx: SaverContext = (this.ctx = {
       db: this.db,
       get s() {
         return saver.s;
       },
       flush: () => this.flush(),
-    };
+    });
     const serde = () => this.serde;
     this.codec = new Codec(
       serde,
@@ -289,64 +268,12 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     options: CheckpointListOptions = {},
   ): AsyncGenerator<CheckpointTuple> {
     this.flush();
-    const { before, limit, filter } = options;
-    const wheres: string[] = [];
-    const args: unknown[] = [];
-    const thread = config.configurable?.thread_id;
-    const ns = config.configurable?.checkpoint_ns;
-    const id = getCheckpointId(config);
-    if (thread) {
-      wheres.push("thread_id = ?");
-      args.push(thread);
-    }
-    if (ns !== undefined && ns !== null) {
-      wheres.push("checkpoint_ns = ?");
-      args.push(ns);
-    }
-    if (id) {
-      wheres.push("checkpoint_id = ?");
-      args.push(id);
-    }
-    if (before?.configurable?.checkpoint_id !== undefined) {
-      wheres.push("checkpoint_id < ?");
-      args.push(before.configurable.checkpoint_id);
-    }
-    const filters = Object.entries(filter ?? {}).filter(([, v]) => v !== undefined);
-    const legacyWheres = [...wheres];
-    const legacyArgs = [...args];
-    for (const [key, value] of filters) {
-      // Both sides through json_extract: strings, numbers and objects compare as SQLite values.
-      // Rows with the metadata in their record are filtered after reading it (below).
-      const test = "json_extract(CAST(metadata AS TEXT), ?) IS json_extract(?, '$')";
-      wheres.push(`(metadata = '${METADATA_IN_RECORD}' OR ${test})`);
-      legacyWheres.push(test);
-      for (const a of [args, legacyArgs]) a.push(`$.${JSON.stringify(key)}`, JSON.stringify(value));
-    }
-    const where = wheres.length ? `WHERE ${wheres.join(" AND ")}` : "";
-    const max = limit !== undefined ? Number.parseInt(String(limit), 10) : undefined;
-    const lim = max !== undefined ? ` LIMIT ${max}` : "";
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM (${this.s.select}) ${where} ORDER BY checkpoint_id DESC${filters.length ? "" : lim}`,
-      )
-      .all(...args) as CheckpointRow[];
+    const { rows, filters, max } = listedRows(this.db, this.s, config, options);
     const matches = async (row: CheckpointRow) => {
       if (!filters.length || row.legacy || row.metadata !== METADATA_IN_RECORD) return true;
       const metadata = (await this.records.recordOf(row.ns_id!, row)).stored.m ?? {};
       return filters.every(([key, value]) => sameAsSql(metadata[key], value));
     };
-    if (this.s.legacy) {
-      const old = this.db
-        .prepare(
-          `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
-           FROM ${LEGACY_CHECKPOINTS} ${legacyWheres.length ? `WHERE ${legacyWheres.join(" AND ")}` : ""} ORDER BY checkpoint_id DESC${lim}`,
-        )
-        .all(...legacyArgs) as CheckpointRow[];
-      for (const r of old) rows.push({ ...r, legacy: true });
-      rows.sort((a, b) =>
-        a.checkpoint_id < b.checkpoint_id ? 1 : a.checkpoint_id > b.checkpoint_id ? -1 : 0,
-      );
-    }
     let count = 0;
     for (const row of rows) {
       if (max !== undefined && count >= max) break;
@@ -570,59 +497,46 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * Reads every stored row of a thread — each checkpoint whole (record, version maps, channel
+   * values, pending writes), every value row, every writes row with its dictionary rows, and the
+   * official saver's rows — and returns one CheckpointCorruptError per damaged row (none when the
+   * thread reads back whole). What `codehop check` runs for each thread.
+   */
+  async verifyThread(threadId: string): Promise<CheckpointCorruptError[]> {
+    this.setup();
+    return verifyThread(
+      {
+        ctx: this.ctx,
+        codec: this.codec,
+        reader: this.reader,
+        channels: this.channels,
+        writeRows: this.writeRows,
+      },
+      threadId,
+    );
+  }
+
+  /** The ids of every thread with rows in this saver's tables or the official saver's. */
+  threadIds(): string[] {
+    this.setup();
+    this.flush();
+    return threadIds(this.db, this.s);
+  }
+
+  /**
    * How many checkpoints each thread has in its root namespace (both its own tables and the
    * official saver's), for all threads or one.
    */
   rootCheckpointCounts(threadId?: string): Map<string, number> {
     this.setup();
     this.flush();
-    const counts = new Map<string, number>();
-    const add = (rows: Array<{ thread_id: string; n: number }>) => {
-      for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
-    };
-    const one = threadId === undefined ? "" : "AND n.thread_id = ?";
-    const args = threadId === undefined ? [] : [threadId];
-    add(
-      this.db
-        .prepare(
-          `SELECT n.thread_id, count(*) AS n FROM ${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id
-           WHERE n.checkpoint_ns = '' ${one} GROUP BY n.thread_id`,
-        )
-        .all(...args) as Array<{ thread_id: string; n: number }>,
-    );
-    if (this.s.legacy)
-      add(
-        this.db
-          .prepare(
-            `SELECT thread_id, count(*) AS n FROM ${LEGACY_CHECKPOINTS}
-             WHERE checkpoint_ns = '' ${one.replace("n.", "")} GROUP BY thread_id`,
-          )
-          .all(...args) as Array<{ thread_id: string; n: number }>,
-      );
-    return counts;
+    return rootCheckpointCounts(this.db, this.s, threadId);
   }
 
   async deleteThread(threadId: string): Promise<void> {
     this.setup();
     this.flush();
-    const ids = (
-      this.db
-        .prepare(`SELECT ns_id FROM ${T_NAMESPACES} WHERE thread_id = ?`)
-        .all(threadId) as Array<{
-        ns_id: number;
-      }>
-    ).map((r) => r.ns_id);
-    this.db
-      .transaction(() => {
-        for (const t of [T_CHECKPOINTS, T_BLOBS, T_WRITES])
-          for (const nsId of ids) this.db.prepare(`DELETE FROM ${t} WHERE ns_id = ?`).run(nsId);
-        this.db.prepare(`DELETE FROM ${T_NAMESPACES} WHERE thread_id = ?`).run(threadId);
-        if (this.s.legacy) {
-          this.db.prepare(`DELETE FROM ${LEGACY_CHECKPOINTS} WHERE thread_id = ?`).run(threadId);
-          this.db.prepare(`DELETE FROM ${LEGACY_WRITES} WHERE thread_id = ?`).run(threadId);
-        }
-      })
-      .immediate();
+    const ids = deleteThreadRows(this.db, this.s, threadId);
     for (const nsId of ids) {
       this.lastPut.delete(nsId);
       this.records.forgetNamespace(nsId);

@@ -239,6 +239,30 @@ describe("corrupt stored data", () => {
     await expectCorrupt(path, "lgi_writes", /more bytes than they hold/);
   });
 
+  it("verifyThread names every damaged row of a thread once, and nothing of a whole one", async () => {
+    const path = damaged("verify", (db, ns) => {
+      db.prepare(
+        "UPDATE lgi_checkpoints SET zip = 1, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?",
+      ).run(NOT_DEFLATE, ns, latestId(db, ns));
+      db.prepare(
+        "UPDATE lgi_writes SET zip = 1, writes = ? WHERE row_id = (SELECT min(row_id) FROM lgi_writes WHERE ns_id = ?)",
+      ).run(deflateBomb(1 << 28), ns);
+    });
+    const saver = IncrementalSqliteSaver.fromConnString(path);
+    try {
+      expect(saver.threadIds()).toEqual(["bad", "good"]);
+      expect(await saver.verifyThread("good")).toEqual([]);
+      const found = await saver.verifyThread("bad");
+      expect(found.map((e) => [e.thread, e.table]).sort()).toEqual([
+        ["bad", "lgi_checkpoints"],
+        ["bad", "lgi_writes"],
+      ]);
+      expect(found.every((e) => e.code === "CODEHOP_CHECKPOINT_CORRUPT")).toBe(true);
+    } finally {
+      saver.db.close();
+    }
+  });
+
   it("memory: a 1 GiB bomb costs at most maxInflateBytes more than a good read (a process of its own)", async () => {
     const path = damaged("memory-bomb", (db, ns) =>
       db

@@ -12,8 +12,10 @@ export interface CitedPassage {
   section: string;
   /** Page URL (online sources; a corpus document's own URL when it has one). */
   url?: string;
-  /** "corpus" or "wikipedia". */
+  /** "corpus", "wikipedia" or "web". */
   source: string;
+  /** Where in its page: passage `index` (1-based) of `of` (web pages). */
+  position?: { index: number; of: number };
   /** The passage's text (what cited sentences are checked against). */
   text: string;
 }
@@ -42,6 +44,7 @@ export function citedPassage(p: Passage, from: { url?: string; source: string })
     section: p.section,
     ...(from.url ? { url: from.url } : {}),
     source: from.source,
+    ...(p.position ? { position: p.position } : {}),
     text: p.text,
   };
 }

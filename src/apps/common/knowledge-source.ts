@@ -12,7 +12,9 @@ import { clientSettable, oneOf } from "../../core/client-settings.ts";
 import { readRunContext, RunContextSchema } from "../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
-import type { KnowledgeSource } from "../../store/types.ts";
+import type { KnowledgeSource, SourceKind } from "../../store/types.ts";
+import { MultiSource } from "./multi-source.ts";
+import { openWebSource } from "./web-source.ts";
 import type { RunOptions, RunServices } from "../../runs/app.ts";
 import { loadAppConfig, wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
 import { configForStoredSource } from "./source-record.ts";
@@ -105,6 +107,21 @@ function namedSource(name: string): KnowledgeSource {
       `No knowledge source named "${name}" (${Object.keys(sources).length ? `the operator's sources: ${Object.keys(sources).join(", ")}` : "the operator names none"}; knowledgeSources in ${file ?? "codehop.config.json"}).`,
     );
   }
+  if ("sources" in def) {
+    // A list (the web, a mix): opened like `--source`, with the operator's web settings.
+    const corpus = def.corpus ? resolve(dirname(file ?? "."), def.corpus) : undefined;
+    const key = `${name}:${JSON.stringify(def)}:${corpus ?? ""}`;
+    let listed = byName.get(key);
+    if (!listed) {
+      const config = { ...loadAppConfig(), sources: def.sources, corpus };
+      listed = lazySource(
+        () => openSourceFor(config),
+        def.sources.length === 1 ? def.sources[0] : "mixed",
+      );
+      byName.set(key, listed);
+    }
+    return listed;
+  }
   // The operator's embeddings endpoint (environment) ranks a named corpus hybrid too.
   const { embeddings } = loadAppConfig();
   const options =
@@ -149,13 +166,44 @@ export async function openSourceFor(
   config: AppConfig,
   onNotice?: (message: string) => void,
 ): Promise<KnowledgeSource> {
-  return openKnowledgeSource({
-    corpus: config.corpus,
-    wikipediaApi: config.wikipediaApi,
-    cacheDb: config.corpus ? undefined : wikipediaCachePath(config),
-    embeddings: config.embeddings,
-    onNotice,
-  });
+  const kinds = config.sources ?? [config.corpus ? "corpus" : "wikipedia"];
+  if (kinds.includes("corpus") && !config.corpus) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      "The corpus source needs a corpus DB: pass --corpus <db> (or set CODEHOP_CORPUS), made by `codehop ingest`.",
+    );
+  }
+  const open = (kind: SourceKind): KnowledgeSource =>
+    kind === "web"
+      ? openWebSource(config.web)
+      : openKnowledgeSource({
+          corpus: kind === "corpus" ? config.corpus : undefined,
+          wikipediaApi: config.wikipediaApi,
+          cacheDb: kind === "corpus" ? undefined : wikipediaCachePath(config),
+          embeddings: config.embeddings,
+          onNotice,
+        });
+  if (kinds.length === 1) return open(kinds[0]);
+  const members: KnowledgeSource[] = [];
+  try {
+    for (const kind of kinds) members.push(open(kind));
+  } catch (err) {
+    await Promise.all(members.map((m) => m.close()));
+    throw err;
+  }
+  return new MultiSource(members);
+}
+
+/** How a report names a source: "the corpus", "Wikipedia", "the web", or both of a mix. */
+export function describeSource(source: KnowledgeSource): string {
+  if (source instanceof MultiSource) return source.members.map(describeSource).join(" and ");
+  return source.kind === "corpus"
+    ? "the corpus"
+    : source.kind === "web"
+      ? "the web"
+      : source.kind === "wikipedia"
+        ? "Wikipedia"
+        : "the sources";
 }
 
 /**
@@ -170,10 +218,13 @@ export async function openKnowledgeServices(
 ): Promise<RunServices> {
   if (options.source)
     return { context: { knowledgeSource: options.source }, close: async () => {} };
-  const source = await openSourceFor(
-    configForStoredSource(config, Boolean(options.config?.corpus), stored),
-    options.onWarning,
-  );
+  const explicit = Boolean(options.config?.corpus || options.config?.sources);
+  const own = configForStoredSource(config, explicit, stored);
+  // A run of the CLI or the API is the user's own, on their machine (as chat's attachments are):
+  // web pages on private addresses may be read unless the configuration says otherwise. Served
+  // graphs open their sources elsewhere, under the operator's CODEHOP_WEB_ALLOW_PRIVATE_URLS.
+  const web = { ...own.web, settings: { allowPrivateAddresses: true, ...own.web?.settings } };
+  const source = await openSourceFor({ ...own, web }, options.onWarning);
   return { context: { knowledgeSource: source }, close: () => source.close() };
 }
 

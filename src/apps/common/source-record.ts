@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { AppConfig } from "../../runs/config.ts";
+import { parseSources } from "../../store/source-kinds.ts";
 import type { KnowledgeSource } from "../../store/types.ts";
 
 /**
@@ -15,6 +16,16 @@ export function knowledgeSourceRecord(
     return given.source.kind === "corpus" && config.corpus
       ? { source: "corpus", corpus: resolve(config.corpus) }
       : { source: given.source.kind };
+  }
+  // Sources chosen by name (--source web,corpus): the list, and the corpus when it is one.
+  if (config.sources) {
+    return {
+      source: config.sources.join(","),
+      sources: config.sources,
+      ...(config.sources.includes("corpus") && config.corpus
+        ? { corpus: resolve(config.corpus) }
+        : {}),
+    };
   }
   return config.corpus
     ? { source: "corpus", corpus: resolve(config.corpus) }
@@ -32,8 +43,16 @@ export function configForStoredSource(
   stored?: Record<string, unknown>,
 ): AppConfig {
   if (explicitCorpus || !stored) return config;
-  if (typeof stored.corpus === "string" && stored.corpus)
-    return { ...config, corpus: stored.corpus };
-  if (stored.source === "wikipedia") return { ...config, corpus: undefined };
+  if (Array.isArray(stored.sources) && stored.sources.length) {
+    return {
+      ...config,
+      sources: parseSources(stored.sources.map(String), "the thread's recorded sources"),
+      ...(typeof stored.corpus === "string" && stored.corpus ? { corpus: stored.corpus } : {}),
+    };
+  }
+  // A thread from before source lists (or a single source): the environment's list does not apply.
+  const own = { ...config, sources: undefined };
+  if (typeof stored.corpus === "string" && stored.corpus) return { ...own, corpus: stored.corpus };
+  if (stored.source === "wikipedia") return { ...own, corpus: undefined };
   return config;
 }

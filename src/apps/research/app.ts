@@ -9,6 +9,7 @@ import { RESEARCH_STAMP } from "./nodes/start.ts";
 import { researchRecording } from "./recording.ts";
 import { renderReportHtml } from "./report/html.ts";
 import {
+  checkSources,
   checkTopic,
   resolveResearchSettings,
   type ResearchSettingsInput,
@@ -133,6 +134,7 @@ export async function research(
 ): Promise<ResearchResult> {
   const text = checkTopic(topic);
   const { maxQuestions, settings, ...start } = options;
+  checkSources(start.config);
   resolveResearchSettings({
     ...settings,
     ...(maxQuestions !== undefined ? { maxQuestions } : {}),

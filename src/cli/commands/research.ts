@@ -14,6 +14,7 @@ interface ResearchFlags extends RunFlags {
   thread?: string;
   out?: string;
   maxQuestions?: string;
+  source?: string;
 }
 
 /** `--max-questions N`: an integer from 1 to 12 (CODEHOP_CONFIG_INVALID otherwise). */
@@ -43,6 +44,10 @@ export default function researchCommand(): Command {
       "--corpus <db>",
       "local corpus DB made by `codehop ingest` (default CODEHOP_CORPUS; unset = online Wikipedia)",
     )
+    .option(
+      "--source <list>",
+      "where to research: web, wikipedia, corpus, or a comma list such as web,corpus (default CODEHOP_SOURCES; unset = the corpus if given, else Wikipedia)",
+    )
     .option("--out <file>", "write the report to <file> (Markdown) and beside it as .html")
     .option("--max-questions <n>", "research at most n sub-questions (1-12, default 4)")
     .option("--thread <id>", "thread id to use (default: a new one, printed when the run starts)")
@@ -61,14 +66,21 @@ export default function researchCommand(): Command {
       const threadId = flags.thread ?? randomUUID();
       // Checked before anything runs; under --json a bad topic or limit still prints
       // `{ error, thread_id }` on stdout, as `ask` does.
-      const { topic, maxQuestions } = await withJsonErrors(flags, threadId, async () => {
+      const { topic, maxQuestions, sources } = await withJsonErrors(flags, threadId, async () => {
         const { checkTopic, MAX_QUESTIONS } = await import("../../apps/research/base/settings.ts");
+        const { parseSources } = await import("../../store/source-kinds.ts");
         return {
           topic: checkTopic(words.join(" ")),
           maxQuestions: parseMaxQuestions(flags.maxQuestions, MAX_QUESTIONS),
+          sources: flags.source === undefined ? undefined : parseSources(flags.source),
         };
       });
-      const config = configFromFlags(flags);
+      const config = { ...configFromFlags(flags), ...(sources ? { sources } : {}) };
+      // A corpus source without a corpus is refused before the thread is recorded.
+      await withJsonErrors(flags, threadId, async () => {
+        const { checkSources } = await import("../../apps/research/base/settings.ts");
+        checkSources(config);
+      });
       // Recorded before the agents are even loaded, so a kill from here on can be resumed.
       const { recordInputEarly } = await import("../../runs/thread-record.ts");
       const { researchRecording } = await import("../../apps/research/recording.ts");

@@ -3,6 +3,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { CodeAgent } from "../../../framework/code-agent.ts";
 import { NOSTREAM_TAG, withoutParentStream } from "../../../core/pregel-internals.ts";
 import { readRunContext, withRunContext } from "../../../core/run-context.ts";
+import { memoryUserOf, recallMemories } from "../../../core/memory.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import { DOCUMENT_KIND_LABELS } from "../../../ingest/documents.ts";
 import { renderPrompt } from "../../../prompts/render.ts";
@@ -45,6 +46,26 @@ export function renderFiles(
   return parts.length ? `${parts.join("\n\n")}\n\n` : "";
 }
 
+/** Facts about the user shown with each round at most. */
+const RECALLED = 5;
+
+/**
+ * What the chat remembers about the run's user that relates to the message (long-term memory,
+ * CODEHOP_MEMORY=1): a block of the round's task, or "" when nothing is remembered. Its facts
+ * come from earlier conversations (other threads) through the run's store.
+ */
+export async function recalledBlock(
+  config: LangGraphRunnableConfig,
+  message: string,
+): Promise<string> {
+  if (!config.store) return "";
+  const facts = await recallMemories(config.store, memoryUserOf(config), message, RECALLED);
+  if (!facts.length) return "";
+  return `What you remember about the user from earlier conversations (use recall for more):\n${facts
+    .map((f) => `- ${f.text}`)
+    .join("\n")}\n\n`;
+}
+
 /**
  * respond: the chat agent answers the user's latest message. Its task is the round's view
  * (prompts/chat/round.md): the summary of older rounds, the recent rounds verbatim, the attached
@@ -68,12 +89,13 @@ export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
       );
     }
     const files = chatFilesOf(config, deps).list(threadId);
+    const context = readRunContext(config);
     const task = renderPrompt("chat/round.md", {
       conversation: renderConversation(earlier, state.summary),
+      memories: context.memory?.recall ? await recalledBlock(config, message) : "",
       files: renderFiles(files, state.attachments ?? []),
       message,
     });
-    const context = readRunContext(config);
     let child: LangGraphRunnableConfig = withRunContext(
       {
         ...config,

@@ -15,13 +15,14 @@ const parameters = z.object({
  */
 export function createSearchWikipediaTool(
   source: KnowledgeSource | ((ctx: ToolCallContext) => KnowledgeSource),
-  options: { limit?: number } = {},
+  options: { limit?: number; description?: string } = {},
 ): CodeTool<typeof parameters.shape> {
   return defineTool({
     name: "search_wikipedia",
     description:
+      options.description ??
       "Searches Wikipedia and returns up to 5 pages, each with its exact title and a summary. " +
-      "Use the exact titles to read a page in detail.",
+        "Use the exact titles to read a page in detail.",
     parameters,
     returns: "string",
     async invoke({ query }, ctx) {

@@ -9,7 +9,7 @@ export const RESEARCHER_MAX_STEPS = 6;
 
 /**
  * researcher: gathers evidence for one sub-question — `search_wikipedia(query)` over the run's
- * knowledge source (online Wikipedia or a local corpus), then reads the pages that answer it with
+ * knowledge source (online Wikipedia, a local corpus, the web or a mix), then reads the pages that answer it with
  * its children (page readers: `search_info(query, page)`). What the page readers retrieve is the
  * evidence the report may cite.
  */
@@ -21,7 +21,12 @@ export function createResearcherMember(
     ...memberBase(build),
     description: "gathers evidence for one question by searching for pages and reading them",
     tools: [
-      createSearchWikipediaTool((ctx) => sourceFromConfig(ctx.config as any, deps)),
+      // The run's source may be Wikipedia, a corpus, the web or a mix: the tool says so.
+      createSearchWikipediaTool((ctx) => sourceFromConfig(ctx.config as any, deps), {
+        description:
+          "Searches the run's sources (Wikipedia, a local corpus or the web) and returns up to 5 pages, " +
+          "each with its exact title and a summary (web results start with their site). Use the exact titles to read a page in detail.",
+      }),
       ...children,
     ],
     maxSteps: RESEARCHER_MAX_STEPS,

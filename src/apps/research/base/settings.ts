@@ -3,6 +3,7 @@ import { z } from "zod";
 import { clientSettableFields } from "../../../core/client-settings.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
+import { loadAppConfig, type AppConfigOverrides } from "../../../runs/config.ts";
 import { KnowledgeRunContextSchema } from "../../common/knowledge-source.ts";
 
 /** Upper bound of `maxQuestions` (and of `--max-questions`). */
@@ -108,4 +109,19 @@ export function checkTopic(topic: unknown): string {
     );
   }
   return text;
+}
+
+/**
+ * Refuses a source choice that cannot run, before anything does: the corpus source without a corpus
+ * DB (CODEHOP_CONFIG_INVALID), an unknown source name (from CODEHOP_SOURCES: when the configuration
+ * is loaded).
+ */
+export function checkSources(overrides: AppConfigOverrides = {}): void {
+  const config = loadAppConfig(overrides);
+  if (config.sources?.includes("corpus") && !config.corpus) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      "The corpus source needs a corpus DB: pass --corpus <db> (or set CODEHOP_CORPUS), made by `codehop ingest`.",
+    );
+  }
 }

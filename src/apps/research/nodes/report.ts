@@ -1,13 +1,17 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { Source } from "../../../core/state.ts";
-import { sourceFromConfig, type KnowledgeSourceDeps } from "../../common/knowledge-source.ts";
+import {
+  describeSource,
+  sourceFromConfig,
+  type KnowledgeSourceDeps,
+} from "../../common/knowledge-source.ts";
 import { assembleReport } from "../report/markdown.ts";
 import type { ResearchStateValue, ResearchUpdate } from "../base/state.ts";
 
 /** How the report names the run's knowledge source. */
 function sourceName(config: LangGraphRunnableConfig, deps: KnowledgeSourceDeps): string {
   try {
-    return sourceFromConfig(config, deps).kind === "corpus" ? "the corpus" : "Wikipedia";
+    return describeSource(sourceFromConfig(config, deps));
   } catch {
     return "the sources";
   }

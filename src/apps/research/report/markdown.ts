@@ -51,8 +51,11 @@ function gapLines(
 
 function referenceLine(c: Citation): string {
   const where = c.section ? `, section "${c.section}"` : "";
-  const doc = c.doc_id && c.doc_id !== c.title ? `, document ${c.doc_id}` : "";
   const url = c.url ? ` <${c.url}>` : "";
+  // A web page: its URL, title and the passage's position in it (its id is `<url>#<n>`).
+  if (c.position)
+    return `${c.n}. **${c.title}**${where} — passage ${c.position.index} of ${c.position.of} (${c.source})${url}`;
+  const doc = c.doc_id && c.doc_id !== c.title ? `, document ${c.doc_id}` : "";
   return `${c.n}. **${c.title}**${where} — passage ${c.passage_id}${doc} (${c.source})${url}`;
 }
 

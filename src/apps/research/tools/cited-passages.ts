@@ -20,7 +20,8 @@ export function createCitedPassagesTool(
     report: ({ page, passages }, ctx) =>
       ctx.report?.({
         sources: passages.map((p) =>
-          passageRecord(citedPassage(p, { url: page.url, source: source.kind })),
+          // A mixed source's page says which source served it.
+          passageRecord(citedPassage(p, { url: page.url, source: page.kind ?? source.kind })),
         ),
       }),
   });
