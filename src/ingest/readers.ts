@@ -18,6 +18,7 @@ import { looksBinary } from "./document-text.ts";
 import {
   extractDocument,
   hasSupportedExtension,
+  kindOfName,
   SUPPORTED_DOCUMENTS,
   type ExtractedDocument,
 } from "./documents.ts";
@@ -352,13 +353,19 @@ function folderReader(root: string, options: OpenReaderOptions): DocumentReader 
   let done = 0;
   const read = (file: string): Promise<ReaderItem> => {
     const rel = relative(root, file);
-    if (!isIngestibleFile(file)) {
-      const ext = extname(file).toLowerCase();
+    const ext = extname(file).toLowerCase();
+    if (kindOfName(file) === "zip")
+      return Promise.resolve({
+        kind: "skip",
+        where: rel,
+        reason: "a ZIP archive: unpack it and ingest its folder",
+      });
+    if (!isIngestibleFile(file) || isMediaWikiDump(file)) {
       return Promise.resolve({
         kind: "skip",
         where: rel,
         reason:
-          ext === ".jsonl" || ext === ".ndjson" || DUMP_NAME.test(basename(file))
+          ext === ".jsonl" || ext === ".ndjson" || isMediaWikiDump(file)
             ? `a ${ext === ".jsonl" || ext === ".ndjson" ? "JSONL file" : "MediaWiki XML dump"}: ingest it on its own (codehop ingest ${rel})`
             : `unsupported format (${ext || "no extension"}): codehop ingests ${SUPPORTED_DOCUMENTS}`,
       });
@@ -391,6 +398,16 @@ function folderReader(root: string, options: OpenReaderOptions): DocumentReader 
     items: items(),
     progress: () => ({ done, total: files.length }),
   };
+}
+
+/** Whether a folder's file is a MediaWiki dump (by name and root element; other XML is a document). */
+function isMediaWikiDump(file: string): boolean {
+  if (!DUMP_NAME.test(basename(file))) return false;
+  try {
+    return isBzip2(file) || /<mediawiki[\s>]/.test(head(file, 1024).toString("latin1"));
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a folder's file is read as a document (by extension, or a PDF by its first bytes). */
