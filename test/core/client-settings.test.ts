@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { AssistantRunContextSchema } from "../../src/apps/assistant/base/context.ts";
 import { ChatRunContextSchema } from "../../src/apps/chat/conversation/context.ts";
 import { KnowledgeRunContextSchema } from "../../src/apps/common/knowledge-source.ts";
 import { ResearchRunContextSchema } from "../../src/apps/research/base/settings.ts";
@@ -183,6 +184,12 @@ describe("vetClientRun", () => {
     expect(chat.chatAccess).toBe("operator");
     expect(chat.chatFiles).toBe("operator");
     expect(describeClientAccess(RunContextSchema).models).toBe("oneOf");
+    const assistant = describeClientAccess(AssistantRunContextSchema);
+    expect(assistant["web.viewportChars"]).toBe("any");
+    expect(assistant["web.maxPageBytes"]).toBe("upTo");
+    expect(assistant["web.browser"]).toBe("oneOf");
+    expect(assistant.assistantAccess).toBe("operator");
+    expect(assistant.assistantFiles).toBe("operator");
   });
 
   it("a schema of a graph of one's own: marked keys are the client's, the rest the operator's", () => {
