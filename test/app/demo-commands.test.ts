@@ -119,19 +119,17 @@ describe("the research demo's output and every command it prints", { timeout: 90
         if (args[0] === "doctor") expect(r.stdout).toContain("All checks passed");
         if (args[0] === "research") expect(existsSync(join(cwd, "report.html"))).toBe(true);
       }
-      expect([...seen].map((k) => k.split("\0")[0]).sort()).toEqual(
-        [
-          "ask",
-          "doctor",
-          "history",
-          "history",
-          "replay",
-          "research",
-          "resume",
-          "show",
-          "threads",
-        ],
-      );
+      expect([...seen].map((k) => k.split("\0")[0]).sort()).toEqual([
+        "ask",
+        "doctor",
+        "history",
+        "history",
+        "replay",
+        "research",
+        "resume",
+        "show",
+        "threads",
+      ]);
     } finally {
       serve.child.kill("SIGINT");
       const stopped = await serve.done;
