@@ -70,6 +70,14 @@ export interface CodehopEnv {
   databaseUrl?: string;
   /** API key `codehop serve` requires from its clients (CODEHOP_API_KEY; unset = no key). */
   apiKey?: string;
+  /** `codehop serve` authentication modes (CODEHOP_AUTH, e.g. "keys": the database's API keys). */
+  auth?: string;
+  /** JWKS URL of the identity provider whose JWTs `codehop serve` accepts (CODEHOP_JWKS_URL). */
+  jwksUrl?: string;
+  /** Issuer those JWTs must carry (CODEHOP_JWT_ISSUER). */
+  jwtIssuer?: string;
+  /** Audience those JWTs must carry (CODEHOP_JWT_AUDIENCE). */
+  jwtAudience?: string;
   /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
   ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
@@ -142,6 +150,15 @@ export interface CodehopEnv {
   webMaxMb?: number;
   /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
   waybackUrl?: string;
+  /**
+   * Assistant: OpenAI-compatible `/v1/audio/transcriptions` endpoint for audio files
+   * (CODEHOP_TRANSCRIPTION_BASE_URL; unset: the run's model endpoint).
+   */
+  transcriptionBaseUrl?: string;
+  /** Assistant: the transcription model (CODEHOP_TRANSCRIPTION_MODEL, default whisper-1). */
+  transcriptionModel?: string;
+  /** Assistant: the transcription endpoint's key (CODEHOP_TRANSCRIPTION_API_KEY; unset: the run's model key). */
+  transcriptionApiKey?: string;
   /**
    * Knowledge sources agents search (CODEHOP_SOURCES: web, wikipedia, corpus, or a comma list such
    * as web,corpus; unset: the corpus when CODEHOP_CORPUS is set, else Wikipedia). Checked where used.
@@ -302,6 +319,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     corpus: nonEmpty(env.CODEHOP_CORPUS),
     databaseUrl: nonEmpty(env.CODEHOP_DATABASE_URL),
     apiKey: nonEmpty(env.CODEHOP_API_KEY),
+    auth: nonEmpty(env.CODEHOP_AUTH),
+    jwksUrl: nonEmpty(env.CODEHOP_JWKS_URL),
+    jwtIssuer: nonEmpty(env.CODEHOP_JWT_ISSUER),
+    jwtAudience: nonEmpty(env.CODEHOP_JWT_AUDIENCE),
     ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
@@ -337,6 +358,9 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
     webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
     waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
+    transcriptionBaseUrl: nonEmpty(env.CODEHOP_TRANSCRIPTION_BASE_URL),
+    transcriptionModel: nonEmpty(env.CODEHOP_TRANSCRIPTION_MODEL),
+    transcriptionApiKey: nonEmpty(env.CODEHOP_TRANSCRIPTION_API_KEY),
     sources: nonEmpty(env.CODEHOP_SOURCES)?.toLowerCase(),
     webAllowDomains: list(env.CODEHOP_WEB_ALLOW_DOMAINS),
     webDenyDomains: list(env.CODEHOP_WEB_DENY_DOMAINS),

@@ -153,6 +153,7 @@ export const RunContextSchema = z.looseObject({
     .describe("endpoint and sampling settings (each falls back to its environment variable)"),
   journal: z.custom<CallJournal>(isObject, "a call journal").optional(),
   sandbox: z.custom<CodeSandbox>(isObject, "a code sandbox").optional(),
+  // The operator's (unmarked): a client choosing `memory.user` would read another user's memories.
   memory: z
     .looseObject({
       tools: z.boolean().optional(),
@@ -162,6 +163,7 @@ export const RunContextSchema = z.looseObject({
     })
     .optional()
     .describe("long-term memory: tools, chat recall, reflection lessons, the run's user"),
+  // The operator's: set by the run lifecycle's reflection step.
   lessons: z.array(z.string()).optional().describe("lessons recalled for this run's task"),
   uploads: z
     .custom<UploadReader>(
@@ -221,4 +223,25 @@ export function reportUsage(
 ): void {
   const sink = readRunContext(config).usageSink;
   if (usage && typeof sink === "function") sink(usage);
+}
+
+/** The authenticated user of a served run, as LangGraph Platform hands it to graphs and tools. */
+export interface RunAuthUser {
+  identity: string;
+  display_name?: string;
+  permissions?: string[];
+  is_authenticated?: boolean;
+  [field: string]: unknown;
+}
+
+/**
+ * The user a served run acts for (`config.configurable.langgraph_auth_user`, set by `codehop serve`
+ * or LangGraph's server from the request's authentication, never by the client), or undefined for
+ * a run without one (the CLI, a server without authentication). Tools read it from their call's
+ * `config` to act on behalf of their user.
+ */
+export function authUserOf(config: RunnableConfig | unknown): RunAuthUser | undefined {
+  const user = (config as RunnableConfig | undefined)?.configurable?.langgraph_auth_user as
+    RunAuthUser | undefined;
+  return user && typeof user === "object" && typeof user.identity === "string" ? user : undefined;
 }

@@ -8,7 +8,32 @@ import type { ReaderLimits } from "./reader-limits.ts";
  */
 
 /** The document types the readers read. */
-export type DocumentKind = "pdf" | "docx" | "html" | "markdown" | "text";
+export type DocumentKind =
+  | "pdf"
+  | "docx"
+  | "html"
+  | "markdown"
+  | "text"
+  | "xlsx"
+  | "ods"
+  | "xls"
+  | "csv"
+  | "pptx"
+  | "odt"
+  | "epub"
+  | "json"
+  | "xml"
+  | "zip";
+
+/** One entry of an archive's listing. */
+export interface ArchiveEntry {
+  /** Path inside the archive. */
+  name: string;
+  /** Inflated size in bytes, as the archive declares it. */
+  size: number;
+  /** The document type codehop would read it as (by its name), if any. */
+  kind?: DocumentKind;
+}
 
 /** One file for a reader. */
 export interface FormatInput {
@@ -18,6 +43,8 @@ export interface FormatInput {
   bytes: Uint8Array;
   /** Declared media type (with its charset parameter, if any). */
   mediaType?: string;
+  /** For an archive: the entry to read instead of listing the archive. */
+  member?: string;
 }
 
 /** What a reader may spend, and how to tell when to stop taking new parts. */
@@ -42,6 +69,16 @@ export interface FormatOutput {
   title?: string;
   /** Pages of a PDF. */
   pages?: number;
+  /** Sheet names of a spreadsheet, in order. */
+  sheets?: string[];
+  /** Slides of a presentation. */
+  slides?: number;
+  /** Chapters of an e-book. */
+  chapters?: number;
+  /** An archive's entries (its listing). */
+  entries?: ArchiveEntry[];
+  /** For an archive's member: the member's path and its document type (the archive's is `zip`). */
+  member?: { name: string; kind: DocumentKind };
   /** True when part of the document was left out (see `truncation`). */
   truncated?: boolean;
   /** What was left out and why, in words ("read 120 of 500 pages within the 4 s time limit"). */

@@ -1,6 +1,8 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { DocumentKind, FormatOutput, FormatReader } from "./format-types.ts";
+import { detectDocumentKind, displayName } from "./document-kinds.ts";
+import type { DocumentKind, FormatInput, FormatOutput, FormatReader } from "./format-types.ts";
 import { InputLimitError, type ReaderLimits } from "./reader-limits.ts";
+import { BoundedZip } from "./zip-archive.ts";
 
 /**
  * The program of a reader process (see reader-pool.ts): it reads one file at a time with the
@@ -13,6 +15,8 @@ export interface ReaderJob {
   kind: DocumentKind;
   name: string;
   mediaType?: string;
+  /** For an archive: the entry to read instead of listing the archive. */
+  member?: string;
   bytes: Uint8Array;
   limits: ReaderLimits;
   maxChars: number;
@@ -35,21 +39,65 @@ export type ReaderReply =
   | { id: number; type: "done"; result: FormatOutput }
   | { id: number; type: "failed"; error: ReaderFailure };
 
-/** The reader of each kind, loaded on first use (PDF.js and mammoth are large). */
+/** The reader of each kind, loaded on first use (PDF.js, mammoth and SheetJS are large). */
 const READERS: Readonly<Record<DocumentKind, () => Promise<FormatReader>>> = {
   pdf: async () => (await import("./format-pdf.ts")).readPdf,
   docx: async () => (await import("./format-docx.ts")).readDocx,
   html: async () => (await import("./format-html.ts")).readHtml,
   markdown: async () => (await import("./format-text.ts")).readMarkdown,
   text: async () => (await import("./format-text.ts")).readText,
+  xlsx: async () => (await import("./format-sheet.ts")).readSheet,
+  ods: async () => (await import("./format-sheet.ts")).readSheet,
+  xls: async () => (await import("./format-sheet.ts")).readSheet,
+  csv: async () => (await import("./format-sheet.ts")).readSheet,
+  pptx: async () => (await import("./format-office.ts")).readPptx,
+  odt: async () => (await import("./format-office.ts")).readOdt,
+  epub: async () => (await import("./format-epub.ts")).readEpub,
+  json: async () => (await import("./format-data.ts")).readJson,
+  xml: async () => (await import("./format-data.ts")).readXml,
+  zip: async () => (await import("./format-zip.ts")).readZip,
 };
+
+/**
+ * The file a job reads: the job's own, or, with `member`, that entry of the archive (inflated
+ * within the archive limits), with its own type.
+ */
+async function jobInput(job: ReaderJob): Promise<FormatInput> {
+  if (job.member === undefined)
+    return { kind: job.kind, name: job.name, bytes: job.bytes, mediaType: job.mediaType };
+  if (job.kind === "docx" || job.kind === "zip" || ZIP_BASED.has(job.kind)) {
+    const zip = await BoundedZip.open(job.bytes, job.name, job.limits);
+    try {
+      const bytes = await zip.read(job.member);
+      const name = `${job.name} (${job.member})`;
+      try {
+        return { kind: detectDocumentKind({ name: job.member }, bytes), name, bytes };
+      } catch (err) {
+        // Said of the member's own name: say which archive holds it.
+        if (CodehopError.isInstance(err))
+          err.message = err.message.replace(displayName(job.member), name);
+        throw err;
+      }
+    } finally {
+      zip.close();
+    }
+  }
+  throw new CodehopError(
+    ErrorCodes.INPUT_INVALID,
+    `${job.name} is not an archive: it has no member ${job.member} to read.`,
+  );
+}
+
+/** Types whose files are ZIP archives (their parts can be read as members). */
+const ZIP_BASED: ReadonlySet<DocumentKind> = new Set(["xlsx", "ods", "pptx", "odt", "epub"]);
 
 /** Reads one job's file (in this process); the caller sends the reply. */
 export async function runJob(
   job: ReaderJob,
   onLoaded: () => void = () => {},
 ): Promise<FormatOutput> {
-  const reader = await READERS[job.kind]();
+  const input = await jobInput(job);
+  const reader = await READERS[input.kind]();
   onLoaded();
   // The time counted is this process's CPU time, as the pool counts it.
   const clock = () => {
@@ -58,15 +106,14 @@ export async function runJob(
   };
   const started = clock();
   const softMs = job.limits.timeoutMs * 0.75;
-  const result = await reader(
-    { kind: job.kind, name: job.name, bytes: job.bytes, mediaType: job.mediaType },
-    {
-      limits: job.limits,
-      maxChars: job.maxChars,
-      maxHtmlChars: job.maxHtmlChars,
-      overTime: () => clock() - started > softMs,
-    },
-  );
+  const read = await reader(input, {
+    limits: job.limits,
+    maxChars: job.maxChars,
+    maxHtmlChars: job.maxHtmlChars,
+    overTime: () => clock() - started > softMs,
+  });
+  const result =
+    job.member === undefined ? read : { ...read, member: { name: job.member, kind: input.kind } };
   if (result.text.length > job.maxChars) {
     return {
       ...result,

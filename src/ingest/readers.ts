@@ -13,11 +13,12 @@ import { basename, extname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { decodeText } from "./decode.ts";
+import { decodeText, sniffUtf16 } from "./decode.ts";
 import { looksBinary } from "./document-text.ts";
 import {
   extractDocument,
   hasSupportedExtension,
+  kindOfName,
   SUPPORTED_DOCUMENTS,
   type ExtractedDocument,
 } from "./documents.ts";
@@ -97,15 +98,21 @@ function checkLooksLikeXml(path: string, bzip2: boolean): void {
   if (bytes.toString("latin1", 0, 5) === "%PDF-") what = "a PDF";
   else if (bytes.toString("latin1", 0, 4) === "PK\x03\x04")
     what = "a ZIP archive (or an office document)";
-  else if (looksBinary(bytes) && !/^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2)))
-    what = "binary data";
   else {
-    const text = bytes
-      .toString("latin1")
-      .replace(/^\xef\xbb\xbf/, "")
-      .replace(/\0/g, "");
-    if (text.trim() && !text.trimStart().startsWith("<"))
-      what = "not XML (it does not start with <)";
+    // UTF-16 dumps (a BOM, or the zero bytes of ASCII) are read by the XML reader's decoder.
+    const utf16 = /^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2))
+      ? bytes[0] === 0xff
+        ? "utf-16le"
+        : "utf-16be"
+      : sniffUtf16(bytes);
+    if (!utf16 && looksBinary(bytes)) what = "binary data";
+    else {
+      const text = utf16
+        ? new TextDecoder(utf16).decode(bytes.subarray(0, bytes.length & ~1))
+        : bytes.toString("latin1");
+      const trimmed = text.replace(/^(\uFEFF|\xef\xbb\xbf)/, "").trimStart();
+      if (trimmed && !trimmed.startsWith("<")) what = "not XML (it does not start with <)";
+    }
   }
   if (what) {
     throw new CodehopError(
@@ -352,13 +359,19 @@ function folderReader(root: string, options: OpenReaderOptions): DocumentReader 
   let done = 0;
   const read = (file: string): Promise<ReaderItem> => {
     const rel = relative(root, file);
-    if (!isIngestibleFile(file)) {
-      const ext = extname(file).toLowerCase();
+    const ext = extname(file).toLowerCase();
+    if (kindOfName(file) === "zip")
+      return Promise.resolve({
+        kind: "skip",
+        where: rel,
+        reason: "a ZIP archive: unpack it and ingest its folder",
+      });
+    if (!isIngestibleFile(file) || isMediaWikiDump(file)) {
       return Promise.resolve({
         kind: "skip",
         where: rel,
         reason:
-          ext === ".jsonl" || ext === ".ndjson" || DUMP_NAME.test(basename(file))
+          ext === ".jsonl" || ext === ".ndjson" || isMediaWikiDump(file)
             ? `a ${ext === ".jsonl" || ext === ".ndjson" ? "JSONL file" : "MediaWiki XML dump"}: ingest it on its own (codehop ingest ${rel})`
             : `unsupported format (${ext || "no extension"}): codehop ingests ${SUPPORTED_DOCUMENTS}`,
       });
@@ -391,6 +404,16 @@ function folderReader(root: string, options: OpenReaderOptions): DocumentReader 
     items: items(),
     progress: () => ({ done, total: files.length }),
   };
+}
+
+/** Whether a folder's file is a MediaWiki dump (by name and root element; other XML is a document). */
+function isMediaWikiDump(file: string): boolean {
+  if (!DUMP_NAME.test(basename(file))) return false;
+  try {
+    return isBzip2(file) || /<mediawiki[\s>]/.test(head(file, 1024).toString("latin1"));
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a folder's file is read as a document (by extension, or a PDF by its first bytes). */

@@ -167,6 +167,20 @@ export class BoundedZip {
     return (await this.read(name)).toString("utf8").replace(/^\uFEFF/, "");
   }
 
+  /**
+   * Inflates every entry within the limits, checking every XML part's depth and entity
+   * declarations (`checkXml`): for archives a library then reads whole (SheetJS inflates every
+   * entry), so that it meets only what passed here.
+   */
+  async checkAll(checkXml: (xml: string, where: string) => void): Promise<void> {
+    for (const entry of this.entries) {
+      if (entry.directory || entry.encrypted) continue;
+      const data = await this.read(entry.name);
+      if (/\.(xml|rels)$/i.test(entry.name))
+        checkXml(data.toString("utf8"), `${this.file} (${entry.name})`);
+    }
+  }
+
   /** Releases the archive. */
   close(): void {
     this.zip.close();

@@ -33,6 +33,15 @@ export function memorySettingsOf(env: CodehopEnv): MemorySettings | undefined {
   };
 }
 
+/**
+ * Marks settings as the operator's (a symbol a client's JSON cannot carry): a served graph's guard
+ * (src/core/client-settings.ts) lets a worker's own `memory` key through, while a client that
+ * sends `memory` (its `user` above all) is refused.
+ */
+function operatorValue<T extends object>(value: T): T {
+  return Object.assign({ ...value }, { [Symbol.for("codehop.operator-value")]: true });
+}
+
 /** The run context entries of memory: its settings, and the memory tools of the root agent. */
 export function memoryContext(
   settings: MemorySettings | undefined,
@@ -40,9 +49,10 @@ export function memoryContext(
   agentTools: RunContext["agentTools"],
 ): Partial<RunContext> {
   if (!settings) return {};
-  if (!settings.tools) return { memory: settings };
+  const memory = operatorValue(settings);
+  if (!settings.tools) return { memory };
   return {
-    memory: settings,
+    memory,
     agentTools: {
       ...agentTools,
       [root]: [...(agentTools?.[root] ?? []), ...createMemoryTools(root)],

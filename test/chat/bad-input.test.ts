@@ -118,11 +118,9 @@ describe("bad files get a clear message", () => {
     ["broken.pdf", /broken\.pdf is a corrupt or truncated PDF/],
     ["fake.pdf", /fake\.pdf is not a PDF \(it does not start with %PDF-\)/],
     ["broken.docx", /broken\.docx is a corrupt DOCX file/],
-    [
-      "sheet.xlsx",
-      /sheet\.xlsx is a ZIP archive \(\.xlsx\), not a supported document: codehop reads PDF, DOCX, HTML, Markdown \(\.md\) or plain text \(\.txt\)/,
-    ],
-    ["photo.png", /photo\.png is an image \(\.png\); codehop searches text/],
+    // A Word file renamed .xlsx: read as the workbook it claims to be, which it is not.
+    ["sheet.xlsx", /sheet\.xlsx is not a readable spreadsheet \(Could not find workbook\)/],
+    ["photo.png", /photo\.png is an image \(\.png\); codehop reads text/],
     ["blob.bin", /blob\.bin is binary content \(\.bin\), not a supported document/],
     ["empty.txt", /empty\.txt is empty: it has no text to search/],
     [
@@ -149,7 +147,7 @@ describe("bad links get a clear message (local HTTP server)", () => {
     ["/missing", {}, /answered HTTP 404 Not Found; check the link/],
     ["/slow", {}, /did not answer within 0\.4 s \(timed out\)/],
     ["/loop", {}, /redirects more than 5 times \(a redirect loop\?\)/],
-    ["/image", {}, /is an image \(image\/png\); codehop searches text/],
+    ["/image", {}, /is an image \(image\/png\); codehop reads text/],
     ["/download", {}, /is binary content \(application\/octet-stream\), not a supported document/],
     ["/big", {}, /is larger than the 1 MB limit/],
     ["/big-declared", {}, /is 2 MB, over the 1 MB limit/],

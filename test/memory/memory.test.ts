@@ -3,7 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { chat } from "../../src/apps/chat/app.ts";
+import { ChatRunContextSchema } from "../../src/apps/chat/conversation/context.ts";
+import { ClientSettingError, vetClientRun } from "../../src/core/client-settings.ts";
 import { LAST_ACTION_NOTE } from "../../src/core/history.ts";
+import { memoryContext } from "../../src/runs/memory.ts";
 import { ask } from "../../src/apps/qa/app.ts";
 import { ensureDemoCorpus } from "../../src/apps/qa/demo.ts";
 import { action } from "../../src/apps/qa/demo-trajectories.ts";
@@ -227,3 +230,34 @@ describe(
     });
   },
 );
+
+describe("memory settings in served runs (operator-only)", () => {
+  it("a client that sends `memory` (another user's memories) is refused; a worker's own settings pass the guard", () => {
+    for (const where of ["context", "configurable"] as const) {
+      let status: number | undefined;
+      try {
+        vetClientRun(ChatRunContextSchema, {
+          [where]: { memory: { user: "victim", tools: true } },
+        });
+      } catch (err) {
+        status = (err as ClientSettingError).status;
+      }
+      expect(status).toBe(403);
+    }
+    expect(() => vetClientRun(ChatRunContextSchema, { context: { lessons: ["x"] } })).toThrow(
+      ClientSettingError,
+    );
+    const worker = memoryContext({ tools: true, recall: true, user: "local" }, "chat", undefined);
+    const vetted = vetClientRun(
+      ChatRunContextSchema,
+      { context: { ...worker } },
+      { codeValues: true, serverKeys: true },
+    );
+    expect(vetted.context?.memory).toMatchObject({ tools: true, recall: true });
+    expect((vetted.context?.agentTools as any).chat.map((t: any) => t.name)).toEqual([
+      "remember",
+      "recall",
+      "forget",
+    ]);
+  });
+});

@@ -255,7 +255,6 @@ describe("codehop research --source web", { timeout: 180_000 }, () => {
       ["research", WEB_TOPIC, "--source", "web,corpus", "--corpus", world.corpus, "--json"],
       world.cliEnv({
         CODEHOP_SEARCH_URL: `${site.origin}/searxng`,
-        CODEHOP_WEB_ALLOW_PRIVATE_URLS: "1",
       }),
     );
     expect(r.code, r.stderr).toBe(0);

@@ -219,10 +219,12 @@ export async function openKnowledgeServices(
   if (options.source)
     return { context: { knowledgeSource: options.source }, close: async () => {} };
   const explicit = Boolean(options.config?.corpus || options.config?.sources);
-  const source = await openSourceFor(
-    configForStoredSource(config, explicit, stored),
-    options.onWarning,
-  );
+  const own = configForStoredSource(config, explicit, stored);
+  // A run of the CLI or the API is the user's own, on their machine (as chat's attachments are):
+  // web pages on private addresses may be read unless the configuration says otherwise. Served
+  // graphs open their sources elsewhere, under the operator's CODEHOP_WEB_ALLOW_PRIVATE_URLS.
+  const web = { ...own.web, settings: { allowPrivateAddresses: true, ...own.web?.settings } };
+  const source = await openSourceFor({ ...own, web }, options.onWarning);
   return { context: { knowledgeSource: source }, close: () => source.close() };
 }
 

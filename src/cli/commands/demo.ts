@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Command } from "commander";
+import { Command, Option } from "commander";
+import { wholeNumberOption } from "../option-values.ts";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
 import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
@@ -36,7 +37,7 @@ export default function demoCommand(): Command {
     )
     .option(
       "--question <name>",
-      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report), chat (a scripted file dialogue), or all (every one but chat)`,
+      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report), chat (a scripted file dialogue), assistant (the general assistant over a local website, a PDF and a spreadsheet), or all (every one but chat and assistant)`,
       "plywood,towers",
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -46,11 +47,20 @@ export default function demoCommand(): Command {
       "--serve",
       "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)",
     )
-    .option("--port <n>", "port of the scripted model server (default: a free port)", "0")
-    .option("--delay <ms>", "simulated model latency per reply, to watch the live tree", "250")
+    .addOption(
+      new Option("--port <n>", "port of the scripted model server")
+        .argParser(wholeNumberOption("--port", 0, 65_535))
+        .default(0, "a free port"),
+    )
+    .option(
+      "--delay <ms>",
+      "simulated model latency per reply, to watch the live tree",
+      wholeNumberOption("--delay", 0, 600_000),
+      250,
+    )
     .action(
       async (
-        flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
+        flags: RunFlags & { question: string; serve?: boolean; port: number; delay: number },
       ) => {
         const { loadAppConfig } = await import("../../runs/config.ts");
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
@@ -59,19 +69,25 @@ export default function demoCommand(): Command {
         const choices = [...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO];
         const asked =
           flags.question === "all" ? choices : flags.question.split(",").map((s) => s.trim());
-        // "chat" is the conversation demo (src/cli/chat-demo.ts); the rest run over the demo corpus.
-        const names = asked.filter((n) => n !== "chat");
+        // "chat" is the conversation demo (src/cli/chat-demo.ts), "assistant" the general
+        // assistant's (src/cli/assistant-demo.ts); the rest run over the demo corpus.
+        const names = asked.filter((n) => n !== "chat" && n !== "assistant");
         for (const n of names) {
           if (!choices.includes(n)) {
             throw new CodehopError(
               ErrorCodes.CONFIG_INVALID,
-              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, chat, all.`,
+              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, chat, assistant, all.`,
             );
           }
         }
         if (asked.includes("chat") && !flags.serve) {
           const { runChatDemo } = await import("../chat-demo.ts");
           await runChatDemo(flags, config.home);
+          if (!names.length && !asked.includes("assistant")) return;
+        }
+        if (asked.includes("assistant") && !flags.serve) {
+          const { runAssistantDemo } = await import("../assistant-demo.ts");
+          await runAssistantDemo(flags, config.home);
           if (!names.length) return;
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
@@ -84,8 +100,8 @@ export default function demoCommand(): Command {
         // thread of either app can be resumed or replayed against `--serve`.
         const server = await startDemoModelServer({
           responder: allDemosResponder(),
-          port: Number(flags.port) || 0,
-          delayMs: Math.max(0, Number(flags.delay) || 0),
+          port: flags.port,
+          delayMs: flags.delay,
         });
         if (flags.serve) {
           process.stderr.write(
