@@ -160,7 +160,7 @@ function mutate(db: Database.Database, m: Mutation, every = false): void {
     case "base": {
       // (`to` -1: the row itself.)
       const other = m.to < 0 ? row : pick(db, "lgi_blobs", m.to);
-      set("base_version", other?.channel === row.channel ? other.version : row.version);
+      set("base_version", other && other.channel === row.channel ? other.version : row.version);
       break;
     }
     case "parent": {
