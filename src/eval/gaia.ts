@@ -41,7 +41,13 @@ export function looksLikeGaia(path: string, first?: Record<string, unknown>): bo
 }
 
 const text = (v: unknown): string | undefined =>
-  typeof v === "string" ? (v.trim() ? v.trim() : undefined) : typeof v === "number" ? String(v) : undefined;
+  typeof v === "string"
+    ? v.trim()
+      ? v.trim()
+      : undefined
+    : typeof v === "number"
+      ? String(v)
+      : undefined;
 
 /**
  * A GAIA record as an example (or why it cannot be one). `dir` is the folder of metadata.jsonl,
@@ -85,7 +91,8 @@ function pyFloat(s: string): number | undefined {
   const t = s.trim();
   if (/^[+-]?(inf|infinity)$/i.test(t)) return t.startsWith("-") ? -Infinity : Infinity;
   if (/^[+-]?nan$/i.test(t)) return NaN;
-  if (!/^[+-]?(\d(_?\d)*(\.(\d(_?\d)*)?)?|\.\d(_?\d)*)([eE][+-]?\d(_?\d)*)?$/.test(t)) return undefined;
+  if (!/^[+-]?(\d(_?\d)*(\.(\d(_?\d)*)?)?|\.\d(_?\d)*)([eE][+-]?\d(_?\d)*)?$/.test(t))
+    return undefined;
   return Number(t.replace(/_/g, ""));
 }
 

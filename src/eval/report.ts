@@ -184,7 +184,11 @@ export function terminalTable(report: EvalReport): string {
   }
   if (report.dataset.format === "gaia") {
     const levels = levelRows(report);
-    out.push("", "GAIA accuracy by level (GAIA's scorer):", ...plainTable(levels.columns, levels.rows));
+    out.push(
+      "",
+      "GAIA accuracy by level (GAIA's scorer):",
+      ...plainTable(levels.columns, levels.rows),
+    );
   }
   const head =
     `${report.dataset.format} ${report.dataset.path}: ${report.dataset.questions} questions` +

@@ -38,7 +38,10 @@ export interface AgenticSystemOptions {
    * Graph input a question's new thread starts with besides its text (the assistant: the names of
    * the question's files, attached to the thread first).
    */
-  startInput?: (example: EvalExample, threadId: string) => Promise<Record<string, unknown> | undefined>;
+  startInput?: (
+    example: EvalExample,
+    threadId: string,
+  ) => Promise<Record<string, unknown> | undefined>;
 }
 
 /**
