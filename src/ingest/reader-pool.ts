@@ -5,7 +5,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pLimit from "p-limit";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { FormatOutput } from "./format-types.ts";
+import type { DocumentKind, FormatOutput } from "./format-types.ts";
 import { InputLimitError, limitError } from "./reader-limits.ts";
 import type { ReaderFailure, ReaderJob, ReaderReply } from "./reader-process.ts";
 
@@ -39,7 +39,7 @@ const IDLE_MS = 30_000;
 const LOAD_TIMEOUT_MS = 120_000;
 
 /** How often a running read's memory and CPU time are looked at (ms). */
-const POLL_MS = 50;
+const POLL_MS = 25;
 
 /** The wall-clock backstop of a read: this many times its CPU deadline, and at least MIN_WALL_MS. */
 const WALL_FACTOR = 8;
@@ -52,8 +52,19 @@ const PAGE_BYTES = 4096;
 const CLOCK_TICK_MS = 10;
 
 const queue = pLimit(MAX_READER_PROCESSES);
-/** Idle processes by memory limit (a process's heap cap is fixed when it starts). */
-const idle = new Map<number, ReaderProcess[]>();
+/**
+ * Idle processes by memory limit (a process's heap cap is fixed when it starts) and family of
+ * readers: a process keeps the libraries it loaded (PDF.js, mammoth, SheetJS), and a process that
+ * loaded them all would start every read with less of its memory limit left.
+ */
+const idle = new Map<string, ReaderProcess[]>();
+
+/** The family of readers a type's reader belongs to (see `idle`). */
+function familyOf(kind: DocumentKind): string {
+  if (kind === "pdf" || kind === "docx") return kind;
+  if (kind === "xlsx" || kind === "ods" || kind === "xls" || kind === "csv") return "sheet";
+  return "text";
+}
 let nextId = 1;
 
 /** Reads running and waiting now, and the maximum at once (for tests and diagnostics). */
@@ -96,7 +107,11 @@ class ReaderProcess {
   /** The end of its stderr, for a crash's message. */
   stderrTail = "";
 
-  constructor(readonly memoryMb: number) {
+  constructor(
+    readonly memoryMb: number,
+    /** Its key in `idle`. */
+    readonly key: string,
+  ) {
     const { entry, loader } = readerProgram();
     const node = [
       process.execPath,
@@ -137,18 +152,19 @@ class ReaderProcess {
   kill(): void {
     this.dead = true;
     clearTimeout(this.idleTimer);
-    const list = idle.get(this.memoryMb);
+    const list = idle.get(this.key);
     if (list)
       idle.set(
-        this.memoryMb,
+        this.key,
         list.filter((p) => p !== this),
       );
     this.child.kill("SIGKILL");
   }
 }
 
-function takeProcess(memoryMb: number): ReaderProcess {
-  const list = idle.get(memoryMb) ?? [];
+function takeProcess(memoryMb: number, kind: DocumentKind): ReaderProcess {
+  const key = `${memoryMb}:${familyOf(kind)}`;
+  const list = idle.get(key) ?? [];
   let reader: ReaderProcess | undefined;
   while ((reader = list.pop())) {
     if (!reader.dead) {
@@ -156,15 +172,15 @@ function takeProcess(memoryMb: number): ReaderProcess {
       return reader;
     }
   }
-  return new ReaderProcess(memoryMb);
+  return new ReaderProcess(memoryMb, key);
 }
 
 function giveBack(reader: ReaderProcess): void {
   if (reader.dead) return;
   reader.park();
-  const list = idle.get(reader.memoryMb) ?? [];
+  const list = idle.get(reader.key) ?? [];
   list.push(reader);
-  idle.set(reader.memoryMb, list);
+  idle.set(reader.key, list);
 }
 
 /** What one read cost its reader process (for benchmarks and diagnostics). */
@@ -244,7 +260,7 @@ function readOnce(
   onUsage?: (usage: ReaderUsage) => void,
 ): Promise<FormatOutput> {
   const { limits } = job;
-  const reader = takeProcess(limits.memoryMb);
+  const reader = takeProcess(limits.memoryMb, job.kind);
   const { child } = reader;
   const id = nextId++;
   const sentAt = performance.now();
