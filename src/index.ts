@@ -151,6 +151,54 @@ export { createSearchFilesTool } from "./apps/chat/tools/search-files.ts";
 export { startChatDemo } from "./apps/chat/demo.ts";
 export { DEMO_ROUNDS, chatResponder } from "./apps/chat/demo-trajectories.ts";
 
+// The general assistant (assistant → web_search: web, files, images, audio; docs/assistant.md)
+export { assist, assistantApp, type AssistOptions } from "./apps/assistant/app.ts";
+export {
+  ASSISTANT_AGENT_NAMES,
+  AssistantInput,
+  assistantTeam,
+  createAssistantAgent,
+  createAssistantGraph,
+  createWebSearchAgent,
+  type AssistantGraphOptions,
+} from "./apps/assistant/team.ts";
+export type { AssistantAgentOptions } from "./apps/assistant/agents/options.ts";
+export { AssistantFiles } from "./apps/assistant/base/files.ts";
+export {
+  AssistantRunContextSchema,
+  LOCAL_ASSISTANT_ACCESS,
+  grantAssistantAccess,
+  webSettingsOf,
+  type AssistantAccess,
+} from "./apps/assistant/base/context.ts";
+export { createWebTools } from "./apps/assistant/tools/web.ts";
+export { createInspectFileTool } from "./apps/assistant/tools/inspect-file.ts";
+export { createVisualizerTool } from "./apps/assistant/tools/visualizer.ts";
+
+// Web ports (search providers, text and real browsers, web archive, downloads)
+export {
+  WebBrowser,
+  WebError,
+  WEB_DEFAULTS,
+  createPageLoader,
+  createSearchProvider,
+  createTextLoader,
+  createChromiumLoader,
+  closeChromiumBrowsers,
+  findSnapshot,
+  formatSearchResults,
+  downloadFile,
+  resolveWebSettings,
+  webSettingsFromEnv,
+  type PageLoader,
+  type SearchProvider,
+  type SearchResponse,
+  type SearchResult,
+  type WebPage,
+  type WebSettings,
+} from "./web/index.ts";
+export { WebTestServer, type SitePage } from "./testing/web-test-server.ts";
+
 // Framework
 export {
   createCodeAgent,

@@ -6,6 +6,7 @@ import { threadHistory, traceThread, type CheckpointSummary } from "../runs/insp
 import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
 import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
+import { assistantApp } from "./assistant/app.ts";
 import { chatApp } from "./chat/app.ts";
 import { qaApp, withVerification } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
@@ -17,6 +18,7 @@ export const APPS: Readonly<Record<string, RunApp>> = {
   qa: qaApp,
   research: researchApp,
   chat: chatApp,
+  assistant: assistantApp,
 };
 
 /** The app a thread was started with (threads recorded before apps existed are QA threads). */

@@ -143,6 +143,15 @@ export interface CodehopEnv {
   /** Web: the Wayback Machine availability API (CODEHOP_WAYBACK_URL). */
   waybackUrl?: string;
   /**
+   * Assistant: OpenAI-compatible `/v1/audio/transcriptions` endpoint for audio files
+   * (CODEHOP_TRANSCRIPTION_BASE_URL; unset: the run's model endpoint).
+   */
+  transcriptionBaseUrl?: string;
+  /** Assistant: the transcription model (CODEHOP_TRANSCRIPTION_MODEL, default whisper-1). */
+  transcriptionModel?: string;
+  /** Assistant: the transcription endpoint's key (CODEHOP_TRANSCRIPTION_API_KEY; unset: the run's model key). */
+  transcriptionApiKey?: string;
+  /**
    * Knowledge sources agents search (CODEHOP_SOURCES: web, wikipedia, corpus, or a comma list such
    * as web,corpus; unset: the corpus when CODEHOP_CORPUS is set, else Wikipedia). Checked where used.
    */
@@ -337,6 +346,9 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     webTimeoutMs: num("CODEHOP_WEB_TIMEOUT_MS", env.CODEHOP_WEB_TIMEOUT_MS),
     webMaxMb: num("CODEHOP_WEB_MAX_MB", env.CODEHOP_WEB_MAX_MB),
     waybackUrl: nonEmpty(env.CODEHOP_WAYBACK_URL),
+    transcriptionBaseUrl: nonEmpty(env.CODEHOP_TRANSCRIPTION_BASE_URL),
+    transcriptionModel: nonEmpty(env.CODEHOP_TRANSCRIPTION_MODEL),
+    transcriptionApiKey: nonEmpty(env.CODEHOP_TRANSCRIPTION_API_KEY),
     sources: nonEmpty(env.CODEHOP_SOURCES)?.toLowerCase(),
     webAllowDomains: list(env.CODEHOP_WEB_ALLOW_DOMAINS),
     webDenyDomains: list(env.CODEHOP_WEB_DENY_DOMAINS),

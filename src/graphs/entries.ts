@@ -14,6 +14,12 @@
  *
  * Importing the framework (src/core) builds nothing; importing this module builds these graphs.
  */
+import { AssistantFiles } from "../apps/assistant/base/files.ts";
+import {
+  assistantTeam,
+  createAssistantGraph,
+  createWebSearchAgent,
+} from "../apps/assistant/team.ts";
 import { ChatFiles } from "../apps/chat/conversation/knowledge-base.ts";
 import { chatTeam, createChatGraph } from "../apps/chat/team.ts";
 import { lazySource, openSourceFor } from "../apps/common/knowledge-source.ts";
@@ -139,6 +145,27 @@ export const chat = guardClientRuns(
   }),
 );
 
+let environmentAssistantFiles: AssistantFiles | undefined;
+
+/** Where assistant tasks keep their files when a run names no store: under CODEHOP_HOME. */
+function assistantFilesFromEnvironment(): AssistantFiles {
+  environmentAssistantFiles ??= new AssistantFiles(loadAppConfig().home);
+  return environmentAssistantFiles;
+}
+
+const assistantDeps = {
+  fallbackFiles: assistantFilesFromEnvironment,
+  journal: environmentJournal,
+};
+
+/**
+ * The general assistant: `{ question, files? }` in (file names of the thread's folder), the
+ * assistant → web_search team with the operator's web settings (docs/assistant.md).
+ */
+export const assistant = createAssistantGraph(assistantDeps);
+/** The web agent on its own (input `{ task }`). */
+export const web_search = createWebSearchAgent(assistantDeps).graph;
+
 /** One graph of langgraph.json: the compiled graph, and the team and agent it is, if any. */
 export interface GraphEntry {
   graph: { getGraphAsync(o: { xray: boolean }): Promise<{ drawMermaid(): string }> };
@@ -154,4 +181,6 @@ export const GRAPH_ENTRIES: Readonly<Record<string, GraphEntry>> = {
   code_agent: { graph: code_agent },
   researcher: { graph: researcher, team: researchTeam },
   chat: { graph: chat, team: chatTeam, agent: "chat" },
+  assistant: { graph: assistant, team: assistantTeam, agent: "assistant" },
+  web_search: { graph: web_search, team: assistantTeam, agent: "web_search" },
 };

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { v5 as uuidv5 } from "@langchain/core/utils/uuid";
@@ -45,14 +45,44 @@ export interface GraphRegistry {
   resolve(assistantOrGraphId: string): { graphId: string; graph: ServedGraph } | undefined;
 }
 
+/** codehop's own package root, and whether this module runs from its build (dist/) or its sources. */
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const RUNNING_BUILT = /[\\/]dist[\\/]server[\\/]graphs\.js$/.test(fileURLToPath(import.meta.url));
+
 /**
- * The module to import for a graph file: the file itself, or, for a `src/*.ts` file of an
- * installed codehop that ships only its build, the `dist/*.js` it was compiled to.
+ * The module to import for a graph file: the file itself, or, for one of codehop's own `src/*.ts`
+ * files, the `dist/*.js` it was compiled to when codehop runs from its build — an installed
+ * codehop ships only dist/, and a clone runs dist/ while it is current (bin/codehop.mjs). Loading
+ * the sources there would need a TypeScript loader and would give the graphs a second copy of
+ * codehop's modules beside the running one.
  */
 function builtModule(file: string): string {
-  if (existsSync(file) || !file.endsWith(".ts")) return file;
-  const built = file.replace(/([\\/])src([\\/])/, "$1dist$2").replace(/\.ts$/, ".js");
+  if (!file.endsWith(".ts")) return file;
+  const ownSource = file.startsWith(join(PACKAGE_ROOT, "src") + sep);
+  if (!ownSource || (existsSync(file) && !RUNNING_BUILT)) return file;
+  const built = join(PACKAGE_ROOT, "dist", relative(join(PACKAGE_ROOT, "src"), file)).replace(
+    /\.ts$/,
+    ".js",
+  );
   return existsSync(built) ? built : file;
+}
+
+/** A TypeScript graph file of the operator's own, run by a codehop that runs from its build: tsx's loader, once. */
+let typeScriptLoader: Promise<void> | undefined;
+async function loadTypeScript(target: string): Promise<void> {
+  typeScriptLoader ??= import("tsx/esm/api").then(
+    ({ register }) => void register(),
+    (err: unknown) => {
+      typeScriptLoader = undefined;
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `Graph ${target} is a TypeScript file and no TypeScript loader is installed: ` +
+          "install tsx beside codehop (npm install tsx) or point langgraph.json at the compiled .js file.",
+        { cause: err },
+      );
+    },
+  );
+  return typeScriptLoader;
 }
 
 /**
@@ -83,6 +113,7 @@ export async function loadGraphs(
     const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
     let graph: unknown;
     try {
+      if (full.endsWith(".ts") && RUNNING_BUILT) await loadTypeScript(target);
       const mod = await import(pathToFileURL(full).href);
       graph = mod[exportName];
       // A factory (as langgraph.json also allows) is called once.

@@ -17,7 +17,20 @@ import Fastify, { type FastifyInstance } from "fastify";
 export interface ChatMessage {
   role: string;
   content: string;
+  /** The URLs of its `image_url` content parts (data: URLs for inline images), when it has any. */
+  images?: string[];
 }
+
+/** An audio file sent to `/v1/audio/transcriptions` (multipart form). */
+export interface TranscriptionRequest {
+  model: string;
+  fileName: string;
+  mediaType: string;
+  bytes: Uint8Array;
+}
+
+/** What `/v1/audio/transcriptions` answers: the text, or an HTTP error. */
+export type TranscriptionReply = string | { status: number; body?: string };
 
 /** A chat completion request as received (parsed body). */
 export interface ChatRequest {
@@ -138,6 +151,11 @@ export interface ScriptedServerOptions {
    */
   embed?: (text: string) => number[];
   /**
+   * Answers `/v1/audio/transcriptions` (OpenAI's multipart API: `file`, `model`), as whisper.cpp's
+   * server or vLLM do; without it the endpoint answers 404, as a chat-only server does.
+   */
+  transcribe?: (req: TranscriptionRequest) => TranscriptionReply | Promise<TranscriptionReply>;
+  /**
    * Cut replies at the request's stop sequences, as OpenAI-compatible servers do (default true);
    * false plays a server or proxy that ignores them (what `codehop doctor` checks for).
    */
@@ -152,6 +170,8 @@ export class ScriptedOpenAIServer {
   embeddingRequests = 0;
   /** Every /v1/embeddings request: the model it named and how many texts it sent. */
   readonly embeddingLog: { model: string; texts: number }[] = [];
+  /** Every /v1/audio/transcriptions request. */
+  readonly transcriptionLog: TranscriptionRequest[] = [];
   /** Base URL to give ChatOpenAI / OPENAI_BASE_URL, e.g. http://127.0.0.1:PORT/v1. */
   baseURL = "";
   responder: Responder;
@@ -189,15 +209,51 @@ export class ScriptedOpenAIServer {
       };
     });
 
+    // Multipart bodies (audio transcriptions) are read whole and parsed with the platform's FormData.
+    this.app.addContentTypeParser(
+      "multipart/form-data",
+      { parseAs: "buffer" },
+      (_req, body, done) => done(null, body),
+    );
+    this.app.post("/v1/audio/transcriptions", async (req, reply) => {
+      if (!options.transcribe) return reply.code(404).send({ error: { message: "Not Found" } });
+      const form = await new Response(req.body as Buffer, {
+        headers: { "content-type": String(req.headers["content-type"]) },
+      }).formData();
+      const file = form.get("file");
+      if (!(file instanceof Blob))
+        return reply.code(400).send({ error: { message: "no file in the form" } });
+      const request: TranscriptionRequest = {
+        model: String(form.get("model") ?? ""),
+        fileName: (file as File).name ?? "",
+        mediaType: file.type,
+        bytes: new Uint8Array(await file.arrayBuffer()),
+      };
+      this.transcriptionLog.push(request);
+      const answer = await options.transcribe(request);
+      if (typeof answer === "string") return { text: answer };
+      return reply
+        .code(answer.status)
+        .send(answer.body ?? JSON.stringify({ error: { message: "scripted error" } }));
+    });
+
     this.app.post("/v1/chat/completions", async (req, reply) => {
       const body = (req.body ?? {}) as Record<string, any>;
       const stopRaw = body.stop;
       const request: ChatRequest = {
         model: String(body.model ?? ""),
-        messages: ((body.messages ?? []) as any[]).map((m) => ({
-          role: String(m.role),
-          content: normaliseContent(m.content),
-        })),
+        messages: ((body.messages ?? []) as any[]).map((m) => {
+          const images = Array.isArray(m.content)
+            ? m.content
+                .filter((p: any) => p?.type === "image_url")
+                .map((p: any) => String(p.image_url?.url ?? p.image_url ?? ""))
+            : [];
+          return {
+            role: String(m.role),
+            content: normaliseContent(m.content),
+            ...(images.length ? { images } : {}),
+          };
+        }),
         stop: Array.isArray(stopRaw) ? stopRaw.map(String) : stopRaw ? [String(stopRaw)] : [],
         stream: body.stream === true,
         maxTokens: body.max_tokens ?? body.max_completion_tokens,

@@ -36,7 +36,7 @@ export default function demoCommand(): Command {
     )
     .option(
       "--question <name>",
-      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report), chat (a scripted file dialogue), or all (every one but chat)`,
+      `which demo: ${[...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO].join(", ")} (a research report), chat (a scripted file dialogue), assistant (the general assistant over a local website, a PDF and a spreadsheet), or all (every one but chat and assistant)`,
       "plywood,towers",
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
@@ -59,19 +59,25 @@ export default function demoCommand(): Command {
         const choices = [...Object.keys(DEMO_QUESTIONS), RESEARCH_DEMO];
         const asked =
           flags.question === "all" ? choices : flags.question.split(",").map((s) => s.trim());
-        // "chat" is the conversation demo (src/cli/chat-demo.ts); the rest run over the demo corpus.
-        const names = asked.filter((n) => n !== "chat");
+        // "chat" is the conversation demo (src/cli/chat-demo.ts), "assistant" the general
+        // assistant's (src/cli/assistant-demo.ts); the rest run over the demo corpus.
+        const names = asked.filter((n) => n !== "chat" && n !== "assistant");
         for (const n of names) {
           if (!choices.includes(n)) {
             throw new CodehopError(
               ErrorCodes.CONFIG_INVALID,
-              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, chat, all.`,
+              `Unknown demo question "${n}". Choose from: ${choices.join(", ")}, chat, assistant, all.`,
             );
           }
         }
         if (asked.includes("chat") && !flags.serve) {
           const { runChatDemo } = await import("../chat-demo.ts");
           await runChatDemo(flags, config.home);
+          if (!names.length && !asked.includes("assistant")) return;
+        }
+        if (asked.includes("assistant") && !flags.serve) {
+          const { runAssistantDemo } = await import("../assistant-demo.ts");
+          await runAssistantDemo(flags, config.home);
           if (!names.length) return;
         }
         // Loaded on use: keeps `codehop --help` and the other commands fast to start.
