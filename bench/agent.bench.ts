@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
@@ -353,6 +353,98 @@ function sqliteBytes(path: string): number {
   return statSync(path).size;
 }
 
+const passage = (i: number) =>
+  `Passage ${i}: ${"lorem ipsum dolor sit amet ".repeat(80)}`.slice(0, 2048);
+
+type Saver = "incremental" | "official";
+
+/**
+ * One codehop run of the versus-createReactAgent work: `steps` steps, each calling `lookup` (a 2 KB
+ * passage), then a final answer; checkpointed to its own SQLite file in `dir`. Wall ms and bytes.
+ */
+async function codehopReadRun(
+  sandbox: ReturnType<typeof createSandbox>,
+  dir: string,
+  steps: number,
+  run: string,
+  options: { saver?: Saver; delayMs?: number } = {},
+): Promise<{ ms: number; bytes: number }> {
+  const file = join(dir, `codehop-${run}.db`);
+  const saver =
+    (options.saver ?? "incremental") === "incremental"
+      ? IncrementalSqliteSaver.fromConnString(file)
+      : SqliteSaver.fromConnString(file);
+  const lookupTool = defineTool({
+    name: "lookup",
+    description: "Returns passage i.",
+    parameters: z.object({ i: z.number() }),
+    returns: "string",
+    invoke: async ({ i }) => passage(i),
+  });
+  const model = new ScriptedChatModel(
+    [
+      (m) => {
+        const seen = observations(m);
+        return seen >= steps
+          ? action("done", "final_answer('done')")
+          : action("read the next passage", `console.log(await lookup(${seen}))`);
+      },
+    ],
+    options.delayMs ?? 0,
+  );
+  const agent = createCodeAgent({
+    name: "bench",
+    description: "reads passages",
+    sandbox,
+    model,
+    tools: [lookupTool],
+    maxSteps: steps + 1,
+  });
+  const graph = agent.builder.compile({ checkpointer: saver });
+  const t0 = performance.now();
+  const out = await graph.invoke(
+    { task: "read" },
+    { recursionLimit: agent.recursionLimit, configurable: { thread_id: run } },
+  );
+  const ms = performance.now() - t0;
+  saver.db.close();
+  if (out.answer !== "done") throw new Error(`codehop bench answered ${String(out.answer)}`);
+  return { ms, bytes: sqliteBytes(file) };
+}
+
+/** The same work for createReactAgent with the official SqliteSaver (ToolNode runs `lookup`). */
+async function reactReadRun(
+  dir: string,
+  steps: number,
+  run: string,
+  options: { delayMs?: number } = {},
+): Promise<{ ms: number; bytes: number }> {
+  const file = join(dir, `react-${run}.db`);
+  const saver = SqliteSaver.fromConnString(file);
+  const lookupTool = tool(async ({ i }: { i: number }) => passage(i), {
+    name: "lookup",
+    description: "Returns passage i.",
+    schema: z.object({ i: z.number() }),
+  });
+  const llm = new ScriptedToolCallingModel(
+    (results) =>
+      results >= steps
+        ? { text: "done" }
+        : { toolCalls: [{ name: "lookup", args: { i: results } }] },
+    options.delayMs ?? 0,
+  );
+  const graph = createReactAgent({ llm, tools: [lookupTool], checkpointer: saver });
+  const t0 = performance.now();
+  const out = await graph.invoke(
+    { messages: [{ role: "user", content: "read" }] },
+    { recursionLimit: 4 * steps + 10, configurable: { thread_id: run } },
+  );
+  const ms = performance.now() - t0;
+  saver.db.close();
+  if (out.messages.at(-1)?.content !== "done") throw new Error("react bench did not finish");
+  return { ms, bytes: sqliteBytes(file) };
+}
+
 /**
  * codehop's agent next to LangGraph's own tool-calling agent (createReactAgent) on the same work:
  * N steps, each calling one tool that returns a 2 KB observation, then a final answer; zero-latency
@@ -362,75 +454,10 @@ function sqliteBytes(path: string): number {
  */
 async function versusReact(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), "codehop-bench-react-"));
-  const page = (i: number) =>
-    `Passage ${i}: ${"lorem ipsum dolor sit amet ".repeat(80)}`.slice(0, 2048);
-  type Saver = "incremental" | "official";
-  const openSaver = (kind: Saver, file: string) =>
-    kind === "incremental"
-      ? IncrementalSqliteSaver.fromConnString(file)
-      : SqliteSaver.fromConnString(file);
   try {
-    const codehop = async (steps: number, run: string, kind: Saver = "incremental") => {
-      const file = join(dir, `codehop-${run}.db`);
-      const saver = openSaver(kind, file);
-      const lookupTool = defineTool({
-        name: "lookup",
-        description: "Returns passage i.",
-        parameters: z.object({ i: z.number() }),
-        returns: "string",
-        invoke: async ({ i }) => page(i),
-      });
-      const model = new ScriptedChatModel([
-        (m) => {
-          const seen = observations(m);
-          return seen >= steps
-            ? action("done", "final_answer('done')")
-            : action("read the next passage", `console.log(await lookup(${seen}))`);
-        },
-      ]);
-      const agent = createCodeAgent({
-        name: "bench",
-        description: "reads passages",
-        sandbox,
-        model,
-        tools: [lookupTool],
-        maxSteps: steps + 1,
-      });
-      const graph = agent.builder.compile({ checkpointer: saver });
-      const t0 = performance.now();
-      const out = await graph.invoke(
-        { task: "read" },
-        { recursionLimit: agent.recursionLimit, configurable: { thread_id: run } },
-      );
-      const ms = performance.now() - t0;
-      saver.db.close();
-      if (out.answer !== "done") throw new Error(`codehop bench answered ${String(out.answer)}`);
-      return { ms, bytes: sqliteBytes(file) };
-    };
-    const react = async (steps: number, run: string) => {
-      const file = join(dir, `react-${run}.db`);
-      const saver = SqliteSaver.fromConnString(file);
-      const lookupTool = tool(async ({ i }: { i: number }) => page(i), {
-        name: "lookup",
-        description: "Returns passage i.",
-        schema: z.object({ i: z.number() }),
-      });
-      const llm = new ScriptedToolCallingModel((results) =>
-        results >= steps
-          ? { text: "done" }
-          : { toolCalls: [{ name: "lookup", args: { i: results } }] },
-      );
-      const graph = createReactAgent({ llm, tools: [lookupTool], checkpointer: saver });
-      const t0 = performance.now();
-      const out = await graph.invoke(
-        { messages: [{ role: "user", content: "read" }] },
-        { recursionLimit: 4 * steps + 10, configurable: { thread_id: run } },
-      );
-      const ms = performance.now() - t0;
-      saver.db.close();
-      if (out.messages.at(-1)?.content !== "done") throw new Error("react bench did not finish");
-      return { ms, bytes: sqliteBytes(file) };
-    };
+    const codehop = (steps: number, run: string, kind: Saver = "incremental") =>
+      codehopReadRun(sandbox, dir, steps, run, { saver: kind });
+    const react = (steps: number, run: string) => reactReadRun(dir, steps, run);
     await codehop(3, "warm");
     await react(3, "warm");
     const rows: (string | number)[][] = [];
@@ -495,6 +522,102 @@ async function versusReact(sandbox: ReturnType<typeof createSandbox>): Promise<B
   }
 }
 
+const SHORT_REPEATS = 9;
+const MODEL_REPEATS = 3;
+
+/**
+ * Issue 23's short-run targets, as ratios in one run: codehop and createReactAgent on the
+ * versus-createReactAgent work (a 2 KB tool result per step, each run a new thread with its own
+ * SQLite file, runs back to back), 10 and 50 steps with a zero-latency model, and 10 steps with a
+ * 200 ms model, where what counts is the time outside the model calls. Repeats are interleaved
+ * (codehop and react alternately, the order swapped each repeat) and the medians compared.
+ */
+export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Promise<BenchSection> {
+  const dir = mkdtempSync(join(tmpdir(), "codehop-bench-short-"));
+  const loadBefore = loadavg()[0];
+  try {
+    const pair = async (steps: number, repeats: number, delayMs: number) => {
+      const c: number[] = [];
+      const r: number[] = [];
+      for (let i = 0; i < repeats; i++) {
+        const name = `${steps}-${delayMs}-${i}`;
+        const runC = async () =>
+          c.push((await codehopReadRun(sandbox, dir, steps, `c${name}`, { delayMs })).ms);
+        const runR = async () =>
+          r.push((await reactReadRun(dir, steps, `r${name}`, { delayMs })).ms);
+        if (i % 2) {
+          await runR();
+          await runC();
+        } else {
+          await runC();
+          await runR();
+        }
+      }
+      return { codehop: percentile(c, 50), react: percentile(r, 50) };
+    };
+    await pair(3, 1, 0); // warm-up
+    const ten = await pair(10, SHORT_REPEATS, 0);
+    const fifty = await pair(50, SHORT_REPEATS, 0);
+    // Both make steps + 1 model calls of 200 ms; outside = the rest of the run's wall time.
+    const slow = await pair(10, MODEL_REPEATS, 200);
+    const modelMs = 11 * 200;
+    const outC = slow.codehop - modelMs;
+    const outR = slow.react - modelMs;
+    const loadAfter = loadavg()[0];
+    const perStep = (ms: number, steps: number) => ms / (steps + 1);
+    const r10 = ten.codehop / ten.react;
+    const r50 = fifty.codehop / fifty.react;
+    const rOut = outC / outR;
+    return {
+      title: "Code agent vs createReactAgent: short runs, as ratios (issue 23)",
+      description:
+        `The versus-createReactAgent work (each step one tool call returning a 2 KB passage; each run a new thread and SQLite file; runs back to back, so every codehop run needs a process no run used). Medians of ${SHORT_REPEATS} interleaved repeats (${MODEL_REPEATS} with the 200 ms model), codehop and createReactAgent alternately. ` +
+        `Load average ${fmt(loadBefore, 1)} at the start, ${fmt(loadAfter, 1)} at the end (2 shared cores). "outside the model" = the run's wall time minus its 11 model calls of 200 ms.`,
+      columns: [
+        "run",
+        "codehop (ms)",
+        "createReactAgent (ms)",
+        "codehop ms/step",
+        "react ms/step",
+        "ratio",
+      ],
+      rows: [
+        [
+          "10 steps, zero-latency model",
+          fmt(ten.codehop, 1),
+          fmt(ten.react, 1),
+          fmt(perStep(ten.codehop, 10)),
+          fmt(perStep(ten.react, 10)),
+          `${fmt(r10)}x`,
+        ],
+        [
+          "50 steps, zero-latency model",
+          fmt(fifty.codehop, 1),
+          fmt(fifty.react, 1),
+          fmt(perStep(fifty.codehop, 50)),
+          fmt(perStep(fifty.react, 50)),
+          `${fmt(r50)}x`,
+        ],
+        [
+          "10 steps, 200 ms model: time outside the model",
+          fmt(outC, 1),
+          fmt(outR, 1),
+          fmt(perStep(outC, 10)),
+          fmt(perStep(outR, 10)),
+          `${fmt(rOut)}x`,
+        ],
+      ],
+      verdicts: [
+        `10 steps: codehop ms/step <= 1.5x createReactAgent: ${r10 <= 1.5 ? "MET" : "NOT MET"} (${fmt(r10)}x, load ${fmt(loadBefore, 1)})`,
+        `50 steps: codehop ms/step <= 1.0x createReactAgent: ${r50 <= 1.0 ? "MET" : "NOT MET"} (${fmt(r50)}x)`,
+        `time outside a 200 ms model <= 1.2x createReactAgent's: ${rOut <= 1.2 ? "MET" : "NOT MET"} (${fmt(rOut)}x)`,
+      ],
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export default async function agentBench(): Promise<BenchSection[]> {
   // Three warm processes (like the default sandbox): the parent's action waits in one while two
   // sub-agents run theirs.
@@ -503,6 +626,7 @@ export default async function agentBench(): Promise<BenchSection[]> {
     return [
       await overhead(sandbox),
       await versusReact(sandbox),
+      await shortRuns(sandbox),
       await history(sandbox),
       await concurrency(sandbox),
     ];

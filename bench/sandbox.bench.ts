@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { loadavg } from "node:os";
 import vm from "node:vm";
 import { createSandbox, type CodeSandbox, type HostToolFn } from "../src/sandbox/index.ts";
 import { SandboxChild } from "../src/sandbox/child-process.ts";
@@ -400,6 +401,159 @@ export async function serializationSection(): Promise<BenchSection> {
   };
 }
 
+const TARGET_REPEATS = 25;
+
+/** "load 12.3" — the 1-minute load average now (figures on a shared machine mean little without it). */
+export function loadNow(): string {
+  return `load ${loadavg()[0].toFixed(1)}`;
+}
+
+/**
+ * Issue 23's sandbox targets, in one run with interleaved repeats (each repeat measures every row
+ * once, so all rows see the same machine): the first action of a new agent run (a process no run
+ * used), with a model call's worth of time before it and back to back, and an action that leaves a
+ * ~1 MB value, warm and as a run's first action, each next to node:vm doing the same in-process
+ * with no isolation. Medians of the repeats; the load average at the start and end is recorded.
+ */
+export async function targetsSection(): Promise<BenchSection> {
+  const oneMb = plainDataCode("big");
+  const sb = createSandbox({ poolSize: 1 });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const loadBefore = loadNow();
+  let session = 0;
+  const runAs = async (code: string, name: string) => {
+    const t0 = performance.now();
+    const r = await sb.run({ code, tools: {}, session: name });
+    const ms = performance.now() - t0;
+    if (!r.ok) throw new Error(`targets bench action failed: ${r.error?.message}`);
+    return ms;
+  };
+  const time = (fn: () => unknown) => {
+    const t0 = performance.now();
+    fn();
+    return performance.now() - t0;
+  };
+  const rows = {
+    vmFresh: [] as number[],
+    vmOneMbJson: [] as number[],
+    vmOneMbReused: [] as number[],
+    firstAfterModel: [] as number[],
+    firstBackToBack: [] as number[],
+    oneMbWarm: [] as number[],
+    oneMbFirst: [] as number[],
+  };
+  const shared = vm.createContext({});
+  try {
+    for (let i = -3; i < TARGET_REPEATS; i++) {
+      const keep = i >= 0;
+      const push = (xs: number[], v: number) => keep && xs.push(v);
+      // node:vm: a fresh context per action; the 1 MB value carried as JSON text (as the sandbox
+      // does), or simply left in one reused context.
+      push(
+        rows.vmFresh,
+        time(() =>
+          vm.runInContext("(() => { const x = 1 + 1; return x })()", vm.createContext({})),
+        ),
+      );
+      push(
+        rows.vmOneMbJson,
+        time(() =>
+          JSON.parse(
+            vm.runInContext(
+              `(() => { ${oneMb} return JSON.stringify(big) })()`,
+              vm.createContext({}),
+            ),
+          ),
+        ),
+      );
+      push(
+        rows.vmOneMbReused,
+        time(() => vm.runInContext(`(() => { ${oneMb} return big.length })()`, shared)),
+      );
+      // A new run's first action, after a 200 ms model call (the agent core binds the run's
+      // process when the model call starts: prepare), then back to back with no time between.
+      const a = `first-${session++}`;
+      sb.prepare?.(a);
+      await sleep(200);
+      push(rows.firstAfterModel, await runAs("const x = 1 + 1;", a));
+      sb.endSession?.(a);
+      const b = `b2b-${session++}`;
+      push(rows.firstBackToBack, await runAs("const x = 1 + 1;", b));
+      sb.endSession?.(b);
+      // The 1 MB action: warm (the same run's next action) and as a new run's first action.
+      push(rows.oneMbWarm, await runAs(oneMb, "warm-1mb"));
+      const c = `first-1mb-${session++}`;
+      sb.prepare?.(c);
+      await sleep(200);
+      push(rows.oneMbFirst, await runAs(oneMb, c));
+      sb.endSession?.(c);
+    }
+  } finally {
+    await sb.close();
+  }
+  const p50 = (xs: number[]) => percentile(xs, 50);
+  const ratio = (a: number[], b: number[]) => p50(a) / p50(b);
+  const firstRatio = ratio(rows.firstBackToBack, rows.vmFresh);
+  const warmRatio = ratio(rows.oneMbWarm, rows.vmOneMbJson);
+  const firstMbRatio = ratio(rows.oneMbFirst, rows.vmOneMbJson);
+  const loadAfter = loadNow();
+  const row = (name: string, xs: number[], ref: number[] | null, refName: string) => [
+    name,
+    fmt(p50(xs)),
+    fmt(percentile(xs, 95)),
+    ref ? refName : "",
+    ref ? `${fmt(ratio(xs, ref))}x` : "",
+  ];
+  return {
+    title: "Sandbox: first actions and large values, as ratios (issue 23)",
+    description:
+      `${TARGET_REPEATS} interleaved repeats (each measures every row once, after 3 untimed ones), one sandbox with a warm pool of 1; ` +
+      `median (p50) and p95 in ms. Load average ${loadBefore} at the start, ${loadAfter} at the end (2 shared cores). ` +
+      'A "first action" is the first action of a new agent run: a process no run used (isolation: one fresh process per run). ' +
+      '"after a 200 ms model call": the run\'s process is bound when its model call starts (`prepare`, as the agent core does) and the action comes 200 ms later; ' +
+      '"back to back": a new run right after the previous one, no time between. The 1 MB action builds ~1 MB of plain records (13,000) ' +
+      "and leaves them in a top-level const, carried to the next step. node:vm runs the same code in-process with no isolation: in a fresh context per action " +
+      "(the 1 MB value carried to the next step as JSON text, as the sandbox carries it), or in one reused context (nothing carried).",
+    columns: ["action", "p50", "p95", "compared with", "ratio (p50)"],
+    rows: [
+      row("node:vm, trivial action, fresh context", rows.vmFresh, null, ""),
+      row(
+        "first action of a new run, after a 200 ms model call",
+        rows.firstAfterModel,
+        rows.vmFresh,
+        "node:vm fresh context",
+      ),
+      row(
+        "first action of a new run, back to back",
+        rows.firstBackToBack,
+        rows.vmFresh,
+        "node:vm fresh context",
+      ),
+      row("node:vm, 1 MB value, fresh context + JSON carry", rows.vmOneMbJson, null, ""),
+      row("node:vm, 1 MB value, reused context", rows.vmOneMbReused, null, ""),
+      row("1 MB value action, warm", rows.oneMbWarm, rows.vmOneMbJson, "node:vm fresh + JSON"),
+      row(
+        "1 MB value action, warm (vs reused context)",
+        rows.oneMbWarm,
+        rows.vmOneMbReused,
+        "node:vm reused",
+      ),
+      row(
+        "1 MB value action, a new run's first action",
+        rows.oneMbFirst,
+        rows.vmOneMbJson,
+        "node:vm fresh + JSON",
+      ),
+    ],
+    verdicts: [
+      `first action of a new run p50 <= 10 ms (target at load 2-4; ${loadBefore}): ${p50(rows.firstAfterModel) <= 10 ? "MET" : "NOT MET"} (${fmt(p50(rows.firstAfterModel))} ms)`,
+      `first action back to back <= 2x node:vm fresh context: ${firstRatio <= 2 ? "MET" : "NOT MET"} (${fmt(firstRatio)}x)`,
+      `1 MB value action warm <= 3x node:vm: ${warmRatio <= 3 ? "MET" : "NOT MET"} (${fmt(warmRatio)}x node:vm fresh context + JSON carry; ${fmt(ratio(rows.oneMbWarm, rows.vmOneMbReused))}x a reused context)`,
+      `1 MB value as a first action <= 5x node:vm: ${firstMbRatio <= 5 ? "MET" : "NOT MET"} (${fmt(firstMbRatio)}x node:vm fresh context + JSON carry)`,
+    ],
+  };
+}
+
 export default async function sandboxBench(): Promise<BenchSection[]> {
   const sandbox = createSandbox({ poolSize: 1 });
   const vmFresh = vmRunner(true);
@@ -477,6 +631,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     const isolation = await isolationSection(baseline);
     const variables = await variablesSection(baseline);
     const serialization = await serializationSection();
+    const targets = await targetsSection();
 
     return [
       {
@@ -535,6 +690,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       isolation,
       variables,
       serialization,
+      targets,
     ];
   } finally {
     await sandbox.close();

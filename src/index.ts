@@ -275,7 +275,24 @@ export type {
   ReplayableJournal,
 } from "./core/journal.ts";
 export { taskEpochTag, createCallJournal } from "./core/journal.ts";
-export { readRunContext, withRunContext, runContext, type RunContext } from "./core/run-context.ts";
+export {
+  authUserOf,
+  readRunContext,
+  withRunContext,
+  runContext,
+  type RunAuthUser,
+  type RunContext,
+} from "./core/run-context.ts";
+export {
+  clientSettable,
+  clientSettableFields,
+  ClientSettingError,
+  describeClientAccess,
+  guardClientRuns,
+  oneOf,
+  upTo,
+  type ClientAccess,
+} from "./core/client-settings.ts";
 export {
   defineTeam,
   buildTeamAgent,

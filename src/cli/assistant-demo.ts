@@ -15,14 +15,14 @@ const SCRIPTED_NOTE = [
  * website, a PDF and a spreadsheet it makes (under `<home>/assistant-demo/`), with the live tree.
  */
 export async function runAssistantDemo(
-  flags: RunFlags & { delay?: string },
+  flags: RunFlags & { delay?: number },
   home: string,
 ): Promise<void> {
   const { startAssistantDemo } = await import("../apps/assistant/demo.ts");
   const { DEMO_TASK } = await import("../apps/assistant/demo-trajectories.ts");
   const { assist } = await import("../apps/assistant/app.ts");
   const demo = await startAssistantDemo(join(home, "assistant-demo"), {
-    delayMs: Math.max(0, Number(flags.delay) || 0),
+    delayMs: flags.delay ?? 0,
   });
   const threadId = randomUUID();
   try {

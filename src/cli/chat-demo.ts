@@ -3,15 +3,18 @@ import type { RunFlags } from "./cli-support.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { chatRoundView } from "./chat-view.ts";
+import { cliCommand, type CommandContext } from "../config/cli-command.ts";
 
-const SCRIPTED_NOTE = [
-  "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
-  "replies (src/apps/chat/demo-trajectories.ts) over real HTTP; the chat agent, the sandbox, text",
-  "extraction (PDF, DOCX, a web page), the per-thread file index, search_files and the SQLite",
-  "checkpoints are real. To talk with a real model instead:",
-  "  export OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=EMPTY CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct",
-  "  codehop chat --file data/chat-demo/harbor-bridge-report.pdf --file data/chat-demo/budget-2025.docx",
-].join("\n");
+function scriptedNote(home: CommandContext): string {
+  return [
+    "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
+    "replies (src/apps/chat/demo-trajectories.ts) over real HTTP; the chat agent, the sandbox, text",
+    "extraction (PDF, DOCX, a web page), the per-thread file index, search_files and the SQLite",
+    "checkpoints are real. To talk with a real model instead:",
+    "  export OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=EMPTY CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct",
+    `  ${cliCommand(["chat", "--file", "data/chat-demo/harbor-bridge-report.pdf", "--file", "data/chat-demo/budget-2025.docx"], home)}`,
+  ].join("\n");
+}
 
 /**
  * `codehop demo --question chat`: a scripted file dialogue of six rounds on one thread — two files
@@ -20,13 +23,15 @@ const SCRIPTED_NOTE = [
  * as a live tree (stderr) unless --quiet / --json.
  */
 export async function runChatDemo(
-  flags: RunFlags & { delay?: string; port?: string },
+  flags: RunFlags & { delay?: number },
   home: string,
 ): Promise<void> {
   const { startChatDemo } = await import("../apps/chat/demo.ts");
   const { DEMO_ROUNDS } = await import("../apps/chat/demo-trajectories.ts");
   const { chat } = await import("../apps/chat/app.ts");
-  const demo = await startChatDemo({ delayMs: Math.max(0, Number(flags.delay) || 0) });
+  const demo = await startChatDemo({ delayMs: flags.delay ?? 0 });
+  // Printed commands repeat --home, so they reach this conversation.
+  const context: CommandContext = { home: flags.home };
   const threadId = randomUUID();
   const out = (text: string) => process.stdout.write(`${text}\n`);
   const ctrlC = stopOnCtrlC({
@@ -34,7 +39,9 @@ export async function runChatDemo(
   });
   try {
     if (!flags.json) {
-      process.stderr.write(`${SCRIPTED_NOTE}\n\ncodehop chat demo — thread ${threadId}\n\n`);
+      process.stderr.write(
+        `${scriptedNote(context)}\n\ncodehop chat demo — thread ${threadId}\n\n`,
+      );
     }
     for (const round of DEMO_ROUNDS) {
       const { files, urls } = demo.attachments(round);
@@ -71,9 +78,9 @@ export async function runChatDemo(
       process.stderr.write(
         [
           `The conversation is thread ${threadId} in ${home}/checkpoints.db; its files are indexed in ${home}/chat-files/. Try:`,
-          `  codehop chat --thread ${threadId}     # continue it (needs a model: see the note above)`,
-          `  codehop history ${threadId}           # its checkpoints`,
-          `  codehop threads --delete ${threadId}  # delete it and its files`,
+          `  ${cliCommand(["chat", "--thread", threadId], context)}     # continue it (needs a model: see the note above)`,
+          `  ${cliCommand(["history", threadId], context)}           # its checkpoints`,
+          `  ${cliCommand(["threads", "--delete", threadId], context)}  # delete it and its files`,
           "",
         ].join("\n"),
       );

@@ -70,6 +70,14 @@ export interface CodehopEnv {
   databaseUrl?: string;
   /** API key `codehop serve` requires from its clients (CODEHOP_API_KEY; unset = no key). */
   apiKey?: string;
+  /** `codehop serve` authentication modes (CODEHOP_AUTH, e.g. "keys": the database's API keys). */
+  auth?: string;
+  /** JWKS URL of the identity provider whose JWTs `codehop serve` accepts (CODEHOP_JWKS_URL). */
+  jwksUrl?: string;
+  /** Issuer those JWTs must carry (CODEHOP_JWT_ISSUER). */
+  jwtIssuer?: string;
+  /** Audience those JWTs must carry (CODEHOP_JWT_AUDIENCE). */
+  jwtAudience?: string;
   /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
   ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
@@ -311,6 +319,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     corpus: nonEmpty(env.CODEHOP_CORPUS),
     databaseUrl: nonEmpty(env.CODEHOP_DATABASE_URL),
     apiKey: nonEmpty(env.CODEHOP_API_KEY),
+    auth: nonEmpty(env.CODEHOP_AUTH),
+    jwksUrl: nonEmpty(env.CODEHOP_JWKS_URL),
+    jwtIssuer: nonEmpty(env.CODEHOP_JWT_ISSUER),
+    jwtAudience: nonEmpty(env.CODEHOP_JWT_AUDIENCE),
     ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),

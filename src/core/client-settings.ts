@@ -36,7 +36,11 @@ export type ClientAccess =
       readonly operator: string;
     };
 
-const clientAccess = z.registry<ClientAccess>();
+// One registry per process, whatever copy of this module marks or reads it: a server running
+// codehop's build serves graphs of a langgraph.json that may import its sources.
+const REGISTRY = Symbol.for("codehop.client-settings.registry");
+const clientAccess = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??=
+  z.registry<ClientAccess>()) as ReturnType<typeof z.registry<ClientAccess>>;
 
 /** Any value the key's schema accepts. */
 export const ANY_VALUE: ClientAccess = Object.freeze({ kind: "any" });
@@ -422,6 +426,11 @@ function madeByCode(values: unknown): boolean {
 }
 
 const GUARDED = Symbol.for("codehop.client-settings.schema");
+
+/** Whether a graph was guarded by {@link guardClientRuns}. */
+export function isGuarded(graph: unknown): boolean {
+  return typeof graph === "object" && graph !== null && GUARDED in graph;
+}
 
 /** The run-context schema a served graph's clients are held to: its guard's, else its own. */
 export function clientSchemaOf(graph: unknown): z.ZodObject | undefined {

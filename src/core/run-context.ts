@@ -224,3 +224,24 @@ export function reportUsage(
   const sink = readRunContext(config).usageSink;
   if (usage && typeof sink === "function") sink(usage);
 }
+
+/** The authenticated user of a served run, as LangGraph Platform hands it to graphs and tools. */
+export interface RunAuthUser {
+  identity: string;
+  display_name?: string;
+  permissions?: string[];
+  is_authenticated?: boolean;
+  [field: string]: unknown;
+}
+
+/**
+ * The user a served run acts for (`config.configurable.langgraph_auth_user`, set by `codehop serve`
+ * or LangGraph's server from the request's authentication, never by the client), or undefined for
+ * a run without one (the CLI, a server without authentication). Tools read it from their call's
+ * `config` to act on behalf of their user.
+ */
+export function authUserOf(config: RunnableConfig | unknown): RunAuthUser | undefined {
+  const user = (config as RunnableConfig | undefined)?.configurable?.langgraph_auth_user as
+    RunAuthUser | undefined;
+  return user && typeof user === "object" && typeof user.identity === "string" ? user : undefined;
+}

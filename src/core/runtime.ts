@@ -28,18 +28,28 @@ export type ToolsFactory = (ctx: {
  * guest's globals) — so a bad name fails when the agent is built, not at its first action.
  */
 export function validateTools(agentName: string, tools: readonly CodeTool<any>[]): void {
-  const seen = new Set<string>();
+  const seen = new Map<string, CodeTool<any>>();
   for (const t of tools) {
     const problem = toolNameProblem(t.name);
     if (problem)
       throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Agent "${agentName}": ${problem}`);
-    if (seen.has(t.name)) {
+    const first = seen.get(t.name);
+    if (first) {
+      // Name both tools, and for an MCP server's tool the setting that renames its tools.
+      const which = (x: CodeTool<any>) =>
+        x.origin
+          ? `tool "${x.origin.mcpTool}" of MCP server "${x.origin.mcpServer}"`
+          : `codehop's own "${x.name}"`;
+      const mcp = t.origin ?? first.origin;
+      const fix = mcp
+        ? ` Give the MCP server "${mcp.mcpServer}" a "prefix" in codehop.config.json (e.g. "prefix": "${mcp.mcpServer.replace(/[^A-Za-z0-9_$]/g, "_")}_") so its tools are named ${mcp.mcpServer.replace(/[^A-Za-z0-9_$]/g, "_")}_<tool>.`
+        : "";
       throw new CodehopError(
         ErrorCodes.CONFIG_INVALID,
-        `Agent "${agentName}": two tools are named "${t.name}"`,
+        `Agent "${agentName}": two tools are named "${t.name}": ${which(first)} and ${which(t)}.${fix}`,
       );
     }
-    seen.add(t.name);
+    seen.set(t.name, t);
   }
 }
 

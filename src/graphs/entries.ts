@@ -162,9 +162,9 @@ const assistantDeps = {
  * The general assistant: `{ question, files? }` in (file names of the thread's folder), the
  * assistant → web_search team with the operator's web settings (docs/assistant.md).
  */
-export const assistant = createAssistantGraph(assistantDeps);
+export const assistant = guardClientRuns(createAssistantGraph(assistantDeps));
 /** The web agent on its own (input `{ task }`). */
-export const web_search = createWebSearchAgent(assistantDeps).graph;
+export const web_search = guardClientRuns(createWebSearchAgent(assistantDeps).graph);
 
 /** One graph of langgraph.json: the compiled graph, and the team and agent it is, if any. */
 export interface GraphEntry {

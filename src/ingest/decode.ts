@@ -26,17 +26,8 @@ export function detectEncoding(head: Uint8Array, options: { xml?: boolean } = {}
   if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) return "utf-8";
   if (b[0] === 0xff && b[1] === 0xfe) return "utf-16le";
   if (b[0] === 0xfe && b[1] === 0xff) return "utf-16be";
-  // No byte order mark: in UTF-16, ASCII characters (markup, digits, spaces) have a zero byte —
-  // the second of the pair in little endian, the first in big endian. UTF-8 text has none.
-  const pairs = Math.min(b.length >> 1, 128);
-  let zeroFirst = 0;
-  let zeroSecond = 0;
-  for (let i = 0; i < pairs; i++) {
-    if (b[2 * i] === 0) zeroFirst++;
-    if (b[2 * i + 1] === 0) zeroSecond++;
-  }
-  if (pairs >= 2 && zeroSecond >= pairs / 4 && zeroFirst <= zeroSecond / 8) return "utf-16le";
-  if (pairs >= 2 && zeroFirst >= pairs / 4 && zeroSecond <= zeroFirst / 8) return "utf-16be";
+  const utf16 = sniffUtf16(b);
+  if (utf16) return utf16;
   if (options.xml) {
     const decl = /^<\?xml[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]+)["']/.exec(
       Buffer.from(b.subarray(0, 200)).toString("latin1"),
@@ -55,6 +46,25 @@ export function detectEncoding(head: Uint8Array, options: { xml?: boolean } = {}
     }
   }
   return "utf-8";
+}
+
+/**
+ * UTF-16 without a byte order mark, told by its zero bytes: in UTF-16, ASCII characters (markup,
+ * digits, spaces) have a zero byte — the second of the pair in little endian, the first in big
+ * endian. UTF-8 text has none. Undefined when `head` does not look like UTF-16.
+ */
+export function sniffUtf16(head: Uint8Array): "utf-16le" | "utf-16be" | undefined {
+  const b = head;
+  const pairs = Math.min(b.length >> 1, 128);
+  let zeroFirst = 0;
+  let zeroSecond = 0;
+  for (let i = 0; i < pairs; i++) {
+    if (b[2 * i] === 0) zeroFirst++;
+    if (b[2 * i + 1] === 0) zeroSecond++;
+  }
+  if (pairs >= 2 && zeroSecond >= pairs / 4 && zeroFirst <= zeroSecond / 8) return "utf-16le";
+  if (pairs >= 2 && zeroFirst >= pairs / 4 && zeroSecond <= zeroFirst / 8) return "utf-16be";
+  return undefined;
 }
 
 function utf32(): UnsupportedEncodingError {

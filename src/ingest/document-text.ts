@@ -1,3 +1,5 @@
+import { sniffUtf16 } from "./decode.ts";
+
 /**
  * Text helpers the document readers share: the encoding of a text document, its decoding, the
  * binary-content check, and keeping lines that merely look like headings from starting sections.
@@ -13,6 +15,9 @@ export function textEncodingOf(bytes: Uint8Array, mediaType?: string, html = fal
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return "utf-8";
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return "utf-16le";
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return "utf-16be";
+  // Text saved as "Unicode" on Windows often has no byte order mark: its zero bytes tell.
+  const utf16 = sniffUtf16(bytes.subarray(0, 256));
+  if (utf16) return utf16;
   const declared = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(mediaType ?? "")?.[1];
   const head = html ? Buffer.from(bytes.subarray(0, 4096)).toString("latin1") : "";
   const meta = html
@@ -67,6 +72,17 @@ export function decodeDocumentStart(
 export function looksBinary(bytes: Uint8Array, encoding = "utf-8"): boolean {
   const head = bytes.subarray(0, 8192);
   if (head.length === 0) return false;
+  if (encoding.startsWith("utf-16")) {
+    // Zero bytes are half of UTF-16's ASCII: judge the characters instead.
+    const chars = new TextDecoder(encoding).decode(head.subarray(0, head.length & ~1));
+    let control = 0;
+    for (const ch of chars) {
+      const c = ch.charCodeAt(0);
+      if (c === 0) return true;
+      if (c < 0x09 || (c > 0x0d && c < 0x20) || c === 0x7f || c === 0xfffd) control++;
+    }
+    return control / Math.max(1, chars.length) > 0.1;
+  }
   let odd = 0;
   for (const b of head) {
     if (b === 0) return true;

@@ -13,7 +13,7 @@ import { basename, extname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { decodeText } from "./decode.ts";
+import { decodeText, sniffUtf16 } from "./decode.ts";
 import { looksBinary } from "./document-text.ts";
 import {
   extractDocument,
@@ -98,15 +98,21 @@ function checkLooksLikeXml(path: string, bzip2: boolean): void {
   if (bytes.toString("latin1", 0, 5) === "%PDF-") what = "a PDF";
   else if (bytes.toString("latin1", 0, 4) === "PK\x03\x04")
     what = "a ZIP archive (or an office document)";
-  else if (looksBinary(bytes) && !/^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2)))
-    what = "binary data";
   else {
-    const text = bytes
-      .toString("latin1")
-      .replace(/^\xef\xbb\xbf/, "")
-      .replace(/\0/g, "");
-    if (text.trim() && !text.trimStart().startsWith("<"))
-      what = "not XML (it does not start with <)";
+    // UTF-16 dumps (a BOM, or the zero bytes of ASCII) are read by the XML reader's decoder.
+    const utf16 = /^(\xff\xfe|\xfe\xff)/.test(bytes.toString("latin1", 0, 2))
+      ? bytes[0] === 0xff
+        ? "utf-16le"
+        : "utf-16be"
+      : sniffUtf16(bytes);
+    if (!utf16 && looksBinary(bytes)) what = "binary data";
+    else {
+      const text = utf16
+        ? new TextDecoder(utf16).decode(bytes.subarray(0, bytes.length & ~1))
+        : bytes.toString("latin1");
+      const trimmed = text.replace(/^(\uFEFF|\xef\xbb\xbf)/, "").trimStart();
+      if (trimmed && !trimmed.startsWith("<")) what = "not XML (it does not start with <)";
+    }
   }
   if (what) {
     throw new CodehopError(

@@ -9,6 +9,7 @@ import {
 } from "../persistence/postgres-database.ts";
 import {
   CodehopStore,
+  COMPARE,
   type FilterCondition,
   type ItemVector,
   itemId,
@@ -45,15 +46,6 @@ function toStored(row: Row): StoredItem {
     ttlMinutes: row.ttl_minutes,
   };
 }
-
-const COMPARE: Record<FilterCondition["op"], string> = {
-  $eq: "=",
-  $ne: "!=",
-  $gt: ">",
-  $gte: ">=",
-  $lt: "<",
-  $lte: "<=",
-};
 
 /** SQL of the filters, numbering parameters from `first`. */
 function filterSql(filters: FilterCondition[], first: number): { sql: string; params: unknown[] } {

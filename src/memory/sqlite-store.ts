@@ -4,6 +4,7 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { ensureDir } from "../util/fs-safe.ts";
 import {
   CodehopStore,
+  COMPARE,
   type FilterCondition,
   type ItemVector,
   itemId,
@@ -64,15 +65,6 @@ function toStored(row: Row): StoredItem {
     ttlMinutes: row.ttl_minutes,
   };
 }
-
-const COMPARE: Record<FilterCondition["op"], string> = {
-  $eq: "=",
-  $ne: "!=",
-  $gt: ">",
-  $gte: ">=",
-  $lt: "<",
-  $lte: "<=",
-};
 
 /** JSON path of a top-level field, quoted (any characters but `"`). */
 function jsonPath(field: string): string {

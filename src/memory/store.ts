@@ -80,6 +80,16 @@ export interface FilterCondition {
   value: unknown;
 }
 
+/** The SQL comparison of each filter operator (adapters share it). */
+export const COMPARE: Record<FilterCondition["op"], string> = {
+  $eq: "=",
+  $ne: "!=",
+  $gt: ">",
+  $gte: ">=",
+  $lt: "<",
+  $lte: "<=",
+};
+
 /** What an adapter implements: rows and SQL; the semantics are {@link CodehopStore}'s. */
 export interface MemoryDriver {
   /** A live item (not expired at `now`). */

@@ -205,7 +205,11 @@ async function failRun(
   const interrupted = Boolean(options.signal?.aborted);
   await session.persistence.threads.fail(threadId, message, { interrupted });
   const context = commandContext(options);
-  let hint = `The thread is saved: continue it with \`${cliCommand(["resume", threadId], context)}\``;
+  // A configuration error fails again until the configuration changes: say so first.
+  const configError =
+    CodehopError.isInstance(err) &&
+    (err.code === ErrorCodes.CONFIG_INVALID || err.code === ErrorCodes.MCP_SERVER_FAILED);
+  let hint = `The thread is saved: ${configError ? "once the configuration is fixed, " : ""}continue it with \`${cliCommand(["resume", threadId], context)}\``;
   // A replay that failed may have failed because of its edit: the checkpoint it started from is
   // unchanged, so re-running from there always works.
   if (replayOf)

@@ -7,7 +7,12 @@
  * child/protocol.mjs, shared with the child.
  */
 import { DEFAULT_CAPABILITIES, DEFAULT_LIMITS } from "./limits.ts";
-import { encodeRunLine, type HostMessage, type LineBuffer } from "./child/protocol.mjs";
+import {
+  encodeRunLine,
+  splitAttachments,
+  type HostMessage,
+  type LineBuffer,
+} from "./child/protocol.mjs";
 import { buildAction } from "./transform.ts";
 
 /** Message from a child (already JSON-parsed; validated by the consumer). */
@@ -28,29 +33,59 @@ export function readMessages(
   if (complete === null) return { messages: [], broken: true };
   const messages: ChildMessage[] = [];
   for (const line of complete) {
+    const { message, attachments } = splitAttachments(line);
     let msg: ChildMessage;
     try {
-      msg = JSON.parse(line);
+      msg = JSON.parse(message);
     } catch {
       return { messages, broken: true };
     }
     if (typeof msg !== "object" || msg === null || typeof msg.t !== "string")
       return { messages, broken: true };
+    if (attachments.length > 0) {
+      // Only a `done` carries attachments: its values, which go back where the report names them.
+      if (msg.t !== "done" || !attachValues(msg, attachments)) return { messages, broken: true };
+    }
     messages.push(msg);
   }
   return { messages, broken: false };
 }
 
 /**
+ * Puts a `done` line's attachments back into its bindings (`{ kind: "value", attachment: i }` becomes
+ * `{ kind: "value", json }`), each used once; false when they do not match.
+ */
+function attachValues(msg: ChildMessage, attachments: string[]): boolean {
+  const bindings = msg.bindings;
+  if (bindings === null || typeof bindings !== "object") return false;
+  const used = new Set<number>();
+  for (const report of Object.values(bindings as Record<string, unknown>)) {
+    if (report === null || typeof report !== "object") continue;
+    const r = report as { kind?: unknown; attachment?: unknown; json?: unknown };
+    if (r.kind !== "value" || !("attachment" in r)) continue;
+    const i = r.attachment;
+    if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= attachments.length)
+      return false;
+    if (used.has(i)) return false;
+    used.add(i);
+    r.json = attachments[i];
+    delete r.attachment;
+  }
+  return used.size === attachments.length;
+}
+
+/**
  * The action every child runs, through the protocol, before it counts as ready: a child's first
  * action otherwise pays ~10 ms more than later ones (V8 compiles and tunes the action path: the
- * run message, the wrapper, a tool call and its result, logging, the variables report). It runs
+ * run message, the wrapper, a tool call and its result, logging, the variables report), and one
+ * that leaves a large value far more (its copy runs cold): the warm-up leaves 3,000 small records
+ * (~200 KB), enough for V8 to optimize the copy's loops. It runs
  * framework code only, with no session (action id 0, which no real action has), in a compartment
  * of its own as every action does; its values are not kept (the host's record of what the child
  * holds stays empty, so the first real action restores nothing from it).
  */
 const WARMUP_CODE =
-  'const r = await warmup("a", { n: 1, list: [1, "x"] });\nconst lines = [r, `${r.length}`].map((x) => JSON.stringify(x));\nconsole.log(lines.join(" "), { n: lines.length });';
+  'const r = await warmup("a", { n: 1, list: [1, "x"] });\nconst lines = [r, `${r.length}`].map((x) => JSON.stringify(x));\nconsole.log(lines.join(" "), { n: lines.length });\nconst records = Array.from({ length: 3000 }, (_, i) => ({ id: i, name: "item " + i, score: i * 0.5, tags: ["x", "y"], ok: i % 2 === 0 }));';
 const WARMUP_ID = 0;
 let warmupLine: string | undefined;
 

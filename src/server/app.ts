@@ -1,10 +1,13 @@
-import { timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
+import { ApiKeyStore } from "./api-keys.ts";
+import { AuthError, type AuthFilters, type AuthUser, type ServerAuth } from "./auth.ts";
+import { type AuthOptions, checkAuthChoice, openServerAuth } from "./auth-modes.ts";
 import { type Backend, type BackendOptions, openBackend } from "./backend.ts";
 import { RunEventReader } from "./events.ts";
 import { STREAM_MODES } from "./execute.ts";
-import { assistantIdOf, type ServedGraph } from "./graphs.ts";
+import { assistantIdOf, DEFAULT_GRAPHS_FILE, type ServedGraph } from "./graphs.ts";
 import { inClient, RUNS_QUEUE } from "./queue.ts";
 import { stateToThreadState, toJson } from "./serialize.ts";
 import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
@@ -38,8 +41,17 @@ export interface ServerOptions extends BackendOptions {
   port?: number;
   /** Interface to listen on. Default 127.0.0.1. */
   host?: string;
-  /** Clients must send it as `x-api-key` (the SDK's `apiKey`) or `Authorization: Bearer`. */
+  /**
+   * One key every client must send as `x-api-key` (the SDK's `apiKey`) or `Authorization:
+   * Bearer` (shorthand for `auth.apiKey`).
+   */
   apiKey?: string;
+  /** How clients authenticate (see src/server/auth-modes.ts); none: loopback only. */
+  auth?: AuthOptions;
+  /** Listen on a non-loopback address without authentication (`--insecure`). */
+  insecure?: boolean;
+  /** Receives warnings (no authentication on loopback, a short key ...). Default: stderr. */
+  onWarning?: (message: string) => void;
   /** Stream events of runs that ended longer ago than this are deleted. Default 3600 s. */
   eventRetentionSeconds?: number;
   /**
@@ -55,8 +67,25 @@ export interface RunningServer {
   readonly url: string;
   readonly backend: Backend;
   readonly app: FastifyInstance;
+  /** What authenticates clients ("none" without authentication). */
+  readonly authentication: string;
   close(): Promise<void>;
 }
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated user (the anonymous one without authentication). */
+    user: AuthUser;
+  }
+}
+
+/** The user of every request of a server without authentication. */
+const ANONYMOUS: AuthUser = {
+  identity: "anonymous",
+  display_name: "anonymous",
+  permissions: [],
+  is_authenticated: false,
+};
 
 const VERSION = "0.1.0";
 
@@ -137,6 +166,11 @@ const RunCreate = z.object({
   after_seconds: z.number().nullish(),
 });
 type RunCreateBody = z.infer<typeof RunCreate>;
+const ThreadCount = z.object({
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+  values: z.record(z.string(), z.unknown()).nullish(),
+  status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
+});
 
 /** Parses a body with a schema, or a 422 naming what is wrong. */
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -180,40 +214,127 @@ function runJson(r: RunRecord) {
   };
 }
 
-/** Compares API keys in constant time. */
-function keyMatches(given: string | undefined, expected: string): boolean {
-  if (!given) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
+/** A Fetch API request of a Fastify request's method, URL and headers, for `Auth.authenticate`. */
+function fetchRequest(req: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    try {
+      headers.set(name, Array.isArray(value) ? value.join(", ") : String(value));
+    } catch {
+      // a header value the Fetch API refuses: the handler does not see it
+    }
+  }
+  let url: string;
+  try {
+    url = new URL(req.url, `http://${req.headers.host ?? "localhost"}`).href;
+  } catch {
+    url = new URL(req.url.replace(/[^\x21-\x7e]/g, ""), "http://localhost").href;
+  }
+  return new Request(url, { method: req.method, headers });
+}
+
+/** Whether metadata matches an authorization handler's filters (for the in-memory assistants). */
+function matchesFilters(metadata: Record<string, unknown>, filters: AuthFilters | undefined) {
+  for (const [key, condition] of Object.entries(filters ?? {})) {
+    const value = metadata[key];
+    if (condition && typeof condition === "object" && !Array.isArray(condition)) {
+      const c = condition as { $eq?: unknown; $contains?: unknown };
+      if ("$eq" in c && JSON.stringify(value) !== JSON.stringify(c.$eq)) return false;
+      if ("$contains" in c) {
+        const wanted = Array.isArray(c.$contains) ? c.$contains : [c.$contains];
+        if (!Array.isArray(value) || !wanted.every((w) => value.includes(w))) return false;
+      }
+    } else if (value !== condition) return false;
+  }
+  return true;
 }
 
 /** Starts `codehop serve` on the database of `options`. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const host = options.host ?? "127.0.0.1";
+  const warn =
+    options.onWarning ?? ((message: string) => process.stderr.write(`codehop serve: ${message}\n`));
+  const authOptions = {
+    ...options.auth,
+    ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+    graphsFile: options.graphsFile ?? DEFAULT_GRAPHS_FILE,
+  };
+  // Refused before anything opens: an empty key, no authentication on a routable address.
+  checkAuthChoice(authOptions, host, options.insecure);
   const backend = await openBackend(options);
+  let auth: ServerAuth | undefined;
+  try {
+    auth = await openServerAuth(
+      authOptions,
+      async () => new ApiKeyStore(backend.persistence.pool, backend.persistence.schema),
+      warn,
+    );
+  } catch (err) {
+    await backend.close();
+    throw err;
+  }
+  if (!auth)
+    warn(
+      `no authentication: every client of ${host} is one anonymous user who sees every thread (--api-key, --auth keys or --jwks-url turn it on)`,
+    );
   const { store, queue, graphs, persistence } = backend;
   const reader = new RunEventReader(store, options.databaseUrl);
   await reader.start();
   const app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024 });
 
+  app.decorateRequest("user", null as unknown as AuthUser);
   app.addHook("onRequest", async (req, reply) => {
-    if (!options.apiKey || req.url === "/ok") return;
-    const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1];
-    const given = (req.headers["x-api-key"] as string | undefined) ?? bearer;
-    if (!keyMatches(given, options.apiKey)) {
-      await reply.code(401).send({
-        error: "Unauthorized",
-        message: "Missing or wrong API key (send it as x-api-key).",
-      });
+    if (!auth) {
+      req.user = ANONYMOUS;
+      return;
+    }
+    if (req.url.split("?")[0] === "/ok") return;
+    try {
+      req.user = await auth.authenticate(fetchRequest(req));
+    } catch (err) {
+      const e = err instanceof AuthError ? err : new AuthError(500, String(err));
+      await reply
+        .code(e.status)
+        .headers(e.headers)
+        .send({ error: e.status === 401 ? "Unauthorized" : "AuthError", message: e.message });
+      return reply;
     }
   });
   app.setErrorHandler(async (err: Error & { statusCode?: number }, _req, reply) => {
-    const status = err instanceof HttpError ? err.status : (err.statusCode ?? 500);
+    const status =
+      err instanceof HttpError
+        ? err.status
+        : err instanceof AuthError
+          ? err.status
+          : (err.statusCode ?? 500);
     const extra = err instanceof HttpError ? err.extra : {};
+    if (err instanceof AuthError) reply.headers(err.headers);
     await reply
       .code(status)
       .send({ error: err.name, message: err.message, detail: err.message, ...extra });
   });
+
+  /**
+   * Runs the authorization handler of `event` for the request's user on `value` (which it may
+   * change: owner metadata); returns its filters. Nothing without authentication.
+   */
+  const authorize = async (
+    req: FastifyRequest,
+    event: string,
+    value: Record<string, unknown>,
+  ): Promise<AuthFilters | undefined> =>
+    auth ? auth.authorize(req.user, event, value) : undefined;
+  /** The `configurable` keys that hand the user to graphs and tools (as LangGraph Platform does). */
+  const authConfigurable = (req: FastifyRequest): Record<string, unknown> =>
+    auth
+      ? {
+          langgraph_auth_user: JSON.parse(JSON.stringify(req.user)),
+          langgraph_auth_user_id: req.user.identity,
+          langgraph_auth_permissions: req.user.permissions,
+        }
+      : {};
+  const ownerOf = (req: FastifyRequest) => (auth ? req.user.identity : null);
 
   const graphOf = (assistantId: string) => {
     const found = graphs.resolve(assistantId);
@@ -236,8 +357,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     created_at: new Date(0).toISOString(),
     updated_at: new Date(0).toISOString(),
   });
-  const requireThread = async (threadId: string) => {
-    const thread = await store.getThread(threadId);
+  /**
+   * A thread the request's user may touch for `event` (`threads:read` ...), its handler's filters
+   * applied in the query: another user's thread is not found (404), like a thread that does not
+   * exist.
+   */
+  const requireThread = async (
+    req: FastifyRequest,
+    threadId: string,
+    event = "threads:read",
+    value: Record<string, unknown> = { thread_id: threadId },
+  ) => {
+    const filters = await authorize(req, event, value);
+    const thread = await store.getThread(threadId, filters);
     if (!thread) throw new HttpError(404, `Thread ${threadId} not found`);
     return thread;
   };
@@ -267,22 +399,38 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }),
       req.body,
     );
-    // Every assistant here is a graph's, with metadata { created_by: "system" }.
+    const filters = await authorize(req, "assistants:search", { ...body });
+    // Every assistant here is a graph's, with metadata { created_by: "system" }; the whole list
+    // is filtered before a page of it is taken.
     const system: Record<string, unknown> = { created_by: "system" };
     const matches = Object.entries(body.metadata ?? {}).every(([k, v]) => system[k] === v);
     return graphs.ids
       .filter((id) => matches && (!body.graph_id || id === body.graph_id))
-      .slice(body.offset, body.offset + body.limit)
-      .map(assistantJson);
+      .map(assistantJson)
+      .filter((a) => matchesFilters(a.metadata, filters))
+      .slice(body.offset, body.offset + body.limit);
   });
-  app.post("/assistants/count", async () => graphs.ids.length);
-  app.get<{ Params: { id: string } }>("/assistants/:id", async (req) =>
-    assistantJson(graphOf(req.params.id).graphId),
+  app.post("/assistants/count", async (req) => {
+    const filters = await authorize(req, "assistants:search", {});
+    return graphs.ids.map(assistantJson).filter((a) => matchesFilters(a.metadata, filters)).length;
+  });
+  /** An assistant the request's user may read (404 otherwise). */
+  const readableAssistant = async (req: FastifyRequest, id: string) => {
+    const found = graphOf(id);
+    const filters = await authorize(req, "assistants:read", { assistant_id: id });
+    const assistant = assistantJson(found.graphId);
+    if (!matchesFilters(assistant.metadata, filters))
+      throw new HttpError(404, `Assistant "${id}" not found.`);
+    return { ...found, assistant };
+  };
+  app.get<{ Params: { id: string } }>(
+    "/assistants/:id",
+    async (req) => (await readableAssistant(req, req.params.id)).assistant,
   );
   app.get<{ Params: { id: string }; Querystring: { xray?: string } }>(
     "/assistants/:id/graph",
     async (req) => {
-      const { graph } = graphOf(req.params.id);
+      const { graph } = await readableAssistant(req, req.params.id);
       const xray = req.query.xray;
       const drawing = await graph.getGraphAsync({
         xray: xray === "true" ? true : xray && /^\d+$/.test(xray) ? Number(xray) : undefined,
@@ -303,18 +451,31 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }),
       req.body,
     );
-    const thread = await store.createThread(
-      body.thread_id ?? undefined,
-      body.metadata ?? {},
-      body.if_exists ?? "raise",
-    );
-    if (!thread) throw new HttpError(409, `Thread ${body.thread_id} already exists`);
-    return threadJson(thread);
+    const value = {
+      thread_id: body.thread_id ?? undefined,
+      metadata: { ...body.metadata },
+      if_exists: body.if_exists ?? "raise",
+    };
+    await authorize(req, "threads:create", value);
+    const thread = await store.createThread(value.thread_id, value.metadata, "raise");
+    if (thread) return threadJson(thread);
+    // The id is taken: with do_nothing, the existing thread — if it is the user's to read.
+    const existing =
+      value.if_exists === "do_nothing"
+        ? await store.getThread(
+            value.thread_id!,
+            await authorize(req, "threads:read", { thread_id: value.thread_id }),
+          )
+        : undefined;
+    if (!existing) throw new HttpError(409, `Thread ${body.thread_id} already exists`);
+    return threadJson(existing);
   });
   app.post("/threads/search", async (req) => {
     const body = parse(
       z.object({
         metadata: z.record(z.string(), z.unknown()).nullish(),
+        values: z.record(z.string(), z.unknown()).nullish(),
+        ids: z.array(z.string()).max(1000).nullish(),
         status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
         limit: z.number().int().positive().max(1000).default(10),
         offset: z.number().int().nonnegative().default(0),
@@ -323,9 +484,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }),
       req.body,
     );
+    const filters = await authorize(req, "threads:search", { ...body });
     const threads = await store.searchThreads({
       metadata: body.metadata ?? undefined,
+      values: body.values ?? undefined,
       status: body.status ?? undefined,
+      ids: body.ids ?? undefined,
+      filters,
       limit: body.limit,
       offset: body.offset,
       sortBy: body.sort_by ?? undefined,
@@ -333,20 +498,40 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
     return threads.map(threadJson);
   });
+  app.post("/threads/count", async (req) => {
+    const body = parse(ThreadCount, req.body);
+    const filters = await authorize(req, "threads:search", { ...body });
+    return store.countThreads({
+      metadata: body.metadata ?? undefined,
+      values: body.values ?? undefined,
+      status: body.status ?? undefined,
+      filters,
+    });
+  });
   app.get<{ Params: { tid: string } }>("/threads/:tid", async (req) =>
-    threadJson(await requireThread(req.params.tid)),
+    threadJson(await requireThread(req, req.params.tid)),
   );
   app.patch<{ Params: { tid: string } }>("/threads/:tid", async (req) => {
     const body = parse(
       z.object({ metadata: z.record(z.string(), z.unknown()).default({}) }),
       req.body,
     );
-    const thread = await store.patchThread(req.params.tid, body.metadata);
+    const value = { thread_id: req.params.tid, metadata: { ...body.metadata } };
+    const filters = await authorize(req, "threads:update", value);
+    const thread = await store.patchThread(req.params.tid, value.metadata, filters);
     if (!thread) throw new HttpError(404, `Thread ${req.params.tid} not found`);
     return threadJson(thread);
   });
+  app.post<{ Params: { tid: string } }>("/threads/:tid/copy", async (req) => {
+    const source = await requireThread(req, req.params.tid);
+    const value = { thread_id: randomUUID(), metadata: { ...source.metadata } };
+    await authorize(req, "threads:create", value);
+    return threadJson(
+      await store.copyThread(source, value.thread_id, value.metadata, ownerOf(req)),
+    );
+  });
   app.delete<{ Params: { tid: string } }>("/threads/:tid", async (req, reply) => {
-    const thread = await requireThread(req.params.tid);
+    const thread = await requireThread(req, req.params.tid, "threads:delete");
     const inflight = await store.listRuns(thread.thread_id, { limit: 100, offset: 0 });
     for (const run of inflight)
       if (!TERMINAL_RUN_STATUSES.includes(run.status))
@@ -357,11 +542,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const readState = async (
+    req: FastifyRequest,
     threadId: string,
     checkpoint: Record<string, unknown> | undefined,
     subgraphs: boolean,
   ) => {
-    const thread = await requireThread(threadId);
+    const thread = await requireThread(req, threadId);
     const graph = threadGraph(thread);
     if (!graph) {
       return {
@@ -383,12 +569,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   app.get<{ Params: { tid: string }; Querystring: { subgraphs?: string } }>(
     "/threads/:tid/state",
-    async (req) => readState(req.params.tid, undefined, req.query.subgraphs === "true"),
+    async (req) => readState(req, req.params.tid, undefined, req.query.subgraphs === "true"),
   );
   app.get<{ Params: { tid: string; cid: string }; Querystring: { subgraphs?: string } }>(
     "/threads/:tid/state/:cid",
     async (req) =>
-      readState(req.params.tid, { checkpoint_id: req.params.cid }, req.query.subgraphs === "true"),
+      readState(
+        req,
+        req.params.tid,
+        { checkpoint_id: req.params.cid },
+        req.query.subgraphs === "true",
+      ),
   );
   app.post<{ Params: { tid: string } }>("/threads/:tid/state/checkpoint", async (req) => {
     const body = parse(
@@ -399,6 +590,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       req.body,
     );
     return readState(
+      req,
       req.params.tid,
       clientCheckpoint(body.checkpoint, "checkpoint"),
       Boolean(body.subgraphs),
@@ -414,7 +606,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }),
       req.body,
     );
-    const thread = await requireThread(req.params.tid);
+    const thread = await requireThread(req, req.params.tid, "threads:update");
     const graph = threadGraph(thread);
     if (!graph) throw new HttpError(409, "The thread has no graph yet: run it once first.");
     const config = await graph.updateState(
@@ -431,10 +623,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return { checkpoint: config.configurable };
   });
   const history = async (
+    req: FastifyRequest,
     threadId: string,
     q: { limit?: number; before?: unknown; metadata?: unknown; checkpoint?: unknown },
   ) => {
-    const thread = await requireThread(threadId);
+    const thread = await requireThread(req, threadId);
     const graph = threadGraph(thread);
     if (!graph) return [];
     const out = [];
@@ -467,6 +660,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   app.post<{ Params: { tid: string } }>("/threads/:tid/history", async (req) =>
     history(
+      req,
       req.params.tid,
       parse(
         z.object({
@@ -482,7 +676,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.get<{ Params: { tid: string }; Querystring: { limit?: string; before?: string } }>(
     "/threads/:tid/history",
     async (req) =>
-      history(req.params.tid, {
+      history(req, req.params.tid, {
         limit: req.query.limit ? Number(req.query.limit) : undefined,
         before: req.query.before,
       }),
@@ -519,7 +713,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 
   /** Creates a run (and its thread for stateless runs or `if_not_exists: "create"`). */
-  const createRun = async (threadId: string | undefined, body: RunCreateBody) => {
+  const createRun = async (
+    req: FastifyRequest,
+    threadId: string | undefined,
+    body: RunCreateBody,
+  ) => {
     const { graphId, graph } = graphOf(body.assistant_id);
     // What the client may set, vetted before anything is stored (src/core/client-settings.ts).
     const settings = vetRunSettings(graph, body);
@@ -530,11 +728,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
     }
     const temporary = threadId === undefined && (body.on_completion ?? "delete") === "delete";
+    // The run's authorization: its handler may mark the run's metadata (owner); its filters
+    // apply to the thread the run goes on.
+    const runValue: Record<string, unknown> = {
+      thread_id: threadId ?? null,
+      assistant_id: body.assistant_id,
+      metadata: { ...body.metadata },
+      multitask_strategy: body.multitask_strategy ?? "reject",
+      if_not_exists: body.if_not_exists ?? "reject",
+      after_seconds: body.after_seconds ?? null,
+      kwargs: { input: body.input ?? null, context: settings.context },
+    };
+    const filters = await authorize(req, "threads:create_run", runValue);
+    const newThread = async (thread_id: string | undefined) => {
+      const value = { thread_id, metadata: {}, if_exists: "raise" };
+      await authorize(req, "threads:create", value);
+      return store.createThread(thread_id, value.metadata, "raise");
+    };
     let id = threadId;
-    if (id === undefined) id = (await store.createThread(undefined, {}))!.thread_id;
-    else if (!(await store.getThread(id))) {
-      if (body.if_not_exists !== "create") throw new HttpError(404, `Thread ${id} not found`);
-      await store.createThread(id, {}, "do_nothing");
+    if (id === undefined) id = (await newThread(undefined))!.thread_id;
+    else if (!(await store.getThread(id, filters))) {
+      // Creating it when the id is free; another user's thread is not found, as if absent.
+      if (body.if_not_exists !== "create" || !(await newThread(id)))
+        throw new HttpError(404, `Thread ${id} not found`);
     }
     const modes = body.stream_mode
       ? Array.isArray(body.stream_mode)
@@ -553,7 +769,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       config: {
         ...(body.config?.tags ? { tags: body.config.tags } : {}),
         ...(settings.recursionLimit ? { recursion_limit: settings.recursionLimit } : {}),
-        configurable: settings.configurable,
+        configurable: { ...settings.configurable, ...authConfigurable(req) },
       },
       context: settings.context,
       stream_mode: modes.length ? modes : ["values"],
@@ -569,11 +785,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           assistantId: body.assistant_id,
           graphId,
           kwargs,
-          metadata: body.metadata ?? {},
+          metadata: runValue.metadata as Record<string, unknown>,
           multitaskStrategy: (body.multitask_strategy ?? "reject") as MultitaskStrategy,
+          owner: ownerOf(req),
+          filters,
         },
         async (client, runId) => {
-          for (const u of uploads) await store.putUpload(id, u.sha256, u.bytes, client);
+          for (const u of uploads)
+            await store.putUpload(id, u.sha256, u.bytes, client, ownerOf(req));
           await queue.send(
             RUNS_QUEUE,
             { runId },
@@ -650,17 +869,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   for (const stateless of [false, true]) {
     const prefix = stateless ? "" : "/threads/:tid";
     app.post<{ Params: { tid?: string } }>(`${prefix}/runs`, async (req, reply) => {
-      const run = await createRun(req.params.tid, parse(RunCreate, req.body));
+      const run = await createRun(req, req.params.tid, parse(RunCreate, req.body));
       reply.header("content-location", location(run, stateless));
       return runJson(run);
     });
     app.post<{ Params: { tid?: string } }>(`${prefix}/runs/wait`, async (req, reply) => {
-      const run = await createRun(req.params.tid, parse(RunCreate, req.body));
+      const run = await createRun(req, req.params.tid, parse(RunCreate, req.body));
       await waitResult(reply, run, location(run, stateless));
     });
     app.post<{ Params: { tid?: string } }>(`${prefix}/runs/stream`, async (req, reply) => {
       const body = parse(RunCreate, req.body);
-      const run = await createRun(req.params.tid, body);
+      const run = await createRun(req, req.params.tid, body);
       await sse(req, reply, run, {
         cancelOnDisconnect: body.on_disconnect === "cancel",
         location: location(run, stateless),
@@ -668,7 +887,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   }
 
-  const requireRun = async (threadId: string, runId: string) => {
+  /** A run of a thread the request's user may touch for `event` (404 otherwise). */
+  const requireRun = async (
+    req: FastifyRequest,
+    threadId: string,
+    runId: string,
+    event = "threads:read",
+  ) => {
+    await requireThread(
+      req,
+      threadId,
+      event,
+      event === "threads:read" ? { thread_id: threadId } : { thread_id: threadId, run_id: runId },
+    );
     const run = await store.getRun(runId, threadId);
     if (!run) throw new HttpError(404, `Run ${runId} not found on thread ${threadId}`);
     return run;
@@ -677,7 +908,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     Params: { tid: string };
     Querystring: { limit?: string; offset?: string; status?: string };
   }>("/threads/:tid/runs", async (req) => {
-    await requireThread(req.params.tid);
+    await requireThread(req, req.params.tid);
     const runs = await store.listRuns(req.params.tid, {
       limit: Number(req.query.limit ?? 10),
       offset: Number(req.query.offset ?? 0),
@@ -686,12 +917,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return runs.map(runJson);
   });
   app.get<{ Params: { tid: string; rid: string } }>("/threads/:tid/runs/:rid", async (req) =>
-    runJson(await requireRun(req.params.tid, req.params.rid)),
+    runJson(await requireRun(req, req.params.tid, req.params.rid)),
   );
   app.delete<{ Params: { tid: string; rid: string } }>(
     "/threads/:tid/runs/:rid",
     async (req, reply) => {
-      const run = await requireRun(req.params.tid, req.params.rid);
+      const run = await requireRun(req, req.params.tid, req.params.rid, "threads:delete");
       if (!TERMINAL_RUN_STATUSES.includes(run.status))
         throw new HttpError(409, `Run ${run.run_id} is ${run.status}: cancel it first.`);
       await store.deleteRun(run.run_id, run.thread_id);
@@ -701,14 +932,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.get<{ Params: { tid: string; rid: string } }>(
     "/threads/:tid/runs/:rid/join",
     async (req, reply) => {
-      const run = await requireRun(req.params.tid, req.params.rid);
+      const run = await requireRun(req, req.params.tid, req.params.rid);
       await waitResult(reply, run, location(run, false));
     },
   );
   app.get<{ Params: { tid: string; rid: string }; Querystring: { cancel_on_disconnect?: string } }>(
     "/threads/:tid/runs/:rid/stream",
     async (req, reply) => {
-      const run = await requireRun(req.params.tid, req.params.rid);
+      const run = await requireRun(req, req.params.tid, req.params.rid);
       const lastEventId = req.headers["last-event-id"];
       await sse(req, reply, run, {
         after: typeof lastEventId === "string" && /^\d+$/.test(lastEventId) ? lastEventId : "0",
@@ -721,7 +952,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     Params: { tid: string; rid: string };
     Querystring: { wait?: string; action?: string };
   }>("/threads/:tid/runs/:rid/cancel", async (req, reply) => {
-    const run = await requireRun(req.params.tid, req.params.rid);
+    const run = await requireRun(req, req.params.tid, req.params.rid, "threads:update");
     const action = req.query.action ?? "interrupt";
     if (action !== "interrupt")
       throw new HttpError(422, `Cancel action "${action}" is not supported (use "interrupt").`);
@@ -730,6 +961,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (wait) for await (const _ of reader.events(run.run_id)) void _;
     return reply.code(wait ? 204 : 202).send();
   });
+
+  // A run by its id alone (a stateless run, whose thread is gone when it ends): the user's filters
+  // apply to the run's own metadata, which its creator's authorization marked.
+  app.get<{ Params: { rid: string }; Querystring: { cancel_on_disconnect?: string } }>(
+    "/runs/:rid/stream",
+    async (req, reply) => {
+      const filters = await authorize(req, "threads:read", { run_id: req.params.rid });
+      const run = await store.getRun(req.params.rid, undefined, filters);
+      if (!run) throw new HttpError(404, `Run ${req.params.rid} not found`);
+      const lastEventId = req.headers["last-event-id"];
+      await sse(req, reply, run, {
+        after: typeof lastEventId === "string" && /^\d+$/.test(lastEventId) ? lastEventId : "0",
+        cancelOnDisconnect: req.query.cancel_on_disconnect === "true",
+        location: location(run, true),
+      });
+    },
+  );
 
   // Streams of old runs go after a while (the runs themselves stay listed); so do entries of the
   // thread-deletion log older than the chat files' retention (store.pruneThreadDeletions).
@@ -743,15 +991,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }, 60_000);
   prune.unref();
 
-  await app.listen({ port: options.port ?? 8123, host: options.host ?? "127.0.0.1" });
+  await app.listen({ port: options.port ?? 8123, host });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
-  const url = `http://${options.host ?? "127.0.0.1"}:${port}`;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   let closing: Promise<void> | undefined;
   return {
     url,
     backend,
     app,
+    authentication: auth?.description ?? "none",
     close() {
       closing ??= (async () => {
         clearInterval(prune);

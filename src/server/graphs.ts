@@ -58,6 +58,13 @@ const RUNNING_BUILT = /[\\/]dist[\\/]server[\\/]graphs\.js$/.test(fileURLToPath(
  */
 function builtModule(file: string): string {
   if (!file.endsWith(".ts")) return file;
+  // Any package that ships only its build (src/x.ts named, dist/x.js installed).
+  if (!existsSync(file)) {
+    const built = file
+      .replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, "$1dist$2")
+      .replace(/\.ts$/, ".js");
+    if (built !== file && existsSync(built)) return built;
+  }
   const ownSource = file.startsWith(join(PACKAGE_ROOT, "src") + sep);
   if (!ownSource || (existsSync(file) && !RUNNING_BUILT)) return file;
   const built = join(PACKAGE_ROOT, "dist", relative(join(PACKAGE_ROOT, "src"), file)).replace(
@@ -83,6 +90,16 @@ async function loadTypeScript(target: string): Promise<void> {
     },
   );
   return typeScriptLoader;
+}
+
+/**
+ * Imports a module of the operator's langgraph.json (a graph, an auth file): codehop's own
+ * sources from its build when it runs from there, an operator's `.ts` file through tsx's loader.
+ */
+export async function importModule(file: string): Promise<Record<string, unknown>> {
+  const full = builtModule(file);
+  if (full.endsWith(".ts") && RUNNING_BUILT) await loadTypeScript(full);
+  return import(pathToFileURL(full).href);
 }
 
 /**

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { inTransaction } from "../persistence/postgres-database.ts";
+import { apiKeysTableSql } from "./api-keys.ts";
+import type { AuthFilters } from "./auth.ts";
 
 /**
  * The server's own tables, next to the checkpoints in the Postgres schema: the LangGraph API's
@@ -60,6 +62,8 @@ export interface RunRecord {
   error: { error: string; message: string } | null;
   /** The thread's latest root checkpoint before the run's first attempt ("" = none). */
   base_checkpoint_id: string | null;
+  /** The identity of the user who created the run (null without authentication). */
+  owner: string | null;
 }
 
 /** A thread row of the API. */
@@ -71,6 +75,19 @@ export interface ApiThread {
   status: ThreadStatus;
   values: Record<string, unknown> | null;
   interrupts: Record<string, unknown[]>;
+}
+
+/** What a thread search or count asks for. */
+export interface ThreadQuery {
+  /** Threads whose metadata contains this. */
+  metadata?: Record<string, unknown>;
+  /** Threads whose values contain this. */
+  values?: Record<string, unknown>;
+  status?: string;
+  /** Only these thread ids. */
+  ids?: string[];
+  /** The caller's authorization filters (on metadata). */
+  filters?: AuthFilters;
 }
 
 /** One stream event of a run. */
@@ -144,6 +161,15 @@ CREATE TABLE IF NOT EXISTS ${s}.codehop_thread_deletions (
   thread_id TEXT NOT NULL,
   deleted_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+CREATE INDEX IF NOT EXISTS codehop_api_threads_metadata ON ${s}.codehop_api_threads
+  USING gin (metadata jsonb_path_ops);
+-- Who made a run and an upload (the authenticated identity): per-user limits count by it.
+ALTER TABLE ${s}.codehop_runs ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE ${s}.codehop_uploads ADD COLUMN IF NOT EXISTS owner TEXT;
+CREATE INDEX IF NOT EXISTS codehop_runs_owner_inflight ON ${s}.codehop_runs (owner)
+  WHERE status IN ('pending', 'running');
+CREATE INDEX IF NOT EXISTS codehop_uploads_owner ON ${s}.codehop_uploads (owner);
+${apiKeysTableSql(schema)};
 CREATE TABLE IF NOT EXISTS ${s}.codehop_workers (
   worker_id TEXT PRIMARY KEY,
   host TEXT NOT NULL,
@@ -155,6 +181,49 @@ CREATE TABLE IF NOT EXISTS ${s}.codehop_workers (
 );`;
 }
 
+/**
+ * An authorization handler's filters as SQL conditions on a JSONB column (`metadata`), with their
+ * values appended to `args`: `{ owner: "ada" }` and `{ owner: { $eq: "ada" } }` match that value,
+ * `{ tags: { $contains: "x" } }` a list holding it. Applied in the query itself, so a page of
+ * results is never filtered after the fact.
+ */
+export function filterSql(
+  filters: AuthFilters | undefined,
+  args: unknown[],
+  column = "metadata",
+): string[] {
+  const where: string[] = [];
+  const equals = (key: string, value: unknown) => {
+    if (value === null || typeof value !== "object") {
+      // Containment of a scalar is equality, and uses the GIN index.
+      args.push(JSON.stringify({ [key]: value }));
+      where.push(`${column} @> $${args.length}::jsonb`);
+    } else {
+      args.push(key, JSON.stringify(value));
+      where.push(`(${column} -> $${args.length - 1}) = $${args.length}::jsonb`);
+    }
+  };
+  for (const [key, condition] of Object.entries(filters ?? {})) {
+    if (condition && typeof condition === "object" && !Array.isArray(condition)) {
+      const ops = Object.keys(condition);
+      const c = condition as { $eq?: unknown; $contains?: unknown };
+      if (!ops.length || ops.some((op) => op !== "$eq" && op !== "$contains"))
+        throw new Error(
+          `Unsupported auth filter on "${key}": use a value, { $eq } or { $contains }.`,
+        );
+      if ("$eq" in c) equals(key, c.$eq);
+      if ("$contains" in c) {
+        args.push(key, JSON.stringify(Array.isArray(c.$contains) ? c.$contains : [c.$contains]));
+        where.push(`(${column} -> $${args.length - 1}) @> $${args.length}::jsonb`);
+      }
+    } else equals(key, condition);
+  }
+  return where;
+}
+
+/** `AND`-joined conditions, or `TRUE`. */
+const all = (conditions: string[]) => (conditions.length ? conditions.join(" AND ") : "TRUE");
+
 /** Options of a new run. */
 export interface NewRun {
   threadId: string;
@@ -163,6 +232,10 @@ export interface NewRun {
   kwargs: RunKwargs;
   metadata?: Record<string, unknown>;
   multitaskStrategy: MultitaskStrategy;
+  /** The user's identity (per-user limits), null without authentication. */
+  owner?: string | null;
+  /** The thread must match these (the user's authorization filters). */
+  filters?: AuthFilters;
 }
 
 /** Why a run could not be created. */
@@ -213,55 +286,140 @@ export class ServerStore {
     return ifExists === "do_nothing" ? this.getThread(id) : undefined;
   }
 
-  async getThread(threadId: string): Promise<ApiThread | undefined> {
+  /** A thread, if it exists and matches `filters` (the caller's authorization). */
+  async getThread(threadId: string, filters?: AuthFilters): Promise<ApiThread | undefined> {
+    const args: unknown[] = [threadId];
+    const where = ["thread_id = $1", ...filterSql(filters, args)];
     const { rows } = await this.pool.query<ApiThread>(
-      `SELECT * FROM ${this.t.threads} WHERE thread_id = $1`,
-      [threadId],
+      `SELECT * FROM ${this.t.threads} WHERE ${all(where)}`,
+      args,
     );
     return rows[0];
   }
 
-  /** Merges `metadata` into a thread's metadata. */
+  /** Merges `metadata` into a thread's metadata (only a thread matching `filters`). */
   async patchThread(
     threadId: string,
     metadata: Record<string, unknown>,
+    filters?: AuthFilters,
   ): Promise<ApiThread | undefined> {
+    const args: unknown[] = [threadId, JSON.stringify(metadata)];
+    const where = ["thread_id = $1", ...filterSql(filters, args)];
     const { rows } = await this.pool.query<ApiThread>(
       `UPDATE ${this.t.threads} SET metadata = metadata || $2, updated_at = now()
-       WHERE thread_id = $1 RETURNING *`,
-      [threadId, JSON.stringify(metadata)],
+       WHERE ${all(where)} RETURNING *`,
+      args,
     );
     return rows[0];
   }
 
-  /** Threads matching a metadata subset and/or status, newest first by `sortBy`. */
-  async searchThreads(options: {
-    metadata?: Record<string, unknown>;
-    status?: string;
-    limit: number;
-    offset: number;
-    sortBy?: "created_at" | "updated_at" | "thread_id" | "status";
-    sortOrder?: "asc" | "desc";
-  }): Promise<ApiThread[]> {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    if (options.metadata && Object.keys(options.metadata).length) {
-      args.push(JSON.stringify(options.metadata));
+  /** The conditions of a thread search (the client's query and the caller's filters). */
+  private threadConditions(query: ThreadQuery, args: unknown[]): string[] {
+    const where = filterSql(query.filters, args);
+    if (query.metadata && Object.keys(query.metadata).length) {
+      args.push(JSON.stringify(query.metadata));
       where.push(`metadata @> $${args.length}`);
     }
-    if (options.status) {
-      args.push(options.status);
+    if (query.values && Object.keys(query.values).length) {
+      args.push(JSON.stringify(query.values));
+      where.push(`"values" @> $${args.length}`);
+    }
+    if (query.status) {
+      args.push(query.status);
       where.push(`status = $${args.length}`);
     }
+    if (query.ids) {
+      args.push(query.ids);
+      where.push(`thread_id = ANY($${args.length})`);
+    }
+    return where;
+  }
+
+  /** Threads matching a query and the caller's filters, newest first by `sortBy`. */
+  async searchThreads(
+    options: ThreadQuery & {
+      limit: number;
+      offset: number;
+      sortBy?: "created_at" | "updated_at" | "thread_id" | "status";
+      sortOrder?: "asc" | "desc";
+    },
+  ): Promise<ApiThread[]> {
+    const args: unknown[] = [];
+    const where = this.threadConditions(options, args);
     const sortBy = options.sortBy ?? "updated_at";
     const order = options.sortOrder === "asc" ? "ASC" : "DESC";
     args.push(options.limit, options.offset);
     const { rows } = await this.pool.query<ApiThread>(
-      `SELECT * FROM ${this.t.threads} ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY ${sortBy} ${order} LIMIT $${args.length - 1} OFFSET $${args.length}`,
+      `SELECT * FROM ${this.t.threads} WHERE ${all(where)}
+       ORDER BY ${sortBy} ${order}, thread_id LIMIT $${args.length - 1} OFFSET $${args.length}`,
       args,
     );
     return rows;
+  }
+
+  /** How many threads match a query and the caller's filters. */
+  async countThreads(query: ThreadQuery): Promise<number> {
+    const args: unknown[] = [];
+    const where = this.threadConditions(query, args);
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${this.t.threads} WHERE ${all(where)}`,
+      args,
+    );
+    return Number(rows[0].n);
+  }
+
+  /**
+   * Copies a thread: its API row (with `metadata`), every checkpoint, write and blob of every
+   * namespace, its call journal, its registry row and its uploads, under `newId`. Runs and their
+   * events stay with the original.
+   */
+  async copyThread(
+    from: ApiThread,
+    newId: string,
+    metadata: Record<string, unknown>,
+    owner: string | null,
+  ): Promise<ApiThread> {
+    const s = `"${this.schema}"`;
+    return inTransaction(this.pool, async (c) => {
+      const { rows } = await c.query<ApiThread>(
+        `INSERT INTO ${this.t.threads} (thread_id, metadata, status, "values", interrupts)
+         VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+        [
+          newId,
+          JSON.stringify(metadata),
+          from.status === "busy" ? "idle" : from.status,
+          from.values === null ? null : JSON.stringify(from.values),
+          JSON.stringify(from.interrupts ?? {}),
+        ],
+      );
+      for (const table of [
+        "checkpoints",
+        "checkpoint_blobs",
+        "checkpoint_writes",
+        "codehop_call_journal",
+        "codehop_threads",
+      ]) {
+        const cols = await c.query<{ column_name: string }>(
+          `SELECT column_name FROM information_schema.columns
+           WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+          [this.schema, table],
+        );
+        const names = cols.rows.map((r) => r.column_name);
+        if (!names.includes("thread_id")) continue;
+        const list = names.map((n) => `"${n}"`).join(", ");
+        const select = names.map((n) => (n === "thread_id" ? "$2" : `"${n}"`)).join(", ");
+        await c.query(
+          `INSERT INTO ${s}."${table}" (${list}) SELECT ${select} FROM ${s}."${table}" WHERE thread_id = $1`,
+          [from.thread_id, newId],
+        );
+      }
+      await c.query(
+        `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes, owner)
+         SELECT $2, sha256, bytes, $3 FROM ${this.t.uploads} WHERE thread_id = $1`,
+        [from.thread_id, newId, owner],
+      );
+      return rows[0];
+    });
   }
 
   /** Deletes a thread's API rows (its runs and their events too, unless `keepRuns`). */
@@ -314,12 +472,34 @@ export class ServerStore {
     sha256: string,
     bytes: Buffer,
     db: pg.Pool | pg.PoolClient = this.pool,
+    owner: string | null = null,
   ): Promise<void> {
     await db.query(
-      `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes) VALUES ($1, $2, $3)
+      `INSERT INTO ${this.t.uploads} (thread_id, sha256, bytes, owner) VALUES ($1, $2, $3, $4)
        ON CONFLICT (thread_id, sha256) DO NOTHING`,
-      [threadId, sha256, bytes],
+      [threadId, sha256, bytes, owner],
     );
+  }
+
+  /** Bytes a thread's uploads and a user's uploads (all threads) hold, leaving out `except` hashes. */
+  async uploadBytes(
+    threadId: string,
+    owner: string | null,
+    db: pg.Pool | pg.PoolClient = this.pool,
+  ): Promise<{ thread: number; user: number; hashes: Set<string> }> {
+    const { rows } = await db.query<{ thread: string; user: string; hashes: string[] | null }>(
+      `SELECT
+         COALESCE(SUM(octet_length(bytes)) FILTER (WHERE thread_id = $1), 0) AS thread,
+         COALESCE(SUM(octet_length(bytes)) FILTER (WHERE owner IS NOT DISTINCT FROM $2), 0) AS user,
+         array_agg(sha256) FILTER (WHERE thread_id = $1) AS hashes
+       FROM ${this.t.uploads} WHERE thread_id = $1 OR ($2::text IS NOT NULL AND owner = $2)`,
+      [threadId, owner],
+    );
+    return {
+      thread: Number(rows[0].thread),
+      user: owner === null ? 0 : Number(rows[0].user),
+      hashes: new Set(rows[0].hashes ?? []),
+    };
   }
 
   /** The bytes of a thread's upload, or undefined. */
@@ -370,10 +550,15 @@ export class ServerStore {
     enqueue: (client: pg.PoolClient, runId: string) => Promise<void>,
   ): Promise<{ run: RunRecord; interrupted: string[] }> {
     return inTransaction(this.pool, async (c) => {
+      const lockArgs: unknown[] = [
+        run.threadId,
+        JSON.stringify({ graph_id: run.graphId, assistant_id: run.assistantId }),
+      ];
+      const lockWhere = ["thread_id = $1", ...filterSql(run.filters, lockArgs)];
       const locked = await c.query(
         `UPDATE ${this.t.threads} SET status = 'busy', updated_at = now(),
-           metadata = metadata || $2 WHERE thread_id = $1 RETURNING thread_id`,
-        [run.threadId, JSON.stringify({ graph_id: run.graphId, assistant_id: run.assistantId })],
+           metadata = metadata || $2 WHERE ${all(lockWhere)} RETURNING thread_id`,
+        lockArgs,
       );
       if (!locked.rowCount) throw new RunConflict(`Thread ${run.threadId} not found`);
       const inflight = await c.query<{ run_id: string }>(
@@ -389,7 +574,8 @@ export class ServerStore {
       const runId = randomUUID();
       const { rows } = await c.query<RunRecord>(
         `INSERT INTO ${this.t.runs} (run_id, thread_id, assistant_id, graph_id, status, metadata,
-           kwargs, multitask_strategy) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7) RETURNING *`,
+           kwargs, multitask_strategy, owner)
+         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8) RETURNING *`,
         [
           runId,
           run.threadId,
@@ -398,6 +584,7 @@ export class ServerStore {
           JSON.stringify(run.metadata ?? {}),
           JSON.stringify(run.kwargs),
           run.multitaskStrategy,
+          run.owner ?? null,
         ],
       );
       const interrupted = run.multitaskStrategy === "interrupt" ? others : [];
@@ -407,10 +594,25 @@ export class ServerStore {
     });
   }
 
-  async getRun(runId: string, threadId?: string): Promise<RunRecord | undefined> {
+  /**
+   * A run, by id (and thread, when given); `filters` (the caller's authorization) apply to the
+   * run's own metadata, which carries its creator's owner mark even after its thread is gone.
+   */
+  async getRun(
+    runId: string,
+    threadId?: string,
+    filters?: AuthFilters,
+  ): Promise<RunRecord | undefined> {
+    const args: unknown[] = [runId];
+    const where = ["run_id = $1"];
+    if (threadId) {
+      args.push(threadId);
+      where.push(`thread_id = $${args.length}`);
+    }
+    where.push(...filterSql(filters, args));
     const { rows } = await this.pool.query<RunRecord>(
-      `SELECT * FROM ${this.t.runs} WHERE run_id = $1 ${threadId ? "AND thread_id = $2" : ""}`,
-      threadId ? [runId, threadId] : [runId],
+      `SELECT * FROM ${this.t.runs} WHERE ${all(where)}`,
+      args,
     );
     return rows[0];
   }

@@ -16,7 +16,11 @@ export class ScriptedToolCallingModel extends BaseChatModel {
   calls = 0;
   private ids = 0;
 
-  constructor(private readonly reply: (toolResults: number) => ScriptedToolReply) {
+  /** @param delayMs simulated model latency before each reply (default none) */
+  constructor(
+    private readonly reply: (toolResults: number) => ScriptedToolReply,
+    private readonly delayMs = 0,
+  ) {
     super({});
   }
 
@@ -30,6 +34,7 @@ export class ScriptedToolCallingModel extends BaseChatModel {
 
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
     this.calls++;
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const toolResults = messages.filter((m) => m.getType() === "tool").length;
     const r = this.reply(toolResults);
     const message =

@@ -76,6 +76,11 @@ export interface CodeTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
    * edit arguments; otherwise it is derived from `parameters`.
    */
   readonly parametersJsonSchema?: Record<string, unknown>;
+  /**
+   * Where a tool that codehop did not define comes from (an MCP server's tool, by the server's
+   * name in codehop.config.json and the tool's own name), for messages such as a name clash.
+   */
+  readonly origin?: { mcpServer: string; mcpTool: string };
 }
 
 /** When a tool's calls need human approval (see {@link CodeTool.approval}). */

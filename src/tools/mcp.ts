@@ -300,6 +300,7 @@ async function toolsOf(
         parameters,
         returns: hasOutputSchema ? returnTypeOf(def.outputSchema) : "string",
         parametersJsonSchema: isObject(def.inputSchema) ? def.inputSchema : undefined,
+        origin: { mcpServer: name, mcpTool: def.name },
         ...(approval === undefined ? {} : { approval: approval as ApprovalPolicy<any> }),
         invoke: async (args, ctx) => {
           const callArgs = passThrough

@@ -52,6 +52,41 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
     expect(version.stdout.trim()).toBe("0.1.0");
   });
 
+  it("help shows defaults in the option's own units; numeric options are validated (exit 2)", async () => {
+    const env = cliEnv({});
+    const [threadsHelp, doctorHelp, demoHelp, ...bad] = await Promise.all([
+      runCli(["threads", "--help"], env),
+      runCli(["doctor", "--help"], env),
+      runCli(["demo", "--help"], env),
+      runCli(["threads", "--limit", "abc"], env),
+      runCli(["threads", "--limit", "0"], env),
+      runCli(["demo", "--port", "70000"], env),
+      runCli(["demo", "--delay", "-5"], env),
+      runCli(["show", "t", "--width", "wide"], env),
+      runCli(["chat", "--keep-rounds", "1.5"], env),
+      runCli(["doctor", "--timeout", "soon"], env),
+    ]);
+    const flat = (s: string) => s.replace(/\s+/g, " ");
+    expect(flat(threadsHelp.stdout)).toContain("(default: 30d)");
+    expect(flat(threadsHelp.stdout)).toContain("(default: done,failed,interrupted,unknown)");
+    expect(flat(threadsHelp.stdout)).toContain("show at most n threads (default: 20)");
+    expect(flat(doctorHelp.stdout)).toContain(
+      "time limit of each request to the endpoint (default: 30)",
+    );
+    expect(flat(doctorHelp.stdout)).toContain("is a warning (default: 10)");
+    expect(flat(demoHelp.stdout)).toContain(
+      "port of the scripted model server (default: a free port)",
+    );
+    expect(flat(demoHelp.stdout)).not.toContain('"0"');
+    for (const r of bad) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^codehop: .+ \[CODEHOP_CONFIG_INVALID\]\n$/);
+    }
+    expect(bad[0].stderr).toContain("--limit must be a whole number of at least 1.");
+    expect(bad[2].stderr).toContain("--port must be a whole number from 0 to 65535.");
+    expect(bad[6].stderr).toContain("--timeout must be a positive number of seconds");
+  });
+
   it("threads in a fresh directory prints an empty list", async () => {
     const fresh = join(tmp(), "never-used");
     const [text, json] = await Promise.all([

@@ -223,3 +223,58 @@ describe("approvals in codehop chat, with an MCP server's tool", () => {
     expect(model.requestsFor("chat:round2")).toHaveLength(2);
   }, 180_000);
 });
+
+describe("an MCP server whose tool names clash with the chat agent's own", () => {
+  it("codehop chat stops with exit 2 naming both tools and the prefix setting, before any model call", async () => {
+    const home = mkdtempSync(join(tmpdir(), "codehop-chat-clash-"));
+    writeFileSync(
+      join(home, "codehop.config.json"),
+      JSON.stringify({
+        mcpServers: {
+          fs: {
+            command: process.execPath,
+            args: [
+              join(
+                process.cwd(),
+                "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+              ),
+              home,
+            ],
+            // server-filesystem's search_files meets the chat agent's own search_files.
+            tools: ["search_files"],
+            agents: ["chat"],
+          },
+        },
+      }),
+    );
+    const model = await ScriptedOpenAIServer.start({ responder: chatResponder([]) });
+    try {
+      const proc = spawn(process.execPath, [BIN, "chat", "--home", home, "-q"], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          OPENAI_BASE_URL: model.baseURL,
+          OPENAI_API_KEY: "x",
+          CODEHOP_MODEL: "scripted",
+        },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      proc.stdout!.on("data", (d) => (out += d));
+      proc.stderr!.on("data", (d) => (err += d));
+      proc.stdin!.end("Which files are there?\nAnd now?\n");
+      expect(await new Promise((ok) => proc.on("exit", ok))).toBe(2);
+      expect(err).toContain(
+        `two tools are named "search_files": codehop's own "search_files" and tool "search_files" of MCP server "fs".`,
+      );
+      expect(err).toContain(`Give the MCP server "fs" a "prefix" in codehop.config.json`);
+      expect(err).toContain("once the configuration is fixed");
+      expect(err).toMatch(/\[CODEHOP_CONFIG_INVALID\]\n$/);
+      expect(out).not.toContain("(the reply failed");
+      expect(model.requests).toHaveLength(0);
+    } finally {
+      await model.close();
+    }
+  }, 120_000);
+});

@@ -109,7 +109,10 @@ describe("codehop chat in a terminal session", () => {
     await s.waitFor(/^unknown command \/nonsense; \/help lists them$/m);
     s.type("/exit");
     expect(await s.exited).toBe(0);
-    expect(s.stderr).toContain("bye — continue with `codehop chat --thread cli`");
+    // The next step pastes as is: `npx codehop` in a clone, with the --home this session was given.
+    expect(s.stderr).toContain(
+      `bye — continue with \`npx codehop chat --thread cli --home ${home}\``,
+    );
 
     expect(threadFiles("cli", { config: { home } }).map((f) => f.name)).toEqual([
       DEMO_FILES.report,
@@ -204,6 +207,47 @@ describe("codehop chat in a terminal session", () => {
     expect(threadFiles("gone", { config: { home } })).toEqual([]);
     expect(await chatHistory("gone", { config: { home } })).toEqual([]);
   }, 60_000);
+
+  it("piped lines sent while --file attaches are answered in order; end of input exits 0", async () => {
+    const s = new Session(["--thread", "piped", "--file", docs.report, "--file", docs.budget]);
+    // Everything is written, and the input closed, before the files are even read.
+    s.type(DEMO_ROUNDS[0].message);
+    s.type(DEMO_ROUNDS[1].message);
+    s.proc.stdin!.end();
+    expect(await s.exited).toBe(0);
+    const replies = s.stdout.split("\n").filter((l) => l.startsWith("assistant> "));
+    expect(replies).toHaveLength(2);
+    expect(s.stdout.indexOf("attached: ")).toBeLessThan(s.stdout.indexOf("assistant> "));
+    expect(replies[1]).toContain("The main span is 503 metres, about 1650 feet");
+    const history = await chatHistory("piped", { config: { home } });
+    expect(history.map((r) => [r.user, r.reply !== undefined])).toEqual([
+      [DEMO_ROUNDS[0].message, true],
+      [DEMO_ROUNDS[1].message, true],
+    ]);
+  }, 120_000);
+
+  it("piped input whose reply fails ends with the error and exit 2", async () => {
+    const proc = spawn(process.execPath, [BIN, "chat", "--home", home, "-q", "--thread", "dead"], {
+      // Nothing listens on port 9 (discard) of this machine: the model call fails at once.
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+        OPENAI_API_KEY: "k",
+        CODEHOP_MODEL: "m",
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    proc.stdout!.on("data", (d) => (out += d));
+    proc.stderr!.on("data", (d) => (err += d));
+    proc.stdin!.end("What is the main span?\nAnd the budget?\n");
+    const code = await new Promise((ok) => proc.on("exit", ok));
+    expect(code).toBe(2);
+    expect(err).toMatch(/\ncodehop: [\s\S]*\[CODEHOP_MODEL_ENDPOINT_FAILED\]\n$/);
+    expect(out).not.toContain("assistant> ");
+  }, 120_000);
 
   it("fails fast without a model endpoint", async () => {
     const proc = spawn(process.execPath, [BIN, "chat", "--home", home], {

@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { AssistantRunContextSchema } from "../../src/apps/assistant/base/context.ts";
 import { ChatRunContextSchema } from "../../src/apps/chat/conversation/context.ts";
 import { KnowledgeRunContextSchema } from "../../src/apps/common/knowledge-source.ts";
 import { ResearchRunContextSchema } from "../../src/apps/research/base/settings.ts";
@@ -13,6 +14,7 @@ import {
   clientSettable,
   describeClientAccess,
   guardClientRuns,
+  isGuarded,
   oneOf,
   upTo,
   vetClientRun,
@@ -182,6 +184,12 @@ describe("vetClientRun", () => {
     expect(chat.chatAccess).toBe("operator");
     expect(chat.chatFiles).toBe("operator");
     expect(describeClientAccess(RunContextSchema).models).toBe("oneOf");
+    const assistant = describeClientAccess(AssistantRunContextSchema);
+    expect(assistant["web.viewportChars"]).toBe("any");
+    expect(assistant["web.maxPageBytes"]).toBe("upTo");
+    expect(assistant["web.browser"]).toBe("oneOf");
+    expect(assistant.assistantAccess).toBe("operator");
+    expect(assistant.assistantFiles).toBe("operator");
   });
 
   it("a schema of a graph of one's own: marked keys are the client's, the rest the operator's", () => {
@@ -209,6 +217,18 @@ describe("vetClientRun", () => {
 });
 
 describe("a guarded (served) graph", () => {
+  it("every graph of codehop's langgraph.json is guarded (a client's run context is vetted)", async () => {
+    const spec = JSON.parse(
+      readFileSync(join(import.meta.dirname, "../../langgraph.json"), "utf8"),
+    );
+    const entries = (await import("../../src/graphs/entries.ts")) as Record<string, unknown>;
+    for (const [name, target] of Object.entries(spec.graphs as Record<string, string>)) {
+      const exported = entries[target.split(":")[1]];
+      expect(isGuarded(exported), name).toBe(true);
+      expect(clientSchemaOf(exported), name).toBeDefined();
+    }
+  });
+
   let operator: ScriptedOpenAIServer;
   let attacker: ScriptedOpenAIServer;
   const answer = "Thought: done\nCode:\n```js\nfinal_answer(42)\n```<end_action>";

@@ -65,7 +65,9 @@ export async function startDevServer(
     if (api.exitCode != null)
       throw new Error(`langgraph dev exited (${api.exitCode}):\n${log.slice(-3000)}`);
     try {
-      if ((await fetch(`${url}/ok`)).ok) return { url, log: () => log, stop };
+      // 401: a langgraph.json with an auth.path guards /ok too (the server is up).
+      const res = await fetch(`${url}/ok`);
+      if (res.ok || res.status === 401) return { url, log: () => log, stop };
     } catch {
       // not listening yet
     }

@@ -3,6 +3,8 @@ import { createInterface } from "node:readline";
 import { Command } from "commander";
 import { parse as parseShellWords } from "shell-quote";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
+import { cliCommand } from "../../config/cli-command.ts";
+import { wholeNumberOption } from "../option-values.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { approvalCommands, formatApproval, parseEditedArgs } from "../approval-prompt.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../core/approval.ts";
@@ -12,7 +14,7 @@ interface ChatFlags extends RunFlags {
   thread?: string;
   file?: string[];
   url?: string[];
-  keepRounds?: string;
+  keepRounds?: number;
 }
 
 const HELP = [
@@ -25,6 +27,15 @@ const HELP = [
   "  /exit                       leave (Ctrl-D works too); `codehop chat --thread <id>` continues later",
   "Ctrl-C while the assistant works stops that reply; the conversation is kept.",
 ].join("\n");
+
+/**
+ * Errors that end a chat session even in a terminal: every later round would fail the same way
+ * (a bad codehop.config.json, MCP tools whose names clash, an MCP server that cannot start).
+ */
+const STOPS_THE_SESSION = new Set<string>([
+  ErrorCodes.CONFIG_INVALID,
+  ErrorCodes.MCP_SERVER_FAILED,
+]);
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -58,7 +69,11 @@ export default function chatCommand(): Command {
     .option("--thread <id>", "conversation to continue or start (default: a new one)")
     .option("--file <path>", "attach a file at the start (repeatable)", collect)
     .option("--url <url>", "attach a link at the start (repeatable)", collect)
-    .option("--keep-rounds <n>", "rounds the agent sees verbatim; older ones are summarized")
+    .option(
+      "--keep-rounds <n>",
+      "rounds the agent sees verbatim; older ones are summarized (default: the chat app's setting)",
+      wholeNumberOption("--keep-rounds"),
+    )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--model <name>", "model for the chat agent (default CODEHOP_MODEL)")
     .option("--json", "print one JSON object per round instead of the reply")
@@ -71,15 +86,7 @@ export default function chatCommand(): Command {
       const resolved = loadAppConfig(config);
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
       const settings: Record<string, number> = {};
-      if (flags.keepRounds !== undefined) {
-        const n = Number(flags.keepRounds);
-        if (!Number.isInteger(n) || n < 0)
-          throw new CodehopError(
-            ErrorCodes.CONFIG_INVALID,
-            "--keep-rounds must be an integer >= 0.",
-          );
-        settings.keepRounds = n;
-      }
+      if (flags.keepRounds !== undefined) settings.keepRounds = flags.keepRounds;
       // Loaded on use: the agent stack takes a moment to import.
       const app = await import("../../apps/chat/app.ts");
       const { deleteThread } = await import("../../apps/index.ts");
@@ -128,6 +135,10 @@ export default function chatCommand(): Command {
       const tty = Boolean(process.stdin.isTTY);
       const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
       rl.setPrompt("you> ");
+      // Lines are read from one iterator, made before anything else is awaited: lines typed or
+      // piped while the --file attachments are indexed are queued, then answered in order, and
+      // an input that ends meanwhile still has its lines answered.
+      const lines = rl[Symbol.asyncIterator]();
       let running: AbortController | undefined;
       let interruptedAtPrompt = false;
       const onInterrupt = () => {
@@ -149,8 +160,6 @@ export default function chatCommand(): Command {
       const startFiles = [...(flags.file ?? []), ...(flags.url ?? [])];
       if (startFiles.length) await attach(startFiles);
 
-      // Lines are read from one iterator: the loop's messages and the answers to an approval.
-      const lines = rl[Symbol.asyncIterator]();
       const nextLine = async (question?: string): Promise<string | undefined> => {
         // A question waits on the same line in a terminal; in a log it is a line of its own.
         if (question) process.stdout.write(tty ? question : `${question}\n`);
@@ -219,10 +228,14 @@ export default function chatCommand(): Command {
           view.stop();
           if (CodehopError.isInstance(e) && e.code === ErrorCodes.RUN_INTERRUPTED) {
             out("(stopped — the conversation is kept; ask again or go on)");
-          } else if (CodehopError.isInstance(e)) {
+          } else if (CodehopError.isInstance(e) && tty && !STOPS_THE_SESSION.has(e.code)) {
             // The round failed (e.g. the model endpoint is down): say so, keep the session.
             out(`(the reply failed: ${e.message.split("\n")[0]} [${e.code}])`);
-          } else throw e;
+          } else {
+            // Piped input has nobody to read "(the reply failed ...)" and retry, and a bad
+            // configuration fails every round alike: the session ends with the error (exit 2).
+            throw e;
+          }
         } finally {
           running = undefined;
         }
@@ -291,6 +304,8 @@ export default function chatCommand(): Command {
         process.off("SIGINT", onInterrupt);
         rl.close();
       }
-      err(`bye — continue with \`codehop chat --thread ${threadId}\``);
+      err(
+        `bye — continue with \`${cliCommand(["chat", "--thread", threadId], { home: flags.home })}\``,
+      );
     });
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Command } from "commander";
+import { Command, Option } from "commander";
+import { wholeNumberOption } from "../option-values.ts";
 import { runInTerminal, type RunFlags } from "../cli-support.ts";
 import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
@@ -46,11 +47,20 @@ export default function demoCommand(): Command {
       "--serve",
       "only start the scripted model server and print how to point codehop at it (Ctrl-C to stop)",
     )
-    .option("--port <n>", "port of the scripted model server (default: a free port)", "0")
-    .option("--delay <ms>", "simulated model latency per reply, to watch the live tree", "250")
+    .addOption(
+      new Option("--port <n>", "port of the scripted model server")
+        .argParser(wholeNumberOption("--port", 0, 65_535))
+        .default(0, "a free port"),
+    )
+    .option(
+      "--delay <ms>",
+      "simulated model latency per reply, to watch the live tree",
+      wholeNumberOption("--delay", 0, 600_000),
+      250,
+    )
     .action(
       async (
-        flags: RunFlags & { question: string; serve?: boolean; port: string; delay: string },
+        flags: RunFlags & { question: string; serve?: boolean; port: number; delay: number },
       ) => {
         const { loadAppConfig } = await import("../../runs/config.ts");
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
@@ -90,8 +100,8 @@ export default function demoCommand(): Command {
         // thread of either app can be resumed or replayed against `--serve`.
         const server = await startDemoModelServer({
           responder: allDemosResponder(),
-          port: Number(flags.port) || 0,
-          delayMs: Math.max(0, Number(flags.delay) || 0),
+          port: flags.port,
+          delayMs: flags.delay,
         });
         if (flags.serve) {
           process.stderr.write(

@@ -1,4 +1,4 @@
-import { Command } from "commander";
+import { Command, InvalidArgumentError } from "commander";
 import { readEnv } from "../../config/env.ts";
 import {
   serverFlags,
@@ -7,6 +7,33 @@ import {
   untilStopped,
   wholeNumber,
 } from "../server-support.ts";
+
+/** Flags of `codehop serve`. */
+interface ServeFlags extends ServerFlags {
+  port: number;
+  host: string;
+  apiKey?: string;
+  auth?: string[];
+  jwksUrl?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  jwtIdentityClaim?: string;
+  insecure?: boolean;
+}
+
+/** `--auth keys[,jwt]`: the built-in authentication modes to turn on. */
+function authModes(value: string): string[] {
+  const modes = value
+    .split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
+  const unknown = modes.filter((m) => m !== "keys" && m !== "jwt");
+  if (unknown.length)
+    throw new InvalidArgumentError(
+      `unknown authentication mode ${unknown.join(", ")} (keys: API keys of \`codehop keys\`; jwt: --jwks-url)`,
+    );
+  return modes;
+}
 
 /** `codehop serve`: the LangGraph server API over Postgres; runs go to `codehop worker` processes. */
 export default function serveCommand(): Command {
@@ -19,20 +46,55 @@ export default function serveCommand(): Command {
       .option("--host <address>", "interface to listen on", "127.0.0.1")
       .option(
         "--api-key <key>",
-        "require this key from clients (x-api-key header; default CODEHOP_API_KEY, unset = no key)",
+        "one key every client sends (x-api-key header; default CODEHOP_API_KEY); an empty key is an error",
+      )
+      .option(
+        "--auth <modes>",
+        "built-in authentication: keys (API keys mapped to users: `codehop keys add <user>`), jwt (needs --jwks-url); default CODEHOP_AUTH",
+        authModes,
+      )
+      .option(
+        "--jwks-url <url>",
+        "accept JWT bearer tokens signed by this JWKS (default CODEHOP_JWKS_URL)",
+      )
+      .option("--jwt-issuer <iss>", "issuer the tokens must carry (default CODEHOP_JWT_ISSUER)")
+      .option(
+        "--jwt-audience <aud>",
+        "audience the tokens must carry (default CODEHOP_JWT_AUDIENCE)",
+      )
+      .option("--jwt-identity-claim <claim>", "claim that names the user", "sub")
+      .option(
+        "--insecure",
+        "listen on a non-loopback address without authentication (something in front of the server authenticates)",
       ),
-  ).action(async (flags: ServerFlags & { port: number; host: string; apiKey?: string }) => {
+  ).action(async (flags: ServeFlags) => {
     const { startServer } = await import("../../server/app.ts");
-    const apiKey = flags.apiKey ?? readEnv().apiKey;
+    const env = readEnv();
+    const modes = flags.auth ?? (env.auth ? authModes(env.auth) : []);
+    const jwksUrl = flags.jwksUrl ?? env.jwksUrl;
     const server = await startServer({
       ...serverFlagsToOptions(flags),
       port: flags.port,
       host: flags.host,
-      apiKey,
+      insecure: flags.insecure,
+      auth: {
+        // An empty --api-key (an unset variable pasted into the command) is refused, not ignored.
+        apiKey: flags.apiKey ?? env.apiKey,
+        apiKeys: modes.includes("keys"),
+        jwt:
+          jwksUrl || modes.includes("jwt")
+            ? {
+                jwksUrl: jwksUrl ?? "",
+                issuer: flags.jwtIssuer ?? env.jwtIssuer ?? "",
+                audience: flags.jwtAudience ?? env.jwtAudience ?? "",
+                identityClaim: flags.jwtIdentityClaim,
+              }
+            : undefined,
+      },
     });
     const { graphs, persistence } = server.backend;
     process.stderr.write(
-      `codehop serve: listening on ${server.url} (graphs ${graphs.ids.join(", ")}; database ${persistence.location}${apiKey ? "; API key required" : ""})\n`,
+      `codehop serve: listening on ${server.url} (graphs ${graphs.ids.join(", ")}; database ${persistence.location}; authentication: ${server.authentication})\n`,
     );
     await untilStopped(() => server.close());
   });

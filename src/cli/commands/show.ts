@@ -1,4 +1,5 @@
-import { Command } from "commander";
+import { Command, Option } from "commander";
+import { wholeNumberOption } from "../option-values.ts";
 import {
   configFromFlags,
   verificationLines,
@@ -15,9 +16,13 @@ export default function showCommand(): Command {
     )
     .argument("<thread>", "thread id (see `codehop threads`)")
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
-    .option("--width <n>", "line width", String(Math.max(60, (process.stdout.columns ?? 120) - 2)))
+    .addOption(
+      new Option("--width <n>", "line width")
+        .argParser(wholeNumberOption("--width", 40, 1000))
+        .default(undefined, "the terminal's width, else 110"),
+    )
     .option("--json", "print the tree as JSON")
-    .action(async (threadId: string, flags: RunFlags & { width: string }) => {
+    .action(async (threadId: string, flags: RunFlags & { width?: number }) => {
       const { traceOfThread: trace, verificationOf } = await import("../../apps/index.ts");
       const config = configFromFlags(flags);
       const progress = await trace(threadId, { config });
@@ -42,7 +47,8 @@ export default function showCommand(): Command {
         process.stdout.write(`${JSON.stringify(out)}\n`);
         return;
       }
-      const width = Math.max(40, Number.parseInt(flags.width, 10) || 110);
+      const width =
+        flags.width ?? (process.stdout.columns ? Math.max(60, process.stdout.columns - 2) : 110);
       const colors = colorsFor(process.stdout);
       process.stdout.write(`${progress.render("…", width, { expand: true, colors }).join("\n")}\n`);
       if (recorded) {

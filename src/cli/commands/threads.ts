@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
-import { Command, InvalidArgumentError } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { wholeNumberOption } from "../option-values.ts";
 import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import { colorsFor } from "../../config/colors.ts";
@@ -107,7 +108,7 @@ async function deleteAll(p: Persistence, threads: ThreadRecord[], home: string):
 }
 
 interface ThreadsFlags extends RunFlags {
-  limit: string;
+  limit: number;
   delete?: string[];
   prune?: boolean;
   olderThan: number;
@@ -121,125 +122,131 @@ interface ThreadsFlags extends RunFlags {
  * persistence port.
  */
 export default function threadsCommand(): Command {
-  return new Command("threads")
-    .description(
-      "list threads (question, status, checkpoints), most recent first; or delete them (--delete, --prune)",
-    )
-    .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
-    .option("--limit <n>", "show at most n threads", "20")
-    .option("--json", "print JSON")
-    .option(
-      "--delete <id...>",
-      "delete these threads: their checkpoints, call-journal rows, registry rows and a conversation's files",
-    )
-    .option(
-      "--prune",
-      "delete every thread not updated for --older-than whose status is in --status (never a running one)",
-    )
-    .option(
-      "--older-than <age>",
-      "with --prune: minimum age, e.g. 12h, 30d, 2w; 0 = any age",
-      parseAge,
-      parseAge("30d"),
-    )
-    .option(
-      "--status <list>",
-      `with --prune: statuses to delete (${PRUNABLE.join(",")})`,
-      statusList,
-      [...PRUNABLE],
-    )
-    .option("--dry-run", "with --delete / --prune: list what would be deleted, delete nothing")
-    .action(async (flags: ThreadsFlags) => {
-      if (flags.delete && flags.prune)
-        throw new CodehopError(ErrorCodes.CONFIG_INVALID, "Use --delete or --prune, not both.");
-      const { openPersistenceFor, checkpointDbPath } = await import("../../persistence/index.ts");
-      const { loadAppConfig, persistenceLocation } = await import("../../runs/config.ts");
-      const config = loadAppConfig(configFromFlags(flags));
-      // Nothing has run here yet (no database; a home that is a file still fails when opened).
-      // With CODEHOP_DATABASE_URL the threads are in Postgres, whatever the home holds.
-      const fresh =
-        !config.databaseUrl &&
-        !existsSync(checkpointDbPath(config.home)) &&
-        (!existsSync(config.home) || statSync(config.home).isDirectory());
-      if (fresh && !flags.delete) {
-        const where = checkpointDbPath(config.home);
-        if (flags.json)
-          process.stdout.write(
-            flags.prune
-              ? `${JSON.stringify({ deleted: [], dry_run: Boolean(flags.dryRun) })}\n`
-              : "[]\n",
-          );
-        else process.stdout.write(`No threads in ${where} (nothing has run there yet).\n`);
-        return;
-      }
-      const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
-      try {
-        if (flags.delete || flags.prune) {
-          const all = await p.threads.list();
-          let chosen: ThreadRecord[];
-          if (flags.delete) {
-            chosen = [];
-            for (const id of flags.delete) {
-              const t = all.find((x) => x.threadId === id);
-              if (!t)
-                throw new CodehopError(
-                  ErrorCodes.THREAD_NOT_FOUND,
-                  `No thread "${id}" in ${p.location}. List threads with \`${cliCommand(["threads"], { home: flags.home })}\`.`,
-                );
-              if (t.status === "running")
-                throw new CodehopError(
-                  ErrorCodes.CONFIG_INVALID,
-                  `Thread "${id}" is being run by process ${t.pid ?? "(unknown)"}: stop it first.`,
-                );
-              chosen.push(t);
-            }
-          } else {
-            chosen = threadsToPrune(all, { olderThanMs: flags.olderThan, statuses: flags.status });
-          }
-          const deleted = flags.dryRun
-            ? chosen.map((t) => t.threadId)
-            : await deleteAll(p, chosen, config.home);
-          if (flags.json) {
+  return (
+    new Command("threads")
+      .description(
+        "list threads (question, status, checkpoints), most recent first; or delete them (--delete, --prune)",
+      )
+      .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
+      .option("--limit <n>", "show at most n threads", wholeNumberOption("--limit", 1), 20)
+      .option("--json", "print JSON")
+      .option(
+        "--delete <id...>",
+        "delete these threads: their checkpoints, call-journal rows, registry rows and a conversation's files",
+      )
+      .option(
+        "--prune",
+        "delete every thread not updated for --older-than whose status is in --status (never a running one)",
+      )
+      // Defaults shown as they are typed (30d, done,failed,...), not as the parsed value.
+      .addOption(
+        new Option(
+          "--older-than <age>",
+          "with --prune: minimum age, e.g. 12h, 30d, 2w; 0 = any age",
+        )
+          .argParser(parseAge)
+          .default(parseAge("30d"), "30d"),
+      )
+      .addOption(
+        new Option("--status <list>", "with --prune: statuses to delete, comma-separated")
+          .argParser(statusList)
+          .default([...PRUNABLE], PRUNABLE.join(",")),
+      )
+      .option("--dry-run", "with --delete / --prune: list what would be deleted, delete nothing")
+      .action(async (flags: ThreadsFlags) => {
+        if (flags.delete && flags.prune)
+          throw new CodehopError(ErrorCodes.CONFIG_INVALID, "Use --delete or --prune, not both.");
+        const { openPersistenceFor, checkpointDbPath } = await import("../../persistence/index.ts");
+        const { loadAppConfig, persistenceLocation } = await import("../../runs/config.ts");
+        const config = loadAppConfig(configFromFlags(flags));
+        // Nothing has run here yet (no database; a home that is a file still fails when opened).
+        // With CODEHOP_DATABASE_URL the threads are in Postgres, whatever the home holds.
+        const fresh =
+          !config.databaseUrl &&
+          !existsSync(checkpointDbPath(config.home)) &&
+          (!existsSync(config.home) || statSync(config.home).isDirectory());
+        if (fresh && !flags.delete) {
+          const where = checkpointDbPath(config.home);
+          if (flags.json)
             process.stdout.write(
-              `${JSON.stringify({ deleted, dry_run: Boolean(flags.dryRun) })}\n`,
+              flags.prune
+                ? `${JSON.stringify({ deleted: [], dry_run: Boolean(flags.dryRun) })}\n`
+                : "[]\n",
             );
+          else process.stdout.write(`No threads in ${where} (nothing has run there yet).\n`);
+          return;
+        }
+        const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
+        try {
+          if (flags.delete || flags.prune) {
+            const all = await p.threads.list();
+            let chosen: ThreadRecord[];
+            if (flags.delete) {
+              chosen = [];
+              for (const id of flags.delete) {
+                const t = all.find((x) => x.threadId === id);
+                if (!t)
+                  throw new CodehopError(
+                    ErrorCodes.THREAD_NOT_FOUND,
+                    `No thread "${id}" in ${p.location}. List threads with \`${cliCommand(["threads"], { home: flags.home })}\`.`,
+                  );
+                if (t.status === "running")
+                  throw new CodehopError(
+                    ErrorCodes.CONFIG_INVALID,
+                    `Thread "${id}" is being run by process ${t.pid ?? "(unknown)"}: stop it first.`,
+                  );
+                chosen.push(t);
+              }
+            } else {
+              chosen = threadsToPrune(all, {
+                olderThanMs: flags.olderThan,
+                statuses: flags.status,
+              });
+            }
+            const deleted = flags.dryRun
+              ? chosen.map((t) => t.threadId)
+              : await deleteAll(p, chosen, config.home);
+            if (flags.json) {
+              process.stdout.write(
+                `${JSON.stringify({ deleted, dry_run: Boolean(flags.dryRun) })}\n`,
+              );
+              return;
+            }
+            const verb = flags.dryRun ? "Would delete" : "Deleted";
+            const lines = [
+              `${verb} ${deleted.length} thread${deleted.length === 1 ? "" : "s"} in ${p.location}.`,
+            ];
+            for (const t of chosen)
+              lines.push(
+                `  ${t.threadId}  ${t.status}  ${(t.updatedAt ?? "").slice(0, 19)}  ${(t.question ?? "").replace(/\s+/g, " ").slice(0, 60)}`,
+              );
+            process.stdout.write(`${lines.join("\n")}\n`);
             return;
           }
-          const verb = flags.dryRun ? "Would delete" : "Deleted";
-          const lines = [
-            `${verb} ${deleted.length} thread${deleted.length === 1 ? "" : "s"} in ${p.location}.`,
-          ];
-          for (const t of chosen)
-            lines.push(
-              `  ${t.threadId}  ${t.status}  ${(t.updatedAt ?? "").slice(0, 19)}  ${(t.question ?? "").replace(/\s+/g, " ").slice(0, 60)}`,
-            );
-          process.stdout.write(`${lines.join("\n")}\n`);
-          return;
+          const threads = (await p.threads.list()).slice(0, flags.limit);
+          if (flags.json) {
+            process.stdout.write(`${JSON.stringify(threads.map(threadJson))}\n`);
+            return;
+          }
+          if (!threads.length) {
+            process.stdout.write(`No threads in ${p.location}.\n`);
+            return;
+          }
+          const c = colorsFor(process.stdout);
+          const tint: Record<string, (s: string) => string> = {
+            done: c.green,
+            failed: c.red,
+            interrupted: c.yellow,
+            running: c.cyan,
+          };
+          const lines = threads.map((t) => {
+            const q = (t.question ?? "(started through the graph API)").replace(/\s+/g, " ");
+            return `${t.threadId.padEnd(38)} ${(tint[t.status] ?? String)(t.status.padEnd(11))} ${String(t.checkpoints).padStart(4)} ckpts  ${(t.updatedAt ?? "").slice(0, 19).padEnd(19)}  ${q.length > 70 ? `${q.slice(0, 69)}…` : q}`;
+          });
+          process.stdout.write(`${lines.join("\n")}\n\n(${p.location})\n`);
+        } finally {
+          await p.close();
         }
-        const limit = Math.max(1, Number.parseInt(flags.limit, 10) || 20);
-        const threads = (await p.threads.list()).slice(0, limit);
-        if (flags.json) {
-          process.stdout.write(`${JSON.stringify(threads.map(threadJson))}\n`);
-          return;
-        }
-        if (!threads.length) {
-          process.stdout.write(`No threads in ${p.location}.\n`);
-          return;
-        }
-        const c = colorsFor(process.stdout);
-        const tint: Record<string, (s: string) => string> = {
-          done: c.green,
-          failed: c.red,
-          interrupted: c.yellow,
-          running: c.cyan,
-        };
-        const lines = threads.map((t) => {
-          const q = (t.question ?? "(started through the graph API)").replace(/\s+/g, " ");
-          return `${t.threadId.padEnd(38)} ${(tint[t.status] ?? String)(t.status.padEnd(11))} ${String(t.checkpoints).padStart(4)} ckpts  ${(t.updatedAt ?? "").slice(0, 19).padEnd(19)}  ${q.length > 70 ? `${q.slice(0, 69)}…` : q}`;
-        });
-        process.stdout.write(`${lines.join("\n")}\n\n(${p.location})\n`);
-      } finally {
-        await p.close();
-      }
-    });
+      })
+  );
 }

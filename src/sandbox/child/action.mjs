@@ -29,7 +29,7 @@ import {
 import { CopyError, toJson, variableNote } from "./copy.mjs";
 import { describeError, describeReference, setMessage } from "./errors.mjs";
 import { formatSpecifiers, formatValue } from "./format.mjs";
-import { send } from "./io.mjs";
+import { send, sendLine } from "./io.mjs";
 import {
   Compartment,
   InitialDate,
@@ -41,6 +41,7 @@ import {
 import {
   LAST_VALUE_CHARS,
   SNAPSHOT_BUDGET_FACTOR,
+  encodeLineWithAttachments,
   TOTAL_ARGS_FACTOR,
   utf8Bytes,
 } from "./protocol.mjs";
@@ -49,6 +50,7 @@ import {
 /** @typedef {import("./protocol.mjs").ResultMessage} ResultMessage */
 /** @typedef {import("./protocol.mjs").ReportedError} ReportedError */
 /** @typedef {import("./protocol.mjs").BindingReport} BindingReport */
+/** @typedef {import("./protocol.mjs").WireBindingReport} WireBindingReport */
 /** @typedef {import("./protocol.mjs").ChildLimits} ChildLimits */
 
 /**
@@ -585,7 +587,8 @@ function captureBindings(act) {
 function keepValues(act, bindings) {
   /** @type {Map<string, KeptValue>} */
   const next = new Map();
-  for (const name of keys(bindings)) {
+  // (The host's warm-up action, id 0, reports none: it ran the copy only to have V8 compile it.)
+  for (const name of act.id === 0 ? [] : keys(bindings)) {
     const b = bindings[name];
     const restored = act.restored.get(name);
     if (b.kind === "value") next.set(name, { value: jsonParse(b.json), json: b.json });
@@ -678,20 +681,40 @@ function report(act, outcome, reusable, withBindings) {
     p.reject(p.site);
   }
   act.pending.clear();
-  send({
-    t: "done",
-    id: act.id,
-    error: "error" in outcome ? outcome.error : null,
-    isFinal: "final" in outcome,
-    finalJson: "final" in outcome ? outcome.final : null,
-    tail: act.tail,
-    dropped: act.dropped,
-    bindings,
-    toolCalls: act.calls,
-    lastValue,
-  });
-  // After the report, so the host has it first: what the process holds for the next action.
-  keepValues(act, bindings);
+  // Values travel as the line's attachments: their JSON as it is, not escaped into a string.
+  /** @type {string[]} */
+  const attachments = [];
+  /** @type {Record<string, WireBindingReport>} */
+  const wire = create(null);
+  // (The host's warm-up action, id 0, reports none: it ran the copy only to have V8 compile it.)
+  for (const name of act.id === 0 ? [] : keys(bindings)) {
+    const b = bindings[name];
+    if (b.kind === "value") {
+      wire[name] = { kind: "value", attachment: attachments.length };
+      attachments.push(b.json);
+    } else wire[name] = b;
+  }
+  sendLine(
+    encodeLineWithAttachments(
+      {
+        t: "done",
+        id: act.id,
+        error: "error" in outcome ? outcome.error : null,
+        isFinal: "final" in outcome,
+        finalJson: "final" in outcome ? outcome.final : null,
+        tail: act.tail,
+        dropped: act.dropped,
+        bindings: wire,
+        toolCalls: act.calls,
+        lastValue,
+      },
+      attachments,
+    ),
+  );
+  // After the report, so the host has it first: what the process holds for the next action (the
+  // host's own warm-up action, id 0, leaves nothing: the host keeps none of its values either).
+  if (act.id !== 0) keepValues(act, bindings);
+  else kept = new Map();
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.
   if (reusable) setImmediate(() => send({ t: "idle", id: act.id, heapUsed: heapUsed() }));

@@ -42,9 +42,12 @@ export const {
   URIError,
   AggregateError,
   Uint8Array,
+  Int32Array,
+  SharedArrayBuffer,
   WeakMap,
   WeakSet,
 } = globalThis;
+export const { wait: atomicsWait } = Atomics;
 
 export const {
   assign,

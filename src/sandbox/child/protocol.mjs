@@ -133,6 +133,12 @@ export const LAST_VALUE_CHARS = 2_000;
  */
 
 /**
+ * A binding report as a `done` message carries it: a value's JSON is the line's attachment of that
+ * index (see {@link encodeLineWithAttachments}); the host puts it back as `json`.
+ * @typedef {Exclude<BindingReport, { kind: "value" }> | { kind: "value", attachment: number }} WireBindingReport
+ */
+
+/**
  * An error as the child reports it: frames are [line, column] positions in the wrapper source.
  * @typedef {object} ReportedError
  * @property {string} name
@@ -151,7 +157,7 @@ export const LAST_VALUE_CHARS = 2_000;
  * @property {string | null} finalJson
  * @property {string} tail output kept after the streamed head
  * @property {number} dropped output characters dropped between head and tail
- * @property {Record<string, BindingReport>} bindings
+ * @property {Record<string, WireBindingReport>} bindings (values attached to the line)
  * @property {number} toolCalls
  * @property {string | null} lastValue
  */
@@ -191,12 +197,45 @@ export function encodeRunLine(message, restore) {
   return `${head.slice(0, -1)},"restore":{${values}}}\n`;
 }
 
+/**
+ * A message as a protocol line with JSON texts attached after it, each after a tab: the values a
+ * `done` reports travel as the text they are, not escaped into a string of the message (which
+ * cost the child an escaping pass and the host a second parse of a megabyte). JSON text never
+ * holds a raw tab, so the message's first tab ends it. The message names each attachment by its
+ * index; {@link splitAttachments} takes them apart.
+ * @param {ChildMessageShape} message
+ * @param {string[]} attachments JSON texts
+ * @returns {string}
+ */
+export function encodeLineWithAttachments(message, attachments) {
+  let line = jsonStringify(message);
+  for (let i = 0; i < attachments.length; i++) line += `\t${attachments[i]}`;
+  return `${line}\n`;
+}
+
+/**
+ * A protocol line's message text and its attachments (see {@link encodeLineWithAttachments}).
+ * @param {string} line
+ * @returns {{ message: string, attachments: string[] }}
+ */
+export function splitAttachments(line) {
+  if (line.indexOf("\t") < 0) return { message: line, attachments: [] };
+  const parts = line.split("\t");
+  return { message: parts[0], attachments: parts.slice(1) };
+}
+
 /** Splits a stream of text into protocol lines. */
 export class LineBuffer {
   /** @param {number} maxLineChars a line longer than this is a protocol error */
   constructor(maxLineChars) {
+    /**
+     * The unfinished line's chunks: joined once, when its end arrives (a 1 MB line comes in 64 KB
+     * chunks; appending each to one string and searching it again was quadratic).
+     * @private @type {string[]}
+     */
+    this.parts = [];
     /** @private */
-    this.buffer = "";
+    this.partsLength = 0;
     /** @private */
     this.maxLineChars = maxLineChars;
   }
@@ -208,16 +247,26 @@ export class LineBuffer {
    * @returns {string[] | null}
    */
   push(chunk) {
-    this.buffer += chunk;
     /** @type {string[]} */
     const lines = [];
     let start = 0;
-    for (let nl = this.buffer.indexOf("\n"); nl >= 0; nl = this.buffer.indexOf("\n", start)) {
-      if (nl > start) lines.push(this.buffer.slice(start, nl));
+    for (let nl = chunk.indexOf("\n"); nl >= 0; nl = chunk.indexOf("\n", start)) {
+      let line = chunk.slice(start, nl);
+      if (this.parts.length > 0) {
+        this.parts.push(line);
+        line = this.parts.join("");
+        this.parts = [];
+        this.partsLength = 0;
+      }
+      if (line.length > this.maxLineChars) return null;
+      if (line.length > 0) lines.push(line);
       start = nl + 1;
     }
-    this.buffer = start > 0 ? this.buffer.slice(start) : this.buffer;
-    if (this.buffer.length > this.maxLineChars) return null;
+    if (start < chunk.length) {
+      this.parts.push(start > 0 ? chunk.slice(start) : chunk);
+      this.partsLength += chunk.length - start;
+      if (this.partsLength > this.maxLineChars) return null;
+    }
     return lines;
   }
 }

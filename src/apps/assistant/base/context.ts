@@ -1,6 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { z } from "zod";
 import { readEnv } from "../../../config/env.ts";
+import { ANY_VALUE, clientSettableFields, oneOf, upTo } from "../../../core/client-settings.ts";
 import { readRunContext, RunContextSchema } from "../../../core/run-context.ts";
 import { CodehopError, ErrorCodes } from "../../../errors.ts";
 import {
@@ -59,22 +60,36 @@ declare module "../../../core/run-context.ts" {
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null;
 
+// What a client of a served assistant graph may set in `context.web` (src/core/client-settings.ts):
+// how it reads, limits up to the operator's, and the text browser; the rest is the operator's.
+const operatorLimit = (key: "timeoutMs" | "maxPageBytes" | "maxDownloadBytes" | "maxRedirects") =>
+  upTo(() => webSettingsFromEnv(readEnv())[key], `the operator's web ${key}`);
+const WebContextSchema = clientSettableFields(
+  z.looseObject({
+    viewportChars: z.number().int().min(500).optional(),
+    searchResults: z.number().int().min(1).max(20).optional(),
+    browser: z.enum(BROWSER_MODES).optional(),
+    timeoutMs: z.number().int().positive().optional(),
+    maxPageBytes: z.number().int().positive().optional(),
+    maxDownloadBytes: z.number().int().positive().optional(),
+    maxRedirects: z.number().int().min(0).optional(),
+  }),
+  {
+    viewportChars: ANY_VALUE,
+    searchResults: ANY_VALUE,
+    browser: oneOf(() => ["text"], "the text browser (the operator's browser otherwise)"),
+    timeoutMs: operatorLimit("timeoutMs"),
+    maxPageBytes: operatorLimit("maxPageBytes"),
+    maxDownloadBytes: operatorLimit("maxDownloadBytes"),
+    maxRedirects: operatorLimit("maxRedirects"),
+  },
+);
+
 /** The assistant's run-context schema: the framework's plus its keys (Studio shows `web`). */
 export const AssistantRunContextSchema = RunContextSchema.extend({
-  web: z
-    .looseObject({
-      viewportChars: z.number().int().min(500).optional(),
-      searchResults: z.number().int().min(1).max(20).optional(),
-      browser: z.enum(BROWSER_MODES).optional(),
-      timeoutMs: z.number().int().positive().optional(),
-      maxPageBytes: z.number().int().positive().optional(),
-      maxDownloadBytes: z.number().int().positive().optional(),
-      maxRedirects: z.number().int().min(0).optional(),
-    })
-    .optional()
-    .describe(
-      "web settings for this run; without a code grant: viewportChars and searchResults, limits only lowered, browser only `text`; the rest is the operator's",
-    ),
+  web: WebContextSchema.optional().describe(
+    "web settings for this run; without a code grant: viewportChars and searchResults, limits only lowered, browser only `text`; the rest is the operator's",
+  ),
   assistantFiles: z.custom<AssistantFiles>(isObject, "an AssistantFiles store").optional(),
   assistantAccess: z
     .custom<AssistantAccess>(
