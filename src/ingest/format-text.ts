@@ -10,16 +10,22 @@ import type { FormatReader } from "./format-types.ts";
  * starting one. Plain text has no headings at all.
  */
 export const readMarkdown: FormatReader = async ({ bytes, mediaType }, { maxChars }) => {
-  const start = decodeDocumentStart(bytes, maxChars, mediaType);
+  const start = decodeDocumentStart(bytes, maxChars + SLACK_CHARS, mediaType);
   const { text, title } = markdownToText(start.text);
   return { text, ...(title ? { title } : {}), ...cutNote(start, maxChars) };
 };
 
 /** Plain text: decoded, with heading-like lines neutralized. */
 export const readText: FormatReader = async ({ bytes, mediaType }, { maxChars }) => {
-  const start = decodeDocumentStart(bytes, maxChars, mediaType);
+  const start = decodeDocumentStart(bytes, maxChars + SLACK_CHARS, mediaType);
   return { text: neutralizeHeadings(start.text.trim()), ...cutNote(start, maxChars) };
 };
+
+/**
+ * Characters decoded past `maxChars`: markup and whitespace the reader drops must not leave the
+ * kept text short of `maxChars` (the reader process cuts the result to exactly `maxChars`).
+ */
+const SLACK_CHARS = 4096;
 
 /** The truncation of a text read only in part. */
 function cutNote(start: { cut: boolean; total: number }, maxChars: number) {
