@@ -226,61 +226,64 @@ describe("the web as a knowledge source", () => {
 
 // Debian's Chromium (CI installs it; test/web/chromium.test.ts fails CI without it).
 const CHROMIUM = "/usr/bin/chromium";
-describe.skipIf(!existsSync(CHROMIUM))("web research through the operator's browser setting", () => {
-  const jsUrl = () => site.url("/js-only");
-  const browse = (browser: "text" | "chromium" | "auto") =>
-    openWebSource({
-      settings: { ...webConfig().settings, browser, chromiumPath: CHROMIUM, timeoutMs: 30_000 },
-    });
+describe.skipIf(!existsSync(CHROMIUM))(
+  "web research through the operator's browser setting",
+  () => {
+    const jsUrl = () => site.url("/js-only");
+    const browse = (browser: "text" | "chromium" | "auto") =>
+      openWebSource({
+        settings: { ...webConfig().settings, browser, chromiumPath: CHROMIUM, timeoutMs: 30_000 },
+      });
 
-  it("text reads nothing of a page its script fills in; auto and chromium read it in Chromium", async () => {
-    const text = browse("text");
-    try {
-      // The text browser sees the page as served: "Loading…" and the noscript notice.
-      const { passages } = await text.retrievePassages(jsUrl(), "first launch");
-      expect(passages.map((p) => p.text).join(" ")).not.toContain("14 March");
-    } finally {
-      await text.close();
-    }
-    for (const mode of ["auto", "chromium"] as const) {
-      const source = browse(mode);
+    it("text reads nothing of a page its script fills in; auto and chromium read it in Chromium", async () => {
+      const text = browse("text");
       try {
-        const { lookup, passages } = await source.retrievePassages(jsUrl(), "first launch pad");
-        expect(lookup.status).toBe("found");
-        expect(passages.map((p) => p.text).join(" ")).toContain("14 March from pad 39A");
-        expect(passages[0].docId).toBe(jsUrl());
-        expect(source.pagesRead).toBe(1);
-      } finally {
-        await source.close();
-      }
-    }
-  });
-
-  it("a configuration naming no browser takes CODEHOP_BROWSER (default auto: Chromium for the JavaScript page)", async () => {
-    const saved = process.env.CODEHOP_BROWSER;
-    try {
-      delete process.env.CODEHOP_BROWSER;
-      const auto = openWebSource(webConfig());
-      try {
-        const { passages } = await auto.retrievePassages(jsUrl(), "weather satellite");
-        expect(passages.map((p) => p.text).join(" ")).toContain("weather satellite");
-      } finally {
-        await auto.close();
-      }
-      process.env.CODEHOP_BROWSER = "text";
-      const text = openWebSource(webConfig());
-      try {
-        const { passages } = await text.retrievePassages(jsUrl(), "weather satellite");
-        expect(passages.map((p) => p.text).join(" ")).not.toContain("weather satellite");
+        // The text browser sees the page as served: "Loading…" and the noscript notice.
+        const { passages } = await text.retrievePassages(jsUrl(), "first launch");
+        expect(passages.map((p) => p.text).join(" ")).not.toContain("14 March");
       } finally {
         await text.close();
       }
-    } finally {
-      if (saved === undefined) delete process.env.CODEHOP_BROWSER;
-      else process.env.CODEHOP_BROWSER = saved;
-    }
-  });
-});
+      for (const mode of ["auto", "chromium"] as const) {
+        const source = browse(mode);
+        try {
+          const { lookup, passages } = await source.retrievePassages(jsUrl(), "first launch pad");
+          expect(lookup.status).toBe("found");
+          expect(passages.map((p) => p.text).join(" ")).toContain("14 March from pad 39A");
+          expect(passages[0].docId).toBe(jsUrl());
+          expect(source.pagesRead).toBe(1);
+        } finally {
+          await source.close();
+        }
+      }
+    });
+
+    it("a configuration naming no browser takes CODEHOP_BROWSER (default auto: Chromium for the JavaScript page)", async () => {
+      const saved = process.env.CODEHOP_BROWSER;
+      try {
+        delete process.env.CODEHOP_BROWSER;
+        const auto = openWebSource(webConfig());
+        try {
+          const { passages } = await auto.retrievePassages(jsUrl(), "weather satellite");
+          expect(passages.map((p) => p.text).join(" ")).toContain("weather satellite");
+        } finally {
+          await auto.close();
+        }
+        process.env.CODEHOP_BROWSER = "text";
+        const text = openWebSource(webConfig());
+        try {
+          const { passages } = await text.retrievePassages(jsUrl(), "weather satellite");
+          expect(passages.map((p) => p.text).join(" ")).not.toContain("weather satellite");
+        } finally {
+          await text.close();
+        }
+      } finally {
+        if (saved === undefined) delete process.env.CODEHOP_BROWSER;
+        else process.env.CODEHOP_BROWSER = saved;
+      }
+    });
+  },
+);
 
 describe("codehop research --source web", { timeout: 180_000 }, () => {
   it("researches on the web: page readers read the pages, the report cites URL, title and position", async () => {
