@@ -78,6 +78,8 @@ export interface CodehopEnv {
   jwtIssuer?: string;
   /** Audience those JWTs must carry (CODEHOP_JWT_AUDIENCE). */
   jwtAudience?: string;
+  /** Browser origins `codehop serve` answers cross-origin (CODEHOP_CORS_ORIGINS, comma-separated; unset = none). */
+  corsOrigins: string[];
   /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
   ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
@@ -323,6 +325,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     jwksUrl: nonEmpty(env.CODEHOP_JWKS_URL),
     jwtIssuer: nonEmpty(env.CODEHOP_JWT_ISSUER),
     jwtAudience: nonEmpty(env.CODEHOP_JWT_AUDIENCE),
+    corsOrigins: (env.CODEHOP_CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
     ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
