@@ -7,7 +7,13 @@ import { type Backend, type BackendOptions, openBackend, queueOptionsOf } from "
 import { executeRun } from "./execute.ts";
 import { readEnv } from "../config/env.ts";
 import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
-import { DEAD_RUNS_QUEUE, RUNS_QUEUE, leaseSecondsOf, pollSecondsOf } from "./queue.ts";
+import {
+  DEAD_RUNS_QUEUE,
+  RUNS_QUEUE,
+  leaseSecondsOf,
+  pollSecondsOf,
+  workEagerly,
+} from "./queue.ts";
 import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
 
 /**
@@ -20,9 +26,19 @@ import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
  * journal serving every sub-agent call already finished.
  */
 
+/**
+ * Runs a worker executes at once unless told otherwise. With 4, 50 runs submitted at once waited
+ * 3x longer for a worker than langgraph dev's 10 (bench/serving.bench.ts); 16 matches the default
+ * sandbox's process cap, so each run in flight can hold a warm process for its actions.
+ */
+export const DEFAULT_WORKER_CONCURRENCY = 16;
+
 /** Options of {@link startWorker}. */
 export interface WorkerOptions extends BackendOptions {
-  /** Runs executed at once by this worker. Default 4. */
+  /**
+   * Runs executed at once by this worker. Default {@link DEFAULT_WORKER_CONCURRENCY}: a run mostly
+   * waits on its model, so a worker keeps many in flight (langgraph dev runs 10 at once).
+   */
   concurrency?: number;
   /** Id of this worker in the runs it holds (default: a new UUID). */
   workerId?: string;
@@ -57,7 +73,7 @@ type StopReason = "cancel" | "lost" | "shutdown";
 /** Starts a worker on the database of `options`. */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const workerId = options.workerId ?? randomUUID();
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = options.concurrency ?? DEFAULT_WORKER_CONCURRENCY;
   const lease = leaseSecondsOf(queueOptionsOf(options));
   const log = options.log ?? (() => {});
   // Each run in progress needs a connection now and then (checkpoints, journal, events): a pool
@@ -138,7 +154,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   // Warm the sandbox pool so the first action does not pay for its start.
   void getDefaultSandbox().catch(() => {});
 
-  const handleRun = async ([job]: Job<{ runId: string }>[]) => {
+  const handleRun = async (job: Job<{ runId: string }>) => {
     const runId = job.data.runId;
     const run = await store.takeRun(runId, workerId);
     if (!run) return; // cancelled while pending, or already finished
@@ -224,13 +240,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     if (full?.sourceId) await queue.deleteJob(RUNS_QUEUE, full.sourceId).catch(() => {});
   };
 
-  await queue.work<{ runId: string }>(
+  await workEagerly(
+    queue,
     RUNS_QUEUE,
-    {
-      localConcurrency: concurrency,
-      pollingIntervalSeconds: 1,
-      notifyPollingIntervalSeconds: pollSecondsOf(queueOptionsOf(options)),
-    },
+    concurrency,
+    { pollSeconds: pollSecondsOf(queueOptionsOf(options)) },
     handleRun,
   );
   await queue.work<{ runId: string }>(
