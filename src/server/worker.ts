@@ -78,10 +78,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const log = options.log ?? (() => {});
   // Each run in progress needs a connection now and then (checkpoints, journal, events): a pool
   // that grows with the concurrency, within what a default PostgreSQL (100 connections) allows
-  // for a few workers.
+  // for a few workers. A run holds one only for a query at a time: a third of the runs in flight
+  // (11 at the default 16) keeps a worker's connections where they were with 4 runs (9).
   const backend = await openBackend({
     ...options,
-    poolSize: options.poolSize ?? Math.min(20, 5 + concurrency),
+    poolSize: options.poolSize ?? Math.min(20, 5 + Math.ceil(concurrency / 3)),
   });
   const { store, queue, graphs, persistence } = backend;
   // LangGraph's long-term store of the runs (`config.store`, `getStore()`, memory tools): the
