@@ -32,6 +32,11 @@ export interface CodehopEnv {
   memory?: boolean;
   /** Reflection: a lesson after a failed run, recalled for similar tasks (CODEHOP_REFLECTION=1). */
   reflection?: boolean;
+  /**
+   * Reflection: a scored run (the eval harness's score, the verifier's share of supported claims)
+   * below this leaves a lesson too (CODEHOP_REFLECTION_MIN_SCORE, 0..1; default 0.5).
+   */
+  reflectionMinScore?: number;
   /** The user whose memories CLI and API runs use (CODEHOP_USER; default "local"). */
   memoryUser?: string;
   /** Days a memory lives after it is written or last recalled (CODEHOP_MEMORY_TTL_DAYS; unset or 0: forever). */
@@ -78,6 +83,8 @@ export interface CodehopEnv {
   jwtIssuer?: string;
   /** Audience those JWTs must carry (CODEHOP_JWT_AUDIENCE). */
   jwtAudience?: string;
+  /** Browser origins `codehop serve` answers cross-origin (CODEHOP_CORS_ORIGINS, comma-separated; unset = none). */
+  corsOrigins: string[];
   /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
   ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
@@ -333,6 +340,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
     memory: flag("CODEHOP_MEMORY", env.CODEHOP_MEMORY),
     reflection: flag("CODEHOP_REFLECTION", env.CODEHOP_REFLECTION),
+    reflectionMinScore: num("CODEHOP_REFLECTION_MIN_SCORE", env.CODEHOP_REFLECTION_MIN_SCORE),
     memoryUser: nonEmpty(env.CODEHOP_USER),
     memoryTtlDays: num("CODEHOP_MEMORY_TTL_DAYS", env.CODEHOP_MEMORY_TTL_DAYS),
     langsmithTracing:
@@ -364,6 +372,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     jwksUrl: nonEmpty(env.CODEHOP_JWKS_URL),
     jwtIssuer: nonEmpty(env.CODEHOP_JWT_ISSUER),
     jwtAudience: nonEmpty(env.CODEHOP_JWT_AUDIENCE),
+    corsOrigins: (env.CODEHOP_CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
     ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),

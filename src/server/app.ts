@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ApiKeyStore } from "./api-keys.ts";
@@ -62,6 +63,12 @@ export interface ServerOptions extends BackendOptions {
   auth?: AuthOptions;
   /** Listen on a non-loopback address without authentication (`--insecure`). */
   insecure?: boolean;
+  /**
+   * Browser origins allowed to call the server from their pages (CORS), e.g. agent-chat-ui's
+   * `http://localhost:3000`; `*` allows any. Default none: a page of another origin cannot read
+   * any answer (nor send an API key: its preflight is not answered).
+   */
+  corsOrigins?: string[];
   /** Receives warnings (no authentication on loopback, a short key ...). Default: stderr. */
   onWarning?: (message: string) => void;
   /** Stream events of runs that ended longer ago than this are deleted. Default 3600 s. */
@@ -305,6 +312,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const limits: ServerLimits = { ...resolveLimits(), ...options.limits };
   const app = Fastify({ logger: false, bodyLimit: limits.maxBodyBytes });
 
+  if (options.corsOrigins?.length) {
+    // Registered (awaited) before the authentication hook: a preflight carries no credentials,
+    // and a 401 must carry the CORS headers for the page to read it.
+    const origins = options.corsOrigins;
+    await app.register(cors, {
+      origin: origins.includes("*") ? "*" : origins,
+      // What @langchain/langgraph-sdk reads from answers (a streamed run's id, a page's total).
+      exposedHeaders: ["content-location", "x-pagination-total"],
+      maxAge: 600,
+    });
+  }
   app.decorateRequest("user", null as unknown as AuthUser);
   app.addHook("onRequest", async (req, reply) => {
     if (!auth) {

@@ -28,6 +28,7 @@ interface ServeFlags extends ServerFlags {
   maxRunningRuns?: number;
   maxThreadUploadMb?: number;
   maxUserUploadMb?: number;
+  corsOrigin?: string[];
 }
 
 /** A size in MB (fractions allowed, >= 0). */
@@ -106,6 +107,28 @@ function limitSettings(flags: ServeFlags): LimitSettings {
   return all;
 }
 
+/** `--cors-origin a,b`: each an origin as a browser sends it (`http://localhost:3000`) or `*`. */
+function corsOrigins(value: string): string[] {
+  const origins = value
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
+  for (const origin of origins) {
+    if (origin === "*") continue;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
+      throw new InvalidArgumentError(
+        `${origin} is not an origin: write it as the browser sends it, scheme://host[:port] without a path or trailing slash (e.g. http://localhost:3000), or * for any`,
+      );
+  }
+  return origins;
+}
+
 /** `--auth keys[,jwt]`: the built-in authentication modes to turn on. */
 function authModes(value: string): string[] {
   const modes = value
@@ -149,6 +172,11 @@ export default function serveCommand(): Command {
       )
       .option("--jwt-identity-claim <claim>", "claim that names the user", "sub")
       .option(
+        "--cors-origin <origins>",
+        "browser origins whose pages may call the server, comma-separated (agent-chat-ui: http://localhost:3000; * for any; default CODEHOP_CORS_ORIGINS)",
+        corsOrigins,
+      )
+      .option(
         "--insecure",
         "listen on a non-loopback address without authentication (something in front of the server authenticates)",
       ),
@@ -164,6 +192,7 @@ export default function serveCommand(): Command {
       host: flags.host,
       insecure: flags.insecure,
       limits: resolveLimits(limitSettings(flags)),
+      corsOrigins: flags.corsOrigin ?? corsOrigins(env.corsOrigins.join(",")),
       auth: {
         // An empty --api-key (an unset variable pasted into the command) is refused, not ignored.
         apiKey: flags.apiKey ?? env.apiKey,
