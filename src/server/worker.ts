@@ -67,6 +67,9 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
+/** How long a run whose owner runs as many as they may waits before a worker looks again. */
+const POSTPONE_SECONDS = 2;
+
 /** Why a run stops on this worker. */
 type StopReason = "cancel" | "lost" | "shutdown";
 
@@ -157,8 +160,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   const handleRun = async (job: Job<{ runId: string }>) => {
     const runId = job.data.runId;
-    const run = await store.takeRun(runId, workerId);
-    if (!run) return; // cancelled while pending, or already finished
+    const outcome = await store.takeRun(runId, workerId);
+    if ("gone" in outcome) return; // cancelled while pending, or already finished
+    if ("postponed" in outcome) {
+      // Its owner runs as many as they may (or an earlier run of the thread waits): back on the
+      // queue for a little later; this job ends.
+      await queue.send(
+        RUNS_QUEUE,
+        { runId },
+        { singletonKey: outcome.postponed.thread_id, startAfter: POSTPONE_SECONDS },
+      );
+      return;
+    }
+    const run = outcome.taken;
     const resolved = graphs.resolve(run.graph_id);
     if (!resolved) {
       await store.appendEvents(runId, [
