@@ -32,6 +32,11 @@ export interface CodehopEnv {
   memory?: boolean;
   /** Reflection: a lesson after a failed run, recalled for similar tasks (CODEHOP_REFLECTION=1). */
   reflection?: boolean;
+  /**
+   * Reflection: a scored run (the eval harness's score, the verifier's share of supported claims)
+   * below this leaves a lesson too (CODEHOP_REFLECTION_MIN_SCORE, 0..1; default 0.5).
+   */
+  reflectionMinScore?: number;
   /** The user whose memories CLI and API runs use (CODEHOP_USER; default "local"). */
   memoryUser?: string;
   /** Days a memory lives after it is written or last recalled (CODEHOP_MEMORY_TTL_DAYS; unset or 0: forever). */
@@ -294,6 +299,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
     memory: flag("CODEHOP_MEMORY", env.CODEHOP_MEMORY),
     reflection: flag("CODEHOP_REFLECTION", env.CODEHOP_REFLECTION),
+    reflectionMinScore: num("CODEHOP_REFLECTION_MIN_SCORE", env.CODEHOP_REFLECTION_MIN_SCORE),
     memoryUser: nonEmpty(env.CODEHOP_USER),
     memoryTtlDays: num("CODEHOP_MEMORY_TTL_DAYS", env.CODEHOP_MEMORY_TTL_DAYS),
     langsmithTracing:

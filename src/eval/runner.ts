@@ -525,6 +525,11 @@ export async function answerOne(
   }
 }
 
+/** The score a system learns from: GAIA's correctness (reported as EM), else token F1. */
+function scoreFor(example: EvalExample): "em" | "f1" {
+  return example.scoring === "gaia" ? "em" : "f1";
+}
+
 async function answerOneWith(
   example: EvalExample,
   system: EvalSystem,
@@ -563,6 +568,14 @@ async function answerOneWith(
   // GAIA: its own rule decides correctness (numbers, lists, strings), reported as EM.
   if (example.scoring === "gaia")
     scores.em = example.answers.some((gold) => gaiaScore(prediction, gold)) ? 1 : 0;
+  if (system.scored && !error) {
+    try {
+      await system.scored(example, { threadId, recorder, signal }, scores[scoreFor(example)]);
+    } catch (err) {
+      if (ctx.signal.aborted) return undefined;
+      ctx.log(`reflection failed on ${system.name} ${example.id}: ${describeError(err)}`);
+    }
+  }
   const supportRecall = supportingRecall(example, system.name, sources, !!error);
   let verdict;
   if (ctx.judge && !error) {

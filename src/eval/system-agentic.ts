@@ -6,7 +6,7 @@ import { qaApp } from "../apps/qa/app.ts";
 import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../framework/team.ts";
 import { openPersistence, type Persistence } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
-import { resumeRun, startRun } from "../runs/lifecycle.ts";
+import { reflectOnScore, resumeRun, startRun } from "../runs/lifecycle.ts";
 import type { AskResult } from "../runs/result.ts";
 import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../prompts/render.ts";
 import type { KnowledgeSource } from "../store/types.ts";
@@ -116,6 +116,15 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
         usage,
         status: result.status,
       };
+    },
+    async scored(example: EvalExample, ctx: SystemContext, score: number): Promise<void> {
+      // The harness's score of the thread's answer: a low one leaves a lesson (CODEHOP_REFLECTION=1).
+      await reflectOnScore(
+        app,
+        ctx.threadId,
+        { value: score, by: `the eval's ${example.scoring === "gaia" ? "GAIA" : "F1"} score` },
+        runOptions,
+      );
     },
     async close() {
       if (!options.persistence) await persistence.close();

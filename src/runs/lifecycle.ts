@@ -10,19 +10,18 @@ import {
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { readEnv } from "../config/env.ts";
 import { runTracing } from "../tracing/index.ts";
-import type { StepRecord } from "../core/state.ts";
-import { failedOutcome, recallLessons, writeLesson } from "./memory.ts";
 import type { RunContext } from "../core/run-context.ts";
-import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { Persistence, ThreadRecord } from "../persistence/index.ts";
 import { rootName, type RunApp, type RunOptions } from "./app.ts";
 import { assertModelConfigured, loadAppConfig } from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
-import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
+import { shapeResult, type AskResult } from "./result.ts";
 import { runRecord } from "./thread-record.ts";
 import { forkWithUpdate } from "./fork.ts";
+import { prepareLessons, reflect } from "./reflection.ts";
+export { reflectOnScore } from "./reflection.ts";
 import {
   commandContext,
   modelUsersOf,
@@ -150,53 +149,6 @@ async function execute(
   return result;
 }
 
-/**
- * The reflection step (CODEHOP_REFLECTION=1): a run that ended without a final answer leaves a
- * lesson for later attempts at similar tasks. Its failure is a warning, never the run's.
- */
-async function reflect(
-  session: Session,
-  options: RunOptions,
-  threadId: string,
-  result: AskResult,
-  snapshot: StateSnapshot,
-  context: RunContext,
-): Promise<void> {
-  const settings = session.memorySettings;
-  if (!settings?.reflection) return;
-  const values = (snapshot.values ?? {}) as Record<string, unknown>;
-  const outcome = failedOutcome(result, values);
-  if (!outcome) return;
-  try {
-    const task = (await session.persistence.threads.get(threadId))?.question ?? "";
-    const lesson = await writeLesson({
-      store: session.memory,
-      settings,
-      app: session.app.name,
-      agent: session.app.team.root,
-      context,
-      threadId,
-      task,
-      outcome,
-      steps: values.steps as StepRecord[] | undefined,
-    });
-    options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
-  } catch (err) {
-    options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
-  }
-}
-
-/** Lessons of earlier attempts at tasks like `text`, for the run about to start. */
-async function prepareLessons(session: Session, options: RunOptions, text: string): Promise<void> {
-  const settings = session.memorySettings;
-  if (!settings?.reflection) return;
-  try {
-    session.lessons = await recallLessons(session.memory, settings, session.app.name, text);
-  } catch (err) {
-    options.onWarning?.(`reflection: lessons not recalled (${(err as Error).message})`);
-  }
-}
-
 /** A thread paused for an approval stays resumable: recorded as interrupted, saying for what. */
 async function markAwaitingApproval(
   persistence: Persistence,
@@ -208,37 +160,6 @@ async function markAwaitingApproval(
     `Waiting for approval ${result.approval!.approvalId} (${describeApproval(result.approval!)}).`,
     { interrupted: true },
   );
-}
-
-/** An {@link AskResult} from a thread's latest state snapshot (with the app's own fields). */
-function shapeResult(
-  app: RunApp,
-  persistence: Persistence,
-  threadId: string,
-  snapshot: StateSnapshot,
-  durationMs: number,
-): AskResult {
-  const values = (snapshot.values ?? {}) as Record<string, unknown>;
-  const approval = pendingApprovals(snapshot)[0] ?? null;
-  return {
-    answer: answerText(values.answer),
-    thread_id: threadId,
-    status: approval
-      ? "awaiting_approval"
-      : typeof values.status === "string"
-        ? values.status
-        : snapshot.next.length
-          ? "interrupted"
-          : "unknown",
-    approval,
-    sources: shapeSources(values.sources),
-    usage: shapeUsage(values.usage as UsageByAgent | undefined),
-    steps: typeof values.stepCount === "number" ? values.stepCount : 0,
-    checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
-    checkpoint_db: persistence.location,
-    duration_ms: durationMs,
-    ...app.shapeResult?.(snapshot),
-  };
 }
 
 /** The result stored in a thread's latest checkpoint. */

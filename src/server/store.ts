@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { inTransaction } from "../persistence/postgres-database.ts";
+import { LINEAR_TABLES } from "../persistence/postgres-linear-rows.ts";
 import { apiKeysTableSql } from "./api-keys.ts";
 import type { AuthFilters } from "./auth.ts";
 
@@ -393,6 +394,7 @@ export class ServerStore {
         ],
       );
       for (const table of [
+        ...LINEAR_TABLES,
         "checkpoints",
         "checkpoint_blobs",
         "checkpoint_writes",
