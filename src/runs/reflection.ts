@@ -10,7 +10,8 @@ import {
   recallLessons,
   writeLesson,
 } from "./memory.ts";
-import { shapeResult, type AskResult } from "./result.ts";
+import type { AskResult } from "./result.ts";
+import { shapeResult } from "./shape-result.ts";
 import { openSession, runContextFor, type Session } from "./session.ts";
 
 /**
