@@ -124,6 +124,11 @@ export interface CodehopEnv {
    * CODEHOP_READER_* variable (see {@link READER_ENV}); unset ones keep the readers' defaults.
    */
   readerLimits: Partial<Record<keyof typeof READER_ENV, number>>;
+  /**
+   * `codehop serve`'s per-user limits, each from its CODEHOP_SERVE_* variable (see
+   * {@link SERVE_LIMIT_ENV}; sizes in MB); unset ones keep src/server/limits.ts's defaults.
+   */
+  serveLimits: Partial<Record<keyof typeof SERVE_LIMIT_ENV, number>>;
   /** Chat: deadline for downloading an attached link in ms (CODEHOP_CHAT_URL_TIMEOUT_MS). */
   chatUrlTimeoutMs?: number;
   /**
@@ -231,6 +236,42 @@ function readerLimits(env: NodeJS.ProcessEnv): CodehopEnv["readerLimits"] {
     const n = num(name, env[name]);
     if (n === undefined) continue;
     if (!(n > 0)) throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${name} must be above 0.`);
+    out[key] = n;
+  }
+  return out;
+}
+
+/**
+ * The variables of `codehop serve`'s limits (src/server/limits.ts says what each bounds and its
+ * default). Sizes in MB; 0 turns a per-user count off (not the body, depth and key limits).
+ */
+export const SERVE_LIMIT_ENV = {
+  maxBodyMb: "CODEHOP_SERVE_MAX_BODY_MB",
+  maxJsonDepth: "CODEHOP_SERVE_MAX_JSON_DEPTH",
+  maxJsonMembers: "CODEHOP_SERVE_MAX_JSON_KEYS",
+  requestsPerMinute: "CODEHOP_SERVE_REQUESTS_PER_MINUTE",
+  maxActiveRuns: "CODEHOP_SERVE_MAX_ACTIVE_RUNS",
+  maxRunningRuns: "CODEHOP_SERVE_MAX_RUNNING_RUNS",
+  maxThreadUploadMb: "CODEHOP_SERVE_MAX_THREAD_UPLOAD_MB",
+  maxUserUploadMb: "CODEHOP_SERVE_MAX_USER_UPLOAD_MB",
+} as const;
+
+/** Limits that must stay above 0 (a body, its depth and its keys always have a bound). */
+const ALWAYS_BOUNDED = new Set(["maxBodyMb", "maxJsonDepth", "maxJsonMembers"]);
+
+function serveLimits(env: NodeJS.ProcessEnv): CodehopEnv["serveLimits"] {
+  const out: CodehopEnv["serveLimits"] = {};
+  for (const [key, name] of Object.entries(SERVE_LIMIT_ENV) as [
+    keyof typeof SERVE_LIMIT_ENV,
+    string,
+  ][]) {
+    const n = num(name, env[name]);
+    if (n === undefined) continue;
+    if (!(n >= 0) || (n === 0 && ALWAYS_BOUNDED.has(key)))
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `${name} must be ${ALWAYS_BOUNDED.has(key) ? "above 0" : "0 (no limit) or more"}.`,
+      );
     out[key] = n;
   }
   return out;
@@ -355,6 +396,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     ),
     chatMaxFileMb: num("CODEHOP_CHAT_MAX_FILE_MB", env.CODEHOP_CHAT_MAX_FILE_MB),
     readerLimits: readerLimits(env),
+    serveLimits: serveLimits(env),
     chatUrlTimeoutMs: num("CODEHOP_CHAT_URL_TIMEOUT_MS", env.CODEHOP_CHAT_URL_TIMEOUT_MS),
     chatAllowPrivateUrls: flag(
       "CODEHOP_CHAT_ALLOW_PRIVATE_URLS",

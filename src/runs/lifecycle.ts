@@ -210,7 +210,13 @@ async function failRun(
   const configError =
     CodehopError.isInstance(err) &&
     (err.code === ErrorCodes.CONFIG_INVALID || err.code === ErrorCodes.MCP_SERVER_FAILED);
-  let hint = `The thread is saved: ${configError ? "once the configuration is fixed, " : ""}continue it with \`${cliCommand(["resume", threadId], context)}\``;
+  // A conversation goes on with its next message (`chat --thread`), not with `resume`: the
+  // round that failed on the configuration has nothing to continue.
+  const next =
+    configError && session.app.name === "chat"
+      ? cliCommand(["chat", "--thread", threadId], context)
+      : cliCommand(["resume", threadId], context);
+  let hint = `The thread is saved: ${configError ? "once the configuration is fixed, " : ""}continue it with \`${next}\``;
   // A replay that failed may have failed because of its edit: the checkpoint it started from is
   // unchanged, so re-running from there always works.
   if (replayOf)
