@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import LongestFirstSequencer from "./test/vitest/sequencer.ts";
@@ -9,6 +10,9 @@ export default defineConfig({
   // The workspace packages by name, as their sources (as tsconfig.json's paths map them).
   resolve: {
     alias: {
+      "@codehop/checkpoint-sqlite/thread-counts": fileURLToPath(
+        new URL("./packages/checkpoint-sqlite/src/thread-counts.ts", import.meta.url),
+      ),
       "@codehop/checkpoint-sqlite": fileURLToPath(
         new URL("./packages/checkpoint-sqlite/src/index.ts", import.meta.url),
       ),
@@ -17,6 +21,11 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     pool: "forks",
+    // Twice as many files at once as there are cores: most files spend their time waiting on the
+    // processes and servers they start (CLIs, sandbox children, PostgreSQL, `codehop serve`), and
+    // vitest's default (cores - 1) runs one file at a time on a 2-core machine, leaving a core
+    // idle for most of the run. `--maxWorkers=N` overrides it.
+    maxWorkers: availableParallelism() * 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // The CLI tests spawn bin/codehop.mjs: the build is brought up to date once, before any file.

@@ -31,7 +31,14 @@ export {
   traceOfThread,
   deleteThread,
 } from "./apps/index.ts";
-export { startRun, resumeRun, replayRun, readRunResult, runTurn } from "./runs/lifecycle.ts";
+export {
+  startRun,
+  resumeRun,
+  replayRun,
+  readRunResult,
+  runTurn,
+  reflectOnScore,
+} from "./runs/lifecycle.ts";
 export type { StartOptions, ReplayOptions, ResumeOptions, TurnOptions } from "./runs/lifecycle.ts";
 export { threadHistory, traceThread, type CheckpointSummary } from "./runs/inspect.ts";
 export type { RunApp, RunOptions, RunServices, AppGraph } from "./runs/app.ts";

@@ -273,7 +273,7 @@ async function providerDoctor(
   named: { provider: string; model: string },
   options: DoctorOptions,
 ): Promise<DoctorReport> {
-  const { providerEndpoint } = await import("../core/providers.ts");
+  const { providerEndpoint } = await import("../core/provider-names.ts");
   const endpoint = providerEndpoint(named.provider, readEnv());
   const base = endpoint.baseURL ?? endpoint.defaultBaseURL ?? null;
   const checks: DoctorCheck[] = [];
@@ -313,7 +313,7 @@ async function providerDoctor(
 export async function runDoctor(config: AppConfig, options: DoctorOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   const skip = (name: string, why: string) => checks.push({ name, status: "skip", detail: why });
-  const { parseModelName } = await import("../core/providers.ts");
+  const { parseModelName } = await import("../core/provider-names.ts");
   const named = config.model ? parseModelName(config.model) : undefined;
   if (named && named.provider !== "openai") return providerDoctor(config, named, options);
   const base = config.baseURL ?? "https://api.openai.com/v1";

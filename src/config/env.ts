@@ -32,6 +32,11 @@ export interface CodehopEnv {
   memory?: boolean;
   /** Reflection: a lesson after a failed run, recalled for similar tasks (CODEHOP_REFLECTION=1). */
   reflection?: boolean;
+  /**
+   * Reflection: a scored run (the eval harness's score, the verifier's share of supported claims)
+   * below this leaves a lesson too (CODEHOP_REFLECTION_MIN_SCORE, 0..1; default 0.5).
+   */
+  reflectionMinScore?: number;
   /** The user whose memories CLI and API runs use (CODEHOP_USER; default "local"). */
   memoryUser?: string;
   /** Days a memory lives after it is written or last recalled (CODEHOP_MEMORY_TTL_DAYS; unset or 0: forever). */
@@ -84,6 +89,8 @@ export interface CodehopEnv {
   jwtIssuer?: string;
   /** Audience those JWTs must carry (CODEHOP_JWT_AUDIENCE). */
   jwtAudience?: string;
+  /** Browser origins `codehop serve` answers cross-origin (CODEHOP_CORS_ORIGINS, comma-separated; unset = none). */
+  corsOrigins: string[];
   /** Running in CI (CI or CODEHOP_CI set): tests that need PostgreSQL or a browser fail instead of skipping. */
   ci: boolean;
   /** Local corpus DB made by `codehop ingest` (CODEHOP_CORPUS); unset = online Wikipedia. */
@@ -123,6 +130,11 @@ export interface CodehopEnv {
    * CODEHOP_READER_* variable (see {@link READER_ENV}); unset ones keep the readers' defaults.
    */
   readerLimits: Partial<Record<keyof typeof READER_ENV, number>>;
+  /**
+   * `codehop serve`'s per-user limits, each from its CODEHOP_SERVE_* variable (see
+   * {@link SERVE_LIMIT_ENV}; sizes in MB); unset ones keep src/server/limits.ts's defaults.
+   */
+  serveLimits: Partial<Record<keyof typeof SERVE_LIMIT_ENV, number>>;
   /** Chat: deadline for downloading an attached link in ms (CODEHOP_CHAT_URL_TIMEOUT_MS). */
   chatUrlTimeoutMs?: number;
   /**
@@ -235,6 +247,42 @@ function readerLimits(env: NodeJS.ProcessEnv): CodehopEnv["readerLimits"] {
   return out;
 }
 
+/**
+ * The variables of `codehop serve`'s limits (src/server/limits.ts says what each bounds and its
+ * default). Sizes in MB; 0 turns a per-user count off (not the body, depth and key limits).
+ */
+export const SERVE_LIMIT_ENV = {
+  maxBodyMb: "CODEHOP_SERVE_MAX_BODY_MB",
+  maxJsonDepth: "CODEHOP_SERVE_MAX_JSON_DEPTH",
+  maxJsonMembers: "CODEHOP_SERVE_MAX_JSON_KEYS",
+  requestsPerMinute: "CODEHOP_SERVE_REQUESTS_PER_MINUTE",
+  maxActiveRuns: "CODEHOP_SERVE_MAX_ACTIVE_RUNS",
+  maxRunningRuns: "CODEHOP_SERVE_MAX_RUNNING_RUNS",
+  maxThreadUploadMb: "CODEHOP_SERVE_MAX_THREAD_UPLOAD_MB",
+  maxUserUploadMb: "CODEHOP_SERVE_MAX_USER_UPLOAD_MB",
+} as const;
+
+/** Limits that must stay above 0 (a body, its depth and its keys always have a bound). */
+const ALWAYS_BOUNDED = new Set(["maxBodyMb", "maxJsonDepth", "maxJsonMembers"]);
+
+function serveLimits(env: NodeJS.ProcessEnv): CodehopEnv["serveLimits"] {
+  const out: CodehopEnv["serveLimits"] = {};
+  for (const [key, name] of Object.entries(SERVE_LIMIT_ENV) as [
+    keyof typeof SERVE_LIMIT_ENV,
+    string,
+  ][]) {
+    const n = num(name, env[name]);
+    if (n === undefined) continue;
+    if (!(n >= 0) || (n === 0 && ALWAYS_BOUNDED.has(key)))
+      throw new CodehopError(
+        ErrorCodes.CONFIG_INVALID,
+        `${name} must be ${ALWAYS_BOUNDED.has(key) ? "above 0" : "0 (no limit) or more"}.`,
+      );
+    out[key] = n;
+  }
+  return out;
+}
+
 /** CODEHOP_ENV_FILE value that turns .env loading off. */
 export const NO_ENV_FILE = "none";
 
@@ -298,6 +346,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     googleBaseUrl: nonEmpty(env.GOOGLE_GEMINI_BASE_URL),
     memory: flag("CODEHOP_MEMORY", env.CODEHOP_MEMORY),
     reflection: flag("CODEHOP_REFLECTION", env.CODEHOP_REFLECTION),
+    reflectionMinScore: num("CODEHOP_REFLECTION_MIN_SCORE", env.CODEHOP_REFLECTION_MIN_SCORE),
     memoryUser: nonEmpty(env.CODEHOP_USER),
     memoryTtlDays: num("CODEHOP_MEMORY_TTL_DAYS", env.CODEHOP_MEMORY_TTL_DAYS),
     langsmithTracing:
@@ -330,6 +379,10 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     jwksUrl: nonEmpty(env.CODEHOP_JWKS_URL),
     jwtIssuer: nonEmpty(env.CODEHOP_JWT_ISSUER),
     jwtAudience: nonEmpty(env.CODEHOP_JWT_AUDIENCE),
+    corsOrigins: (env.CODEHOP_CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
     ci: Boolean(nonEmpty(env.CI) && env.CI !== "false") || nonEmpty(env.CODEHOP_CI) === "1",
     configFile: nonEmpty(env.CODEHOP_CONFIG),
     wikipediaApi: nonEmpty(env.CODEHOP_WIKIPEDIA_API),
@@ -350,6 +403,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     ),
     chatMaxFileMb: num("CODEHOP_CHAT_MAX_FILE_MB", env.CODEHOP_CHAT_MAX_FILE_MB),
     readerLimits: readerLimits(env),
+    serveLimits: serveLimits(env),
     chatUrlTimeoutMs: num("CODEHOP_CHAT_URL_TIMEOUT_MS", env.CODEHOP_CHAT_URL_TIMEOUT_MS),
     chatAllowPrivateUrls: flag(
       "CODEHOP_CHAT_ALLOW_PRIVATE_URLS",

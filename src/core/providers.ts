@@ -1,7 +1,3 @@
-import {
-  MODEL_PROVIDER_CONFIG,
-  getChatModelByClassName,
-} from "@langchain/classic/chat_models/universal";
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import {
   BaseChatModel,
@@ -10,101 +6,32 @@ import {
 } from "@langchain/core/language_models/chat_models";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
-import type { CodehopEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import type { ModelName, ProviderEndpoint } from "./provider-names.ts";
+
+export {
+  parseModelName,
+  providerEndpoint,
+  PROVIDER_NAMES,
+  type KnownProvider,
+  type ModelName,
+  type ProviderEndpoint,
+} from "./provider-names.ts";
 
 /**
  * Model providers beyond OpenAI-compatible endpoints: a model name `provider:model`
  * (`anthropic:claude-sonnet-4-5`, `google-genai:gemini-2.5-flash`) picks one of the providers of
  * LangChain's universal chat model init (`initChatModel` in `@langchain/classic/chat_models/universal`),
- * whose provider table and package loader this module uses, so the provider names are LangChain's.
+ * whose provider table (its names: provider-names.ts) and package loader this module uses, so the
+ * provider names are LangChain's.
  * A name without a known provider prefix (`Qwen/Qwen2.5-7B-Instruct`, `qwen2.5:7b`) is a model of
  * the OpenAI-compatible endpoint, as it always was: codehop never guesses a provider from a name.
  *
- * The provider's package is imported on the first call (nothing is loaded for a run that does not
- * use it), which is why the model is a {@link ProviderChatModel}: a chat model that builds the
+ * The universal init and the provider's package are imported on the first call (nothing is
+ * loaded for a run that does not use them), which is why the model is a {@link ProviderChatModel}: a chat model that builds the
  * provider's own class once and hands it every call (its `_generate` / `_streamResponseChunks`, so
  * tracing sees one model run per call, labelled with the provider and model).
  */
-
-/** A model name split into provider and model. */
-export interface ModelName {
-  /** A provider of LangChain's universal init ("openai" for names without a known prefix). */
-  provider: string;
-  model: string;
-}
-
-/** Names of providers codehop knows the fields and variables of (the others get generic fields). */
-export type KnownProvider = "anthropic" | "google-genai";
-
-/** Where a provider's endpoint and key come from, for settings, errors and docs. */
-export interface ProviderEndpoint {
-  apiKey?: string;
-  baseURL?: string;
-  /** The variable that holds the key (undefined: the provider's package reads its own). */
-  keyVariable?: string;
-  /** The variable that holds the base URL. */
-  baseUrlVariable?: string;
-  /** Where requests go when no base URL is set. */
-  defaultBaseURL?: string;
-}
-
-/** The providers LangChain's universal init knows (package and class of each). */
-export const PROVIDER_NAMES: readonly string[] = Object.keys(MODEL_PROVIDER_CONFIG);
-
-/**
- * Splits `provider:model`. Only a prefix that names a LangChain provider counts (split at the
- * first colon, so `openai:qwen2.5:7b` keeps its tag); anything else is the OpenAI-compatible
- * endpoint's model name as written.
- */
-export function parseModelName(name: string): ModelName {
-  const i = name.indexOf(":");
-  if (i > 0) {
-    const provider = name.slice(0, i);
-    if (Object.hasOwn(MODEL_PROVIDER_CONFIG, provider)) {
-      const model = name.slice(i + 1).trim();
-      if (!model)
-        throw new CodehopError(
-          ErrorCodes.CONFIG_INVALID,
-          `Model "${name}" names the provider ${provider} but no model: write ${provider}:<model>.`,
-        );
-      return { provider, model };
-    }
-  }
-  return { provider: "openai", model: name };
-}
-
-/** The endpoint and key a provider's models use, from the environment snapshot. */
-export function providerEndpoint(provider: string, env: CodehopEnv): ProviderEndpoint {
-  switch (provider) {
-    case "anthropic":
-      return {
-        apiKey: env.anthropicApiKey,
-        baseURL: env.anthropicBaseUrl,
-        keyVariable: "ANTHROPIC_API_KEY",
-        baseUrlVariable: "ANTHROPIC_BASE_URL",
-        defaultBaseURL: "https://api.anthropic.com",
-      };
-    case "google-genai":
-      return {
-        apiKey: env.googleApiKey,
-        baseURL: env.googleBaseUrl,
-        keyVariable: "GOOGLE_API_KEY",
-        baseUrlVariable: "GOOGLE_GEMINI_BASE_URL",
-        defaultBaseURL: "https://generativelanguage.googleapis.com",
-      };
-    case "openai":
-      return {
-        apiKey: env.openaiApiKey,
-        baseURL: env.openaiBaseUrl,
-        keyVariable: "OPENAI_API_KEY",
-        baseUrlVariable: "OPENAI_BASE_URL",
-        defaultBaseURL: "https://api.openai.com/v1",
-      };
-    default:
-      return {};
-  }
-}
 
 /** Settings a provider model is built with. */
 export interface ProviderModelSpec extends ModelName {
@@ -224,6 +151,9 @@ export class ProviderChatModel extends BaseChatModel {
   }
 
   private async build(stop: string[] | undefined): Promise<BaseChatModel> {
+    // LangChain's universal init (most of LangChain) is loaded by the first call, not at import.
+    const { MODEL_PROVIDER_CONFIG, getChatModelByClassName } =
+      await import("@langchain/classic/chat_models/universal");
     const className = MODEL_PROVIDER_CONFIG[this.provider as keyof typeof MODEL_PROVIDER_CONFIG]
       ?.className as string;
     let Model: (new (fields: Record<string, unknown>) => BaseChatModel) | undefined;

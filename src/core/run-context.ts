@@ -34,6 +34,8 @@ export interface MemorySettings {
   recall?: boolean;
   /** Lessons: written after a failed run, recalled for similar tasks. */
   reflection?: boolean;
+  /** A scored run below this score (0..1) leaves a lesson too (default 0.5). */
+  minScore?: number;
   /** The user whose memories a run uses when no authenticated user is given (default "local"). */
   user?: string;
 }
@@ -159,6 +161,7 @@ export const RunContextSchema = z.looseObject({
       tools: z.boolean().optional(),
       recall: z.boolean().optional(),
       reflection: z.boolean().optional(),
+      minScore: z.number().min(0).max(1).optional(),
       user: z.string().optional(),
     })
     .optional()

@@ -1,4 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { gaiaExample, gaiaMetadataPath, looksLikeGaia } from "./gaia.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   DATASET_FORMATS,
@@ -148,6 +150,7 @@ export function detectFormat(path: string, records?: RawRecord[]): DatasetFormat
   const recs = records ?? readRecords(path);
   const first = recs.find((r) => isRecord(r.value))?.value as Record<string, unknown> | undefined;
   const sample = first && liftMetadata(first);
+  if (first && looksLikeGaia(path, first)) return "gaia";
   if (sample) {
     if ("paragraphs" in sample && Array.isArray(sample.paragraphs)) return "musique";
     if ("context" in sample) {
@@ -341,7 +344,7 @@ const plain: Mapper = (rec, position) => {
   };
 };
 
-const MAPPERS: Record<DatasetFormat, Mapper> = {
+const MAPPERS: Record<Exclude<DatasetFormat, "gaia">, Mapper> = {
   hotpotqa: hotpotLike,
   "2wiki": hotpotLike,
   musique,
@@ -367,9 +370,14 @@ export function loadDataset(path: string, options: LoadDatasetOptions = {}): Loa
       `Unknown dataset format "${options.format}" (expected one of ${DATASET_FORMATS.join(", ")})`,
     );
   }
-  const records = readRecords(path);
-  const format = options.format ?? detectFormat(path, records);
-  const map = MAPPERS[format];
+  // A GAIA split is a folder (metadata.jsonl and its attachments) or its metadata.jsonl.
+  const file = options.format === "gaia" || looksLikeGaia(path) ? gaiaMetadataPath(path) : path;
+  const records = readRecords(file);
+  const format = options.format ?? detectFormat(file, records);
+  const map: Mapper =
+    format === "gaia"
+      ? (rec, position) => gaiaExample(rec, position, dirname(resolve(file)))
+      : MAPPERS[format];
   const examples: EvalExample[] = [];
   const bad: BadRecord[] = [];
   const seen = new Set<string>();
@@ -384,7 +392,7 @@ export function loadDataset(path: string, options: LoadDatasetOptions = {}): Loa
       bad.push({ position: r.position, reason: "record is not a JSON object" });
       continue;
     }
-    const ex = map(liftMetadata(r.value), r.position);
+    const ex = map(format === "gaia" ? r.value : liftMetadata(r.value), r.position);
     if (typeof ex === "string") {
       bad.push({ position: r.position, reason: ex });
       continue;

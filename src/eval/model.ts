@@ -3,7 +3,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
 import { MODEL_DEFAULTS, resolveModel } from "../core/models.ts";
-import { parseModelName } from "../core/providers.ts";
+import { parseModelName } from "../core/provider-names.ts";
 
 /** Model settings recorded in the report, so a run says exactly what it measured. */
 export interface EvalModelSettings {

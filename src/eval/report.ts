@@ -123,6 +123,40 @@ export function summaryRows(report: EvalReport): { columns: string[]; rows: stri
   return { columns, rows };
 }
 
+/**
+ * GAIA's figures per level: accuracy (GAIA's scorer, the `em` of each result), tasks, and the
+ * average tokens and time per task, for each system and level (and all levels).
+ */
+export function levelRows(report: EvalReport): { columns: string[]; rows: string[][] } {
+  const columns = ["system", "level", "n", "accuracy %", "tok/task", "s/task"];
+  const rows: string[][] = [];
+  const levels = [...new Set(report.results.map((r) => r.kind ?? "?"))].sort();
+  for (const s of report.systems) {
+    const mine = report.results.filter((r) => r.system === s.system);
+    for (const level of [...levels, "all"]) {
+      const rs = level === "all" ? mine : mine.filter((r) => (r.kind ?? "?") === level);
+      if (!rs.length) continue;
+      rows.push([
+        s.system,
+        level,
+        String(rs.length),
+        pct(mean(rs.map((r) => r.em))),
+        num(mean(rs.map((r) => r.inputTokens + r.outputTokens)), 0),
+        num(mean(rs.map((r) => r.wallMs)) / 1000, 2),
+      ]);
+    }
+  }
+  return { columns, rows };
+}
+
+/** An aligned plain-text table (first column left, the others right). */
+function plainTable(columns: string[], rows: string[][]): string[] {
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  return [line(columns), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)];
+}
+
 /** Plain-text table for the terminal. */
 export function terminalTable(report: EvalReport): string {
   const { columns, rows } = summaryRows(report);
@@ -147,6 +181,14 @@ export function terminalTable(report: EvalReport): string {
     const l = (cells: string[]) =>
       cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  ");
     out.push("", l(cols), w.map((x) => "-".repeat(x)).join("  "), ...agentRows.map(l));
+  }
+  if (report.dataset.format === "gaia") {
+    const levels = levelRows(report);
+    out.push(
+      "",
+      "GAIA accuracy by level (GAIA's scorer):",
+      ...plainTable(levels.columns, levels.rows),
+    );
   }
   const head =
     `${report.dataset.format} ${report.dataset.path}: ${report.dataset.questions} questions` +
@@ -177,6 +219,17 @@ export function markdownReport(report: EvalReport): string {
   parts.push(
     "EM / F1: standard answer normalization (lower-case, no punctuation or articles, collapsed whitespace); cover-EM: a gold answer appears in the prediction; support recall: share of the dataset's supporting pages among the pages a retrieving system used. Tokens are as reported by the endpoint, per question.",
   );
+  if (report.dataset.format === "gaia") {
+    const levels = levelRows(report);
+    parts.push("## GAIA accuracy by level");
+    parts.push(
+      `| ${levels.columns.join(" | ")} |\n| ${levels.columns.map(() => "---").join(" | ")} |\n` +
+        levels.rows.map((r) => `| ${r.join(" | ")} |`).join("\n"),
+    );
+    parts.push(
+      "Accuracy: GAIA's question scorer (numbers compared as numbers without `$`, `%` and `,`; comma- or semicolon-separated lists element by element; strings without whitespace, punctuation and case). In the tables above, EM is this accuracy.",
+    );
+  }
   parts.push("## Tokens per agent (average per question)");
   const agentRows = report.systems.flatMap((s) =>
     Object.entries(s.perAgent).map(

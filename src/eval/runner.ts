@@ -15,6 +15,7 @@ import { openEvalSource, type EvalSourceInfo } from "./corpus.ts";
 import { describeBadRecord, loadDataset } from "./datasets.ts";
 import { htmlReport } from "./html.ts";
 import { AnswerJudge } from "./judge.ts";
+import { gaiaScore } from "./gaia.ts";
 import { scoreAnswer } from "./metrics.ts";
 import { createChatModel, evalModelSettings, type EvalModelSettings } from "./model.ts";
 import { runPool } from "../util/concurrency.ts";
@@ -123,6 +124,11 @@ export interface EvalRunOutcome {
   interrupted: boolean;
 }
 
+/** The systems compared by default on QA datasets. */
+export const QA_SYSTEMS: readonly SystemName[] = ["agentic", "rag", "direct"];
+/** The systems compared by default on GAIA. */
+export const GAIA_SYSTEMS: readonly SystemName[] = ["assistant", "direct"];
+
 /** Interval of progress lines when there is no progress bar. */
 const PROGRESS_LINE_MS = 30_000;
 
@@ -174,7 +180,7 @@ export const EvalOptionsSchema = z.object({
       }),
     )
     .min(1, "--systems names no system")
-    .default([...SYSTEM_NAMES]),
+    .optional(),
   questionTimeoutMs: z
     .number({ message: "the question timeout must be positive" })
     .positive("the question timeout must be positive")
@@ -213,7 +219,6 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const out = resolve(options.out);
   const checked = parseEvalOptions(options);
-  const systemsWanted = checked.systems;
   const concurrency = checked.concurrency;
   let env = options.env ?? readEnv();
   // Like `codehop ask`: with an endpoint but no CODEHOP_MODEL, use the first model it lists.
@@ -228,6 +233,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   const judge = (options.judge ?? !!env.judgeModel) ? createJudge(env) : undefined;
   const full = loadDataset(options.dataset, { format: options.format });
   const dataset = selectExamples(full, options.limit);
+  // GAIA's tasks (files, the web) are the general assistant's, compared with the bare model.
+  const systemsWanted: SystemName[] =
+    checked.systems ?? (dataset.format === "gaia" ? [...GAIA_SYSTEMS] : [...QA_SYSTEMS]);
   // Some releases skip thousands (MuSiQue-full's unanswerable half): name the first ones only.
   for (const b of dataset.bad.slice(0, MAX_LOGGED_BAD)) log(`skipped ${describeBadRecord(b)}`);
   if (dataset.bad.length > MAX_LOGGED_BAD)
@@ -517,6 +525,11 @@ export async function answerOne(
   }
 }
 
+/** The score a system learns from: GAIA's correctness (reported as EM), else token F1. */
+function scoreFor(example: EvalExample): "em" | "f1" {
+  return example.scoring === "gaia" ? "em" : "f1";
+}
+
 async function answerOneWith(
   example: EvalExample,
   system: EvalSystem,
@@ -552,6 +565,17 @@ async function answerOneWith(
   const wallMs = performance.now() - started;
   if (ctx.signal.aborted && error) return undefined;
   const scores = scoreAnswer(prediction, example.answers);
+  // GAIA: its own rule decides correctness (numbers, lists, strings), reported as EM.
+  if (example.scoring === "gaia")
+    scores.em = example.answers.some((gold) => gaiaScore(prediction, gold)) ? 1 : 0;
+  if (system.scored && !error) {
+    try {
+      await system.scored(example, { threadId, recorder, signal }, scores[scoreFor(example)]);
+    } catch (err) {
+      if (ctx.signal.aborted) return undefined;
+      ctx.log(`reflection failed on ${system.name} ${example.id}: ${describeError(err)}`);
+    }
+  }
   const supportRecall = supportingRecall(example, system.name, sources, !!error);
   let verdict;
   if (ctx.judge && !error) {
@@ -572,6 +596,7 @@ async function answerOneWith(
     index: example.position.index,
     question: example.question,
     answers: example.answers,
+    ...(example.kind ? { kind: example.kind } : {}),
     prediction,
     ...scores,
     supportRecall,

@@ -5,12 +5,12 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { qaApp } from "../apps/qa/app.ts";
 import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../framework/team.ts";
 import { openPersistence, type Persistence } from "../persistence/index.ts";
-import type { RunApp } from "../runs/app.ts";
-import { resumeRun, startRun } from "../runs/lifecycle.ts";
+import type { RunApp, RunOptions } from "../runs/app.ts";
+import { reflectOnScore, resumeRun, startRun } from "../runs/lifecycle.ts";
 import type { AskResult } from "../runs/result.ts";
 import { listPromptFiles, loadPrompt, PROMPTS_DIR } from "../prompts/render.ts";
 import type { KnowledgeSource } from "../store/types.ts";
-import type { AgentUsage, EvalExample } from "./types.ts";
+import type { AgentUsage, EvalExample, SystemName } from "./types.ts";
 import { promptHash } from "./system-baselines.ts";
 import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
 
@@ -18,8 +18,8 @@ import type { EvalSystem, SystemAnswer, SystemContext } from "./system.ts";
 export interface AgenticSystemOptions {
   /** The model under test, used by every agent (the same instance the baselines use). */
   model: BaseChatModel;
-  /** Where the agents search (the per-dataset corpus or the configured source). */
-  source: KnowledgeSource;
+  /** Where the agents search (the per-dataset corpus or the configured source); none for apps that do not search one. */
+  source?: KnowledgeSource;
   /** Data directory for the threads' checkpoints and call journal (the eval output directory). */
   home: string;
   /**
@@ -30,6 +30,18 @@ export interface AgenticSystemOptions {
   persistence?: Persistence;
   /** The app under test (default: the QA app); its team registry names the agents and prompts. */
   app?: RunApp;
+  /** The system's name in the report (default "agentic"; the general assistant's is "assistant"). */
+  name?: SystemName;
+  /** More run context for every run (e.g. the assistant's web settings). */
+  context?: RunOptions["context"];
+  /**
+   * Graph input a question's new thread starts with besides its text (the assistant: the names of
+   * the question's files, attached to the thread first).
+   */
+  startInput?: (
+    example: EvalExample,
+    threadId: string,
+  ) => Promise<Record<string, unknown> | undefined>;
 }
 
 /**
@@ -46,13 +58,14 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
   const promptDirs = teamPromptFolders(app.team);
   const runOptions = {
     persistence,
-    source: options.source,
+    ...(options.source ? { source: options.source } : {}),
+    ...(options.context ? { context: options.context } : {}),
     model: options.model,
     config: { home: options.home },
   };
   const agents = teamAgentNames(app.team);
   return {
-    name: "agentic",
+    name: options.name ?? "agentic",
     agents,
     config: {
       agents,
@@ -65,13 +78,14 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
           .flatMap((d) => listPromptFiles(join(PROMPTS_DIR, d)).map((f) => loadPrompt(`${d}/${f}`)))
           .join("\n"),
       ),
-      source: options.source.kind,
+      ...(options.source ? { source: options.source.kind } : {}),
       checkpoints: persistence.location,
     },
     async answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer> {
       const existing = await persistence.threads.get(ctx.threadId);
       // Run inside a runnable whose callbacks are the recorder: LangChain hands them down (through
       // AsyncLocalStorage) to every graph, sub-agent and model call under ask()/resume().
+      const input = existing ? undefined : await options.startInput?.(example, ctx.threadId);
       const run = RunnableLambda.from(async (): Promise<AskResult> =>
         existing
           ? resumeRun(app, ctx.threadId, { ...runOptions, signal: ctx.signal })
@@ -79,6 +93,7 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
               ...runOptions,
               threadId: ctx.threadId,
               signal: ctx.signal,
+              ...(input ? { input } : {}),
             }),
       );
       const result = await run.invoke(null, {
@@ -101,6 +116,15 @@ export function createAgenticSystem(options: AgenticSystemOptions): EvalSystem {
         usage,
         status: result.status,
       };
+    },
+    async scored(example: EvalExample, ctx: SystemContext, score: number): Promise<void> {
+      // The harness's score of the thread's answer: a low one leaves a lesson (CODEHOP_REFLECTION=1).
+      await reflectOnScore(
+        app,
+        ctx.threadId,
+        { value: score, by: `the eval's ${example.scoring === "gaia" ? "GAIA" : "F1"} score` },
+        runOptions,
+      );
     },
     async close() {
       if (!options.persistence) await persistence.close();

@@ -39,6 +39,12 @@ export interface EvalSystem {
   /** Prompts and settings, recorded in the report. */
   readonly config: Record<string, unknown>;
   answer(example: EvalExample, ctx: SystemContext): Promise<SystemAnswer>;
+  /**
+   * The harness's score of an answered question (GAIA: its correctness; QA: token F1; 0..1), for
+   * a system that learns from it (agentic: the reflection step's lesson after a low score).
+   * Its failure is logged, never the question's.
+   */
+  scored?(example: EvalExample, ctx: SystemContext, score: number): Promise<void>;
   close?(): Promise<void>;
 }
 

@@ -7,6 +7,9 @@ import type { Persistence } from "../persistence/port.ts";
 import type { RunApp } from "../runs/app.ts";
 import type { KnowledgeSource } from "../store/types.ts";
 import { createDirectSystem, createRagSystem } from "./system-baselines.ts";
+import { assistantApp } from "../apps/assistant/app.ts";
+import { AssistantFiles } from "../apps/assistant/base/files.ts";
+import { webSettingsFromEnv } from "../web/settings.ts";
 import { createAgenticSystem } from "./system-agentic.ts";
 import type { EvalSystem } from "./system.ts";
 
@@ -53,6 +56,8 @@ export async function createSystems(
         );
       }
       out.push(createRagSystem(ctx.model, source, { k: ctx.k }));
+    } else if (name === "assistant") {
+      out.push(createAssistantSystem(ctx));
     } else {
       out.push(
         createAgenticSystem({
@@ -66,4 +71,33 @@ export async function createSystems(
     }
   }
   return out;
+}
+
+/**
+ * `assistant`: the general assistant (assistant → web_search) through the run lifecycle, each
+ * question a thread; its files (GAIA's attachments) are copied into the thread's folder first,
+ * and its web settings are the evaluation's environment's.
+ */
+function createAssistantSystem(ctx: SystemFactoryContext): EvalSystem {
+  const files = new AssistantFiles(ctx.out);
+  // The evaluation runs on the user's machine (private addresses allowed, as for `assist`) unless
+  // its environment says otherwise.
+  const { allowPrivateAddresses, ...web } = webSettingsFromEnv(ctx.env);
+  const context = {
+    web: ctx.env.webAllowPrivateUrls === undefined ? web : { ...web, allowPrivateAddresses },
+  };
+  return createAgenticSystem({
+    model: ctx.model,
+    home: ctx.out,
+    persistence: ctx.persistence,
+    app: assistantApp,
+    name: "assistant",
+    context,
+    async startInput(example, threadId) {
+      if (!example.files?.length) return undefined;
+      const names: string[] = [];
+      for (const file of example.files) names.push(await files.attach(threadId, file));
+      return { files: names };
+    },
+  });
 }

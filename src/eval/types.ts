@@ -4,11 +4,14 @@
  */
 
 /** Dataset formats `codehop eval --format` understands. */
-export const DATASET_FORMATS = ["hotpotqa", "2wiki", "musique", "jsonl"] as const;
+export const DATASET_FORMATS = ["hotpotqa", "2wiki", "musique", "jsonl", "gaia"] as const;
 export type DatasetFormat = (typeof DATASET_FORMATS)[number];
 
-/** Systems compared by the harness, all with the same model. */
-export const SYSTEM_NAMES = ["agentic", "rag", "direct"] as const;
+/**
+ * Systems compared by the harness, all with the same model: `agentic` (the QA app), `rag`,
+ * `direct`, and `assistant` (the general assistant, for GAIA-style tasks with files).
+ */
+export const SYSTEM_NAMES = ["agentic", "rag", "direct", "assistant"] as const;
 export type SystemName = (typeof SYSTEM_NAMES)[number];
 
 /** Where a record sits in the dataset file, for error messages. */
@@ -36,8 +39,12 @@ export interface EvalExample {
   paragraphs: ContextParagraph[];
   /** Titles of the supporting paragraphs, if the dataset marks them. */
   supportingTitles: string[];
-  /** Question type / level etc. when present (e.g. "bridge", "comparison", "2hop"). */
+  /** Question type / level etc. when present (e.g. "bridge", "comparison", "2hop"; GAIA: "1"-"3"). */
   kind?: string;
+  /** Files the question comes with (GAIA's attachments), absolute paths. */
+  files?: string[];
+  /** How answers are scored: GAIA's question_scorer for `em` (default: SQuAD-style EM). */
+  scoring?: "gaia";
   position: RecordPosition;
 }
 
@@ -94,6 +101,8 @@ export interface QuestionResult {
   index: number;
   question: string;
   answers: string[];
+  /** The question's type or level (GAIA: "1", "2", "3"), when the dataset gives one. */
+  kind?: string;
   /** The system's answer ("" when it failed). */
   prediction: string;
   em: number;

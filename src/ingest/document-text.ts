@@ -36,10 +36,32 @@ export function textEncodingOf(bytes: Uint8Array, mediaType?: string, html = fal
 
 /** Text in its encoding ({@link textEncodingOf}), without a byte-order mark, with \n line ends. */
 export function decodeDocumentText(bytes: Uint8Array, mediaType?: string, html = false): string {
-  return new TextDecoder(textEncodingOf(bytes, mediaType, html))
-    .decode(bytes)
-    .replace(/^\uFEFF/, "")
-    .replace(/\r\n?/g, "\n");
+  let text = new TextDecoder(textEncodingOf(bytes, mediaType, html)).decode(bytes);
+  // Each replace copies the text: only when there is something to replace (a 50 MB file).
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+}
+
+/**
+ * The beginning of a text document, at most `maxChars` characters, decoded from only the bytes
+ * they can take (4 per character at most), so a 50 MB file is never decoded whole to keep 2 MB of
+ * it; `cut` when some was left out.
+ */
+export function decodeDocumentStart(
+  bytes: Uint8Array,
+  maxChars: number,
+  mediaType?: string,
+  html = false,
+): { text: string; cut: boolean; total: number } {
+  const limit = maxChars * 4 + 4;
+  const head = bytes.length > limit ? bytes.subarray(0, limit) : bytes;
+  const text = decodeDocumentText(head, mediaType, html);
+  const cut = head !== bytes || text.length > maxChars;
+  return {
+    text: text.length > maxChars ? text.slice(0, maxChars) : text,
+    cut,
+    total: bytes.length,
+  };
 }
 
 /**

@@ -24,7 +24,32 @@ function jsonDepth(value: unknown, stopAt: number): number {
   return deepest;
 }
 
+/**
+ * The nesting of JSON text, counted over its bytes (brackets outside strings) before anything is
+ * parsed: deeper than `stopAt` stops the count.
+ */
+function jsonTextDepth(bytes: Uint8Array, stopAt: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c)
+        i++; // a backslash escapes the next byte
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > deepest && (deepest = depth) > stopAt) return deepest;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return deepest;
+}
+
 export const readJson: FormatReader = async ({ name, bytes, mediaType }, { limits }) => {
+  // Counted on the bytes first: V8's parser would build a 20-million-deep value before we looked.
+  if (jsonTextDepth(bytes, limits.maxXmlDepth) > limits.maxXmlDepth)
+    throw limitError(name, "maxXmlDepth", limits.maxXmlDepth, "the JSON's nesting");
   const text = decodeDocumentText(bytes, mediaType).trim();
   let value: unknown;
   try {

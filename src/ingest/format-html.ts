@@ -1,6 +1,6 @@
 import { decodeHTML } from "entities";
 import { Parser } from "htmlparser2";
-import { decodeDocumentText } from "./document-text.ts";
+import { decodeDocumentStart } from "./document-text.ts";
 import { htmlToText } from "./html-to-text.ts";
 import type { FormatReader } from "./format-types.ts";
 import { limitError, type ReaderLimits } from "./reader-limits.ts";
@@ -13,10 +13,7 @@ export const readHtml: FormatReader = async (
   { name, bytes, mediaType },
   { limits, maxHtmlChars },
 ) => {
-  let html = decodeDocumentText(bytes, mediaType, true);
-  const length = html.length;
-  const cut = length > maxHtmlChars;
-  if (cut) html = html.slice(0, maxHtmlChars);
+  const { text: html, cut } = decodeDocumentStart(bytes, maxHtmlChars, mediaType, true);
   checkHtmlNesting(html, name, limits);
   return {
     text: htmlToText(html),
@@ -24,7 +21,7 @@ export const readHtml: FormatReader = async (
     ...(cut
       ? {
           truncated: true,
-          truncation: `converted the first ${maxHtmlChars} characters of the page's ${length}`,
+          truncation: `converted the first ${maxHtmlChars} characters of the page (${bytes.length} bytes)`,
         }
       : {}),
   };

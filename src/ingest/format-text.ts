@@ -1,5 +1,5 @@
 import { Lexer, type Token, type Tokens } from "marked";
-import { decodeDocumentText, neutralizeHeadings } from "./document-text.ts";
+import { decodeDocumentStart, neutralizeHeadings } from "./document-text.ts";
 import type { FormatReader } from "./format-types.ts";
 
 /**
@@ -9,15 +9,33 @@ import type { FormatReader } from "./format-types.ts";
  * that merely look like headings (a `# comment` in a code block, a row of `=`) are kept from
  * starting one. Plain text has no headings at all.
  */
-export const readMarkdown: FormatReader = async ({ bytes, mediaType }) => {
-  const { text, title } = markdownToText(decodeDocumentText(bytes, mediaType));
-  return { text, ...(title ? { title } : {}) };
+export const readMarkdown: FormatReader = async ({ bytes, mediaType }, { maxChars }) => {
+  const start = decodeDocumentStart(bytes, maxChars + SLACK_CHARS, mediaType);
+  const { text, title } = markdownToText(start.text);
+  return { text, ...(title ? { title } : {}), ...cutNote(start, maxChars) };
 };
 
 /** Plain text: decoded, with heading-like lines neutralized. */
-export const readText: FormatReader = async ({ bytes, mediaType }) => ({
-  text: neutralizeHeadings(decodeDocumentText(bytes, mediaType).trim()),
-});
+export const readText: FormatReader = async ({ bytes, mediaType }, { maxChars }) => {
+  const start = decodeDocumentStart(bytes, maxChars + SLACK_CHARS, mediaType);
+  return { text: neutralizeHeadings(start.text.trim()), ...cutNote(start, maxChars) };
+};
+
+/**
+ * Characters decoded past `maxChars`: markup and whitespace the reader drops must not leave the
+ * kept text short of `maxChars` (the reader process cuts the result to exactly `maxChars`).
+ */
+const SLACK_CHARS = 4096;
+
+/** The truncation of a text read only in part. */
+function cutNote(start: { cut: boolean; total: number }, maxChars: number) {
+  return start.cut
+    ? {
+        truncated: true,
+        truncation: `kept the first ${maxChars} characters of the text (${start.total} bytes)`,
+      }
+    : {};
+}
 
 /**
  * Markdown with its headings as ATX lines (see the module comment); `title` is the text of a

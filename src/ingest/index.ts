@@ -1,4 +1,7 @@
-/** Ingestion: readers for JSONL, folders and MediaWiki XML dumps, and the corpus writer. */
+/**
+ * Ingestion: readers for JSONL, folders, documents and MediaWiki XML dumps, the corpus writer,
+ * and the document reader registry (every format, bounded, in reader processes).
+ */
 import { type IngestOptions, type IngestReport, ingestDocuments } from "./ingest.ts";
 import { type IngestFormat, openReader } from "./readers.ts";
 
@@ -26,12 +29,23 @@ export {
   htmlToText,
   pageLabel,
   DOCUMENT_EXTENSIONS,
+  DOCUMENT_KIND_LABELS,
   EXTRACT_DEFAULTS,
+  SUPPORTED_DOCUMENTS,
+  type ArchiveEntry,
   type DocumentKind,
   type DocumentSource,
   type ExtractedDocument,
   type ExtractOptions,
 } from "./documents.ts";
+export {
+  InputLimitError,
+  isInputError,
+  READER_LIMITS,
+  readerLimitsFromEnv,
+  type ReaderLimits,
+} from "./reader-limits.ts";
+export type { ReaderUsage } from "./reader-pool.ts";
 export {
   fetchDocument,
   isPublicAddress,

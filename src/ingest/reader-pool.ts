@@ -1,13 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pLimit from "p-limit";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import type { FormatOutput } from "./format-types.ts";
+import type { DocumentKind, FormatOutput } from "./format-types.ts";
 import { InputLimitError, limitError } from "./reader-limits.ts";
-import type { ReaderFailure, ReaderJob, ReaderReply } from "./reader-process.ts";
+import type { ReaderFailure, ReaderJob, ReaderReply, ReaderWarmUp } from "./reader-process.ts";
 
 /**
  * Reader processes: every extraction runs in a child process of its own, never on the thread
@@ -39,11 +40,25 @@ const IDLE_MS = 30_000;
 const LOAD_TIMEOUT_MS = 120_000;
 
 /** How often a running read's memory and CPU time are looked at (ms). */
-const POLL_MS = 50;
+const POLL_MS = 25;
 
 /** The wall-clock backstop of a read: this many times its CPU deadline, and at least MIN_WALL_MS. */
 const WALL_FACTOR = 8;
 const MIN_WALL_MS = 30_000;
+
+/** Files of at least this size are handed to a reader through a temporary file, not IPC. */
+const FILE_HANDOVER_BYTES = 1024 * 1024;
+
+let handover: string | undefined;
+/** This process's private directory (0700) for handing files to readers. */
+function handoverDir(): string {
+  if (!handover || !existsSync(handover)) {
+    const dir = mkdtempSync(join(tmpdir(), "codehop-reader-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    handover = dir;
+  }
+  return handover;
+}
 
 /** setpriv makes the kernel kill a reader whose parent died, even mid-parse. */
 const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
@@ -52,8 +67,19 @@ const PAGE_BYTES = 4096;
 const CLOCK_TICK_MS = 10;
 
 const queue = pLimit(MAX_READER_PROCESSES);
-/** Idle processes by memory limit (a process's heap cap is fixed when it starts). */
-const idle = new Map<number, ReaderProcess[]>();
+/**
+ * Idle processes by memory limit (a process's heap cap is fixed when it starts) and family of
+ * readers: a process keeps the libraries it loaded (PDF.js, mammoth, SheetJS), and a process that
+ * loaded them all would start every read with less of its memory limit left.
+ */
+const idle = new Map<string, ReaderProcess[]>();
+
+/** The family of readers a type's reader belongs to (see `idle`). */
+function familyOf(kind: DocumentKind): string {
+  if (kind === "pdf" || kind === "docx") return kind;
+  if (kind === "xlsx" || kind === "ods" || kind === "xls" || kind === "csv") return "sheet";
+  return "text";
+}
 let nextId = 1;
 
 /** Reads running and waiting now, and the maximum at once (for tests and diagnostics). */
@@ -96,7 +122,11 @@ class ReaderProcess {
   /** The end of its stderr, for a crash's message. */
   stderrTail = "";
 
-  constructor(readonly memoryMb: number) {
+  constructor(
+    readonly memoryMb: number,
+    /** Its key in `idle`. */
+    readonly key: string,
+  ) {
     const { entry, loader } = readerProgram();
     const node = [
       process.execPath,
@@ -137,18 +167,19 @@ class ReaderProcess {
   kill(): void {
     this.dead = true;
     clearTimeout(this.idleTimer);
-    const list = idle.get(this.memoryMb);
+    const list = idle.get(this.key);
     if (list)
       idle.set(
-        this.memoryMb,
+        this.key,
         list.filter((p) => p !== this),
       );
     this.child.kill("SIGKILL");
   }
 }
 
-function takeProcess(memoryMb: number): ReaderProcess {
-  const list = idle.get(memoryMb) ?? [];
+function takeProcess(memoryMb: number, kind: DocumentKind): ReaderProcess {
+  const key = `${memoryMb}:${familyOf(kind)}`;
+  const list = idle.get(key) ?? [];
   let reader: ReaderProcess | undefined;
   while ((reader = list.pop())) {
     if (!reader.dead) {
@@ -156,15 +187,27 @@ function takeProcess(memoryMb: number): ReaderProcess {
       return reader;
     }
   }
-  return new ReaderProcess(memoryMb);
+  return new ReaderProcess(memoryMb, key);
+}
+
+/**
+ * Starts a process for `key`'s readers in the place of one just killed, loading the reader of
+ * `kind` while it waits: the file after a refused bomb does not wait for a process to start.
+ */
+function startSpare(memoryMb: number, kind: DocumentKind): void {
+  const key = `${memoryMb}:${familyOf(kind)}`;
+  if ((idle.get(key) ?? []).some((p) => !p.dead)) return;
+  const spare = new ReaderProcess(memoryMb, key);
+  spare.child.send({ warm: kind } satisfies ReaderWarmUp, () => {});
+  giveBack(spare);
 }
 
 function giveBack(reader: ReaderProcess): void {
   if (reader.dead) return;
   reader.park();
-  const list = idle.get(reader.memoryMb) ?? [];
+  const list = idle.get(reader.key) ?? [];
   list.push(reader);
-  idle.set(reader.memoryMb, list);
+  idle.set(reader.key, list);
 }
 
 /** What one read cost its reader process (for benchmarks and diagnostics). */
@@ -244,11 +287,12 @@ function readOnce(
   onUsage?: (usage: ReaderUsage) => void,
 ): Promise<FormatOutput> {
   const { limits } = job;
-  const reader = takeProcess(limits.memoryMb);
+  const reader = takeProcess(limits.memoryMb, job.kind);
   const { child } = reader;
   const id = nextId++;
   const sentAt = performance.now();
   const peakKnown = onUsage !== undefined && resetPeak(child.pid!);
+  const cleanups: (() => void)[] = [];
   /** The process's CPU time when the read started (its code loaded). */
   let baseCpuMs: number | undefined;
   return new Promise<FormatOutput>((resolve, reject) => {
@@ -260,6 +304,7 @@ function readOnce(
     );
     const settle = (kill: boolean) => {
       settled = true;
+      for (const cleanup of cleanups.splice(0)) cleanup();
       if (onUsage) {
         const cpuNow = baseCpuMs === undefined ? undefined : usage(child.pid!)?.cpuMs;
         onUsage({
@@ -272,8 +317,10 @@ function readOnce(
       signal?.removeEventListener("abort", onAbort);
       child.off("message", onMessage);
       child.off("close", onExit);
-      if (kill) reader.kill();
-      else giveBack(reader);
+      if (kill) {
+        reader.kill();
+        startSpare(limits.memoryMb, job.kind);
+      } else giveBack(reader);
     };
     const fail = (err: unknown, kill: boolean) => {
       if (settled) return;
@@ -330,7 +377,15 @@ function readOnce(
     signal?.addEventListener("abort", onAbort, { once: true });
     child.on("message", onMessage);
     child.once("close", onExit);
-    child.send({ ...job, id } satisfies ReaderJob, (err) => {
+    // A large file goes through a private temporary file, removed once the read settles.
+    let message: ReaderJob = { ...job, id };
+    if (job.bytes.length >= FILE_HANDOVER_BYTES) {
+      const file = join(handoverDir(), `${process.pid}-${id}`);
+      writeFileSync(file, job.bytes, { mode: 0o600, flag: "wx" });
+      cleanups.push(() => rmSync(file, { force: true }));
+      message = { ...message, bytes: new Uint8Array(0), bytesFile: file };
+    }
+    child.send(message, (err) => {
       if (err)
         fail(
           new CodehopError(

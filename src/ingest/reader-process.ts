@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { detectDocumentKind, displayName } from "./document-kinds.ts";
 import type { DocumentKind, FormatInput, FormatOutput, FormatReader } from "./format-types.ts";
@@ -17,7 +18,13 @@ export interface ReaderJob {
   mediaType?: string;
   /** For an archive: the entry to read instead of listing the archive. */
   member?: string;
+  /** The file's bytes, or (for a large file) empty with `bytesFile` set. */
   bytes: Uint8Array;
+  /**
+   * A private temporary file holding the bytes: a large file is handed over this way, read once
+   * here, instead of through the IPC channel (which would hold it two or three times over).
+   */
+  bytesFile?: string;
   limits: ReaderLimits;
   maxChars: number;
   maxHtmlChars: number;
@@ -31,6 +38,11 @@ export interface ReaderFailure {
   limit?: InputLimitError["limit"];
   max?: number;
   file?: string;
+}
+
+/** Tells an idle process to load the reader of a type before a file comes (no answer). */
+export interface ReaderWarmUp {
+  warm: DocumentKind;
 }
 
 /** What the process answers. */
@@ -93,9 +105,10 @@ const ZIP_BASED: ReadonlySet<DocumentKind> = new Set(["xlsx", "ods", "pptx", "od
 
 /** Reads one job's file (in this process); the caller sends the reply. */
 export async function runJob(
-  job: ReaderJob,
+  given: ReaderJob,
   onLoaded: () => void = () => {},
 ): Promise<FormatOutput> {
+  const job = given.bytesFile ? { ...given, bytes: readFileSync(given.bytesFile) } : given;
   const input = await jobInput(job);
   const reader = await READERS[input.kind]();
   onLoaded();
@@ -155,7 +168,11 @@ function isReaderProcess(): boolean {
 if (isReaderProcess()) {
   // The parent gone, there is no one to answer: a reader never outlives it.
   process.on("disconnect", () => process.exit(0));
-  process.on("message", (job: ReaderJob) => {
+  process.on("message", (job: ReaderJob | ReaderWarmUp) => {
+    if ("warm" in job) {
+      READERS[job.warm]?.().catch(() => {});
+      return;
+    }
     const send = (reply: ReaderReply) => process.send!(reply);
     runJob(job, () => send({ id: job.id, type: "loaded" })).then(
       (result) => send({ id: job.id, type: "done", result }),

@@ -14,6 +14,7 @@ import { journalRowKey, journalRowProblem, JOURNAL_TABLE } from "../core/journal
 import { CodehopError, ErrorCodes, type CorruptData } from "../errors.ts";
 import { inTransaction, type PostgresLocation } from "./postgres-database.ts";
 import { journalRowFromSql as postgresJournalRow } from "./postgres-journal.ts";
+import { LINEAR_TABLES } from "./postgres-linear-rows.ts";
 import { openPostgresPersistence } from "./postgres.ts";
 import { journalRowFromSql as sqliteJournalRow } from "./sqlite-journal.ts";
 import { sqlitePersistenceOn } from "./sqlite.ts";
@@ -164,6 +165,7 @@ export async function checkSqliteFile(
 
 /** The tables of a thread's rows in a codehop Postgres schema, and the column naming the thread. */
 const POSTGRES_TABLES = [
+  ...LINEAR_TABLES,
   "checkpoints",
   "checkpoint_blobs",
   "checkpoint_writes",
@@ -185,20 +187,16 @@ export async function checkPostgres(
   };
   const table = (name: string) => `"${p.schema}".${name}`;
   try {
-    const { rows: ids } = await p.pool.query<{ thread_id: string }>(
-      `SELECT thread_id FROM ${table("checkpoints")}
-       UNION SELECT thread_id FROM ${table(JOURNAL_TABLE)}
-       UNION SELECT thread_id FROM ${table("codehop_threads")} ORDER BY thread_id`,
+    const { rows: others } = await p.pool.query<{ thread_id: string }>(
+      `SELECT thread_id FROM ${table(JOURNAL_TABLE)}
+       UNION SELECT thread_id FROM ${table("codehop_threads")}`,
     );
-    for (const { thread_id: threadId } of ids) {
+    const ids = [
+      ...new Set([...(await p.checkpointer.threadIds()), ...others.map((r) => r.thread_id)]),
+    ].sort();
+    for (const threadId of ids) {
       const found = new Map<string, DamagedRow>();
-      const { rows: checkpoints } = await p.pool.query<{
-        checkpoint_ns: string;
-        checkpoint_id: string;
-      }>(`SELECT checkpoint_ns, checkpoint_id FROM ${table("checkpoints")} WHERE thread_id = $1`, [
-        threadId,
-      ]);
-      for (const c of checkpoints) {
+      for (const c of await p.checkpointer.checkpointKeys(threadId)) {
         try {
           await p.checkpointer.getTuple({ configurable: { thread_id: threadId, ...c } });
         } catch (err) {
@@ -222,6 +220,9 @@ export async function checkPostgres(
       await inTransaction(p.pool, async (client) => {
         await client.query(`CREATE SCHEMA IF NOT EXISTS "${aside}"`);
         for (const name of POSTGRES_TABLES) {
+          // (The official layout's tables exist only in schemas it wrote.)
+          const { rows: exists } = await client.query(`SELECT to_regclass($1) AS t`, [table(name)]);
+          if (exists[0]?.t == null) continue;
           await client.query(`CREATE TABLE IF NOT EXISTS "${aside}".${name} (LIKE ${table(name)})`);
           await client.query(
             `INSERT INTO "${aside}".${name} SELECT * FROM ${table(name)} WHERE thread_id = ANY($1)`,

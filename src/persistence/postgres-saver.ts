@@ -49,13 +49,10 @@ const text = new TextDecoder();
  *   CODEHOP_CHECKPOINT_CORRUPT naming the thread, table and row, not a JSON parser's message
  *   quoting the stored bytes (other threads read as before).
  *
- * Why this saver and not a port of IncrementalSqliteSaver (bench/postgres.bench.ts, in
- * docs/benchmarks.md): it stores only the channels that changed, and Postgres compresses large
- * values (TOAST), so what remains quadratic is a list channel written whole at each step. For an
- * agent of 10 steps that stores 1.4x the values IncrementalSqliteSaver's file holds, 2.7x at 30
- * steps and 4.3x at 60; codehop's agents take at most 8 steps by default (page_search 3), where the
- * official, maintained saver with LangGraph's own SQL is the better trade. Runs of hundreds of
- * steps per agent would call for the port.
+ * codehop serve's checkpointer is LinearPostgresSaver (postgres-linear-saver.ts) since issue 23:
+ * this saver's layout writes a list channel whole at every step (quadratic), which made reads of
+ * long threads slow (bench/postgres-saver.bench.ts). It stays to read schemas written in its
+ * layout (LinearPostgresSaver reads through it) and for users who want the official layout.
  */
 export class CodehopPostgresSaver extends PostgresSaver {
   constructor(

@@ -10,7 +10,7 @@ import {
   withAdvisoryLock,
 } from "./postgres-database.ts";
 import { journalTableSql, PostgresJournalRows } from "./postgres-journal.ts";
-import { CodehopPostgresSaver } from "./postgres-saver.ts";
+import { LinearPostgresSaver } from "./postgres-linear-saver.ts";
 import { PostgresThreadRegistry, threadsTableSql } from "./postgres-threads.ts";
 
 /** The Postgres adapter: LangGraph checkpoints, call journal rows and thread registry in one database. */
@@ -20,7 +20,8 @@ export interface PostgresPersistence extends Persistence {
   readonly pool: pg.Pool;
   /** Schema of the tables. */
   readonly schema: string;
-  readonly checkpointer: CodehopPostgresSaver;
+  /** Checkpoints in the linear layout; schemas of the official saver's layout read through. */
+  readonly checkpointer: LinearPostgresSaver;
   readonly journalRows: PostgresJournalRows;
   readonly threads: PostgresThreadRegistry;
   close(): Promise<void>;
@@ -37,7 +38,7 @@ export async function openPostgresPersistence(
 ): Promise<PostgresPersistence> {
   const schema = schemaOf(location);
   const pool = await openPool(location);
-  const checkpointer = new CodehopPostgresSaver(pool, schema);
+  const checkpointer = new LinearPostgresSaver(pool, schema);
   try {
     await withAdvisoryLock(pool, `codehop-setup:${schema}`, async () => {
       await checkpointer.setup();

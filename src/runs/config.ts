@@ -2,7 +2,7 @@ import { join, resolve } from "node:path";
 import { cliCommand } from "../config/cli-command.ts";
 import { agentEnvKey, readEnv, type CodehopEnv } from "../config/env.ts";
 import type { ModelSettings } from "../core/models.ts";
-import { parseModelName, providerEndpoint } from "../core/providers.ts";
+import { parseModelName, providerEndpoint } from "../core/provider-names.ts";
 import { v1Hint } from "../config/endpoint.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { embeddingsEndpointFromEnv, type EmbeddingsEndpoint } from "../store/endpoint.ts";

@@ -15,6 +15,7 @@ import type { StepRecord } from "../core/state.ts";
 import { LazyStore, memoryStoreOptions, openMemoryStore } from "../memory/open.ts";
 import {
   failedOutcome,
+  lowScoreOutcome,
   memoryContext,
   memorySettingsOf,
   recallLessons,
@@ -335,6 +336,57 @@ async function reflect(
     options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
   } catch (err) {
     options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
+  }
+}
+
+/**
+ * The reflection step for a run scored after it finished (CODEHOP_REFLECTION=1): the eval
+ * harness's score of its answer, or the verifier's share of supported claims. Below the settings'
+ * `minScore` (CODEHOP_REFLECTION_MIN_SCORE, default 0.5) the root agent's model writes a lesson
+ * from the task, the score and the trajectory, recalled for similar tasks like a failed run's. A
+ * run that failed already left its lesson; reflection off, a paused or unknown thread: nothing.
+ * Returns the lesson written; its failure is a warning (`onWarning`), never the caller's.
+ */
+export async function reflectOnScore(
+  app: RunApp,
+  threadId: string,
+  score: { value: number; by: string },
+  options: RunOptions = {},
+): Promise<string | undefined> {
+  // Reflection off (the usual case): no session is opened.
+  if (!memorySettingsOf(readEnv())?.reflection) return undefined;
+  const session = await openSession(app, options);
+  try {
+    const settings = session.memorySettings;
+    if (!settings?.reflection) return undefined;
+    const record = await session.persistence.threads.get(threadId);
+    if (!record) return undefined;
+    const snapshot = await session.graph.getState({ configurable: { thread_id: threadId } });
+    const values = (snapshot.values ?? {}) as Record<string, unknown>;
+    const result = shapeResult(app, session.persistence, threadId, snapshot, 0);
+    if (result.approval || failedOutcome(result, values)) return undefined;
+    const outcome = lowScoreOutcome(settings, score.value, score.by, result.answer);
+    if (!outcome) return undefined;
+    try {
+      const lesson = await writeLesson({
+        store: session.memory,
+        settings,
+        app: app.name,
+        agent: app.team.root,
+        context: runContextFor(session, options, false),
+        threadId,
+        task: record.question ?? "",
+        outcome,
+        steps: values.steps as StepRecord[] | undefined,
+      });
+      options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
+      return lesson;
+    } catch (err) {
+      options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
+      return undefined;
+    }
+  } finally {
+    await session.close();
   }
 }
 

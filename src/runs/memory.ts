@@ -12,23 +12,35 @@ import {
 import { callModel, messageText, resolveModel } from "../core/models.ts";
 import type { RunContext } from "../core/run-context.ts";
 import type { StepRecord } from "../core/state.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
 import { renderPrompt } from "../prompts/render.ts";
 import type { AskResult } from "./result.ts";
 
 /**
  * Long-term memory in the run lifecycle: the memory settings of a configuration, the memory tools
  * given to an app's root agent, and the reflection step — a lesson written after a failed run
- * (one that ended without a final answer: its step limit, a repeated action) and the lessons of
+ * (one that ended without a final answer: its step limit, a repeated action) or a low-scored one
+ * (a score below `minScore` from the eval harness or the verifier: {@link lowScoreOutcome}) and the lessons of
  * earlier attempts at similar tasks recalled before a run and shown to its root agent.
  */
+
+/** A scored run below this score leaves a lesson (CODEHOP_REFLECTION_MIN_SCORE overrides it). */
+export const DEFAULT_REFLECTION_MIN_SCORE = 0.5;
 
 /** The memory settings the environment asks for (undefined: memory off). */
 export function memorySettingsOf(env: CodehopEnv): MemorySettings | undefined {
   if (!env.memory && !env.reflection && !env.memoryUser) return undefined;
+  const min = env.reflectionMinScore;
+  if (min !== undefined && !(min >= 0 && min <= 1))
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `CODEHOP_REFLECTION_MIN_SCORE must be a score from 0 to 1 (got ${min}).`,
+    );
   return {
     tools: env.memory ?? false,
     recall: env.memory ?? false,
     reflection: env.reflection ?? false,
+    minScore: env.reflectionMinScore ?? DEFAULT_REFLECTION_MIN_SCORE,
     user: env.memoryUser ?? DEFAULT_MEMORY_USER,
   };
 }
@@ -90,6 +102,21 @@ export function failedOutcome(
   if (status === "repeated_action") return "failed: the agent kept repeating the same action";
   if (!String(result.answer ?? "").trim()) return "failed: no answer";
   return undefined;
+}
+
+/**
+ * Whether a score calls for a lesson: below the settings' `minScore` (default
+ * {@link DEFAULT_REFLECTION_MIN_SCORE}). `scoredBy` says who scored (e.g. "the eval's GAIA score").
+ */
+export function lowScoreOutcome(
+  settings: MemorySettings,
+  score: number,
+  scoredBy: string,
+  answer: string,
+): string | undefined {
+  const min = settings.minScore ?? DEFAULT_REFLECTION_MIN_SCORE;
+  if (!Number.isFinite(score) || score >= min) return undefined;
+  return `scored low: the final answer "${cut(answer, 200)}" got ${score.toFixed(2)} from ${scoredBy} (below ${min}), so it was wrong or unsupported`;
 }
 
 function cut(text: string, max: number): string {

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ApiKeyStore } from "./api-keys.ts";
@@ -8,7 +9,18 @@ import { type Backend, type BackendOptions, openBackend } from "./backend.ts";
 import { RunEventReader } from "./events.ts";
 import { STREAM_MODES } from "./execute.ts";
 import { assistantIdOf, DEFAULT_GRAPHS_FILE, type ServedGraph } from "./graphs.ts";
+import {
+  installLimits,
+  limitVariable,
+  refusalOf,
+  RequestRefused,
+  resolveLimits,
+  type ServerLimits,
+} from "./limits.ts";
 import { inClient, RUNS_QUEUE } from "./queue.ts";
+import { addStoreRoutes } from "./store-routes.ts";
+import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
+import { readEnv } from "../config/env.ts";
 import { stateToThreadState, toJson } from "./serialize.ts";
 import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
 import { ClientSettingError, clientSchemaOf, vetClientRun } from "../core/client-settings.ts";
@@ -18,6 +30,7 @@ import {
   type MultitaskStrategy,
   RunConflict,
   type RunKwargs,
+  RunLimitReached,
   type RunRecord,
   TERMINAL_RUN_STATUSES,
 } from "./store.ts";
@@ -50,6 +63,12 @@ export interface ServerOptions extends BackendOptions {
   auth?: AuthOptions;
   /** Listen on a non-loopback address without authentication (`--insecure`). */
   insecure?: boolean;
+  /**
+   * Browser origins allowed to call the server from their pages (CORS), e.g. agent-chat-ui's
+   * `http://localhost:3000`; `*` allows any. Default none: a page of another origin cannot read
+   * any answer (nor send an API key: its preflight is not answered).
+   */
+  corsOrigins?: string[];
   /** Receives warnings (no authentication on loopback, a short key ...). Default: stderr. */
   onWarning?: (message: string) => void;
   /** Stream events of runs that ended longer ago than this are deleted. Default 3600 s. */
@@ -60,6 +79,11 @@ export interface ServerOptions extends BackendOptions {
    * (CODEHOP_CHAT_FILES_RETENTION_DAYS, 30 days); 0 keeps them.
    */
   deletionLogRetentionSeconds?: number;
+  /**
+   * Per-user limits and request checks (src/server/limits.ts); unset ones come from CODEHOP_SERVE_*
+   * or the defaults.
+   */
+  limits?: Partial<ServerLimits>;
 }
 
 /** A started server. */
@@ -89,12 +113,16 @@ const ANONYMOUS: AuthUser = {
 
 const VERSION = "0.1.0";
 
+/** Retry-After of a run refused because its user has as many pending or running as they may. */
+const RUN_LIMIT_RETRY_SECONDS = 5;
+
 /** An HTTP error with the status and message the client gets (plus fields for its JSON body). */
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -281,8 +309,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { store, queue, graphs, persistence } = backend;
   const reader = new RunEventReader(store, options.databaseUrl);
   await reader.start();
-  const app = Fastify({ logger: false, bodyLimit: 50 * 1024 * 1024 });
+  const limits: ServerLimits = { ...resolveLimits(), ...options.limits };
+  const app = Fastify({ logger: false, bodyLimit: limits.maxBodyBytes });
 
+  if (options.corsOrigins?.length) {
+    // Registered (awaited) before the authentication hook: a preflight carries no credentials,
+    // and a 401 must carry the CORS headers for the page to read it.
+    const origins = options.corsOrigins;
+    await app.register(cors, {
+      origin: origins.includes("*") ? "*" : origins,
+      // What @langchain/langgraph-sdk reads from answers (a streamed run's id, a page's total).
+      exposedHeaders: ["content-location", "x-pagination-total"],
+      maxAge: 600,
+    });
+  }
   app.decorateRequest("user", null as unknown as AuthUser);
   app.addHook("onRequest", async (req, reply) => {
     if (!auth) {
@@ -301,18 +341,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return reply;
     }
   });
-  app.setErrorHandler(async (err: Error & { statusCode?: number }, _req, reply) => {
+  // Per-user request rate, body shape before parsing, strings PostgreSQL can store.
+  await installLimits(app, limits, (req) =>
+    auth && req.user ? `user:${req.user.identity}` : `ip:${req.ip}`,
+  );
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+    const refusal = refusalOf(err, limits);
     const status =
       err instanceof HttpError
         ? err.status
         : err instanceof AuthError
           ? err.status
-          : (err.statusCode ?? 500);
-    const extra = err instanceof HttpError ? err.extra : {};
+          : (refusal?.status ?? err.statusCode ?? 500);
+    const message = refusal?.message ?? err.message;
+    const extra =
+      err instanceof HttpError
+        ? err.extra
+        : err instanceof RequestRefused && err.field
+          ? { field: err.field }
+          : {};
     if (err instanceof AuthError) reply.headers(err.headers);
-    await reply
-      .code(status)
-      .send({ error: err.name, message: err.message, detail: err.message, ...extra });
+    if (err instanceof HttpError) reply.headers(err.headers);
+    await reply.code(status).send({ error: err.name, message, detail: message, ...extra });
   });
 
   /**
@@ -712,6 +762,43 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
   };
 
+  /**
+   * Refuses (413) uploads that would take a thread or a user past their upload bytes; files the
+   * thread already holds count once. Called in the transaction that creates the run, under the
+   * user's lock (store.createRun), so two runs cannot both pass.
+   */
+  const checkUploadRoom = async (
+    threadId: string,
+    owner: string | null,
+    uploads: Array<{ sha256: string; bytes: Buffer }>,
+    client: Parameters<typeof store.uploadBytes>[2],
+  ) => {
+    if (!uploads.length || (!limits.maxThreadUploadBytes && !limits.maxUserUploadBytes)) return;
+    const held = await store.uploadBytes(threadId, owner, client);
+    const seen = new Set(held.hashes);
+    let added = 0;
+    for (const u of uploads) {
+      if (seen.has(u.sha256)) continue;
+      seen.add(u.sha256);
+      added += u.bytes.length;
+    }
+    const over = (limit: number, used: number, what: string, variable: string) => {
+      if (limit && used + added > limit)
+        throw new HttpError(
+          413,
+          `These uploads (${added} bytes) would take ${what} past its ${limit} bytes of files (${used} held; ${variable}): delete a thread or send smaller files.`,
+        );
+    };
+    over(
+      limits.maxThreadUploadBytes,
+      held.thread,
+      "the thread",
+      limitVariable("maxThreadUploadMb"),
+    );
+    if (owner)
+      over(limits.maxUserUploadBytes, held.user, "your account", limitVariable("maxUserUploadMb"));
+  };
+
   /** Creates a run (and its thread for stateless runs or `if_not_exists: "create"`). */
   const createRun = async (
     req: FastifyRequest,
@@ -746,8 +833,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return store.createThread(thread_id, value.metadata, "raise");
     };
     let id = threadId;
-    if (id === undefined) id = (await newThread(undefined))!.thread_id;
-    else if (!(await store.getThread(id, filters))) {
+    // A thread made for this run goes again if the run is refused (limits).
+    let madeHere = false;
+    if (id === undefined) {
+      id = (await newThread(undefined))!.thread_id;
+      madeHere = true;
+    } else if (!(await store.getThread(id, filters))) {
       // Creating it when the id is free; another user's thread is not found, as if absent.
       if (body.if_not_exists !== "create" || !(await newThread(id)))
         throw new HttpError(404, `Thread ${id} not found`);
@@ -788,9 +879,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           metadata: runValue.metadata as Record<string, unknown>,
           multitaskStrategy: (body.multitask_strategy ?? "reject") as MultitaskStrategy,
           owner: ownerOf(req),
+          maxActive: limits.maxActiveRuns,
+          maxRunning: limits.maxRunningRuns,
           filters,
         },
         async (client, runId) => {
+          await checkUploadRoom(id, ownerOf(req), uploads, client);
           for (const u of uploads)
             await store.putUpload(id, u.sha256, u.bytes, client, ownerOf(req));
           await queue.send(
@@ -806,11 +900,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
       return run;
     } catch (err) {
+      if (madeHere) await store.deleteThreadRows(id).catch(() => {});
       if (err instanceof RunConflict)
         throw new HttpError(err.message.endsWith("not found") ? 404 : 422, err.message);
+      if (err instanceof RunLimitReached)
+        throw new HttpError(
+          429,
+          `${err.message} (${limitVariable("maxActiveRuns")})`,
+          {},
+          { "retry-after": String(RUN_LIMIT_RETRY_SECONDS) },
+        );
       throw err;
     }
   };
+
+  /** The CORS headers set on `reply` (lost when a hijacked reply writes its own head). */
+  const corsHeaders = (reply: FastifyReply) =>
+    Object.fromEntries(
+      Object.entries(reply.getHeaders()).filter(([name]) => name.startsWith("access-control-")),
+    );
 
   /** Streams a run's events as SSE (from `after`, ending when the run ends). */
   const sse = async (
@@ -822,6 +930,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
+      ...corsHeaders(reply),
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
       connection: "keep-alive",
@@ -855,7 +964,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const waitResult = async (reply: FastifyReply, run: RunRecord, location: string) => {
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { "content-type": "application/json", "content-location": location });
+    res.writeHead(200, {
+      ...corsHeaders(reply),
+      "content-type": "application/json",
+      "content-location": location,
+    });
     const closed = new AbortController();
     res.on("close", () => closed.abort());
     let result = await reader.result(run.run_id, closed.signal, () => res.write("\n"));
@@ -979,6 +1092,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   );
 
+  // ---------------------------------------------------------------------------------------------
+  // Store: the long-term memory the workers' runs use (config.store), each user's namespaces
+
+  const memory = new LazyStore(async () => {
+    const { openPostgresMemoryStore } = await import("../memory/postgres-store.ts");
+    return openPostgresMemoryStore(
+      { pool: persistence.pool, schema: persistence.schema },
+      memoryStoreOptions(readEnv()),
+    );
+  });
+  addStoreRoutes(app, { store: () => memory.store(), authorize });
+
   // Streams of old runs go after a while (the runs themselves stay listed); so do entries of the
   // thread-deletion log older than the chat files' retention (store.pruneThreadDeletions).
   const retention = options.eventRetentionSeconds ?? 3600;
@@ -1006,6 +1131,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         clearInterval(prune);
         await reader.stop();
         await app.close();
+        await memory.close().catch(() => {});
         await backend.close();
       })();
       return closing;

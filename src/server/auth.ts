@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { Auth } from "@langchain/langgraph-sdk/auth";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { importModule } from "./graphs.ts";
+import { invalidText } from "./limits.ts";
 
 /**
  * Who is calling `codehop serve`, and what they may touch: LangGraph Platform's custom auth, for
@@ -88,9 +89,17 @@ export function ownerOnly(args: {
   const value = (args.value ?? {}) as Record<string, unknown>;
   if (resource === "assistants" && (action === "read" || action === "search")) return undefined;
   if (resource === "store") {
-    const namespace = value.namespace;
-    if (Array.isArray(namespace) && namespace[0] !== user.identity)
-      throw new AuthError(403, "A store namespace must start with your identity.");
+    const namespace = Array.isArray(value.namespace) ? value.namespace : [];
+    // A search or listing without a prefix: the user's own namespaces.
+    if ((action === "search" || action === "list_namespaces") && namespace.length === 0) {
+      value.namespace = [user.identity];
+      return undefined;
+    }
+    if (namespace[0] !== user.identity)
+      throw new AuthError(
+        403,
+        `A store namespace must start with your identity ("${user.identity}").`,
+      );
     return undefined;
   }
   if (action === "create" || action === "update" || action === "create_run") {
@@ -103,8 +112,19 @@ export function ownerOnly(args: {
   return { owner: user.identity };
 }
 
-/** The user an `authenticate` handler returned, normalized as LangGraph's server does. */
+/**
+ * The user an `authenticate` handler returned, normalized as LangGraph's server does. An identity
+ * that is empty or not storable text (a NUL, a lone surrogate: from a token's claim, say) is no
+ * user: 401, before it can reach a query.
+ */
 function normalizeUser(result: unknown): AuthUser {
+  const user = userOf(result);
+  const problem = user.identity ? invalidText(user.identity) : "is empty";
+  if (problem) throw new AuthError(401, `The credentials name an identity that ${problem}.`);
+  return user;
+}
+
+function userOf(result: unknown): AuthUser {
   if (typeof result === "string" && result) {
     return { identity: result, display_name: result, permissions: [], is_authenticated: true };
   }

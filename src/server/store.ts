@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { inTransaction } from "../persistence/postgres-database.ts";
+import { LINEAR_TABLES } from "../persistence/postgres-linear-rows.ts";
 import { apiKeysTableSql } from "./api-keys.ts";
 import type { AuthFilters } from "./auth.ts";
 
@@ -64,6 +65,8 @@ export interface RunRecord {
   base_checkpoint_id: string | null;
   /** The identity of the user who created the run (null without authentication). */
   owner: string | null;
+  /** Runs of the owner that may execute at once (null: no limit). */
+  max_running: number | null;
 }
 
 /** A thread row of the API. */
@@ -165,6 +168,8 @@ CREATE INDEX IF NOT EXISTS codehop_api_threads_metadata ON ${s}.codehop_api_thre
   USING gin (metadata jsonb_path_ops);
 -- Who made a run and an upload (the authenticated identity): per-user limits count by it.
 ALTER TABLE ${s}.codehop_runs ADD COLUMN IF NOT EXISTS owner TEXT;
+-- How many runs of its owner may execute at once (the server's limit when the run was made).
+ALTER TABLE ${s}.codehop_runs ADD COLUMN IF NOT EXISTS max_running INTEGER;
 ALTER TABLE ${s}.codehop_uploads ADD COLUMN IF NOT EXISTS owner TEXT;
 CREATE INDEX IF NOT EXISTS codehop_runs_owner_inflight ON ${s}.codehop_runs (owner)
   WHERE status IN ('pending', 'running');
@@ -234,12 +239,27 @@ export interface NewRun {
   multitaskStrategy: MultitaskStrategy;
   /** The user's identity (per-user limits), null without authentication. */
   owner?: string | null;
+  /** Refuse the run (RunLimitReached) when its owner already has this many pending or running. */
+  maxActive?: number;
+  /** Runs of its owner that may execute at once (workers hold the others in the queue). */
+  maxRunning?: number;
   /** The thread must match these (the user's authorization filters). */
   filters?: AuthFilters;
 }
 
 /** Why a run could not be created. */
 export class RunConflict extends Error {}
+
+/** A user has as many runs pending or running as they may (the caller answers 429). */
+export class RunLimitReached extends Error {}
+
+/** What {@link ServerStore.takeRun} found. */
+export type TakeOutcome =
+  | { taken: RunRecord }
+  /** The run is gone or ended (cancelled while pending, finished). */
+  | { gone: true }
+  /** Not now: its owner runs as many as they may, or an earlier run of its thread waits. */
+  | { postponed: RunRecord };
 
 /** The server's tables over a pool (the persistence's). */
 export class ServerStore {
@@ -393,6 +413,7 @@ export class ServerStore {
         ],
       );
       for (const table of [
+        ...LINEAR_TABLES,
         "checkpoints",
         "checkpoint_blobs",
         "checkpoint_writes",
@@ -550,6 +571,22 @@ export class ServerStore {
     enqueue: (client: pg.PoolClient, runId: string) => Promise<void>,
   ): Promise<{ run: RunRecord; interrupted: string[] }> {
     return inTransaction(this.pool, async (c) => {
+      if (run.owner) {
+        // One run creation per user at a time: the count below and the uploads the caller checks
+        // in `enqueue` are exact.
+        await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`codehop-user:${run.owner}`]);
+        if (run.maxActive) {
+          const active = await c.query<{ n: string }>(
+            `SELECT count(*) AS n FROM ${this.t.runs}
+             WHERE owner = $1 AND status IN ('pending', 'running')`,
+            [run.owner],
+          );
+          if (Number(active.rows[0].n) >= run.maxActive)
+            throw new RunLimitReached(
+              `You have ${active.rows[0].n} runs pending or running, the most one user may have at once (${run.maxActive}): wait for one to end.`,
+            );
+        }
+      }
       const lockArgs: unknown[] = [
         run.threadId,
         JSON.stringify({ graph_id: run.graphId, assistant_id: run.assistantId }),
@@ -574,8 +611,8 @@ export class ServerStore {
       const runId = randomUUID();
       const { rows } = await c.query<RunRecord>(
         `INSERT INTO ${this.t.runs} (run_id, thread_id, assistant_id, graph_id, status, metadata,
-           kwargs, multitask_strategy, owner)
-         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8) RETURNING *`,
+           kwargs, multitask_strategy, owner, max_running)
+         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9) RETURNING *`,
         [
           runId,
           run.threadId,
@@ -585,6 +622,7 @@ export class ServerStore {
           JSON.stringify(run.kwargs),
           run.multitaskStrategy,
           run.owner ?? null,
+          run.maxRunning || null,
         ],
       );
       const interrupted = run.multitaskStrategy === "interrupt" ? others : [];
@@ -664,17 +702,46 @@ export class ServerStore {
   }
 
   /**
-   * A worker takes a run: it becomes running under `workerId` with one more attempt. Returns
-   * undefined when the run is gone or already ended (cancelled while pending, finished).
+   * A worker takes a run: it becomes running under `workerId` with one more attempt. `gone` when
+   * the run is gone or already ended (cancelled while pending, finished); `postponed` when it
+   * must wait (the caller puts it back on the queue).
    */
-  async takeRun(runId: string, workerId: string): Promise<RunRecord | undefined> {
-    const { rows } = await this.pool.query<RunRecord>(
-      `UPDATE ${this.t.runs} SET status = 'running', worker_id = $2, attempt = attempt + 1,
-         heartbeat_at = now(), updated_at = now(), started_at = COALESCE(started_at, now())
-       WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING *`,
-      [runId, workerId],
-    );
-    return rows[0];
+  async takeRun(runId: string, workerId: string): Promise<TakeOutcome> {
+    return inTransaction(this.pool, async (c) => {
+      const found = await c.query<RunRecord>(
+        `SELECT * FROM ${this.t.runs} WHERE run_id = $1 AND status IN ('pending', 'running')`,
+        [runId],
+      );
+      const run = found.rows[0];
+      if (!run) return { gone: true as const };
+      // A pending run (not one taken over from a lost worker) waits while its owner runs as many
+      // as they may, or while an earlier run of its thread waits (postponed runs keep their order).
+      if (run.status === "pending") {
+        if (run.owner && run.max_running) {
+          await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
+            `codehop-running:${run.owner}`,
+          ]);
+          const running = await c.query<{ n: string }>(
+            `SELECT count(*) AS n FROM ${this.t.runs} WHERE owner = $1 AND status = 'running'`,
+            [run.owner],
+          );
+          if (Number(running.rows[0].n) >= run.max_running) return { postponed: run };
+        }
+        const earlier = await c.query(
+          `SELECT 1 FROM ${this.t.runs} WHERE thread_id = $1 AND status = 'pending'
+             AND run_id <> $2 AND created_at < $3 LIMIT 1`,
+          [run.thread_id, run.run_id, run.created_at],
+        );
+        if (earlier.rowCount) return { postponed: run };
+      }
+      const { rows } = await c.query<RunRecord>(
+        `UPDATE ${this.t.runs} SET status = 'running', worker_id = $2, attempt = attempt + 1,
+           heartbeat_at = now(), updated_at = now(), started_at = COALESCE(started_at, now())
+         WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING *`,
+        [runId, workerId],
+      );
+      return rows[0] ? { taken: rows[0] } : { gone: true as const };
+    });
   }
 
   /** Records the thread's checkpoint a run started from (first attempt only). */

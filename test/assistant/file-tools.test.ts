@@ -8,6 +8,8 @@ import { AssistantFiles } from "../../src/apps/assistant/base/files.ts";
 import { makePdf, makeXlsx } from "../../src/apps/assistant/demo-files.ts";
 import { createInspectFileTool } from "../../src/apps/assistant/tools/inspect-file.ts";
 import { createVisualizerTool } from "../../src/apps/assistant/tools/visualizer.ts";
+import { makeDocx } from "../chat/documents.ts";
+import { makePptx, makeWorkbook } from "../ingest/office-files.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { WebTestServer } from "../../src/testing/web-test-server.ts";
 import type { ToolReport } from "../../src/tools/define-tool.ts";
@@ -76,6 +78,16 @@ beforeAll(async () => {
     join(dir, "report.pdf"),
     makePdf("Report", ["Revenue in 2024 was 7 million euros."]),
   );
+  writeFileSync(
+    join(dir, "minutes.docx"),
+    await makeDocx([
+      {
+        heading: "Board minutes",
+        paragraphs: ["The board approved a budget of 4.2 million euros."],
+      },
+      { heading: "Next meeting", paragraphs: ["The next meeting is on 12 June."] },
+    ]),
+  );
   writeFileSync(join(dir, "data.json"), '{"tower":{"height":330}}');
   writeFileSync(
     join(dir, "feed.xml"),
@@ -107,6 +119,22 @@ beforeAll(async () => {
         ],
       },
     ]),
+  );
+  writeFileSync(
+    join(dir, "old.xls"),
+    makeWorkbook(
+      {
+        Ledger: [
+          ["Item", "Amount"],
+          ["Rent", 1200],
+        ],
+      },
+      "biff8",
+    ),
+  );
+  writeFileSync(
+    join(dir, "deck.pptx"),
+    await makePptx([{ title: "Quarterly results", lines: ["Sales grew 12%", "Costs fell 3%"] }]),
   );
   symlinkSync("/etc/hostname", join(dir, "escape.txt"));
 }, 60_000);
@@ -148,6 +176,29 @@ describe("inspect_file", () => {
     expect(answer).toMatch(/^1\. Short answer: seen/);
     expect(answer).toContain("Revenue in 2024 was 7 million euros");
     expect(reports.some((r) => r.usage?.inspector?.calls === 1)).toBe(true);
+  });
+
+  it("reads spreadsheets as Markdown tables under their sheet names, and slides", async () => {
+    const xlsx = await inspect("sheet.xlsx");
+    expect(xlsx).toContain("## Sheet: Prices");
+    expect(xlsx).toContain("| Tea | 3 |");
+    const xls = await inspect("old.xls");
+    expect(xls).toContain("## Sheet: Ledger");
+    expect(xls).toMatch(/\| Rent \| 1200 \|/);
+    const slides = await inspect("deck.pptx");
+    expect(slides).toContain("Quarterly results");
+    expect(slides).toContain("Sales grew 12%");
+  });
+
+  it("reads a Word document with its headings, and answers from it", async () => {
+    const text = await inspect("minutes.docx");
+    expect(text).toMatch(/^File: minutes\.docx\n/);
+    expect(text).toMatch(
+      /#\s*Board minutes[\s\S]*4\.2 million euros[\s\S]*#\s*Next meeting[\s\S]*12 June/,
+    );
+    const answer = await inspect("minutes.docx", "When is the next meeting?");
+    expect(answer).toMatch(/^1\. Short answer: seen/);
+    expect(answer).toContain("12 June");
   });
 
   it("shows JSON pretty-printed, XML, CSV and text as text", async () => {

@@ -123,7 +123,7 @@ describe("HTML and PDF", () => {
     const bomb = await pdfFlateBomb(300);
     const err = await refusal("flate.pdf", bomb, { onUsage: (u) => (usage = u) });
     expect(err).toMatchObject({ code: "CODEHOP_INPUT_LIMIT", limit: "memoryMb" });
-    expect(err.message).toContain("200 MB memory limit of a reader (CODEHOP_READER_MEMORY_MB");
+    expect(err.message).toContain("192 MB memory limit of a reader (CODEHOP_READER_MEMORY_MB");
     // Polled every 50 ms: the process never got far past its limit.
     if (usage.peakRssMb !== undefined) expect(usage.peakRssMb).toBeLessThan(400);
   }, 120_000);

@@ -11,11 +11,12 @@ import {
   ScriptedOpenAIServer,
   trajectoryResponder,
 } from "../../src/testing/scripted-openai-server.ts";
+import { whyDistIsStale } from "../../bin/dist-current.mjs";
 import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
 import { copySqliteAddon, linkNodeModules, lockEntries, offlineInstall } from "./scratch.ts";
 
-// What `npm install codehop` gives a user: the tarball `npm pack` makes (its `prepare` builds
-// dist/), installed into a new project, imported by name with plain Node and run as a CLI.
+// What `npm install codehop` gives a user: the tarball `npm pack` makes of dist/ (the build
+// `prepare` makes), installed into a new project, imported by name with plain Node and run as a CLI.
 //
 // The install is offline and takes seconds: the scratch project gets a lock file made of this
 // repository's runtime entries, so npm resolves nothing and takes every tarball from its cache
@@ -51,18 +52,32 @@ beforeAll(async () => {
     cpSync(join(repo, file), join(pkg, file));
   for (const dir of ["src", "bin", "prompts", "data", "examples", "test", "bench", "docs"])
     cpSync(join(repo, dir), join(pkg, dir), { recursive: true });
-  // The workspace packages without their builds: the copy's `prepare` builds them.
+  // The build: when the repository's dist/ is current with its sources (vitest's global setup
+  // just made sure), it is what `prepare` would build here (bin/build.mjs empties dist/ first), so
+  // the copy takes it and packs with no scripts: a second build of the same sources costs the
+  // suite half a minute of CPU and asserts nothing more (`npm install` ran `prepare` already).
+  // Otherwise the copy's own `prepare` builds it, as on a publisher's machine.
+  const built = whyDistIsStale(repo) === undefined;
+  if (built) cpSync(join(repo, "dist"), join(pkg, "dist"), { recursive: true });
+  // The workspace packages with their builds, or without them for the copy's `prepare` to make.
   cpSync(join(repo, "packages"), join(pkg, "packages"), {
     recursive: true,
-    filter: (src) => !/[\\/](dist|node_modules)$/.test(src),
+    filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
   });
   linkNodeModules(repo, pkg, [SAVER]);
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", root], {
+  const pack = [
+    "pack",
+    "--json",
+    "--pack-destination",
+    root,
+    ...(built ? ["--ignore-scripts"] : []),
+  ];
+  const { stdout } = await run("npm", pack, {
     cwd: pkg,
     timeout: 240_000,
     maxBuffer: 64 * 1024 * 1024,
   });
-  // `prepare` (the build) logs before the JSON.
+  // `prepare` (the build, when it runs) logs before the JSON.
   const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
   tarball = join(root, info.filename);
   packed = info.files.map((f: { path: string }) => f.path);

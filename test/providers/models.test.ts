@@ -2,7 +2,8 @@ import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEnv } from "../../src/config/env.ts";
 import { callModel, messageText, resolveModel } from "../../src/core/models.ts";
-import { parseModelName, ProviderChatModel } from "../../src/core/providers.ts";
+import { MODEL_PROVIDER_CONFIG } from "@langchain/classic/chat_models/universal";
+import { parseModelName, PROVIDER_NAMES, ProviderChatModel } from "../../src/core/providers.ts";
 import { usageFromMessage } from "../../src/core/usage.ts";
 import { CodehopError, ErrorCodes } from "../../src/errors.ts";
 import { assertModelConfigured, loadAppConfig } from "../../src/runs/config.ts";
@@ -35,6 +36,12 @@ describe("parseModelName", () => {
       model: "claude-3-haiku",
     });
     expect(parseModelName("Qwen/Qwen2.5-7B-Instruct").provider).toBe("openai");
+  });
+
+  it("knows exactly the providers of LangChain's universal init (written out so a model name loads none of it)", () => {
+    expect([...PROVIDER_NAMES].sort()).toEqual(Object.keys(MODEL_PROVIDER_CONFIG).sort());
+    for (const provider of PROVIDER_NAMES)
+      expect(parseModelName(`${provider}:m`)).toEqual({ provider, model: "m" });
   });
 
   it("refuses a provider without a model", () => {

@@ -1,6 +1,6 @@
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSourceFor, sourceFromConfig } from "../../src/apps/common/knowledge-source.ts";
@@ -18,6 +18,8 @@ import { loadAppConfig } from "../../src/runs/config.ts";
 import { createSearchProvider, resolveWebSettings, WebError } from "../../src/web/index.ts";
 import { readEnv } from "../../src/config/env.ts";
 import { WebTestServer } from "../../src/testing/web-test-server.ts";
+import { closeChromiumBrowsers } from "../../src/web/chromium.ts";
+import { jsPages } from "../web/js-site.ts";
 import { runCli } from "../app/cli-helpers.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
 import {
@@ -39,9 +41,10 @@ const world = useDemoWorld("codehop-research-web-", {
 });
 let site: WebTestServer;
 beforeAll(async () => {
-  site = await WebTestServer.start({ pages: ZSTD_SITE });
+  site = await WebTestServer.start({ pages: { ...ZSTD_SITE, ...jsPages } });
 });
 afterAll(async () => {
+  await closeChromiumBrowsers();
   await site?.close();
 });
 
@@ -220,6 +223,67 @@ describe("the web as a knowledge source", () => {
     }
   });
 });
+
+// Debian's Chromium (CI installs it; test/web/chromium.test.ts fails CI without it).
+const CHROMIUM = "/usr/bin/chromium";
+describe.skipIf(!existsSync(CHROMIUM))(
+  "web research through the operator's browser setting",
+  () => {
+    const jsUrl = () => site.url("/js-only");
+    const browse = (browser: "text" | "chromium" | "auto") =>
+      openWebSource({
+        settings: { ...webConfig().settings, browser, chromiumPath: CHROMIUM, timeoutMs: 30_000 },
+      });
+
+    it("text reads nothing of a page its script fills in; auto and chromium read it in Chromium", async () => {
+      const text = browse("text");
+      try {
+        // The text browser sees the page as served: "Loading…" and the noscript notice.
+        const { passages } = await text.retrievePassages(jsUrl(), "first launch");
+        expect(passages.map((p) => p.text).join(" ")).not.toContain("14 March");
+      } finally {
+        await text.close();
+      }
+      for (const mode of ["auto", "chromium"] as const) {
+        const source = browse(mode);
+        try {
+          const { lookup, passages } = await source.retrievePassages(jsUrl(), "first launch pad");
+          expect(lookup.status).toBe("found");
+          expect(passages.map((p) => p.text).join(" ")).toContain("14 March from pad 39A");
+          expect(passages[0].docId).toBe(jsUrl());
+          expect(source.pagesRead).toBe(1);
+        } finally {
+          await source.close();
+        }
+      }
+    });
+
+    it("a configuration naming no browser takes CODEHOP_BROWSER (default auto: Chromium for the JavaScript page)", async () => {
+      const saved = process.env.CODEHOP_BROWSER;
+      try {
+        delete process.env.CODEHOP_BROWSER;
+        const auto = openWebSource(webConfig());
+        try {
+          const { passages } = await auto.retrievePassages(jsUrl(), "weather satellite");
+          expect(passages.map((p) => p.text).join(" ")).toContain("weather satellite");
+        } finally {
+          await auto.close();
+        }
+        process.env.CODEHOP_BROWSER = "text";
+        const text = openWebSource(webConfig());
+        try {
+          const { passages } = await text.retrievePassages(jsUrl(), "weather satellite");
+          expect(passages.map((p) => p.text).join(" ")).not.toContain("weather satellite");
+        } finally {
+          await text.close();
+        }
+      } finally {
+        if (saved === undefined) delete process.env.CODEHOP_BROWSER;
+        else process.env.CODEHOP_BROWSER = saved;
+      }
+    });
+  },
+);
 
 describe("codehop research --source web", { timeout: 180_000 }, () => {
   it("researches on the web: page readers read the pages, the report cites URL, title and position", async () => {

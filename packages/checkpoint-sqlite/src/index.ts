@@ -3,6 +3,7 @@
  * storage grows linearly with the steps of a thread (see README.md).
  */
 export { IncrementalSqliteSaver, type IncrementalSqliteSaverOptions } from "./saver.ts";
+export { countRootCheckpoints } from "./thread-counts.ts";
 export {
   CHECKPOINT_CORRUPT,
   CheckpointCorruptError,

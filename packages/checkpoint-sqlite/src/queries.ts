@@ -1,7 +1,7 @@
 /**
  * The saver's queries over many rows: the checkpoint rows `list()` reads (this saver's and the
- * official saver's, with LangGraph's filters), the thread ids, each thread's root checkpoint
- * count, and a thread's deletion.
+ * official saver's, with LangGraph's filters), the thread ids, and a thread's deletion (each
+ * thread's root checkpoint count is in thread-counts.ts).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { type CheckpointListOptions, getCheckpointId } from "@langchain/langgraph-checkpoint";
@@ -116,38 +116,6 @@ export function threadIds(db: Database.Database, s: Statements): string[] {
       .all() as Array<{ thread_id: string }>)
       ids.add(r.thread_id);
   return [...ids].sort();
-}
-
-/** How many checkpoints each thread (or `threadId`) has in its root namespace, in both table sets. */
-export function rootCheckpointCounts(
-  db: Database.Database,
-  s: Statements,
-  threadId?: string,
-): Map<string, number> {
-  const counts = new Map<string, number>();
-  const add = (rows: Array<{ thread_id: string; n: number }>) => {
-    for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + r.n);
-  };
-  const one = threadId === undefined ? "" : "AND n.thread_id = ?";
-  const args = threadId === undefined ? [] : [threadId];
-  add(
-    db
-      .prepare(
-        `SELECT n.thread_id, count(*) AS n FROM ${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id
-           WHERE n.checkpoint_ns = '' ${one} GROUP BY n.thread_id`,
-      )
-      .all(...args) as Array<{ thread_id: string; n: number }>,
-  );
-  if (s.legacy)
-    add(
-      db
-        .prepare(
-          `SELECT thread_id, count(*) AS n FROM ${LEGACY_CHECKPOINTS}
-             WHERE checkpoint_ns = '' ${one.replace("n.", "")} GROUP BY thread_id`,
-        )
-        .all(...args) as Array<{ thread_id: string; n: number }>,
-    );
-  return counts;
 }
 
 /** Deletes every row of a thread (both table sets) in one transaction; returns its namespace ids. */

@@ -31,13 +31,8 @@ import { WriteRows } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
 import { Records, storedRecord, type Versions } from "./records.ts";
 import { TupleReader } from "./tuples.ts";
-import {
-  deleteThreadRows,
-  listedRows,
-  rootCheckpointCounts,
-  sameAsSql,
-  threadIds,
-} from "./queries.ts";
+import { deleteThreadRows, listedRows, sameAsSql, threadIds } from "./queries.ts";
+import { countRootCheckpoints } from "./thread-counts.ts";
 import { verifyThread } from "./verify.ts";
 import { WriteQueue } from "./write-queue.ts";
 import { METADATA_IN_RECORD, openTables, type CheckpointRow, type Statements } from "./schema.ts";
@@ -530,7 +525,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   rootCheckpointCounts(threadId?: string): Map<string, number> {
     this.setup();
     this.flush();
-    return rootCheckpointCounts(this.db, this.s, threadId);
+    return countRootCheckpoints(this.db, threadId);
   }
 
   async deleteThread(threadId: string): Promise<void> {

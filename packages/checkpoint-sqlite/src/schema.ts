@@ -7,6 +7,14 @@ import { TASKS } from "@langchain/langgraph-checkpoint";
 import type Database from "better-sqlite3";
 import { packWrites, type Codec, type StoredWrite } from "./codec.ts";
 import { shown } from "./corrupt.ts";
+import {
+  LEGACY_CHECKPOINTS,
+  LEGACY_WRITES,
+  T_BLOBS,
+  T_CHECKPOINTS,
+  T_NAMESPACES,
+  T_WRITES,
+} from "./tables.ts";
 
 /** How a blob row encodes its channel value. */
 export const KIND_FULL = 0;
@@ -38,13 +46,14 @@ export const ZIP_ROWID_DICTIONARY = 3;
 /** The `metadata` column of a row whose metadata is in its record (key `m`). */
 export const METADATA_IN_RECORD = "";
 
-export const T_NAMESPACES = "lgi_namespaces";
-export const T_CHECKPOINTS = "lgi_checkpoints";
-export const T_BLOBS = "lgi_blobs";
-export const T_WRITES = "lgi_writes";
-/** The official SqliteSaver's tables (read in place, deleted with their thread). */
-export const LEGACY_CHECKPOINTS = "checkpoints";
-export const LEGACY_WRITES = "writes";
+export {
+  LEGACY_CHECKPOINTS,
+  LEGACY_WRITES,
+  T_BLOBS,
+  T_CHECKPOINTS,
+  T_NAMESPACES,
+  T_WRITES,
+} from "./tables.ts";
 /** Suffix the first format's tables get while they are copied into the current ones. */
 const FIRST_FORMAT = "_first_format";
 

@@ -1,10 +1,10 @@
-import { zipSync, strToU8 } from "fflate";
+import * as XLSX from "@e965/xlsx";
 
 /**
  * Real files for the assistant's offline demo, made at run time (nothing is shipped): a one-page
- * PDF (the simplest valid PDF: one Helvetica text stream, a correct cross-reference table) and an
- * XLSX workbook (Office Open XML: the parts Excel needs, cells as inline strings and numbers),
- * zipped with fflate. Both are read back by codehop's own document readers, as any user file is.
+ * PDF (the simplest valid PDF: one Helvetica text stream, a correct cross-reference table; pdfkit is
+ * only a development dependency) and an XLSX workbook written by SheetJS. Both are read back by
+ * codehop's own document readers, as any user file is.
  */
 
 /** A one-page PDF showing `lines` (ASCII) under `title`. */
@@ -40,62 +40,14 @@ export interface DemoSheet {
   rows: ReadonlyArray<ReadonlyArray<string | number>>;
 }
 
-const xml = (s: string) =>
-  s.replace(/[<>&"]/g, (c) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;" })[c]!);
-
-/** Column letters of a 0-based index (0 → A, 26 → AA). */
-function column(i: number): string {
-  let s = "";
-  for (let n = i + 1; n > 0; n = Math.floor((n - 1) / 26))
-    s = String.fromCharCode(65 + ((n - 1) % 26)) + s;
-  return s;
-}
-
-/** An XLSX workbook with `sheets`. */
+/** An XLSX workbook with `sheets` (written by SheetJS, the library codehop's sheet reader uses). */
 export function makeXlsx(sheets: readonly DemoSheet[]): Uint8Array {
-  const files: Record<string, Uint8Array> = {
-    "[Content_Types].xml": strToU8(
-      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>${sheets
-        .map(
-          (_s, i) =>
-            `<Override PartName="/xl/worksheets/sheet${i + 1}.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>`,
-        )
-        .join("")}</Types>`,
-    ),
-    "_rels/.rels": strToU8(
-      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
-    ),
-    "xl/workbook.xml": strToU8(
-      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>${sheets
-        .map((s, i) => `<sheet name="${xml(s.name)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`)
-        .join("")}</sheets></workbook>`,
-    ),
-    "xl/_rels/workbook.xml.rels": strToU8(
-      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${sheets
-        .map(
-          (_s, i) =>
-            `<Relationship Id="rId${i + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet${i + 1}.xml"/>`,
-        )
-        .join("")}</Relationships>`,
-    ),
-  };
-  sheets.forEach((sheet, i) => {
-    const rows = sheet.rows
-      .map(
-        (row, r) =>
-          `<row r="${r + 1}">${row
-            .map((cell, c) => {
-              const ref = `${column(c)}${r + 1}`;
-              return typeof cell === "number"
-                ? `<c r="${ref}"><v>${cell}</v></c>`
-                : `<c r="${ref}" t="inlineStr"><is><t>${xml(cell)}</t></is></c>`;
-            })
-            .join("")}</row>`,
-      )
-      .join("");
-    files[`xl/worksheets/sheet${i + 1}.xml`] = strToU8(
-      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows}</sheetData></worksheet>`,
+  const book = XLSX.utils.book_new();
+  for (const sheet of sheets)
+    XLSX.utils.book_append_sheet(
+      book,
+      XLSX.utils.aoa_to_sheet(sheet.rows.map((r) => [...r])),
+      sheet.name,
     );
-  });
-  return zipSync(files);
+  return new Uint8Array(XLSX.write(book, { type: "buffer", bookType: "xlsx" }) as Buffer);
 }

@@ -111,17 +111,71 @@ function observations(req: ChatRequest): string[] {
     .map((m) => m.content);
 }
 
-const code = (thought: string, js: string): string =>
+/** A scripted action reply: a thought and a JavaScript block. */
+export const code = (thought: string, js: string): string =>
   `Thought: ${thought}\nCode:\n\`\`\`js\n${js}\n\`\`\`<end_action>`;
 
 const PLAN = (steps: string[]) =>
   `## Facts survey\n### 1. Facts given in the task\nThe task and its files.\n### 2. Facts to look up\nWhat the task asks.\n### 3. Facts to derive\nThe answer.\n\n## Plan\n${steps.map((s, i) => `${i + 1}. ${s}`).join("\n")}\n<end_plan>`;
 
+/** What the assistant's script sees of a request. */
+export interface AssistantTurn {
+  /** The assistant's task (its first user message). */
+  task: string;
+  /** The observations so far. */
+  seen: string[];
+  /** The last observation ("" before the first). */
+  last: string;
+  /** The demo spreadsheet's file name. */
+  sheet: string;
+}
+
+/** The first user message of a request (an agent's task). */
+function taskOf(req: ChatRequest): string {
+  return req.messages.find((m) => m.role === "user")?.content ?? "";
+}
+
+/** The demo task's assistant: reads both files and asks the web agent at once, then computes. */
+export function demoAssistantScript({ seen, last, sheet }: AssistantTurn): string {
+  if (seen.length === 0)
+    return code(
+      "I read both files and ask the web agent for the 2024 figure, all at once.",
+      [
+        "const [report, months, web] = await Promise.all([",
+        '  inspect_file("annual-report-2023.pdf", "How many visitors did the City Museum have in 2023?"),',
+        `  inspect_file(${JSON.stringify(sheet)}, "Which month of 2024 had the most visitors?"),`,
+        '  web_search_agent("How many visitors did the City Museum have in 2024, according to the city tourism office\'s website? Give the exact number and the page address."),',
+        "]);",
+        'console.log("Report:", report);',
+        'console.log("Spreadsheet:", months);',
+        'console.log("Web:", web);',
+      ].join("\n"),
+    );
+  const has2023 = /Report: 1\. Short answer: 182000/.test(last);
+  const has2024 = /214,500/.test(last);
+  const month = /Spreadsheet: 1\. Short answer: August/.test(last);
+  return has2023 && has2024 && month
+    ? code(
+        "2023: 182000 (report), 2024: 214500 (tourism office), busiest month August. I compute the growth in code.",
+        "const growth = 214500 - 182000;\nfinal_answer(`${growth} more visitors (182000 in 2023, 214500 in 2024); busiest month: August`);",
+      )
+    : code(
+        "Something is missing from the observations.",
+        `final_answer(${JSON.stringify(`incomplete: 2023 ${has2023 ? "found" : "missing"}, 2024 ${has2024 ? "found" : "missing"}, month ${month ? "found" : "missing"}`)});`,
+      );
+}
+
 /**
- * The demo's scripted model, for a site at `origin`: the assistant, the web agent, their plans,
- * and the inspector's answers about the two files.
+ * The demo's scripted model, for a site at `origin`: the web agent, the plans, the inspector's
+ * answers about the demo files, and the assistant (`assistant`: the demo task's script by default;
+ * the GAIA mini set brings its own). `other` answers any other request (e.g. the eval's direct
+ * baseline), undefined for none.
  */
-export function assistantDemoResponder(origin: string): Responder {
+export function assistantDemoResponder(
+  origin: string,
+  assistant: (turn: AssistantTurn) => string = demoAssistantScript,
+  other?: (req: ChatRequest) => ScriptedReply | undefined,
+): Responder {
   const page = `${origin}/tourism/museums-2024`;
   const sheet = demoSpreadsheetName();
   return async (req) => {
@@ -192,38 +246,11 @@ export function assistantDemoResponder(origin: string): Responder {
     }
     if (system.startsWith("You are the general assistant")) {
       if (/no steps left/.test(user)) return reply("assistant:final", "unknown");
-      if (seen.length === 0)
-        return reply(
-          "assistant",
-          code(
-            "I read both files and ask the web agent for the 2024 figure, all at once.",
-            [
-              "const [report, months, web] = await Promise.all([",
-              '  inspect_file("annual-report-2023.pdf", "How many visitors did the City Museum have in 2023?"),',
-              `  inspect_file(${JSON.stringify(sheet)}, "Which month of 2024 had the most visitors?"),`,
-              '  web_search_agent("How many visitors did the City Museum have in 2024, according to the city tourism office\'s website? Give the exact number and the page address."),',
-              "]);",
-              'console.log("Report:", report);',
-              'console.log("Spreadsheet:", months);',
-              'console.log("Web:", web);',
-            ].join("\n"),
-          ),
-        );
-      const has2023 = /Report: 1\. Short answer: 182000/.test(last);
-      const has2024 = /214,500/.test(last);
-      const month = /Spreadsheet: 1\. Short answer: August/.test(last);
-      return reply(
-        "assistant",
-        has2023 && has2024 && month
-          ? code(
-              "2023: 182000 (report), 2024: 214500 (tourism office), busiest month August. I compute the growth in code.",
-              "const growth = 214500 - 182000;\nfinal_answer(`${growth} more visitors (182000 in 2023, 214500 in 2024); busiest month: August`);",
-            )
-          : code(
-              "Something is missing from the observations.",
-              `final_answer("incomplete: " + ${JSON.stringify(last.slice(0, 200))});`,
-            ),
-      );
+      return reply("assistant", assistant({ task: taskOf(req), seen, last, sheet }));
+    }
+    if (other) {
+      const answer = other(req);
+      if (answer !== undefined) return reply("other", answer);
     }
     return {
       status: 500,

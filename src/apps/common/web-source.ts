@@ -5,7 +5,7 @@ import type { KnowledgeSource, Page, PageLookup, PageSummary, Passage } from "..
 import type { WebResearchConfig } from "../../runs/config.ts";
 import {
   createSearchProvider,
-  createTextLoader,
+  createPageLoader,
   resolveWebSettings,
   WebError,
   webSettingsFromEnv,
@@ -18,8 +18,8 @@ import { DEFAULT_WEB_RULES, isDenied, rankResults, type WebRules } from "./web-r
  * The open web as a {@link KnowledgeSource}, so the research team's agents (researcher, page
  * readers) work on it as on Wikipedia or a corpus: `search` asks the search provider (the web
  * port's SearxNG, Brave, Tavily or Serper) and ranks the results by relevance and credibility
- * (web-ranking.ts); a page is read with the text browser (HTTP fetch, readable content, Markdown)
- * when a page reader first asks for it, chunked by its Markdown sections and ranked with BM25 like
+ * (web-ranking.ts); a page is read by the operator's browser (text: HTTP fetch, readable content,
+ * Markdown; or headless Chromium for JavaScript pages) when a page reader first asks for it, chunked by its Markdown sections and ranked with BM25 like
  * a fetched Wikipedia page. Pages are named by the titles its searches showed (or by URL); a
  * passage's id is `<url>#<n>` and it knows its position in the page ("passage 3 of 12").
  */
@@ -27,7 +27,7 @@ import { DEFAULT_WEB_RULES, isDenied, rankResults, type WebRules } from "./web-r
 /** Options of a {@link WebSource}. */
 export interface WebSourceOptions {
   search: SearchProvider;
-  /** Reads a URL into Markdown (the text browser, or the auto browser). */
+  /** Reads a URL into Markdown (the text browser, Chromium, or auto: text then Chromium). */
   loader: PageLoader;
   rules?: Partial<WebRules>;
   /** Results asked of the provider per search, before ranking (default 10). */
@@ -220,15 +220,17 @@ export class WebSource implements KnowledgeSource {
 
 /**
  * The web source of a configuration: the environment's web settings (CODEHOP_SEARCH_*,
- * CODEHOP_WEB_*) under `web.settings`, the operator's domain lists, and the text browser (pages
- * are read as HTTP fetch + readable content; a page only its scripts fill in reads as empty).
- * Bad settings: CODEHOP_CONFIG_INVALID naming them.
+ * CODEHOP_BROWSER, CODEHOP_WEB_*) under `web.settings`, the operator's domain lists, and the page
+ * loader the operator's browser setting chooses (src/web/loaders.ts): `text` (HTTP fetch +
+ * readable content), `chromium` (every page in headless Chromium), `auto`, the default (text, and
+ * Chromium for a page only its scripts fill in, when the executable exists). The loader — and its
+ * Chromium process — is released by {@link WebSource.close}. Bad settings: CODEHOP_CONFIG_INVALID.
  */
 export function openWebSource(web: WebResearchConfig = {}): WebSource {
   const settings = resolveWebSettings(web.settings, webSettingsFromEnv(), "the web settings");
   return new WebSource({
     search: createSearchProvider(settings),
-    loader: createTextLoader(settings),
+    loader: createPageLoader(settings),
     rules: {
       ...(web.allowDomains ? { allowDomains: web.allowDomains } : {}),
       ...(web.denyDomains ? { denyDomains: web.denyDomains } : {}),

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Command, Option } from "commander";
 import { wholeNumberOption } from "../option-values.ts";
-import { runInTerminal, type RunFlags } from "../cli-support.ts";
+import { printResult, runInTerminal, type RunFlags } from "../cli-support.ts";
 import { cliCommand, placeholder, type CommandContext } from "../../config/cli-command.ts";
 import { DEMO_QUESTIONS } from "../../apps/qa/demo-trajectories.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
+import { renderPrompt } from "../../prompts/render.ts";
+import type { Responder } from "../../testing/scripted-openai-server.ts";
 
 /** Printed once, before the first question. */
 const SCRIPTED_NOTE =
@@ -17,7 +19,7 @@ const SCRIPTED_NOTE =
 const RESEARCH_DEMO = "research";
 
 /** Printed once, at the end: how to run the same question with a real model. */
-function realModelHelp(corpus: string, context: CommandContext): string {
+function realModelHelp(corpus: string, topic: string, context: CommandContext): string {
   return [
     "To use a real model instead of the scripted one:",
     "  export OPENAI_BASE_URL=http://localhost:8000/v1   # vLLM (or http://localhost:11434/v1 for Ollama; unset for OpenAI)",
@@ -25,8 +27,25 @@ function realModelHelp(corpus: string, context: CommandContext): string {
     "  export CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct     # or gpt-4o-mini, qwen2.5:7b ...",
     `  ${cliCommand(["doctor"], { home: context.home })}   # checks the endpoint and the data directory`,
     `  ${cliCommand(["ask", DEMO_QUESTIONS.plywood], { ...context, corpus })}   # omit --corpus for online Wikipedia`,
-    `  ${cliCommand(["research", "How the Eiffel Tower was built", "--out", "report.md"], { ...context, corpus })}`,
+    `  ${cliCommand(["research", topic, "--out", "report.md"], { ...context, corpus })}`,
   ].join("\n");
+}
+
+/**
+ * `responder`, plus the replies `codehop doctor` asks for (its "ready" completion and its
+ * stop-sequence probe, whose line the server then cuts at the stop sequence as real servers do),
+ * so doctor passes against `demo --serve`.
+ */
+function answeringDoctor(responder: Responder): Responder {
+  const ready = renderPrompt("doctor/ready.md", {}).trim();
+  const [probeHead] = renderPrompt("doctor/stop-probe.md", { line: "\u0000" }).split("\u0000");
+  return (req, ctx) => {
+    const [only, ...more] = req.messages;
+    const text = only?.role === "user" && !more.length ? only.content.trim() : undefined;
+    if (text === ready) return "ready";
+    if (text?.startsWith(probeHead.trim())) return text.slice(probeHead.trim().length).trim();
+    return responder(req, ctx);
+  };
 }
 
 /** `codehop demo`: the offline demo — real agents over the demo corpus with a scripted model. */
@@ -42,6 +61,10 @@ export default function demoCommand(): Command {
     )
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--json", "print one JSON object per question")
+    .option(
+      "--out <file>",
+      "research demo: write the report to <file> (Markdown) and beside it as .html",
+    )
     .option("-q, --quiet", "no live tree")
     .option(
       "--serve",
@@ -60,7 +83,13 @@ export default function demoCommand(): Command {
     )
     .action(
       async (
-        flags: RunFlags & { question: string; serve?: boolean; port: number; delay: number },
+        flags: RunFlags & {
+          question: string;
+          serve?: boolean;
+          port: number;
+          delay: number;
+          out?: string;
+        },
       ) => {
         const { loadAppConfig } = await import("../../runs/config.ts");
         const config = loadAppConfig(flags.home ? { home: flags.home } : {});
@@ -80,6 +109,12 @@ export default function demoCommand(): Command {
             );
           }
         }
+        // --out is the research report's: refused before anything runs when no research is asked.
+        if (flags.out !== undefined && !names.includes(RESEARCH_DEMO))
+          throw new CodehopError(
+            ErrorCodes.CONFIG_INVALID,
+            `--out writes the research demo's report: add --question research (asked: ${asked.join(", ")}).`,
+          );
         if (asked.includes("chat") && !flags.serve) {
           const { runChatDemo } = await import("../chat-demo.ts");
           await runChatDemo(flags, config.home);
@@ -99,16 +134,22 @@ export default function demoCommand(): Command {
         // One scripted server for every demo (QA questions and the research run), so a demo
         // thread of either app can be resumed or replayed against `--serve`.
         const server = await startDemoModelServer({
-          responder: allDemosResponder(),
+          responder: answeringDoctor(allDemosResponder()),
           port: flags.port,
           delayMs: flags.delay,
         });
         if (flags.serve) {
+          // The commands answer with the scripted model: doctor's probes, the research demo's
+          // topic over the demo corpus, and the demo threads (resume, replay).
+          const env = `OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted`;
           process.stderr.write(
             [
               `Scripted model server listening at ${server.baseURL} (demo corpus: ${corpus}).`,
-              "In another terminal, resume or replay demo threads with it:",
-              `  OPENAI_BASE_URL=${server.baseURL} OPENAI_API_KEY=scripted CODEHOP_MODEL=scripted ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
+              "In another terminal, point codehop at it and run:",
+              `  export ${env}`,
+              `  ${cliCommand(["doctor"], context)}   # checks the (scripted) endpoint`,
+              `  ${cliCommand(["research", DEMO_RESEARCH.topic, "--out", "report.md"], { ...context, corpus })}   # the research demo's topic`,
+              `  ${cliCommand(["resume", thread], context)}  /  ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}   # a demo thread`,
               "Ctrl-C stops it.",
               "",
             ].join("\n"),
@@ -135,8 +176,13 @@ export default function demoCommand(): Command {
             if (name === RESEARCH_DEMO) {
               if (!flags.json) process.stderr.write(`Research topic: ${DEMO_RESEARCH.topic}\n`);
               const { research } = await import("../../apps/research/app.ts");
-              await runInTerminal(flags, "codehop demo (research)", (options) =>
-                research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
+              await runInTerminal(
+                flags,
+                "codehop demo (research)",
+                (options) =>
+                  research(DEMO_RESEARCH.topic, { threadId, config: demoConfig, ...options }),
+                undefined,
+                (result, f) => printResult(result, { ...f, out: flags.out }),
               );
               continue;
             }
@@ -158,7 +204,7 @@ export default function demoCommand(): Command {
                 `  ${cliCommand(["demo", "--serve"], context)}   # then, in another terminal, with the printed OPENAI_BASE_URL:`,
                 `  ${cliCommand(["resume", thread], context)}  /  ${cliCommand(["replay", thread, "--checkpoint", placeholder("id")], context)}`,
                 "",
-                realModelHelp(corpus, context),
+                realModelHelp(corpus, DEMO_RESEARCH.topic, context),
                 "",
               ].join("\n"),
             );

@@ -84,7 +84,7 @@ export default function evalCommand(): Command {
     )
     .requiredOption(
       "--dataset <file>",
-      "dataset file (HotpotQA / 2Wiki JSON, MuSiQue JSONL, or JSONL of {question, answer, aliases?})",
+      "dataset file (HotpotQA / 2Wiki JSON, MuSiQue JSONL, or JSONL of {question, answer, aliases?}), or a GAIA folder (metadata.jsonl and its attachments)",
     )
     .addOption(
       new Option(
@@ -95,9 +95,10 @@ export default function evalCommand(): Command {
     .option("--limit <n>", "only the first N questions", positiveInt("--limit"))
     .option("--concurrency <k>", "questions in flight at once", positiveInt("--concurrency"), 2)
     .addOption(
-      new Option("--systems <list>", "systems to compare, comma-separated")
-        .argParser(systemList)
-        .default([...SYSTEM_NAMES], SYSTEM_NAMES.join(",")),
+      new Option(
+        "--systems <list>",
+        `systems to compare, comma-separated, of ${SYSTEM_NAMES.join(", ")} (default agentic,rag,direct; GAIA: assistant,direct)`,
+      ).argParser(systemList),
     )
     .option(
       "--out <dir>",
@@ -136,7 +137,7 @@ export default function evalCommand(): Command {
         format?: DatasetFormat;
         limit?: number;
         concurrency: number;
-        systems: SystemName[];
+        systems?: SystemName[];
         out?: string;
         k: number;
         timeout?: number;

@@ -156,7 +156,7 @@ export default function threadsCommand(): Command {
       .action(async (flags: ThreadsFlags) => {
         if (flags.delete && flags.prune)
           throw new CodehopError(ErrorCodes.CONFIG_INVALID, "Use --delete or --prune, not both.");
-        const { openPersistenceFor, checkpointDbPath } = await import("../../persistence/index.ts");
+        const { checkpointDbPath } = await import("../../persistence/sqlite-database.ts");
         const { loadAppConfig, persistenceLocation } = await import("../../runs/config.ts");
         const config = loadAppConfig(configFromFlags(flags));
         // Nothing has run here yet (no database; a home that is a file still fails when opened).
@@ -176,9 +176,10 @@ export default function threadsCommand(): Command {
           else process.stdout.write(`No threads in ${where} (nothing has run there yet).\n`);
           return;
         }
-        const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
-        try {
-          if (flags.delete || flags.prune) {
+        if (flags.delete || flags.prune) {
+          const { openPersistenceFor } = await import("../../persistence/index.ts");
+          const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
+          try {
             const all = await p.threads.list();
             let chosen: ThreadRecord[];
             if (flags.delete) {
@@ -222,8 +223,15 @@ export default function threadsCommand(): Command {
               );
             process.stdout.write(`${lines.join("\n")}\n`);
             return;
+          } finally {
+            await p.close();
           }
-          const threads = (await p.threads.list()).slice(0, flags.limit);
+        }
+        // Listing reads the threads only: on SQLite without loading the checkpointer (a fast start).
+        const { openThreadListing } = await import("../../persistence/thread-listing.ts");
+        const p = await openThreadListing(persistenceLocation(config), { mustExist: true });
+        try {
+          const threads = (await p.list()).slice(0, flags.limit);
           if (flags.json) {
             process.stdout.write(`${JSON.stringify(threads.map(threadJson))}\n`);
             return;

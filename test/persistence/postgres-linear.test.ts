@@ -1,0 +1,168 @@
+import { Annotation, END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CodehopError, ErrorCodes } from "../../src/errors.ts";
+import { LinearPostgresSaver, openPostgresPersistence } from "../../src/persistence/index.ts";
+import { freshSchema, postgresMissing, useTestCluster } from "./postgres-cluster.ts";
+
+const cluster = useTestCluster();
+
+/** A graph that appends one record to `log` per step until `n` reaches `until`. */
+function counter(saver: BaseCheckpointSaver, until: number) {
+  const State = Annotation.Root({
+    log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+    n: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
+  });
+  return new StateGraph(State)
+    .addNode("step", (s) => ({ log: [`record ${s.n} `.padEnd(400, "x")], n: s.n + 1 }))
+    .addEdge(START, "step")
+    .addConditionalEdges("step", (s) => (s.n >= until ? END : "step"))
+    .compile({ checkpointer: saver });
+}
+
+const run = (thread: string) => ({ configurable: { thread_id: thread }, recursionLimit: 1000 });
+
+async function listAll(saver: BaseCheckpointSaver, thread: string) {
+  const out = [];
+  for await (const t of saver.list({ configurable: { thread_id: thread } })) out.push(t);
+  return out;
+}
+
+describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
+  let pool: pg.Pool;
+  beforeAll(() => {
+    pool = new pg.Pool({ connectionString: cluster().url, max: 4 });
+  });
+  afterAll(async () => {
+    await pool?.end();
+  });
+
+  it("stores a growing list as the items each step added (linear), and reads every step back", async () => {
+    const schema = freshSchema("lin");
+    const saver = new LinearPostgresSaver(pool, schema);
+    await saver.setup();
+    await counter(saver, 60).invoke({}, run("t"));
+    const { rows } = await pool.query<{ kind: number; n: string; bytes: string }>(
+      `SELECT kind, count(*) AS n, sum(length(value)) AS bytes FROM "${schema}".linear_blobs
+       WHERE channel = 'log' GROUP BY kind ORDER BY kind`,
+    );
+    const appended = rows.find((r) => r.kind === 1);
+    expect(Number(appended?.n)).toBeGreaterThan(50);
+    // Whole copies come at geometrically growing sizes: far fewer than the steps.
+    expect(Number(rows.find((r) => r.kind === 0)?.n)).toBeLessThan(6);
+
+    const fresh = new LinearPostgresSaver(pool, schema);
+    const latest = await fresh.getTuple(run("t"));
+    expect(latest?.checkpoint.channel_values.log).toHaveLength(60);
+    const all = await listAll(fresh, "t");
+    expect(all.length).toBe(62);
+    for (const t of all) {
+      const log = (t.checkpoint.channel_values.log as string[] | undefined) ?? [];
+      const n = (t.checkpoint.channel_values.n as number | undefined) ?? 0;
+      expect(log.length).toBe(n);
+      if (n) expect(log[n - 1]).toMatch(new RegExp(`^record ${n - 1} `));
+    }
+  });
+
+  it("a fresh saver continuing a thread stores appends, not the whole list again", async () => {
+    const schema = freshSchema("lin");
+    await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("t"));
+    const second = new LinearPostgresSaver(pool, schema);
+    await counter(second, 12).invoke({ n: 5 }, run("t"));
+    const { rows } = await pool.query<{ whole: string }>(
+      `SELECT count(*) FILTER (WHERE kind = 0) AS whole FROM "${schema}".linear_blobs WHERE channel = 'log'`,
+    );
+    expect(Number(rows[0].whole)).toBe(1);
+    const state = await new LinearPostgresSaver(pool, schema).getTuple(run("t"));
+    expect(state?.checkpoint.channel_values.log).toHaveLength(12);
+  });
+
+  it("reads a schema the official PostgresSaver wrote, continues its threads and deletes them", async () => {
+    const schema = freshSchema("old");
+    const official = new PostgresSaver(pool, undefined, { schema });
+    await official.setup();
+    await counter(official, 12).invoke({}, run("old"));
+    const before = await listAll(official, "old");
+    const officialLatest = await official.getTuple(run("old"));
+
+    // The adapter codehop serve opens on that schema.
+    const p = await openPostgresPersistence({ url: cluster().url, schema });
+    try {
+      const saver = p.checkpointer;
+      const latest = await saver.getTuple(run("old"));
+      expect(latest?.checkpoint.id).toBe(officialLatest?.checkpoint.id);
+      expect(latest?.checkpoint.channel_values).toEqual(officialLatest?.checkpoint.channel_values);
+      const byId = await saver.getTuple({
+        configurable: { thread_id: "old", checkpoint_id: before[5].checkpoint.id },
+      });
+      expect(byId?.checkpoint.channel_values).toEqual(before[5].checkpoint.channel_values);
+      expect((await listAll(saver, "old")).map((t) => t.checkpoint.id)).toEqual(
+        before.map((t) => t.checkpoint.id),
+      );
+
+      // Continued: new checkpoints in the new tables (an input checkpoint, then one per step),
+      // on top of the old ones.
+      await counter(saver, 20).invoke({ n: 12 }, run("old"));
+      const continued = await saver.getTuple(run("old"));
+      expect(continued?.checkpoint.channel_values.log).toHaveLength(20);
+      expect((continued?.checkpoint.channel_values.log as string[])[3]).toMatch(/^record 3 /);
+      const all = await listAll(saver, "old");
+      expect(all.length).toBe(before.length + 10);
+      expect(all.slice(10).map((t) => t.checkpoint.id)).toEqual(before.map((t) => t.checkpoint.id));
+      expect((await saver.rootCheckpointCounts("old")).get("old")).toBe(all.length);
+      const { rows } = await pool.query(
+        `SELECT 1 FROM "${schema}".linear_checkpoints WHERE thread_id = 'old'`,
+      );
+      expect(rows.length).toBe(10);
+
+      await p.deleteThread("old");
+      expect(await saver.getTuple(run("old"))).toBeUndefined();
+      expect(await official.getTuple(run("old"))).toBeUndefined();
+    } finally {
+      await p.close();
+    }
+  });
+
+  it("two forks of one checkpoint keep their own values", async () => {
+    const schema = freshSchema("lin");
+    const saver = new LinearPostgresSaver(pool, schema);
+    const graph = counter(saver, 3);
+    await graph.invoke({}, run("f"));
+    const history = await listAll(saver, "f");
+    const fork = history.find((t) => (t.checkpoint.channel_values.n as number) === 1)!;
+    const a = await graph.updateState(fork.config, { log: ["fork a"] });
+    const b = await graph.updateState(fork.config, { log: ["fork b"] });
+    const fresh = new LinearPostgresSaver(pool, schema);
+    const readA = await fresh.getTuple(a);
+    const readB = await fresh.getTuple(b);
+    expect((readA?.checkpoint.channel_values.log as string[]).at(-1)).toBe("fork a");
+    expect((readB?.checkpoint.channel_values.log as string[]).at(-1)).toBe("fork b");
+  });
+
+  it("a chain of appends pointing at itself, or bytes that are not deflate data, is CODEHOP_CHECKPOINT_CORRUPT", async () => {
+    const schema = freshSchema("lin");
+    await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("bad"));
+    await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("good"));
+    await pool.query(
+      `UPDATE "${schema}".linear_blobs SET base_version = version WHERE thread_id = 'bad' AND kind = 1`,
+    );
+    const expectCorrupt = async (schemaChange?: string) => {
+      if (schemaChange) await pool.query(schemaChange);
+      const saver = new LinearPostgresSaver(pool, schema);
+      const err = await saver.getTuple(run("bad")).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(CodehopError.isInstance(err), String(err)).toBe(true);
+      expect((err as CodehopError).code).toBe(ErrorCodes.CHECKPOINT_CORRUPT);
+      expect((err as Error).message).toMatch(/thread "bad": table linear_/);
+      expect((err as Error).message).not.toContain("SECRET");
+      expect((await saver.getTuple(run("good")))?.checkpoint.channel_values.log).toHaveLength(5);
+    };
+    await expectCorrupt();
+    await expectCorrupt(
+      `UPDATE "${schema}".linear_checkpoints SET zip = 1, record = 'SECRET'::bytea WHERE thread_id = 'bad'`,
+    );
+  });
+});
