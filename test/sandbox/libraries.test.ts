@@ -161,7 +161,7 @@ describe("refused packages", () => {
       "it imports modules dynamically (import() at index.js:1)",
     );
     expect(refusedAtStart("computed-require")).toContain(
-      "it calls require with a computed module name (index.js:2)",
+      "it calls require with a computed module name (index.js:3)",
     );
     expect(refusedAtStart("esm-only")).toContain("ES-module-only packages are not supported");
     expect(() => createSandbox({ libraries: [{ name: "no-such-package-here" }] })).toThrow(
