@@ -914,6 +914,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
   };
 
+  /** The CORS headers set on `reply` (lost when a hijacked reply writes its own head). */
+  const corsHeaders = (reply: FastifyReply) =>
+    Object.fromEntries(
+      Object.entries(reply.getHeaders()).filter(([name]) => name.startsWith("access-control-")),
+    );
+
   /** Streams a run's events as SSE (from `after`, ending when the run ends). */
   const sse = async (
     req: FastifyRequest,
@@ -924,6 +930,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
+      ...corsHeaders(reply),
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
       connection: "keep-alive",
@@ -957,7 +964,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const waitResult = async (reply: FastifyReply, run: RunRecord, location: string) => {
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { "content-type": "application/json", "content-location": location });
+    res.writeHead(200, {
+      ...corsHeaders(reply),
+      "content-type": "application/json",
+      "content-location": location,
+    });
     const closed = new AbortController();
     res.on("close", () => closed.abort());
     let result = await reader.result(run.run_id, closed.signal, () => res.write("\n"));

@@ -27,7 +27,7 @@ import { ensureDir } from "../util/fs-safe.ts";
 import { withAdvisoryLock } from "../persistence/postgres-database.ts";
 import { openPostgresPersistence } from "../persistence/postgres.ts";
 import { type Backend, queueOptionsOf } from "./backend.ts";
-import { DEAD_EVAL_QUEUE, EVAL_QUEUE, openQueue, pollSecondsOf } from "./queue.ts";
+import { DEAD_EVAL_QUEUE, EVAL_QUEUE, openQueue, pollSecondsOf, workEagerly } from "./queue.ts";
 
 /**
  * Distributed evaluation: `codehop eval --queue postgres://...` puts every (question, system) pair
@@ -305,14 +305,12 @@ export function evalQueueHandlers(options: {
       );
     };
 
-    await queue.work<EvalJob>(
+    await workEagerly<EvalJob>(
+      queue,
       EVAL_QUEUE,
-      {
-        localConcurrency: options.concurrency,
-        pollingIntervalSeconds: 1,
-        notifyPollingIntervalSeconds: pollSecondsOf(queueOptionsOf(backend.options)),
-      },
-      async ([job]: Job<EvalJob>[]) => {
+      options.concurrency,
+      { pollSeconds: pollSecondsOf(queueOptionsOf(backend.options)) },
+      async (job: Job<EvalJob>) => {
         const ctx = await contextOf(job.data.runId);
         const example = ctx.examples.get(job.data.questionId);
         const system = ctx.systems.get(job.data.system);

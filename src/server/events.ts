@@ -19,8 +19,10 @@ export class RunEventReader {
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url });
     client.on("error", () => {
-      // Readers fall back to polling until the listener is back.
+      // Readers fall back to polling until the listener is back (woken now: a notification may
+      // have been lost with the connection).
       this.listener = undefined;
+      for (const id of [...this.waiting.keys()]) this.wake(id);
       setTimeout(() => void this.start().catch(() => {}), 1000).unref();
     });
     await client.connect();
@@ -94,7 +96,9 @@ export class RunEventReader {
         options.onIdle?.();
         idleSince = Date.now();
       }
-      await this.next(runId, this.listener ? Math.min(idleMs, 2000) : 250, options.signal);
+      // NOTIFY wakes the reader; the timeout is only a safety net (every waiting client polls at
+      // it: 500 clients joined on runs made 500 queries/s at 2 s).
+      await this.next(runId, this.listener ? idleMs : 250, options.signal);
     }
   }
 

@@ -1,4 +1,4 @@
-import { PgBoss } from "pg-boss";
+import { type Job, PgBoss } from "pg-boss";
 import type pg from "pg";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { redactUrl } from "../persistence/postgres-database.ts";
@@ -135,6 +135,39 @@ async function createQueueOnce(
  */
 export function pollSecondsOf(options: QueueOptions): number {
   return Math.max(1, Math.floor(leaseSecondsOf(options) / 5));
+}
+
+/**
+ * Takes jobs of `name` with `concurrency` pollers, each fetching its next job as soon as its
+ * handler returns. pg-boss's `localConcurrency` pollers instead sleep the NOTIFY backstop interval
+ * (lease/5: 6 s by default) after every job, because NOTIFY fires only when a job is inserted: a
+ * backlog of 50 runs submitted at once then went through 4 at a time with a 5-s pause after each
+ * (issue 23's 8.9-s queue latency). Each poller is its own `work()` so it can be woken by id;
+ * `offWork(name)` still stops them all. A poller that finds the queue empty sleeps until a NOTIFY
+ * or its backstop poll, as before.
+ */
+export async function workEagerly<T extends object>(
+  boss: PgBoss,
+  name: string,
+  concurrency: number,
+  options: { pollSeconds: number },
+  handler: (job: Job<T>) => Promise<void>,
+): Promise<void> {
+  for (let i = 0; i < concurrency; i++) {
+    let id = "";
+    id = await boss.work<T>(
+      name,
+      { pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: options.pollSeconds },
+      async ([job]) => {
+        try {
+          await handler(job);
+        } finally {
+          // Skips the sleep after this job: the poller fetches again at once.
+          boss.notifyWorker(id);
+        }
+      },
+    );
+  }
 }
 
 /** pg-boss's database adapter over a client in a transaction (jobs enqueued with the caller's rows). */

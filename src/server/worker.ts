@@ -7,7 +7,13 @@ import { type Backend, type BackendOptions, openBackend, queueOptionsOf } from "
 import { executeRun } from "./execute.ts";
 import { readEnv } from "../config/env.ts";
 import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
-import { DEAD_RUNS_QUEUE, RUNS_QUEUE, leaseSecondsOf, pollSecondsOf } from "./queue.ts";
+import {
+  DEAD_RUNS_QUEUE,
+  RUNS_QUEUE,
+  leaseSecondsOf,
+  pollSecondsOf,
+  workEagerly,
+} from "./queue.ts";
 import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
 
 /**
@@ -20,9 +26,19 @@ import { CANCEL_CHANNEL, THREAD_DELETED_CHANNEL } from "./store.ts";
  * journal serving every sub-agent call already finished.
  */
 
+/**
+ * Runs a worker executes at once unless told otherwise. With 4, 50 runs submitted at once waited
+ * 3x longer for a worker than langgraph dev's 10 (bench/serving.bench.ts); 16 matches the default
+ * sandbox's process cap, so each run in flight can hold a warm process for its actions.
+ */
+export const DEFAULT_WORKER_CONCURRENCY = 16;
+
 /** Options of {@link startWorker}. */
 export interface WorkerOptions extends BackendOptions {
-  /** Runs executed at once by this worker. Default 4. */
+  /**
+   * Runs executed at once by this worker. Default {@link DEFAULT_WORKER_CONCURRENCY}: a run mostly
+   * waits on its model, so a worker keeps many in flight (langgraph dev runs 10 at once).
+   */
   concurrency?: number;
   /** Id of this worker in the runs it holds (default: a new UUID). */
   workerId?: string;
@@ -60,15 +76,16 @@ type StopReason = "cancel" | "lost" | "shutdown";
 /** Starts a worker on the database of `options`. */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const workerId = options.workerId ?? randomUUID();
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = options.concurrency ?? DEFAULT_WORKER_CONCURRENCY;
   const lease = leaseSecondsOf(queueOptionsOf(options));
   const log = options.log ?? (() => {});
   // Each run in progress needs a connection now and then (checkpoints, journal, events): a pool
   // that grows with the concurrency, within what a default PostgreSQL (100 connections) allows
-  // for a few workers.
+  // for a few workers. A run holds one only for a query at a time: a third of the runs in flight
+  // (11 at the default 16) keeps a worker's connections where they were with 4 runs (9).
   const backend = await openBackend({
     ...options,
-    poolSize: options.poolSize ?? Math.min(20, 5 + concurrency),
+    poolSize: options.poolSize ?? Math.min(20, 5 + Math.ceil(concurrency / 3)),
   });
   const { store, queue, graphs, persistence } = backend;
   // LangGraph's long-term store of the runs (`config.store`, `getStore()`, memory tools): the
@@ -141,7 +158,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   // Warm the sandbox pool so the first action does not pay for its start.
   void getDefaultSandbox().catch(() => {});
 
-  const handleRun = async ([job]: Job<{ runId: string }>[]) => {
+  const handleRun = async (job: Job<{ runId: string }>) => {
     const runId = job.data.runId;
     const outcome = await store.takeRun(runId, workerId);
     if ("gone" in outcome) return; // cancelled while pending, or already finished
@@ -238,13 +255,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     if (full?.sourceId) await queue.deleteJob(RUNS_QUEUE, full.sourceId).catch(() => {});
   };
 
-  await queue.work<{ runId: string }>(
+  await workEagerly(
+    queue,
     RUNS_QUEUE,
-    {
-      localConcurrency: concurrency,
-      pollingIntervalSeconds: 1,
-      notifyPollingIntervalSeconds: pollSecondsOf(queueOptionsOf(options)),
-    },
+    concurrency,
+    { pollSeconds: pollSecondsOf(queueOptionsOf(options)) },
     handleRun,
   );
   await queue.work<{ runId: string }>(

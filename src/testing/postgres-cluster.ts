@@ -1,5 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -96,6 +104,11 @@ export interface TestClusterOptions {
   fsync?: boolean;
   /** max_connections (workers and servers each hold a few). Default 200. */
   maxConnections?: number;
+  /**
+   * Addresses to listen on besides 127.0.0.1 (e.g. a veth address that processes in other network
+   * namespaces connect to), each trusted from its /24. Default none.
+   */
+  extraListenAddresses?: string[];
 }
 
 /** Starts a throwaway cluster; throws with the reason when PostgreSQL is not installed. */
@@ -120,6 +133,13 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     "--no-sync",
     `--pwfile=${pwfile}`,
   ]);
+  const extra = options.extraListenAddresses ?? [];
+  if (extra.length) {
+    const hba = extra
+      .map((a) => `host all all ${a.split(".").slice(0, 3).join(".")}.0/24 trust\n`)
+      .join("");
+    appendFileSync(join(data, "pg_hba.conf"), hba);
+  }
   let port = 0;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -127,7 +147,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     const settings = [
       `-p ${port}`,
       `-k ${dir}`,
-      "-c listen_addresses=127.0.0.1",
+      `-c listen_addresses=${["127.0.0.1", ...extra].join(",")}`,
       `-c max_connections=${options.maxConnections ?? 200}`,
       `-c fsync=${options.fsync ? "on" : "off"}`,
       "-c full_page_writes=off",

@@ -143,6 +143,11 @@ export interface ScriptedServerOptions {
   responder: Responder;
   /** Port to listen on (0 = a free port, the default). */
   port?: number;
+  /**
+   * Interface to listen on (default 127.0.0.1); "0.0.0.0" lets other network namespaces reach it
+   * (the serving bench's workers on simulated hosts). `baseURL` stays on loopback.
+   */
+  host?: string;
   /** Dimensions of /v1/embeddings vectors (default 64). */
   embeddingDims?: number;
   /**
@@ -366,8 +371,9 @@ export class ScriptedOpenAIServer {
   /** Starts a server on 127.0.0.1 (a free port unless one is given). */
   static async start(options: ScriptedServerOptions): Promise<ScriptedOpenAIServer> {
     const server = new ScriptedOpenAIServer(options);
-    const address = await server.app.listen({ host: "127.0.0.1", port: options.port ?? 0 });
-    server.baseURL = `${address.replace("localhost", "127.0.0.1")}/v1`;
+    await server.app.listen({ host: options.host ?? "127.0.0.1", port: options.port ?? 0 });
+    const { port } = server.app.server.address() as { port: number };
+    server.baseURL = `http://127.0.0.1:${port}/v1`;
     return server;
   }
 

@@ -76,6 +76,41 @@ describe.skipIf(postgresMissing)("codehop serve --cors-origin", () => {
     expect(String(created.headers["access-control-expose-headers"])).toContain("content-location");
   });
 
+  it("a streamed run's answer (written outside fastify's reply) carries them too", async () => {
+    const thread = JSON.parse(
+      (
+        await send(
+          "POST",
+          "/threads",
+          { "content-type": "application/json", "x-api-key": KEY },
+          "{}",
+        )
+      ).body,
+    ).thread_id;
+    // Only the head is read: no worker runs it here, the stream would wait for one.
+    const head = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const req = request(
+        new URL(`/threads/${thread}/runs/stream`, url),
+        {
+          method: "POST",
+          headers: { origin: ORIGIN, "content-type": "application/json", "x-api-key": KEY },
+        },
+        (res) => {
+          resolve({ status: res.statusCode, ...res.headers });
+          req.destroy();
+        },
+      );
+      req.on("error", reject);
+      req.end(
+        JSON.stringify({ assistant_id: "chat", input: { messages: [] }, stream_mode: ["values"] }),
+      );
+    });
+    expect(head.status).toBe(200);
+    expect(head["content-type"]).toBe("text/event-stream");
+    expect(head["access-control-allow-origin"]).toBe(ORIGIN);
+    expect(String(head["access-control-expose-headers"])).toContain("content-location");
+  });
+
   it("a missing key is still 401, readable by the allowed page", async () => {
     const res = await send(
       "POST",

@@ -8,6 +8,8 @@ export const ROOT = resolve(import.meta.dirname, "../..");
 /** A `langgraphjs dev` server started by a test. */
 export interface DevServer {
   url: string;
+  /** Process id of the CLI (the server runs in it or its children). */
+  pid?: number;
   /** What it printed so far (for failure messages). */
   log(): string;
   stop(): void;
@@ -26,12 +28,14 @@ function freePort(): Promise<number> {
 
 /**
  * Starts the LangGraph API server (`langgraphjs dev`, what `npm run studio` runs) on a free port
- * with the langgraph.json of `cwd`, and waits until it answers `/ok`.
+ * with the langgraph.json of `cwd`, and waits until it answers `/ok`. `extraArgs` go to
+ * `langgraphjs dev` (e.g. `--n-jobs-per-worker`).
  */
 export async function startDevServer(
   cwd: string,
   env: NodeJS.ProcessEnv,
   readyMs = 90_000,
+  extraArgs: string[] = [],
 ): Promise<DevServer> {
   const port = await freePort();
   let log = "";
@@ -46,6 +50,7 @@ export async function startDevServer(
       "127.0.0.1",
       "--no-browser",
       "--no-reload",
+      ...extraArgs,
     ],
     { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"], env },
   );
@@ -67,7 +72,7 @@ export async function startDevServer(
     try {
       // 401: a langgraph.json with an auth.path guards /ok too (the server is up).
       const res = await fetch(`${url}/ok`);
-      if (res.ok || res.status === 401) return { url, log: () => log, stop };
+      if (res.ok || res.status === 401) return { url, pid: api.pid, log: () => log, stop };
     } catch {
       // not listening yet
     }

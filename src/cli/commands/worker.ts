@@ -18,7 +18,7 @@ export default function workerCommand(): Command {
         "--concurrency <n>",
         "runs executed at once by this worker",
         wholeNumber("--concurrency"),
-        4,
+        16, // DEFAULT_WORKER_CONCURRENCY (src/server/worker.ts, loaded only when the command runs)
       )
       .option("--worker-id <id>", "this worker's id in the runs it holds (default: a new UUID)")
       .option("-q, --quiet", "no log line per run"),
