@@ -253,6 +253,8 @@ export {
   type CodehopConfigFile,
   type McpServerConfig,
 } from "./config/config-file.ts";
+/** The environment as codehop reads it (what `knowledgeSourceOptionsFromEnv` and others take). */
+export { readEnv, type CodehopEnv } from "./config/env.ts";
 export { resolveModel } from "./core/models.ts";
 export { parseModelName, ProviderChatModel } from "./core/providers.ts";
 export { runTracing, type RunTracing } from "./tracing/index.ts";
@@ -287,6 +289,7 @@ export {
   readRunContext,
   withRunContext,
   runContext,
+  RunContextSchema,
   type RunAuthUser,
   type RunContext,
 } from "./core/run-context.ts";
@@ -311,11 +314,17 @@ export {
 } from "./framework/team.ts";
 
 // Knowledge sources and tools
-export { openKnowledgeSource, CorpusSource, WikipediaSource } from "./store/index.ts";
+export {
+  openKnowledgeSource,
+  knowledgeSourceOptionsFromEnv,
+  CorpusSource,
+  WikipediaSource,
+} from "./store/index.ts";
 export {
   ingestDocuments,
   removeDocument,
   extractDocument,
+  detectDocumentKind,
   fetchDocument,
   isPublicAddress,
   type ExtractedDocument,

@@ -7,6 +7,8 @@ import { memoryContext, memorySettingsOf } from "../runs/memory.ts";
 import { isDatabaseUnavailable } from "../persistence/postgres-database.ts";
 import type { PostgresPersistence } from "../persistence/postgres.ts";
 import { answerText } from "../runs/result.ts";
+import type { ThreadRecord } from "../persistence/port.ts";
+import { ErrorCodes } from "../errors.ts";
 import type { ServedGraph } from "./graphs.ts";
 import { serializeError, toJson, stateToThreadState } from "./serialize.ts";
 import type { RunRecord, ServerStore, ThreadStatus } from "./store.ts";
@@ -88,13 +90,61 @@ function runInput(run: RunRecord, continuing: boolean): unknown {
   return input ?? null;
 }
 
-/** The text a thread's registry row shows for a run's input (the question, task ...). */
+/**
+ * The text a thread's registry row shows for a run's input (the question, task ...): for a
+ * conversation's `{ messages }`, the text of its last user message, not the input as JSON.
+ */
 function inputText(input: unknown): string | undefined {
   if (!input || typeof input !== "object") return undefined;
   const o = input as Record<string, unknown>;
   for (const key of ["question", "task", "topic", "input"])
     if (typeof o[key] === "string") return o[key] as string;
-  return JSON.stringify(input).slice(0, 500);
+  const said = Array.isArray(o.messages) ? lastUserText(o.messages) : undefined;
+  return said ?? JSON.stringify(input).slice(0, 500);
+}
+
+/** The text of the last user message of a `messages` input (strings, dicts, content parts). */
+function lastUserText(messages: unknown[]): string | undefined {
+  for (const m of [...messages].reverse()) {
+    if (typeof m === "string") return m.trim() ? m.slice(0, 500) : undefined;
+    if (!m || typeof m !== "object") continue;
+    const { type, role, content } = m as Record<string, unknown>;
+    const kind = type ?? role;
+    if (kind !== undefined && kind !== "human" && kind !== "user") continue;
+    const parts = Array.isArray(content) ? content : [content];
+    const text = parts
+      .map((p) =>
+        typeof p === "string"
+          ? p
+          : (p as { type?: unknown; text?: unknown })?.type === "text"
+            ? (p as { text?: unknown }).text
+            : undefined,
+      )
+      .filter((t): t is string => typeof t === "string")
+      .join(" ")
+      .trim();
+    if (text) return text.slice(0, 500);
+  }
+  return undefined;
+}
+
+/** An input the graph refused before running anything (a malformed message, a bad attach list). */
+function refusedInput(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === ErrorCodes.INPUT_INVALID;
+}
+
+/**
+ * Puts back the registry row of a thread whose run was refused its input: the conversation's
+ * status and answer stay what its earlier rounds made them (the run's error is the run's).
+ */
+async function restoreThread(persistence: PostgresPersistence, before: ThreadRecord) {
+  const { threadId } = before;
+  if (before.status === "done")
+    await persistence.threads.finish(threadId, before.answer ?? "", before.durationMs ?? undefined);
+  else if (before.status === "failed" || before.status === "interrupted")
+    await persistence.threads.fail(threadId, before.error ?? "", {
+      interrupted: before.status === "interrupted",
+    });
 }
 
 /** Latest root checkpoint id of a thread ("" when it has none). */
@@ -141,16 +191,21 @@ export async function executeRun(options: {
   const modes = new Set(userModes.map((m) => (m === "messages-tuple" ? "messages" : m)));
   const events = new EventWriter(store, run.run_id);
   events.push("metadata", { run_id: run.run_id, attempt: run.attempt });
+  // What the registry says before this run (a refused input puts it back).
+  const before = await persistence.threads.get(threadId);
   if (!continuing && input !== null && !(input instanceof Command)) {
     await persistence.threads.start(threadId, {
       question: inputText(input),
       options: { graph: run.graph_id, server: true },
-      replaceQuestion: true,
+      // A conversation keeps its first message as its title; a thread without a checkpoint (a
+      // first run that was refused) takes the new input's.
+      replaceQuestion: !before || before.checkpoints === 0,
     });
   } else {
     await persistence.threads.start(threadId);
   }
   let end: RunEnd = { status: "success" };
+  let refused = false;
   // LangSmith / OpenTelemetry when the worker's environment turns them on (src/tracing).
   const env = readEnv();
   const tracing = await runTracing(env);
@@ -198,6 +253,7 @@ export async function executeRun(options: {
     else if (isDatabaseUnavailable(err)) throw err;
     else {
       end = { status: "error", error: serializeError(err) };
+      refused = refusedInput(err);
       events.push("error", end.error);
     }
   }
@@ -220,8 +276,11 @@ export async function executeRun(options: {
     values: JSON.parse(toJson(state.values ?? {})),
     interrupts,
   });
-  if (end.status === "error") await persistence.threads.fail(threadId, end.error.message);
-  else if (status === "interrupted")
+  if (end.status === "error") {
+    // A refused input changed nothing of a conversation that has rounds: it keeps its status.
+    if (refused && before && before.checkpoints > 0) await restoreThread(persistence, before);
+    else await persistence.threads.fail(threadId, end.error.message);
+  } else if (status === "interrupted")
     await persistence.threads.fail(threadId, "waiting for a resume command (interrupt)", {
       interrupted: true,
     });

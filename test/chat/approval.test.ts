@@ -269,7 +269,11 @@ describe("an MCP server whose tool names clash with the chat agent's own", () =>
         `two tools are named "search_files": codehop's own "search_files" and tool "search_files" of MCP server "fs".`,
       );
       expect(err).toContain(`Give the MCP server "fs" a "prefix" in codehop.config.json`);
-      expect(err).toContain("once the configuration is fixed");
+      expect(err).toContain(
+        "once the configuration is fixed, continue it with `npx codehop chat --thread",
+      );
+      // `resume` cannot help a conversation whose configuration is wrong.
+      expect(err).not.toContain("resume");
       expect(err).toMatch(/\[CODEHOP_CONFIG_INVALID\]\n$/);
       expect(out).not.toContain("(the reply failed");
       expect(model.requests).toHaveLength(0);

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { resumeThread } from "../../src/apps/index.ts";
 import { ask, verificationOf } from "../../src/apps/qa/app.ts";
 import { action, DEMO_QUESTIONS, towersRules } from "../../src/apps/qa/demo-trajectories.ts";
@@ -7,6 +8,7 @@ import {
   trajectoryResponder,
   type TrajectoryRule,
 } from "../../src/testing/scripted-openai-server.ts";
+import { MEMORY_DB_FILE, openSqliteMemoryStore } from "../../src/memory/sqlite-store.ts";
 import { readThread, systemOf, useDemoWorld } from "../app/fixtures.ts";
 
 // ask({ verify: true }) in process: the answer's claims checked against passages of the pages the
@@ -25,15 +27,18 @@ function towersAnswering(answer: string): TrajectoryRule[] {
 }
 
 let rules: TrajectoryRule[] = towersRules();
+const LESSON = "Answer only with what the pages you read say, and name them.";
 /** How the verifier's model answers: the lexical judge, or replies that hold no verdict. */
 let verifierReplies: "judge" | "chatter" = "judge";
 const isVerifier = (req: Parameters<typeof systemOf>[0]) =>
   systemOf(req).startsWith("You check claims against the source passages");
 const world = useDemoWorld("codehop-verify-answer-", {
   responder: () => (req, ctx) =>
-    verifierReplies === "chatter" && isVerifier(req)
-      ? "These claims look fine to me overall."
-      : trajectoryResponder(rules, researchResponder())(req, ctx),
+    String(req.messages[0]?.content ?? "").startsWith("An agent attempted a task")
+      ? `Lesson: ${LESSON}`
+      : verifierReplies === "chatter" && isVerifier(req)
+        ? "These claims look fine to me overall."
+        : trajectoryResponder(rules, researchResponder())(req, ctx),
 });
 
 /**
@@ -175,3 +180,53 @@ describe("ask({ verify: true })", { timeout: 120_000 }, () => {
     expect(result.verification.all_supported).toBe(false);
   });
 });
+
+describe(
+  "ask({ verify: true }) with reflection (CODEHOP_REFLECTION=1)",
+  { timeout: 120_000 },
+  () => {
+    afterEach(() => vi.unstubAllEnvs());
+    const lessons = async () => {
+      const store = openSqliteMemoryStore(join(world.home, MEMORY_DB_FILE));
+      try {
+        return (await store.search(["local", "lessons", "qa"], { limit: 10 })).map((i) => i.value);
+      } finally {
+        await store.close();
+      }
+    };
+
+    it("an answer the verifier scores low (few supported claims) leaves a lesson; a supported one does not", async () => {
+      vi.stubEnv("CODEHOP_ENV_FILE", "none");
+      vi.stubEnv("CODEHOP_USER", "");
+      vi.stubEnv("CODEHOP_REFLECTION", "1");
+      const before = (await lessons()).length;
+      rules = towersAnswering(
+        "The Eiffel Tower was completed in March 1889. The Eiffel Tower was painted gold in 1925. The Eiffel Tower was painted blue in 1926.",
+      );
+      const low = await ask(DEMO_QUESTIONS.towers, {
+        verify: true,
+        config: world.config(),
+        threadId: "reflect-low",
+      });
+      expect(low.status).toBe("final_answer");
+      expect(low.verification).toMatchObject({ status: "verified", checked: 3, supported: 1 });
+      const after = await lessons();
+      expect(after).toHaveLength(before + 1);
+      expect(after.at(-1)).toMatchObject({ lesson: LESSON, thread_id: "reflect-low" });
+      expect(String(after.at(-1)!.outcome)).toMatch(
+        /got 0\.33 from the verifier \(share of supported claims\) \(below 0\.5\)/,
+      );
+
+      rules = towersAnswering(
+        "The Eiffel Tower was completed in March 1889. Construction of the Empire State Building began in January 1930.",
+      );
+      const good = await ask(DEMO_QUESTIONS.towers, {
+        verify: true,
+        config: world.config(),
+        threadId: "reflect-ok",
+      });
+      expect(good.verification).toMatchObject({ status: "verified", checked: 2, supported: 2 });
+      expect(await lessons()).toHaveLength(before + 1);
+    });
+  },
+);

@@ -7,7 +7,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FILES, DEMO_ROUNDS, chatResponder } from "../../src/apps/chat/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
-import { type CliRun, cliEnv, spawnCli } from "../app/cli-helpers.ts";
+import { type CliRun, cliEnv, runCli, spawnCli } from "../app/cli-helpers.ts";
 import { messageWithPdf, writeDemoDocuments } from "../chat/documents.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
 import { waitForStderr } from "./processes.ts";
@@ -27,10 +27,11 @@ let client: Client;
 let pdf: string;
 let db: pg.Pool;
 let workerHome: string;
+let databaseUrl: string;
 
 beforeAll(async () => {
   if (postgresMissing) return;
-  const databaseUrl = await cluster().createDatabase("chat_serve");
+  databaseUrl = await cluster().createDatabase("chat_serve");
   db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   model = await ScriptedOpenAIServer.start({ responder: chatResponder() });
   const docs = await writeDemoDocuments(mkdtempSync(join(tmpdir(), "codehop-chat-serve-docs-")));
@@ -185,6 +186,25 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
     expect(rows[0].n).toBe(0);
     await client.runs.cancel(busy, first.run_id);
     await client.threads.delete(busy);
+  });
+
+  it("a refused input keeps the conversation's title, status and rounds (codehop threads)", async () => {
+    // A message without a role or type: the chat graph refuses it before any node runs.
+    const run = await client.runs.create(threadId, "chat", {
+      input: { messages: [{ content: "x" }] },
+    });
+    await client.runs.join(threadId, run.run_id);
+    expect((await client.runs.get(threadId, run.run_id)).status).toBe("error");
+    const listed = await runCli(
+      ["threads", "--json"],
+      cliEnv({ CODEHOP_DATABASE_URL: databaseUrl, CODEHOP_HOME: workerHome }),
+    );
+    expect(listed.code, listed.stderr).toBe(0);
+    const row = JSON.parse(listed.stdout).find((t: any) => t.thread_id === threadId);
+    // The first round's message is the title (not the input as JSON), the status the last
+    // answered round's.
+    expect(row).toMatchObject({ question: SPAN.message, status: "done", error: null });
+    expectPlainConversation(((await client.threads.getState(threadId)).values as any).messages);
   });
 
   it("deleting the thread through the server drops the worker's file index and the uploads", async () => {

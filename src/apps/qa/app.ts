@@ -14,6 +14,7 @@ import {
 import { threadHistory, traceThread, type CheckpointSummary } from "../../runs/inspect.ts";
 import {
   readRunResult,
+  reflectOnScore,
   replayRun,
   resumeRun,
   startRun,
@@ -106,7 +107,27 @@ export async function ask(question: string, options: AskOptions = {}): Promise<A
   const result = await startRun(qaApp, question, start);
   // A run paused for an approval has no answer yet: nothing to verify.
   if (!verify || result.approval) return result;
-  return verified(result, await verifyResult(result, start));
+  return reflectedAndVerified(result, await verifyResult(result, start), start);
+}
+
+/**
+ * The verification's share of supported claims is a score of the run: below
+ * CODEHOP_REFLECTION_MIN_SCORE it leaves a lesson (CODEHOP_REFLECTION=1); then {@link verified}.
+ */
+async function reflectedAndVerified(
+  result: AskResult,
+  outcome: Pick<VerifiedAskResult, "citations" | "verification">,
+  options: RunOptions,
+): Promise<VerifiedAskResult> {
+  const v = outcome.verification;
+  if (v.status === "verified" && v.checked > 0)
+    await reflectOnScore(
+      qaApp,
+      result.thread_id,
+      { value: v.supported / v.checked, by: "the verifier (share of supported claims)" },
+      options,
+    );
+  return verified(result, outcome);
 }
 
 /** Name of the thread record holding the answer's latest verification (src/core/journal.ts). */
@@ -205,7 +226,7 @@ export async function withVerification(
   options: RunOptions = {},
 ): Promise<AskResult> {
   if (result.approval || !result.answer) return result;
-  return verified(result, await verifyResult(result, options));
+  return reflectedAndVerified(result, await verifyResult(result, options), options);
 }
 
 /** The latest verification recorded with a thread (`ask --verify`, `resume --verify`), if any. */
