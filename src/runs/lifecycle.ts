@@ -10,189 +10,36 @@ import {
 import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { readEnv } from "../config/env.ts";
 import { runTracing } from "../tracing/index.ts";
-import type { MemorySettings } from "../core/memory.ts";
-import type { StepRecord } from "../core/state.ts";
-import { LazyStore, memoryStoreOptions, openMemoryStore } from "../memory/open.ts";
-import {
-  failedOutcome,
-  lowScoreOutcome,
-  memoryContext,
-  memorySettingsOf,
-  recallLessons,
-  writeLesson,
-} from "./memory.ts";
 import type { RunContext } from "../core/run-context.ts";
-import type { UsageByAgent } from "../core/usage.ts";
 import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
-import { rootName, type AppGraph, type RunApp, type RunOptions, type RunServices } from "./app.ts";
-import {
-  assertModelConfigured,
-  detectModel,
-  loadAppConfig,
-  modelSettingsOf,
-  persistenceLocation,
-  type AppConfig,
-} from "./config.ts";
-import { stateValueProblem, stateValueSchemas } from "../core/state-values.ts";
+import type { Persistence, ThreadRecord } from "../persistence/index.ts";
+import { rootName, type RunApp, type RunOptions } from "./app.ts";
+import { assertModelConfigured, loadAppConfig } from "./config.ts";
 import type { StreamEvent } from "./progress.ts";
-import { answerText, shapeSources, shapeUsage, type AskResult } from "./result.ts";
+import type { AskResult } from "./result.ts";
+import { shapeResult } from "./shape-result.ts";
 import { runRecord } from "./thread-record.ts";
-import { openRunMcp, type RunMcp } from "./mcp.ts";
+import { forkWithUpdate } from "./fork.ts";
+import { prepareLessons, reflect } from "./reflection.ts";
+export { reflectOnScore } from "./reflection.ts";
+import {
+  commandContext,
+  modelUsersOf,
+  openSession,
+  prepareRun,
+  preparationFailed,
+  runContextFor,
+  type Session,
+} from "./session.ts";
 
 /**
  * The run lifecycle every app shares: start a thread, resume it, replay it from a checkpoint, read
- * its result. What is app-specific (graph, input, services) comes from a {@link RunApp}.
+ * its result. What is app-specific (graph, input, services) comes from a {@link RunApp}; what a run
+ * opens and the context it gets, from its session (./session.ts); a state edit's fork, ./fork.ts.
  */
 
-/** What one start / resume / replay opens, and closes at the end. */
-export interface Session {
-  readonly app: RunApp;
-  readonly config: AppConfig;
-  readonly persistence: Persistence;
-  /** The app's graph over this session's checkpointer (built on first use, then reused). */
-  readonly graph: AppGraph;
-  /** The run's services, once prepared. */
-  services?: RunServices;
-  /** The run's MCP servers and their tools, once prepared (none configured: undefined). */
-  mcp?: RunMcp;
-  /** The long-term memory store of the session's runs (LangGraph's `config.store`), opened on first use. */
-  readonly memory: LazyStore;
-  /** Memory settings from the environment (undefined: off). */
-  readonly memorySettings?: MemorySettings;
-  /** Lessons recalled for the run's input (reflection). */
-  lessons?: string[];
-  close(): Promise<void>;
-}
-
-/** Opens a session of `app` (persistence under the configured home unless one is given). */
-export async function openSession(
-  app: RunApp,
-  options: Pick<RunOptions, "config" | "persistence">,
-  config: AppConfig = loadAppConfig(options.config),
-  open: { mustExist?: boolean } = {},
-): Promise<Session> {
-  const persistence =
-    options.persistence ?? (await openPersistenceFor(persistenceLocation(config), open));
-  let graph: AppGraph | undefined;
-  const env = readEnv();
-  const memory = new LazyStore(() =>
-    openMemoryStore(persistenceLocation(config), memoryStoreOptions(env)),
-  );
-  const session: Session = {
-    app,
-    config,
-    persistence,
-    memory,
-    memorySettings: memorySettingsOf(env),
-    get graph() {
-      graph ??= app.graph(persistence.checkpointer);
-      return graph;
-    },
-    async close() {
-      await session.services?.close().catch(() => {});
-      await session.mcp?.close().catch(() => {});
-      await memory.close().catch(() => {});
-      if (!options.persistence) await persistence.close();
-    },
-  };
-  return session;
-}
-
-/** Every name a model is resolved for in `app`: its agents, then its other model callers. */
-function modelUsersOf(app: RunApp): string[] {
-  return [...app.team.members.map((m) => m.name), ...(app.modelUsers ?? [])];
-}
-
-/** Fills in the endpoint's first model when none is configured, then checks every agent has one. */
-async function requireModel(session: Session): Promise<void> {
-  const { config, app } = session;
-  const agents = modelUsersOf(app);
-  if (!config.model && config.baseURL) config.model = await detectModel(config, agents);
-  assertModelConfigured(config, agents);
-}
-
-/**
- * A resumed thread uses the model it was started with when none is configured now (before asking
- * the endpoint which models it serves).
- */
-function applyStoredModel(config: AppConfig, stored: Record<string, unknown>): void {
-  if (!config.model && typeof stored.model === "string" && stored.model)
-    config.model = stored.model;
-  if (!Object.keys(config.models).length && stored.models && typeof stored.models === "object")
-    config.models = { ...(stored.models as Record<string, string>) };
-}
-
-/**
- * Everything a run needs before its first model call: the model the thread was started with
- * (`stored`, when none is configured now), else the endpoint's first, and the app's services.
- */
-async function prepareRun(
-  session: Session,
-  options: RunOptions,
-  stored?: Record<string, unknown>,
-): Promise<void> {
-  if (stored) applyStoredModel(session.config, stored);
-  if (!options.model) await requireModel(session);
-  session.services = await session.app.openServices(session.config, options, stored);
-  session.mcp = await openRunMcp(session.config, options, session.app.team);
-}
-
-/**
- * A run that could not be prepared (no model, a bad corpus, an MCP server that does not start)
- * never started: a thread without a checkpoint is removed from the registry again (the CLI
- * records it before loading the agents), so `codehop threads` lists no 0-checkpoint "failed"
- * thread for a configuration error; asking again starts it afresh. A thread with checkpoints (a
- * conversation's earlier rounds) is marked failed, and one stopped by its user while preparing
- * (Ctrl-C) stays registered as interrupted, resumable with its recorded input.
- */
-async function preparationFailed(
-  session: Session,
-  threadId: string,
-  err: unknown,
-  options: RunOptions,
-): Promise<void> {
-  const { persistence } = session;
-  const interrupted = Boolean(options.signal?.aborted);
-  const checkpoints = (await persistence.threads.get(threadId))?.checkpoints ?? 0;
-  if (!interrupted && checkpoints === 0) return persistence.deleteThread(threadId);
-  await persistence.threads.fail(threadId, err instanceof Error ? err.message : String(err), {
-    interrupted,
-  });
-}
-
-/** The run context of a run: models, journal, the app's services, the caller's extras. */
-function runContextFor(session: Session, options: RunOptions, replay: boolean): RunContext {
-  const { config, persistence } = session;
-  const context: RunContext = {
-    // A replay forks: its tasks get new ids, so recorded calls are matched by position too.
-    journal: replay ? persistence.journal.forReplay() : persistence.journal,
-    modelSettings: modelSettingsOf(config),
-    ...session.services?.context,
-    ...(session.mcp ? { agentTools: session.mcp.agentTools } : {}),
-    ...(session.lessons?.length ? { lessons: session.lessons } : {}),
-  };
-  Object.assign(
-    context,
-    memoryContext(session.memorySettings, session.app.team.root, context.agentTools),
-  );
-  Object.assign(context, options.context);
-  if (options.model) context.model = options.model;
-  else {
-    if (config.model) context.model = config.model;
-    if (Object.keys(config.models).length) context.models = config.models;
-  }
-  return context;
-}
-
-/**
- * What printed next-step commands repeat for a run: the data directory and corpus it was given
- * (flags or API options), so `codehop resume ...` reaches the same thread.
- */
-export function commandContext(options: Pick<RunOptions, "config">): CommandContext {
-  return { home: options.config?.home, corpus: options.config?.corpus };
-}
+export { commandContext, openSession, type Session } from "./session.ts";
 
 /** How a failed run is reported: the thread is saved, and the command that continues it. */
 async function failRun(
@@ -309,104 +156,6 @@ async function execute(
   return result;
 }
 
-/**
- * The reflection step (CODEHOP_REFLECTION=1): a run that ended without a final answer leaves a
- * lesson for later attempts at similar tasks. Its failure is a warning, never the run's.
- */
-async function reflect(
-  session: Session,
-  options: RunOptions,
-  threadId: string,
-  result: AskResult,
-  snapshot: StateSnapshot,
-  context: RunContext,
-): Promise<void> {
-  const settings = session.memorySettings;
-  if (!settings?.reflection) return;
-  const values = (snapshot.values ?? {}) as Record<string, unknown>;
-  const outcome = failedOutcome(result, values);
-  if (!outcome) return;
-  try {
-    const task = (await session.persistence.threads.get(threadId))?.question ?? "";
-    const lesson = await writeLesson({
-      store: session.memory,
-      settings,
-      app: session.app.name,
-      agent: session.app.team.root,
-      context,
-      threadId,
-      task,
-      outcome,
-      steps: values.steps as StepRecord[] | undefined,
-    });
-    options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
-  } catch (err) {
-    options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
-  }
-}
-
-/**
- * The reflection step for a run scored after it finished (CODEHOP_REFLECTION=1): the eval
- * harness's score of its answer, or the verifier's share of supported claims. Below the settings'
- * `minScore` (CODEHOP_REFLECTION_MIN_SCORE, default 0.5) the root agent's model writes a lesson
- * from the task, the score and the trajectory, recalled for similar tasks like a failed run's. A
- * run that failed already left its lesson; reflection off, a paused or unknown thread: nothing.
- * Returns the lesson written; its failure is a warning (`onWarning`), never the caller's.
- */
-export async function reflectOnScore(
-  app: RunApp,
-  threadId: string,
-  score: { value: number; by: string },
-  options: RunOptions = {},
-): Promise<string | undefined> {
-  // Reflection off (the usual case): no session is opened.
-  if (!memorySettingsOf(readEnv())?.reflection) return undefined;
-  const session = await openSession(app, options);
-  try {
-    const settings = session.memorySettings;
-    if (!settings?.reflection) return undefined;
-    const record = await session.persistence.threads.get(threadId);
-    if (!record) return undefined;
-    const snapshot = await session.graph.getState({ configurable: { thread_id: threadId } });
-    const values = (snapshot.values ?? {}) as Record<string, unknown>;
-    const result = shapeResult(app, session.persistence, threadId, snapshot, 0);
-    if (result.approval || failedOutcome(result, values)) return undefined;
-    const outcome = lowScoreOutcome(settings, score.value, score.by, result.answer);
-    if (!outcome) return undefined;
-    try {
-      const lesson = await writeLesson({
-        store: session.memory,
-        settings,
-        app: app.name,
-        agent: app.team.root,
-        context: runContextFor(session, options, false),
-        threadId,
-        task: record.question ?? "",
-        outcome,
-        steps: values.steps as StepRecord[] | undefined,
-      });
-      options.onWarning?.(`reflection: lesson kept for similar tasks: ${lesson}`);
-      return lesson;
-    } catch (err) {
-      options.onWarning?.(`reflection: no lesson written (${(err as Error).message})`);
-      return undefined;
-    }
-  } finally {
-    await session.close();
-  }
-}
-
-/** Lessons of earlier attempts at tasks like `text`, for the run about to start. */
-async function prepareLessons(session: Session, options: RunOptions, text: string): Promise<void> {
-  const settings = session.memorySettings;
-  if (!settings?.reflection) return;
-  try {
-    session.lessons = await recallLessons(session.memory, settings, session.app.name, text);
-  } catch (err) {
-    options.onWarning?.(`reflection: lessons not recalled (${(err as Error).message})`);
-  }
-}
-
 /** A thread paused for an approval stays resumable: recorded as interrupted, saying for what. */
 async function markAwaitingApproval(
   persistence: Persistence,
@@ -418,37 +167,6 @@ async function markAwaitingApproval(
     `Waiting for approval ${result.approval!.approvalId} (${describeApproval(result.approval!)}).`,
     { interrupted: true },
   );
-}
-
-/** An {@link AskResult} from a thread's latest state snapshot (with the app's own fields). */
-function shapeResult(
-  app: RunApp,
-  persistence: Persistence,
-  threadId: string,
-  snapshot: StateSnapshot,
-  durationMs: number,
-): AskResult {
-  const values = (snapshot.values ?? {}) as Record<string, unknown>;
-  const approval = pendingApprovals(snapshot)[0] ?? null;
-  return {
-    answer: answerText(values.answer),
-    thread_id: threadId,
-    status: approval
-      ? "awaiting_approval"
-      : typeof values.status === "string"
-        ? values.status
-        : snapshot.next.length
-          ? "interrupted"
-          : "unknown",
-    approval,
-    sources: shapeSources(values.sources),
-    usage: shapeUsage(values.usage as UsageByAgent | undefined),
-    steps: typeof values.stepCount === "number" ? values.stepCount : 0,
-    checkpoint_id: (snapshot.config?.configurable?.checkpoint_id as string | undefined) ?? null,
-    checkpoint_db: persistence.location,
-    duration_ms: durationMs,
-    ...app.shapeResult?.(snapshot),
-  };
 }
 
 /** The result stored in a thread's latest checkpoint. */
@@ -801,68 +519,4 @@ export async function replayRun(
   } finally {
     await session.close();
   }
-}
-
-/** Writes `update` as a new checkpoint forked off `checkpointId`; returns the fork's id. */
-async function forkWithUpdate(
-  graph: AppGraph,
-  threadId: string,
-  checkpointId: string,
-  update: Record<string, unknown>,
-  asNode: string | undefined,
-  context: CommandContext,
-): Promise<string> {
-  // LangGraph drops unknown keys silently: name them instead.
-  const known = Object.keys(
-    (graph as unknown as { channels: Record<string, unknown> }).channels,
-  ).filter((k) => !k.startsWith("__") && !k.includes(":"));
-  const unknown = Object.keys(update).filter((k) => !known.includes(k));
-  if (unknown.length) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `Unknown state key(s) ${unknown.join(", ")}. The state has: ${known.sort().join(", ")}.`,
-    );
-  }
-  // A value of the wrong type would only fail inside the forked run, and every resume of the fork
-  // the same way: check it against its channel first, so nothing is written.
-  const schemas = stateValueSchemas(graph);
-  const problems = Object.entries(update).flatMap(([key, value]) => {
-    const schema = schemas?.[key];
-    const problem = schema && stateValueProblem(schema, value);
-    return problem
-      ? [`"${key}" = ${short(JSON.stringify(value) ?? String(value), 80)}: ${problem}`]
-      : [];
-  });
-  if (problems.length) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `Cannot edit the state at checkpoint ${checkpointId}: ${problems.join("; ")}. ` +
-        `Nothing was written. Values are JSON: a string in quotes ('"text"'), numbers and true/false without. ` +
-        `See the current values with \`${cliCommand(["history", threadId, "--checkpoint", checkpointId], context)}\`.`,
-    );
-  }
-  let forked: RunnableConfig;
-  try {
-    forked = await graph.updateState(
-      { configurable: { thread_id: threadId, checkpoint_id: checkpointId } },
-      update,
-      asNode,
-    );
-  } catch (err) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `Cannot edit the state at checkpoint ${checkpointId}: ${(err as Error).message}` +
-        (asNode
-          ? ` (nodes: ${Object.keys((graph as any).nodes)
-              .filter((n) => !n.startsWith("__"))
-              .join(", ")})`
-          : ""),
-      { cause: err },
-    );
-  }
-  return forked.configurable?.checkpoint_id as string;
-}
-
-function short(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
