@@ -43,7 +43,7 @@ const passage = (i: number) => {
 };
 
 /** Runs an N-step code agent (each step reads a 2 KB passage through a tool) on `saver`. */
-export async function agentRun(
+async function agentRun(
   saver: BaseCheckpointSaver,
   sandbox: ReturnType<typeof createSandbox>,
   steps: number,

@@ -14,6 +14,12 @@ export const ErrorCodes = {
   PROMPT_TEMPLATE: "CODEHOP_PROMPT_TEMPLATE",
   /** The sandbox child process could not be started or broke its protocol. */
   SANDBOX_INTERNAL: "CODEHOP_SANDBOX_INTERNAL",
+  /**
+   * An authorized library (src/sandbox/libraries.ts) cannot be used in code actions: not
+   * installed, native code, install scripts, ES-module-only, or it reached for `process`, `fetch`
+   * or a module outside itself while loading. The message names the package and the reason.
+   */
+  SANDBOX_LIBRARY_REFUSED: "CODEHOP_SANDBOX_LIBRARY_REFUSED",
   /** A graph reached a state that should be impossible (a bug in codehop). */
   GRAPH_INVARIANT: "CODEHOP_GRAPH_INVARIANT",
   /** A thread id was given that has no checkpoints. */
@@ -70,6 +76,8 @@ export const ERROR_CODE_TRAITS: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCodes.MODEL_ENDPOINT_FAILED]: { fatalInTool: true },
   [ErrorCodes.PROMPT_TEMPLATE]: { fatalInTool: true },
   [ErrorCodes.SANDBOX_INTERNAL]: { fatalInTool: true },
+  // The operator's configuration, not the model's to fix.
+  [ErrorCodes.SANDBOX_LIBRARY_REFUSED]: { fatalInTool: true },
   [ErrorCodes.GRAPH_INVARIANT]: { fatalInTool: true },
   // Lookups by id (checkpoint, thread) are the caller's, never a tool's: an observation if met.
   [ErrorCodes.THREAD_NOT_FOUND]: { fatalInTool: false },

@@ -60,6 +60,12 @@ export interface CodehopEnv {
   otelHeaders?: string;
   /** service.name of the spans (OTEL_SERVICE_NAME; default "codehop"). */
   otelServiceName?: string;
+  /**
+   * Authorized libraries of code actions (CODEHOP_SANDBOX_LIBRARIES; operator only, off by default):
+   * `default` (the vetted set: papaparse, date-fns, decimal.js) or a comma-separated list of npm
+   * packages, each optionally `name=Global` (src/sandbox/libraries.ts, docs/sandbox.md).
+   */
+  sandboxLibraries?: string;
   /** Default model name for every agent (CODEHOP_MODEL); `provider:model` picks a provider. */
   model?: string;
   /** Per-agent model overrides from CODEHOP_MODEL_<AGENT> (e.g. CODEHOP_MODEL_MANAGER), keyed by lower-case agent name. */
@@ -358,6 +364,7 @@ export function readEnv(given?: NodeJS.ProcessEnv): CodehopEnv {
     otelHeaders:
       nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) ?? nonEmpty(env.OTEL_EXPORTER_OTLP_HEADERS),
     otelServiceName: nonEmpty(env.OTEL_SERVICE_NAME),
+    sandboxLibraries: nonEmpty(env.CODEHOP_SANDBOX_LIBRARIES),
     model: nonEmpty(env.CODEHOP_MODEL),
     agentModels,
     clientModels: (env.CODEHOP_CLIENT_MODELS ?? "")

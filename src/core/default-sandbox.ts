@@ -1,3 +1,4 @@
+import { readEnv } from "../config/env.ts";
 import type { CodeSandbox } from "../sandbox/contract.ts";
 
 let shared: Promise<CodeSandbox> | undefined;
@@ -15,7 +16,9 @@ export function getDefaultSandbox(): Promise<CodeSandbox> {
     const mod = await import("../sandbox/index.ts");
     // Three warm processes: a parent's action waits in one while two concurrent sub-agents
     // (Promise.all) run theirs, without paying a process spawn per call.
-    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE });
+    // Authorized libraries: the operator's environment only (never a run's context).
+    const libraries = mod.parseLibrariesSetting(readEnv().sandboxLibraries ?? "");
+    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE, libraries });
     const close = () => void sandbox.close().catch(() => {});
     process.once("beforeExit", close);
     process.once("exit", close);

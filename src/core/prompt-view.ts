@@ -8,6 +8,7 @@ import {
   renderTaskMessage,
 } from "./prompts.ts";
 import type { AgentRuntime } from "./runtime.ts";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import type { AgentState } from "./state.ts";
 
 /** Which model call a prompt is for. */
@@ -29,8 +30,13 @@ export function promptMessages(
   purpose: PromptPurpose,
   /** Added after the task (the run's lessons for its root agent, src/core/memory.ts). */
   taskNote = "",
+  /** What the run's sandbox adds to guest code (its authorized libraries): more capability lines. */
+  sandboxCapabilities: readonly string[] = [],
 ): BaseMessage[] {
-  const ctx = rt.promptContext(tools);
+  const base = rt.promptContext(tools);
+  const ctx = sandboxCapabilities.length
+    ? { ...base, capabilities: [...base.capabilities, ...sandboxCapabilities] }
+    : base;
   const rendered = renderTaskMessage(rt.prompts, state.task, rt.name);
   const task = taskNote ? `${rendered}\n\n${taskNote}` : rendered;
   const view = applyHistoryPolicy(rt.settings.historyPolicy, historyEntries(state.steps ?? []));
@@ -46,4 +52,15 @@ export function promptMessages(
     return [...historyToMessages(system, task, view), new HumanMessage(request)];
   }
   return historyToMessages(renderSystemPrompt(rt.prompts, ctx), task, view);
+}
+
+/**
+ * The capability lines the run's sandbox adds (its authorized libraries); none when the sandbox
+ * adds nothing. The same sandbox the act node will use (the agent's, the run context's, the default).
+ */
+export async function sandboxCapabilities(
+  rt: AgentRuntime,
+  config: RunnableConfig,
+): Promise<readonly string[]> {
+  return (await rt.sandbox(config)).guestCapabilities ?? [];
 }

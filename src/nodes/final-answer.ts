@@ -1,6 +1,6 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { lessonsNote } from "../core/memory.ts";
-import { promptMessages } from "../core/prompt-view.ts";
+import { promptMessages, sandboxCapabilities } from "../core/prompt-view.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
 import { foldVariables, variablesUpdate } from "../core/variables.ts";
@@ -51,7 +51,14 @@ export function makeFinalAnswerNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config, state.steps);
-    const messages = promptMessages(rt, state, tools, "final_answer", lessonsNote(config));
+    const messages = promptMessages(
+      rt,
+      state,
+      tools,
+      "final_answer",
+      lessonsNote(config),
+      await sandboxCapabilities(rt, config),
+    );
     const { text, usage } = await callAgentModel(rt, config, messages);
     const parsed = parseAction(text);
     // Journal key step of the reply's code: the action slot after the last one (never used by act).

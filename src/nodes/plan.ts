@@ -2,7 +2,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { callAgentModel } from "../core/model-call.ts";
 import { parseAction } from "../core/parser.ts";
 import { lessonsNote } from "../core/memory.ts";
-import { promptMessages } from "../core/prompt-view.ts";
+import { promptMessages, sandboxCapabilities } from "../core/prompt-view.ts";
 import { prepareSandbox } from "../core/run-code.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
@@ -21,7 +21,14 @@ export function makePlanNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config, state.steps);
-    const messages = promptMessages(rt, state, tools, "action", lessonsNote(config));
+    const messages = promptMessages(
+      rt,
+      state,
+      tools,
+      "action",
+      lessonsNote(config),
+      await sandboxCapabilities(rt, config),
+    );
     // The action this reply will hold needs a sandbox process: let the sandbox start it now, while
     // the model thinks (the run's first action would otherwise wait for a process to start).
     prepareSandbox(rt, config, state.taskEpoch);

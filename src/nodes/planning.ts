@@ -1,7 +1,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { callAgentModel } from "../core/model-call.ts";
 import { lessonsNote } from "../core/memory.ts";
-import { promptMessages } from "../core/prompt-view.ts";
+import { promptMessages, sandboxCapabilities } from "../core/prompt-view.ts";
 import type { AgentRuntime } from "../core/runtime.ts";
 import type { AgentState, AgentUpdate } from "../core/state.ts";
 
@@ -20,7 +20,14 @@ export function makePlanningNode(rt: AgentRuntime) {
     config: LangGraphRunnableConfig,
   ): Promise<AgentUpdate> {
     const tools = rt.tools(state.context ?? {}, config, state.steps);
-    const messages = promptMessages(rt, state, tools, "planning", lessonsNote(config));
+    const messages = promptMessages(
+      rt,
+      state,
+      tools,
+      "planning",
+      lessonsNote(config),
+      await sandboxCapabilities(rt, config),
+    );
     const reply = await callAgentModel(rt, config, messages, [END_PLAN]);
     const text = reply.text.replace(END_PLAN, "").trim();
     const { usage } = reply;

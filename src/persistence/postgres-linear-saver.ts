@@ -165,7 +165,11 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     this.legacy = new CodehopPostgresSaver(pool, schema);
   }
 
-  /** Creates the tables (idempotent; callers serialize concurrent setups, see postgres.ts). */
+  /**
+   * Creates the tables (idempotent; callers serialize concurrent setups, see postgres.ts). Writes
+   * call it once per instance; reads only when the tables are missing: a fresh instance's first
+   * read pays no DDL.
+   */
   async setup(): Promise<void> {
     this.ready ??= (async () => {
       await this.pool.query(linearTablesSql(this.schema));
@@ -175,6 +179,17 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     } catch (err) {
       this.ready = undefined;
       throw err;
+    }
+  }
+
+  /** A read query; on a schema without the tables yet, they are created first (then it reads again). */
+  private async read<R extends pg.QueryResultRow>(sql: string, args: unknown[]) {
+    try {
+      return await this.pool.query<R>(sql, args);
+    } catch (err) {
+      if ((err as { code?: string }).code !== "42P01") throw err; // undefined_table
+      await this.setup();
+      return this.pool.query<R>(sql, args);
     }
   }
 
@@ -216,8 +231,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     if (!thread) return undefined;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
     const id = getCheckpointId(config) || undefined;
-    await this.setup();
-    const { rows } = await this.pool.query<CheckpointRow>(
+    const { rows } = await this.read<CheckpointRow>(
       this.selectSql(
         id
           ? "WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3"
@@ -254,7 +268,6 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     options: CheckpointListOptions = {},
   ): AsyncGenerator<CheckpointTuple> {
     const { filter, before, limit } = options;
-    await this.setup();
     const wheres: string[] = [];
     const args: unknown[] = [];
     const c = config?.configurable ?? {};
@@ -270,7 +283,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     sql += " ORDER BY c.checkpoint_id DESC";
     // A metadata filter is applied to the decoded records: the limit only after it.
     if (max !== undefined && !filtered) sql += ` LIMIT ${max}`;
-    const { rows } = await this.pool.query<CheckpointRow>(sql, args);
+    const { rows } = await this.read<CheckpointRow>(sql, args);
     let count = 0;
     // In batches: values are fetched for a batch at once (their chains shared).
     const BATCH = 64;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   CHILD_CODE_CACHE_ARG,
+  CHILD_LIBRARIES_ARG,
   CHILD_MAKE_CODE_CACHE_ARG,
   CHILD_PDEATHSIG_ARG,
 } from "./child/protocol.mjs";
@@ -21,6 +22,8 @@ export interface ChildSpec {
   addressSpaceMb: number | null;
   /** Test only: another child program speaking the protocol (default: child/child.mjs). */
   entry?: string;
+  /** The authorized libraries' bundle file the child loads at start (src/sandbox/libraries.ts). */
+  libraries?: string;
 }
 
 // Real paths: the permission model compares the files the child opens with these.
@@ -80,6 +83,7 @@ export function childCommand(
       ...(spec.entry ? [spec.entry] : []),
       SES_PATH,
       ...(codeCache ? [codeCache] : []),
+      ...(spec.libraries ? [spec.libraries] : []),
     ].map((f) => `--allow-fs-read=${f}`),
     "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
     // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
@@ -91,6 +95,7 @@ export function childCommand(
     ...(SETPRIV ? [CHILD_PDEATHSIG_ARG] : []),
     ...(codeCache ? [`${CHILD_CODE_CACHE_ARG}=${codeCache}`] : []),
     ...(makesCodeCache ? [CHILD_MAKE_CODE_CACHE_ARG] : []),
+    ...(spec.libraries ? [`${CHILD_LIBRARIES_ARG}=${spec.libraries}`] : []),
   ];
   // setpriv and prlimit each set up the process, then exec the next program: one process.
   const node = SETPRIV

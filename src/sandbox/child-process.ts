@@ -7,7 +7,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { LineBuffer, encodeLine, type HostMessage } from "./child/protocol.mjs";
+import {
+  LIBRARY_REFUSED_MARK,
+  LineBuffer,
+  encodeLine,
+  type HostMessage,
+} from "./child/protocol.mjs";
 import { CHILD_ENV, childCommand, type ChildSpec } from "./child-launch.ts";
 import {
   MAX_LINE_CHARS,
@@ -178,11 +183,21 @@ export class SandboxChild {
       void this.exited.then(() => {
         clearTimeout(startTimer);
         if (this.readyAt === null) {
+          // An authorized library refused at load: the operator's configuration, said as such.
+          const refused = this.stderrTail.lastIndexOf(LIBRARY_REFUSED_MARK);
           reject(
-            new CodehopError(
-              ErrorCodes.SANDBOX_INTERNAL,
-              `Sandbox process failed to start: ${this.stderrTail.trim().slice(-1000) || "no output"}`,
-            ),
+            refused >= 0
+              ? new CodehopError(
+                  ErrorCodes.SANDBOX_LIBRARY_REFUSED,
+                  this.stderrTail
+                    .slice(refused + LIBRARY_REFUSED_MARK.length)
+                    .split("\n")[0]
+                    .slice(0, 1000),
+                )
+              : new CodehopError(
+                  ErrorCodes.SANDBOX_INTERNAL,
+                  `Sandbox process failed to start: ${this.stderrTail.trim().slice(-1000) || "no output"}`,
+                ),
           );
         }
       });

@@ -141,6 +141,11 @@ export interface CodeSandbox {
    * resumed run). Never throws.
    */
   endSession?(session: string): void;
+  /**
+   * Optional: lines the system prompt's `{{capabilities}}` gets in addition to the standard ones,
+   * for what this backend adds (the authorized libraries, src/sandbox/libraries.ts).
+   */
+  readonly guestCapabilities?: readonly string[];
 }
 
 /**

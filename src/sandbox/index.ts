@@ -18,6 +18,7 @@ import {
 import { HAS_OS_MEMORY_LIMIT, type ChildSpec } from "./child-launch.ts";
 import { ChildPool, DEFAULT_MAX_IDLE } from "./pool.ts";
 import { runAction } from "./session.ts";
+import { librariesCapabilityLine, prepareLibraries, type LibrarySpec } from "./libraries.ts";
 import {
   isBindableName,
   RESERVED_GLOBALS,
@@ -50,6 +51,12 @@ export {
   type SandboxCapabilities,
 } from "./limits.ts";
 export { HAS_OS_MEMORY_LIMIT } from "./child-launch.ts";
+export {
+  DEFAULT_LIBRARIES,
+  parseLibrariesSetting,
+  type LibrarySpec,
+  type PreparedLibrary,
+} from "./libraries.ts";
 
 /** Options of {@link createSandbox}. */
 export interface SandboxOptions {
@@ -72,6 +79,13 @@ export interface SandboxOptions {
    * deadlock at the cap get up to MAX_NESTING_EXTRA_PROCESSES extra processes (docs/sandbox.md).
    */
   maxProcesses?: number;
+  /**
+   * Authorized libraries (operator configuration, off by default): npm packages guest code may use,
+   * each as a frozen global and through `import`/`require` (src/sandbox/libraries.ts,
+   * docs/sandbox.md). A package that cannot be used throws CODEHOP_SANDBOX_LIBRARY_REFUSED here
+   * (the checks on its files) or from `run()` (it reached for I/O while loading).
+   */
+  libraries?: readonly LibrarySpec[];
 }
 
 /** Live figures of a sandbox's pool (tests, benchmarks, monitoring). */
@@ -124,6 +138,7 @@ export function createSandbox(
   }
   const specFor = (limits: SandboxLimits): ChildSpec => ({
     heapMb: limits.maxHeapMb,
+    ...(bundle.file ? { libraries: bundle.file } : {}),
     // The address-space limit must leave room for the heap itself.
     addressSpaceMb:
       addressSpaceMb === null || !HAS_OS_MEMORY_LIMIT
@@ -148,10 +163,17 @@ export function createSandbox(
       `maxProcesses must be an integer between max(1, poolSize) and 1024, got ${String(maxProcesses)}`,
     );
   }
+  // Last of the checks: it writes the bundle file (removed again by close()).
+  const bundle = prepareLibraries(options.libraries ?? []);
+  const capabilityLine = librariesCapabilityLine(bundle.libraries);
+  const libraryGlobals = new Set(
+    bundle.libraries.length ? [...bundle.libraries.map((l) => l.global), "require"] : [],
+  );
   const pool = new ChildPool(specFor(baseLimits), poolSize, maxIdle, maxProcesses);
   let closed = false;
 
   return {
+    guestCapabilities: capabilityLine ? [capabilityLine] : [],
     get processCount() {
       return pool.size;
     },
@@ -179,7 +201,7 @@ export function createSandbox(
       const limits = resolveLimits(baseLimits, request.limits);
       const tools = request.tools ?? {};
       for (const [name, fn] of Object.entries(tools)) {
-        if (!isBindableName(name) || RESERVED_GLOBALS.has(name)) {
+        if (!isBindableName(name) || RESERVED_GLOBALS.has(name) || libraryGlobals.has(name)) {
           throw new CodehopError(
             ErrorCodes.CONFIG_INVALID,
             `"${name}" cannot be used as a tool name in the sandbox`,
@@ -188,11 +210,12 @@ export function createSandbox(
         if (typeof fn !== "function")
           throw new CodehopError(ErrorCodes.CONFIG_INVALID, `Tool "${name}" is not a function`);
       }
-      return runAction(pool, specFor(limits), request, limits, capabilities);
+      return runAction(pool, specFor(limits), request, limits, capabilities, bundle.libraries);
     },
     async close() {
       closed = true;
       await pool.close();
+      bundle.dispose();
     },
   };
 }

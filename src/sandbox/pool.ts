@@ -170,7 +170,12 @@ export class ChildPool {
   }
 
   private sameSpec(a: ChildSpec, b: ChildSpec): boolean {
-    return a.heapMb === b.heapMb && a.addressSpaceMb === b.addressSpaceMb && a.entry === b.entry;
+    return (
+      a.heapMb === b.heapMb &&
+      a.addressSpaceMb === b.addressSpaceMb &&
+      a.entry === b.entry &&
+      a.libraries === b.libraries
+    );
   }
 
   private spawnChild(spec: ChildSpec): SandboxChild {

@@ -28,6 +28,9 @@ import {
   valueJson,
 } from "./snapshot.ts";
 import { buildAction, type BuiltAction } from "./transform.ts";
+import type { PreparedLibrary } from "./libraries.ts";
+import { CodehopError, ErrorCodes } from "../errors.ts";
+
 import {
   RESERVED_GLOBALS,
   type ActionResult,
@@ -37,6 +40,11 @@ import {
   type SandboxLimits,
   type VariablesSnapshot,
 } from "./contract.ts";
+
+/** A start that failed because an authorized library was refused at load. */
+function isLibraryRefusal(err: unknown): boolean {
+  return CodehopError.isInstance(err) && err.code === ErrorCodes.SANDBOX_LIBRARY_REFUSED;
+}
 
 /** Signals of a process that crashed (as opposed to one we killed or that exited). */
 const CRASH_SIGNALS: ReadonlySet<string> = new Set([
@@ -98,6 +106,7 @@ export async function runAction(
   request: RunActionRequest,
   limits: SandboxLimits,
   capabilities: SandboxCapabilities,
+  libraries: readonly PreparedLibrary[] = [],
 ): Promise<ActionResult> {
   const started = performance.now();
   const previous = acceptSnapshot(request.snapshot, limits);
@@ -118,15 +127,23 @@ export async function runAction(
   }
   const tools = request.tools ?? {};
   const toolNames = Object.keys(tools);
-  const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames]);
+  // Authorized libraries are globals too, with `require` (see libraries.ts).
+  const libraryGlobals = libraries.length ? [...libraries.map((l) => l.global), "require"] : [];
+  const shadowable = new Set([...RESERVED_GLOBALS, ...toolNames, ...libraryGlobals]);
   // Every reserved global is there except the capabilities turned off.
-  const available = new Set([...RESERVED_GLOBALS, ...toolNames]);
+  const available = new Set([...RESERVED_GLOBALS, ...toolNames, ...libraryGlobals]);
   if (!capabilities.intl) available.delete("Intl");
   if (!capabilities.floatArrays) {
     available.delete("Float32Array");
     available.delete("Float64Array");
   }
-  const built = buildAction(code, previous, shadowable, available);
+  const built = buildAction(
+    code,
+    previous,
+    shadowable,
+    available,
+    libraries.map((l) => l.name),
+  );
   if ("error" in built) return failed(started, previous, built.error);
   const signal = request.signal;
   if (signal?.aborted) return failed(started, previous, { ...ABORTED });
@@ -197,7 +214,8 @@ async function readyChild(
     } catch (err) {
       child.kill("failed to start");
       await child.exited; // lets the pool learn from how it died before the next attempt
-      if (attempt >= STARTUP_ATTEMPTS) throw err;
+      // A refused library is refused again by every process: no retry.
+      if (attempt >= STARTUP_ATTEMPTS || isLibraryRefusal(err)) throw err;
     }
   }
 }

@@ -118,16 +118,19 @@ function toGuestSyntaxError(err: unknown): GuestError {
  * @param shadowable names of globals and tools — never restored from a snapshot
  * @param available names that exist in the guest's global scope (default: `shadowable`); other
  *   free names throw ReferenceError when read
+ * @param libraries the authorized libraries' package names: `import ... from` them and `import()`
+ *   of them become `require` calls (the child's `require` of the loaded libraries)
  */
 export function buildAction(
   code: string,
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string> = new Set(),
   available: ReadonlySet<string> = shadowable,
+  libraries: readonly string[] = [],
 ): BuiltAction | BuildFailure {
   let built: BuiltAction | BuildFailure;
   try {
-    built = buildActionUnguarded(code, previous, shadowable, available);
+    built = buildActionUnguarded(code, previous, shadowable, available, libraries);
   } catch (err) {
     // Hostile nesting can overflow any recursive step (parser, pattern walk, generator): that is a
     // property of the guest's code, reported to it, never a host crash.
@@ -153,14 +156,21 @@ function stripHashbang(code: string): string {
 }
 
 /** Phase 1: the guest's code parsed as strict script code (a `#!` line kept as a comment). */
-function parseGuestCode(code: string): { program: AnyNode; source: string } | BuildFailure {
+function parseGuestCode(
+  code: string,
+  libraries: readonly string[],
+): { program: AnyNode; source: string } | BuildFailure {
   // Guest code runs as strict code (SES). Parse it that way, so strict-only errors (`with`, octal
   // literals, `let eval`, ...) are reported here with a position instead of failing later without
   // one. The directive goes on line 1 without a newline: line numbers stay the guest's own.
   const source = STRICT_PREFIX + stripHashbang(code);
   let program: AnyNode;
   try {
-    program = acorn.parse(source, PARSE_OPTIONS);
+    // With libraries, import declarations parse (anywhere: phase 1b says which are allowed).
+    program = acorn.parse(
+      source,
+      libraries.length ? { ...PARSE_OPTIONS, allowImportExportEverywhere: true } : PARSE_OPTIONS,
+    );
   } catch (err) {
     const e = toGuestSyntaxError(err);
     if (e.line === 1 && typeof e.column === "number")
@@ -178,6 +188,152 @@ function parseGuestCode(code: string): { program: AnyNode; source: string } | Bu
   }
   program.body.shift(); // the directive we added
   return { program, source };
+}
+
+/** `require("name")` at `loc`. */
+function requireCall(name: string, loc: AnyNode): AnyNode {
+  return {
+    type: "CallExpression",
+    callee: id("require"),
+    arguments: [str(name)],
+    optional: false,
+    loc,
+  };
+}
+
+/**
+ * Phase 1b (only with authorized libraries): top-level `import ... from "lib"` becomes
+ * `const ... = require("lib")` (default and namespace imports: the library's exports; named
+ * imports: its properties), and `import("lib")` becomes `Promise.resolve().then(() =>
+ * require("lib"))`. Any other module, an import below the top level, and `export` are refused
+ * with a message naming the libraries that exist.
+ */
+function rewriteLibraryImports(
+  program: AnyNode,
+  libraries: readonly string[],
+): BuildFailure | null {
+  const known = new Set(libraries);
+  const list = libraries.join(", ");
+  let failure: GuestError | null = null;
+  const fail = (n: AnyNode, message: string) => {
+    failure = {
+      name: "SyntaxError",
+      message,
+      line: n.loc.start.line,
+      column: n.loc.start.column + 1,
+    };
+    return false;
+  };
+  const unknown = (spec: unknown) =>
+    `module ${JSON.stringify(String(spec))} is not available in the sandbox: the libraries you can import are ${list}`;
+  walk(program, (n, parent) => {
+    if (failure) return false;
+    if (
+      n.type === "ExportNamedDeclaration" ||
+      n.type === "ExportDefaultDeclaration" ||
+      n.type === "ExportAllDeclaration"
+    )
+      return fail(
+        n,
+        "export statements are not available in the sandbox (an action is not a module)",
+      );
+    if (n.type === "ImportDeclaration") {
+      const spec = n.source.value;
+      if (!known.has(spec)) return fail(n, unknown(spec));
+      if (parent !== program)
+        return fail(n, "import declarations must be at the top level of the code");
+      const declarators: AnyNode[] = [];
+      const named: AnyNode[] = [];
+      for (const s of n.specifiers) {
+        if (s.type === "ImportSpecifier") {
+          const key =
+            s.imported.type === "Identifier" ? id(s.imported.name) : str(s.imported.value);
+          named.push({
+            type: "Property",
+            key,
+            value: id(s.local.name),
+            kind: "init",
+            computed: false,
+            method: false,
+            shorthand: false,
+          });
+        } else
+          declarators.push({
+            type: "VariableDeclarator",
+            id: id(s.local.name),
+            init: requireCall(spec, n.loc),
+            loc: n.loc,
+          });
+      }
+      if (named.length)
+        declarators.push({
+          type: "VariableDeclarator",
+          id: { type: "ObjectPattern", properties: named },
+          init: requireCall(spec, n.loc),
+          loc: n.loc,
+        });
+      const loc = n.loc;
+      for (const k of Object.keys(n)) delete n[k];
+      if (declarators.length)
+        Object.assign(n, {
+          type: "VariableDeclaration",
+          kind: "const",
+          declarations: declarators,
+          loc,
+        });
+      else
+        Object.assign(n, { type: "ExpressionStatement", expression: requireCall(spec, loc), loc });
+      return false;
+    }
+    if (n.type === "ImportExpression") {
+      const src = n.source;
+      if (src.type !== "Literal" || typeof src.value !== "string" || !known.has(src.value))
+        return fail(
+          n,
+          src.type === "Literal"
+            ? unknown(src.value)
+            : `import() needs a library name as a string: the libraries you can import are ${list}`,
+        );
+      const loc = n.loc;
+      const spec = src.value;
+      for (const k of Object.keys(n)) delete n[k];
+      const member = (object: AnyNode, name: string): AnyNode => ({
+        type: "MemberExpression",
+        object,
+        property: id(name),
+        computed: false,
+        optional: false,
+      });
+      Object.assign(n, {
+        type: "CallExpression",
+        callee: member(
+          {
+            type: "CallExpression",
+            callee: member(id("Promise"), "resolve"),
+            arguments: [],
+            optional: false,
+          },
+          "then",
+        ),
+        arguments: [
+          {
+            type: "ArrowFunctionExpression",
+            id: null,
+            params: [],
+            body: requireCall(spec, loc),
+            expression: true,
+            async: false,
+            generator: false,
+          },
+        ],
+        optional: false,
+        loc,
+      });
+      return false;
+    }
+    return undefined;
+  });
+  return failure ? { error: failure } : null;
 }
 
 /**
@@ -446,9 +602,14 @@ function buildActionUnguarded(
   previous: VariablesSnapshot | undefined,
   shadowable: ReadonlySet<string>,
   available: ReadonlySet<string>,
+  libraries: readonly string[],
 ): BuiltAction | BuildFailure {
-  const parsed = parseGuestCode(code);
+  const parsed = parseGuestCode(code, libraries);
   if ("error" in parsed) return parsed;
+  if (libraries.length) {
+    const failure = rewriteLibraryImports(parsed.program, libraries);
+    if (failure) return failure;
+  }
   const scanned = scanGuestCode(parsed.program);
   if ("error" in scanned) return scanned;
   const used = scanned.used;

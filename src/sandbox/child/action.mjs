@@ -30,6 +30,7 @@ import { CopyError, toJson, variableNote } from "./copy.mjs";
 import { describeError, describeReference, setMessage } from "./errors.mjs";
 import { formatSpecifiers, formatValue } from "./format.mjs";
 import { send, sendLine } from "./io.mjs";
+import { libraries, libraryNames } from "./libraries.mjs";
 import {
   Compartment,
   InitialDate,
@@ -260,6 +261,19 @@ export function startAction(msg) {
   if (caps.intl && IntlCapability) globals.Intl = IntlCapability;
   for (const tool of msg.tools) {
     globals[tool] = makeTool(act, tool, guestError);
+  }
+  // Authorized libraries: each as its global, and `require(name)` (what the transform makes of
+  // `import ... from "name"` and `import("name")`).
+  const libraryGlobals = keys(libraries.byGlobal);
+  if (libraryGlobals.length) {
+    for (const g of libraryGlobals) globals[g] = libraries.byGlobal[g];
+    globals.require = opaqueFunction((/** @type {unknown} */ spec) => {
+      if (typeof spec === "string" && hasOwn(libraries.byName, spec)) return libraries.byName[spec];
+      throw guestError(
+        "Error",
+        `Cannot find module ${jsonStringify(String(spec))}: the sandbox has no Node modules; the libraries you can use are ${libraryNames().join(", ")}`,
+      );
+    }, "require");
   }
 
   /** @type {() => Promise<unknown>} */

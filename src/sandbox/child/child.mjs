@@ -18,6 +18,7 @@ import { currentAction, deliverResult, finish, startAction } from "./action.mjs"
 import { toJson } from "./copy.mjs";
 import { describeError } from "./errors.mjs";
 import { formatValue } from "./format.mjs";
+import { loadLibraries } from "./libraries.mjs";
 import { receive, send } from "./io.mjs";
 import { CHILD_MAKE_CODE_CACHE_ARG, CHILD_PDEATHSIG_ARG, childArg } from "./protocol.mjs";
 
@@ -84,6 +85,9 @@ function ready() {
   send({ t: "ready", codeCache: rejected === undefined ? "none" : rejected ? "rejected" : "used" });
   startWatchdog();
 }
+
+// Authorized libraries: loaded once, now, before any guest code (a refused one ends the process).
+loadLibraries();
 
 // Warm-up before reporting ready: the first Compartment, evaluation and stack capture each cost
 // tens of milliseconds once per process; pay that here rather than in the first action.

@@ -22,6 +22,10 @@ export const CHILD_OUT_FD = 3;
 export const CHILD_PDEATHSIG_ARG = "pdeathsig";
 export const CHILD_CODE_CACHE_ARG = "code-cache";
 export const CHILD_MAKE_CODE_CACHE_ARG = "make-code-cache";
+/** `libraries=<file>`: the authorized libraries' bundle to load at start (src/sandbox/libraries.ts). */
+export const CHILD_LIBRARIES_ARG = "libraries";
+/** What a child writes on stderr, then exits, when a library is refused at load (the host reads it). */
+export const LIBRARY_REFUSED_MARK = "codehop-library-refused: ";
 
 /**
  * The child argument `name` in `argv` (after the SES path): true for a bare `name`, the text after
