@@ -3,11 +3,34 @@
 // when every step succeeded, it records in dist/.build.json when the build started and what it
 // read, so bin/codehop.mjs runs dist/ only while it is current with those sources
 // (bin/dist-current.mjs); a failed build leaves dist/ marked stale.
+// It compiles into .cache/dist-next and swaps that in only when complete, so dist/ never goes
+// missing under a running `codehop` (or a Ctrl-C'd build): the old build stays until the new one
+// is whole. `--if-stale` (package.json "prepare") builds only when dist/ is not current: npm runs
+// "prepare" after `npm install`, and npm 11's `npx codehop` in the clone installs the clone into
+// the npx cache as a link, which runs "prepare" again: with a current build that costs nothing.
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { ROOT, STAMP } from "./dist-current.mjs";
+import { ROOT, whyDistIsStale } from "./dist-current.mjs";
+
+if (process.argv.includes("--if-stale")) {
+  const why = whyDistIsStale();
+  if (why === undefined) {
+    process.stderr.write("codehop build: dist/ is current with the sources; nothing to build\n");
+    process.exit(0);
+  }
+  process.stderr.write(`codehop build: ${why}; building\n`);
+}
 
 /** Runs a step of the build in the repository; a failure ends the build with its exit code. */
 function step(command, args) {
@@ -29,12 +52,19 @@ for (const dir of workspaces)
   for (const part of ["src", "package.json", "tsconfig.json", "tsconfig.build.json"])
     if (existsSync(join(ROOT, dir, part))) sources.push(`${dir}/${part}`);
 
-rmSync(join(ROOT, "dist"), { recursive: true, force: true });
+const NEXT = ".cache/dist-next";
+rmSync(join(ROOT, NEXT), { recursive: true, force: true });
+mkdirSync(join(ROOT, ".cache"), { recursive: true });
 if (pkg.workspaces && workspaces.length) {
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   step(npm, ["run", "build", "--workspaces", "--if-present"]);
 }
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-step(process.execPath, [tsc, "-p", "tsconfig.build.json"]);
-cpSync(join(ROOT, "src/sandbox/child"), join(ROOT, "dist/sandbox/child"), { recursive: true });
-writeFileSync(join(ROOT, STAMP), `${JSON.stringify({ started, sources })}\n`);
+step(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", NEXT]);
+cpSync(join(ROOT, "src/sandbox/child"), join(ROOT, NEXT, "sandbox/child"), { recursive: true });
+writeFileSync(join(ROOT, NEXT, ".build.json"), `${JSON.stringify({ started, sources })}\n`);
+// The swap: two renames, so dist/ is missing only between them (microseconds, not a build).
+const old = join(ROOT, `.cache/dist-old-${process.pid}`);
+if (existsSync(join(ROOT, "dist"))) renameSync(join(ROOT, "dist"), old);
+renameSync(join(ROOT, NEXT), join(ROOT, "dist"));
+rmSync(old, { recursive: true, force: true });

@@ -128,6 +128,22 @@ describe("a clone runs the build while it is current with the sources", () => {
   });
   afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
+  it("`prepare` (npm install, and npx's install of the clone) keeps a current build as it is", () => {
+    // npm 11's `npx codehop` in a clone links the clone into the npx cache and runs its "prepare":
+    // a full rebuild there took a minute and deleted dist/ under running commands.
+    const prepare = JSON.parse(readFileSync(join(clone, "package.json"), "utf8")).scripts.prepare;
+    expect(prepare).toBe("node bin/build.mjs --if-stale");
+    const stamp = readFileSync(join(clone, "dist/.build.json"), "utf8");
+    const r = spawnSync(process.execPath, ["bin/build.mjs", "--if-stale"], {
+      cwd: clone,
+      encoding: "utf8",
+    });
+    expect(r.stderr).toContain("dist/ is current with the sources; nothing to build");
+    expect(r.status).toBe(0);
+    expect(readFileSync(join(clone, "dist/.build.json"), "utf8")).toBe(stamp);
+    expect(readdirSync(join(clone, "dist/cli")).length).toBeGreaterThan(0);
+  });
+
   it("runs dist/ when current, the edited source after an edit; --version loads no command", () => {
     const mark = (file: string, text: string) =>
       writeFileSync(file, readFileSync(file, "utf8").replace("list threads (", `${text} (`));

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -258,13 +258,24 @@ describe.skipIf(postgresMissing || uiMissing)(
       await shot("chat-ui-cited");
     });
 
-    // Not yet: agent-chat-ui draws an interrupt only under the conversation's LAST message when
-    // that is an AI or tool message (messages/ai.tsx, `Interrupt`: isLastMessage). A codehop
-    // round pauses inside the agent's code, before the round has any AI message, so the
-    // conversation ends with the user's message and the UI shows no form (seen here: the
-    // request is in the thread's state, `next: ["respond"]`, nothing drawn). docs/chat.md says so.
-    it.todo(
-      "shows a paused tool call (save_note, approval: always) as its approve form; Approve runs it",
-    );
+    it("shows a paused tool call (save_note, approval: always) as its approve form; Approve runs it", async () => {
+      await send(SAVE);
+      // agent-chat-ui draws an interrupt only under the conversation's last message when that is
+      // an AI or tool message: the round opened its reply (an empty AI message) before its agent
+      // paused, so the form is there, naming the tool and its argument.
+      const approve = page.getByRole("button", { name: "Approve", exact: true });
+      await approve.waitFor();
+      await page.getByText("save_note").first().waitFor();
+      await page.getByText(NOTE).first().waitFor();
+      await shot("chat-ui-approval");
+      // Nothing ran before the approval.
+      expect(existsSync(join(workerHome, "notes.log"))).toBe(false);
+      await approve.click();
+      await page.getByText(`Note saved: ${NOTE}.`).waitFor();
+      expect(readFileSync(join(workerHome, "notes.log"), "utf8")).toBe(`${NOTE}\n`);
+      // The reply took the place of the open reply: one answer under the request, no form left.
+      await expect.poll(() => approve.count()).toBe(0);
+      await shot("chat-ui-approved");
+    });
   },
 );

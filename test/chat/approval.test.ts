@@ -4,7 +4,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { chat } from "../../src/apps/chat/app.ts";
+import type { BaseMessage } from "@langchain/core/messages";
+import { chat, chatApp, chatHistory } from "../../src/apps/chat/app.ts";
+import { openPersistenceFor } from "../../src/persistence/index.ts";
+import { loadAppConfig, persistenceLocation } from "../../src/runs/config.ts";
 import { resumeThread } from "../../src/apps/index.ts";
 import { chatResponder, type DemoRound } from "../../src/apps/chat/demo-trajectories.ts";
 import { action } from "../../src/apps/qa/demo-trajectories.ts";
@@ -103,6 +106,44 @@ describe("approvals inside the chat agent's code (API)", () => {
     // Each round asked the model once per step: the resumes re-asked nothing.
     expect(model.requestsFor("chat:round1")).toHaveLength(4);
     expect(approved.round).toBe(2);
+  }, 120_000);
+
+  it("a paused round's conversation ends with the round's open reply (an AI message), which the reply replaces", async () => {
+    // agent-chat-ui draws a pending approval only under a last AI or tool message: the round
+    // opens its reply before its agent pauses. It has no text, so it is no part of the dialogue.
+    const config = { home, baseURL: model.baseURL, apiKey: "x", model: "scripted", models: {} };
+    const tools = [lookup, saveNote];
+    const messagesOf = async (threadId: string) => {
+      const persistence = await openPersistenceFor(persistenceLocation(loadAppConfig(config)));
+      try {
+        const snapshot = await chatApp
+          .graph(persistence.checkpointer)
+          .getState({ configurable: { thread_id: threadId } });
+        return (snapshot.values as { messages: BaseMessage[] }).messages;
+      } finally {
+        await persistence.close();
+      }
+    };
+    const paused = await chat("ap-open", rounds[0].message, { config, tools });
+    expect(paused).toMatchObject({ status: "awaiting_approval", reply: "", round: 0 });
+    const before = await messagesOf("ap-open");
+    expect(before.map((m) => m.getType())).toEqual(["human", "ai"]);
+    const open = before[1];
+    expect(open.content).toBe("");
+    expect(open.id).toMatch(/^codehop-round-/);
+    expect(await chatHistory("ap-open", { config })).toEqual([{ user: rounds[0].message }]);
+
+    const done = await chat("ap-open", "", { config, tools, approval: { decision: "approve" } });
+    expect(done).toMatchObject({ status: "done", reply: "Done with the note.", round: 1 });
+    const after = await messagesOf("ap-open");
+    expect(after.map((m) => [m.getType(), m.content])).toEqual([
+      ["human", rounds[0].message],
+      ["ai", "Done with the note."],
+    ]);
+    expect(after[1].id).toBe(open.id);
+    expect(await chatHistory("ap-open", { config })).toEqual([
+      { user: rounds[0].message, reply: "Done with the note." },
+    ]);
   }, 120_000);
 
   it("resumeThread (what `codehop resume <thread> --approve` runs) answers the one pending approval of a chat thread without its id", async () => {

@@ -19,7 +19,12 @@ import {
 } from "./conversation/attachments.ts";
 import type { Citation } from "./conversation/citations.ts";
 import { ChatFiles, type ThreadFile } from "./conversation/knowledge-base.ts";
-import { messageContentText, roundsOf, type Round } from "./conversation/memory.ts";
+import {
+  isOpenRoundMessage,
+  messageContentText,
+  roundsOf,
+  type Round,
+} from "./conversation/memory.ts";
 import { checkpointDbPath, openPersistenceFor } from "../../persistence/index.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import {
@@ -51,7 +56,7 @@ export interface ChatResult extends AskResult {
 
 function lastReply(messages: readonly BaseMessage[]): BaseMessage | undefined {
   const last = messages[messages.length - 1];
-  return last?.getType() === "ai" ? last : undefined;
+  return last?.getType() === "ai" && !isOpenRoundMessage(last) ? last : undefined;
 }
 
 /** The chat-specific fields of a round's result, from the thread's latest state. */

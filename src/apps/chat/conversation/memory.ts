@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
+import { AIMessage, type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { callModel, contentText, messageText } from "../../../core/models.ts";
 import { NOSTREAM_TAG } from "../../../core/pregel-internals.ts";
 import { type UsageTotals, usageFromMessage } from "../../../core/usage.ts";
@@ -18,6 +18,28 @@ import type { ConversationSummary } from "./state.ts";
 export interface Round {
   user: string;
   reply?: string;
+}
+
+/** additional_kwargs key marking a round's open reply (see {@link openRoundMessage}). */
+const OPEN_ROUND = "codehop_open_round";
+
+/**
+ * The empty assistant message a round starts with when its agent may pause for an approval:
+ * chat UIs (agent-chat-ui) draw a pending approval only under a last AI message, and a round
+ * pauses inside its agent before it has one. The round's reply replaces it (same id). It has no
+ * text, so it is no part of the dialogue (rounds, summaries, titles); a failed round leaves it.
+ */
+export function openRoundMessage(): AIMessage {
+  return new AIMessage({
+    content: "",
+    id: `codehop-round-${crypto.randomUUID()}`,
+    additional_kwargs: { [OPEN_ROUND]: true },
+  });
+}
+
+/** Whether `message` is a round's open reply (see {@link openRoundMessage}). */
+export function isOpenRoundMessage(message: BaseMessage | undefined): boolean {
+  return message?.getType() === "ai" && message.additional_kwargs?.[OPEN_ROUND] === true;
 }
 
 /** The text of a message's content (the text parts of a multi-part message, one per line). */
@@ -39,7 +61,7 @@ export function roundsOf(messages: readonly BaseMessage[]): Round[] {
   for (const m of messages) {
     const type = m.getType();
     if (type === "human") rounds.push({ user: messageContentText(m) });
-    else if (type === "ai" && rounds.length) {
+    else if (type === "ai" && rounds.length && !isOpenRoundMessage(m)) {
       const text = messageContentText(m);
       if (!text) continue;
       const round = rounds[rounds.length - 1];

@@ -12,7 +12,7 @@ import type { AttachmentResult } from "../conversation/attachments.ts";
 import { withCitations } from "../conversation/citations.ts";
 import { chatFilesOf, threadIdOf, type ChatFilesDeps } from "../conversation/context.ts";
 import type { ThreadFile } from "../conversation/knowledge-base.ts";
-import { currentTurn, renderConversation } from "../conversation/memory.ts";
+import { currentTurn, isOpenRoundMessage, renderConversation } from "../conversation/memory.ts";
 import type { ChatStateValue, ChatUpdate } from "../conversation/state.ts";
 
 const KIND_LABEL: Readonly<Record<ThreadFile["kind"], string>> = DOCUMENT_KIND_LABELS;
@@ -72,7 +72,7 @@ export async function recalledBlock(
  * files and the message. It runs as a subgraph of this node (its steps checkpointed under the
  * node's namespace, so an interrupted round resumes inside the action it stopped in, and an
  * approval it raises pauses the whole conversation), under the round's number as its journal
- * epoch; its reply, with citations, becomes the round's AIMessage.
+ * epoch; its reply, with citations, becomes the round's AIMessage (replacing the round's open reply).
  */
 export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
   return async function respond(
@@ -109,8 +109,13 @@ export function makeRespondNode(agent: CodeAgent, deps: ChatFilesDeps) {
     if (!context.streamAgentSteps) child = withoutParentStream(child);
     const out = await agent.graph.invoke({ task, context: {}, agent: agent.name }, child);
     const { content, citations } = withCitations(answerText(out.answer), out.sources);
+    // The reply takes the place of the round's open reply (attach_files), if it has one.
+    const open = state.messages[state.messages.length - 1];
+    const id = isOpenRoundMessage(open) ? open.id : undefined;
     return {
-      messages: [new AIMessage({ content, additional_kwargs: { citations } })],
+      messages: [
+        new AIMessage({ content, additional_kwargs: { citations }, ...(id ? { id } : {}) }),
+      ],
       usage: out.usage ?? {},
     };
   };
