@@ -230,10 +230,12 @@ class PostgresMemoryDriver implements MemoryDriver {
     );
   }
 
-  async namespaces(now: number) {
+  async namespaces(now: number, under: string[] = []) {
+    const p = under.join(".");
     const { rows } = await this.pool.query<{ prefix: string }>(
-      `SELECT DISTINCT prefix FROM ${this.items} WHERE expires_at IS NULL OR expires_at > $1`,
-      [now],
+      `SELECT DISTINCT prefix FROM ${this.items} WHERE (expires_at IS NULL OR expires_at > $1)` +
+        (p ? " AND (prefix = $2 OR left(prefix, $3) = $4)" : ""),
+      p ? [now, p, p.length + 1, `${p}.`] : [now],
     );
     return rows.map((r) => r.prefix.split("."));
   }

@@ -218,10 +218,14 @@ class SqliteMemoryDriver implements MemoryDriver {
     })();
   }
 
-  async namespaces(now: number) {
+  async namespaces(now: number, under: string[] = []) {
+    const p = under.join(".");
+    const where = p ? " AND (prefix = ? OR substr(prefix, 1, ?) = ?)" : "";
     const rows = this.db
-      .prepare("SELECT DISTINCT prefix FROM store_items WHERE expires_at IS NULL OR expires_at > ?")
-      .all(now) as Array<{ prefix: string }>;
+      .prepare(
+        `SELECT DISTINCT prefix FROM store_items WHERE (expires_at IS NULL OR expires_at > ?)${where}`,
+      )
+      .all(now, ...(p ? [p, p.length + 1, `${p}.`] : [])) as Array<{ prefix: string }>;
     return rows.map((r) => r.prefix.split("."));
   }
 

@@ -111,8 +111,8 @@ export interface MemoryDriver {
   vectors(items: readonly StoredItem[]): Promise<Map<string, ItemVector[]>>;
   /** Sets the expiry of items to `now` + their TTL. */
   refresh(items: readonly StoredItem[], now: number): Promise<void>;
-  /** Namespaces holding live items. */
-  namespaces(now: number): Promise<string[][]>;
+  /** Namespaces holding live items (only those under `under`, in the query, when given). */
+  namespaces(now: number, under?: string[]): Promise<string[][]>;
   /** Deletes expired items; returns how many. */
   sweep(now: number): Promise<number>;
   close(): Promise<void>;
@@ -446,7 +446,14 @@ export class CodehopStore extends BaseStore {
     const conditions = op.matchConditions ?? [];
     const seen = new Set<string>();
     const out: string[][] = [];
-    for (const namespace of await this.driver.namespaces(Date.now())) {
+    // The leading labels of a prefix condition (up to a wildcard) narrow the query itself: a
+    // served user's listing reads only the namespaces under their identity.
+    const fixed: string[] = [];
+    for (const label of conditions.find((c) => c.matchType === "prefix")?.path ?? []) {
+      if (label === "*") break;
+      fixed.push(label);
+    }
+    for (const namespace of await this.driver.namespaces(Date.now(), fixed)) {
       if (!conditions.every((c) => matchesCondition(namespace, c))) continue;
       const cut = op.maxDepth !== undefined ? namespace.slice(0, op.maxDepth) : namespace;
       const id = cut.join(".");

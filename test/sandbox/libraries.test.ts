@@ -158,7 +158,7 @@ describe("refused packages", () => {
       "library install-script refused: it runs an postinstall script (node steal.js)",
     );
     expect(refusedAtStart("dynamic-import")).toContain(
-      "it imports modules dynamically (import() at index.js:1)",
+      "it imports modules dynamically (import() at index.js:2)",
     );
     expect(refusedAtStart("computed-require")).toContain(
       "it calls require with a computed module name (index.js:3)",
