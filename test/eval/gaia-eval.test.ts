@@ -11,6 +11,9 @@ import {
 import { demoSite } from "../../src/apps/assistant/demo-trajectories.ts";
 import { ScriptedOpenAIServer } from "../../src/testing/scripted-openai-server.ts";
 import { WebTestServer } from "../../src/testing/web-test-server.ts";
+import { type CliRun, cliEnv, spawnCli } from "../app/cli-helpers.ts";
+import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
+import { waitForStderr } from "../server/processes.ts";
 
 // A GAIA-format mini set with attachments (a PDF and a spreadsheet made here) run end to end by the
 // real `codehop eval --format gaia` binary: the assistant (web agent on a local site with SearxNG
@@ -31,21 +34,26 @@ afterAll(async () => {
   await web?.close();
 });
 
+/** What the eval coordinator and its workers are given: the scripted model and the local web. */
+function evalEnv(home: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH!,
+    OPENAI_BASE_URL: model.baseURL,
+    OPENAI_API_KEY: "test",
+    CODEHOP_MODEL: "scripted-model",
+    CODEHOP_MAX_RETRIES: "0",
+    CODEHOP_HOME: home,
+    CODEHOP_SEARCH_URL: web.url("/searxng"),
+    CODEHOP_WAYBACK_URL: web.url("/wayback/available"),
+    CODEHOP_BROWSER: "text",
+  };
+}
+
 function evalCli(args: string[]) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, "bin/codehop.mjs"), "eval", ...args], {
       cwd: tmp,
-      env: {
-        PATH: process.env.PATH,
-        OPENAI_BASE_URL: model.baseURL,
-        OPENAI_API_KEY: "test",
-        CODEHOP_MODEL: "scripted-model",
-        CODEHOP_MAX_RETRIES: "0",
-        CODEHOP_HOME: join(tmp, "home"),
-        CODEHOP_SEARCH_URL: web.url("/searxng"),
-        CODEHOP_WAYBACK_URL: web.url("/wayback/available"),
-        CODEHOP_BROWSER: "text",
-      },
+      env: evalEnv(join(tmp, "home")),
     });
     let stdout = "";
     let stderr = "";
@@ -112,5 +120,51 @@ describe("codehop eval --format gaia", () => {
     expect(row("direct", "all")?.slice(2, 4)).toEqual(["4", "25.0"]);
     expect(readFileSync(join(out, "report.md"), "utf8")).toContain("## GAIA accuracy by level");
     expect(GAIA_MINI_TASKS).toHaveLength(4);
+  }, 300_000);
+});
+
+// Distributed, as for QA: the coordinator queues every task x system pair on PostgreSQL and a
+// `codehop worker` answers them (the attachments at the same path on the worker's machine).
+const cluster = useTestCluster();
+describe.skipIf(postgresMissing)("codehop eval --format gaia --queue", () => {
+  let worker: CliRun | undefined;
+  afterAll(async () => {
+    if (worker && worker.child.exitCode === null) worker.child.kill("SIGTERM");
+    await worker?.done;
+  });
+
+  it("a worker answers the queued GAIA tasks; the report scores them as a local run does", async () => {
+    const databaseUrl = await cluster().createDatabase("gaiaq");
+    worker = spawnCli(
+      ["worker", "--worker-id", "g1", "--concurrency", "2", "--database-url", databaseUrl],
+      cliEnv(evalEnv(join(tmp, "home-worker"))),
+    );
+    await waitForStderr(worker, /g1 ready/, "worker g1");
+    const out = join(tmp, "queued");
+    const res = await evalCli([
+      "--dataset",
+      dataset,
+      "--format",
+      "gaia",
+      "--out",
+      out,
+      "--queue",
+      databaseUrl,
+      "--no-progress",
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(/queued 8 question × system pairs/);
+    const report = JSON.parse(readFileSync(join(out, "report.json"), "utf8"));
+    expect(report.partial).toBe(false);
+    expect(report.dataset.format).toBe("gaia");
+    const em = (system: string) =>
+      Object.fromEntries(
+        report.results
+          .filter((r: { system: string }) => r.system === system)
+          .map((r: { questionId: string; em: number }) => [r.questionId, r.em]),
+      );
+    expect(em("assistant")).toEqual({ "mini-1": 1, "mini-2": 1, "mini-3": 1, "mini-4": 0 });
+    expect(em("direct")["mini-4"]).toBe(1);
+    expect(res.stdout).toContain("GAIA accuracy by level (GAIA's scorer):");
   }, 300_000);
 });
