@@ -4,10 +4,10 @@ import { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
-import { type CliRun, runCli, spawnCli } from "../app/cli-helpers.ts";
+import { type CliRun, runCli } from "../app/cli-helpers.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
-import { waitForStderr } from "./processes.ts";
+import { killAll, startServe, startWorker } from "./processes.ts";
 
 // Issue 21's per-user limits and request checks, as hostile clients meet them: `codehop serve`
 // (tight limits set by flags and CODEHOP_SERVE_* variables) + a `codehop worker` on a throwaway
@@ -97,11 +97,8 @@ beforeAll(async () => {
     expect(made.code, made.stderr).toBe(0);
     keys[name] = JSON.parse(made.stdout).key;
   }
-  server = spawnCli(
+  ({ run: server, url: serverUrl } = await startServe(
     [
-      "serve",
-      "--port",
-      "0",
       "--graphs",
       GRAPHS,
       "--auth",
@@ -112,19 +109,12 @@ beforeAll(async () => {
       "32",
     ],
     env,
-  );
-  serverUrl = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
-  worker = spawnCli(
-    ["worker", "--worker-id", "lw1", "--concurrency", "3", "--graphs", GRAPHS],
-    env,
-  );
-  await waitForStderr(worker, /lw1 ready/, "codehop worker");
+  ));
+  worker = await startWorker("lw1", ["--concurrency", "3", "--graphs", GRAPHS], env);
 }, 180_000);
 
 afterAll(async () => {
-  const all = [worker, server].filter((r): r is CliRun => !!r);
-  for (const run of all) if (run.child.exitCode === null) run.child.kill("SIGKILL");
-  await Promise.all(all.map((r) => r.done));
+  await killAll([worker, server]);
   await db?.end();
 });
 

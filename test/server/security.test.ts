@@ -8,10 +8,10 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_ANSWERS, DEMO_QUESTIONS, demoRules } from "../../src/apps/qa/demo-trajectories.ts";
 import { trajectoryResponder } from "../../src/testing/scripted-openai-server.ts";
-import { type CliRun, runCli, spawnCli } from "../app/cli-helpers.ts";
+import { type CliRun, runCli } from "../app/cli-helpers.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
-import { waitForStderr } from "./processes.ts";
+import { killAll, startServe, startWorker } from "./processes.ts";
 
 // `codehop serve` + a `codehop worker` on a throwaway PostgreSQL, attacked through the official
 // SDK and raw HTTP as hostile clients would. Three users: alice and mallory hold API keys made
@@ -159,11 +159,8 @@ beforeAll(async () => {
     else keys[name] = key;
     if (label === "old") keys["alice-old"] = key;
   }
-  server = spawnCli(
+  ({ run: server, url: serverUrl } = await startServe(
     [
-      "serve",
-      "--port",
-      "0",
       "--graphs",
       GRAPHS,
       "--auth",
@@ -176,19 +173,12 @@ beforeAll(async () => {
       AUDIENCE,
     ],
     env,
-  );
-  serverUrl = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
-  worker = spawnCli(
-    ["worker", "--worker-id", "sw1", "--concurrency", "2", "--graphs", GRAPHS],
-    env,
-  );
-  await waitForStderr(worker, /sw1 ready/, "codehop worker");
+  ));
+  worker = await startWorker("sw1", ["--concurrency", "2", "--graphs", GRAPHS], env);
 }, 180_000);
 
 afterAll(async () => {
-  const all = [worker, server].filter((r): r is CliRun => !!r);
-  for (const run of all) if (run.child.exitCode === null) run.child.kill("SIGKILL");
-  await Promise.all(all.map((r) => r.done));
+  await killAll([worker, server]);
   await db?.end();
   await new Promise((ok) => listener?.close(ok));
   await new Promise((ok) => idp?.close(ok));

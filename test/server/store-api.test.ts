@@ -2,10 +2,10 @@ import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliRun, runCli, spawnCli } from "../app/cli-helpers.ts";
+import { type CliRun, runCli } from "../app/cli-helpers.ts";
 import { useDemoWorld } from "../app/fixtures.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
-import { waitForStderr } from "./processes.ts";
+import { killAll, startServe } from "./processes.ts";
 
 // The LangGraph server API's /store routes on `codehop serve` (PostgreSQL), driven by the official
 // SDK's `client.store.*` as three users holding API keys: alice, bob, and ali (whose identity is a
@@ -67,13 +67,11 @@ beforeAll(async () => {
     expect(made.code, made.stderr).toBe(0);
     keys[name] = JSON.parse(made.stdout).key;
   }
-  server = spawnCli(["serve", "--port", "0", "--graphs", GRAPHS, "--auth", "keys"], env);
-  serverUrl = (await waitForStderr(server, /listening on (http:\/\/\S+)/, "codehop serve"))[1];
+  ({ run: server, url: serverUrl } = await startServe(["--graphs", GRAPHS, "--auth", "keys"], env));
 }, 180_000);
 
 afterAll(async () => {
-  if (server && server.child.exitCode === null) server.child.kill("SIGKILL");
-  await server?.done;
+  await killAll([server]);
   await db?.end();
 });
 
