@@ -13,14 +13,21 @@ import {
 } from "../../src/testing/scripted-openai-server.ts";
 import { whyDistIsStale } from "../../bin/dist-current.mjs";
 import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
-import { copySqliteAddon, linkNodeModules, lockEntries, offlineInstall } from "./scratch.ts";
+import {
+  copySqliteAddon,
+  linkNodeModules,
+  lockEntries,
+  offlineInstall,
+  placeLockEntries,
+} from "./scratch.ts";
 
 // What `npm install codehop` gives a user: the tarball `npm pack` makes of dist/ (the build
 // `prepare` makes), installed into a new project, imported by name with plain Node and run as a CLI.
 //
 // The install is offline and takes seconds: the scratch project gets a lock file made of this
-// repository's runtime entries, so npm resolves nothing and takes every tarball from its cache
-// (`npm install` of the repository filled it). Install scripts are skipped and better-sqlite3's
+// repository's runtime entries, so npm resolves nothing, and those dependencies laid out as that
+// lock installs them (from the repository's node_modules, scratch.ts placeLockEntries), so npm
+// unpacks only the codehop tarball (from its cache). Install scripts are skipped and better-sqlite3's
 // compiled addon is copied from the repository's build (same version, by the lock): compiling it
 // takes minutes offline and is better-sqlite3's business, not the package's. `legacy-peer-deps`
 // is what this repository's .npmrc sets (see README, "Install the package").
@@ -91,6 +98,7 @@ beforeAll(async () => {
     readFileSync(join(pkg, "packages/checkpoint-sqlite/package.json"), "utf8"),
   );
   const spec = `file:${tarball}`;
+  const dependencies = lockEntries(lock);
   const packages: Record<string, unknown> = {
     "": { name: "scratch", dependencies: { codehop: spec } },
     "node_modules/codehop": {
@@ -111,7 +119,7 @@ beforeAll(async () => {
       peerDependencies: saverManifest.peerDependencies,
       engines: saverManifest.engines,
     },
-    ...lockEntries(lock),
+    ...dependencies,
   };
   writeFileSync(
     join(scratch, "package.json"),
@@ -126,6 +134,7 @@ beforeAll(async () => {
     join(scratch, "package-lock.json"),
     JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
   );
+  placeLockEntries(repo, scratch, dependencies);
   await offlineInstall(scratch);
   copySqliteAddon(repo, scratch);
 
