@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -279,11 +279,12 @@ describe("the npm package", { timeout: 120_000 }, () => {
     expect(chatRun.stdout).toContain("[budget-2025.docx § Staff]");
     expect(chatRun.stdout).toContain("[Harbor Bridge visitor information § Bridge climb]");
     // Printed next steps: the bare `codehop`, the demo's documents by their path in the install
-    // (the user's directory has none); a printed line pasted into a shell runs.
-    const docs = join(scratch, "node_modules/codehop/data/chat-demo");
+    // (from the project's directory); a printed line pasted into a shell runs.
+    const docs = "node_modules/codehop/data/chat-demo";
     expect(chatRun.stderr).toContain(
       `\n  codehop chat --file ${docs}/harbor-bridge-report.pdf --file ${docs}/budget-2025.docx --home ${home}\n`,
     );
+    expect(existsSync(join(scratch, docs, "budget-2025.docx"))).toBe(true);
     const history = /^ {2}(codehop history \S+ --home \S+)/m.exec(chatRun.stderr)?.[1];
     expect(history, chatRun.stderr).toBeDefined();
     const pasted = await run("/bin/sh", ["-c", history!], {
