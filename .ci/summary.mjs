@@ -1,12 +1,14 @@
 // CI's last lines: the totals of one or more vitest JSON reports, then every failed test with the
 // first lines of its error, so the tail of the CI log names what failed.
-"use strict";
-let passed = 0, failed = 0, skipped = 0;
+import { readFileSync } from "node:fs";
+let passed = 0,
+  failed = 0,
+  skipped = 0;
 const failures = [];
 for (const file of process.argv.slice(2)) {
   let report;
   try {
-    report = require(file);
+    report = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
     failures.push(`${file}: no JSON report (${error.message})`);
     continue;
