@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -273,25 +273,34 @@ describe("the npm package", { timeout: 120_000 }, () => {
     expect(JSON.parse(listed.stdout)[0]).toMatchObject({ status: "done" });
   });
 
-  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown", async () => {
+  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown; its next steps say `codehop` and run as printed", async () => {
     const bin = join(scratch, "node_modules/.bin/codehop");
     const home = join(root, "chat-home");
-    const chatRun = await node([
-      bin,
-      "demo",
-      "--question",
-      "chat",
-      "--delay",
-      "0",
-      "-q",
-      "--home",
-      home,
-    ]);
+    // The project's bin on PATH, as `npm install -g` or an activated project gives it.
+    const PATH = `${join(scratch, "node_modules/.bin")}:${process.env.PATH}`;
+    const chatRun = await node(
+      [bin, "demo", "--question", "chat", "--delay", "0", "-q", "--home", home],
+      { PATH },
+    );
     expect(chatRun.stdout).toContain("(attached harbor-bridge-report.pdf)");
     expect(chatRun.stdout).toContain("(attached budget-2025.docx)");
     expect(chatRun.stdout).toContain("[harbor-bridge-report.pdf, p. 2]");
     expect(chatRun.stdout).toContain("[budget-2025.docx § Staff]");
     expect(chatRun.stdout).toContain("[Harbor Bridge visitor information § Bridge climb]");
+    // Printed next steps: the bare `codehop`, the demo's documents by their path in the install
+    // (from the project's directory); a printed line pasted into a shell runs.
+    const docs = "node_modules/codehop/data/chat-demo";
+    expect(chatRun.stderr).toContain(
+      `\n  codehop chat --file ${docs}/harbor-bridge-report.pdf --file ${docs}/budget-2025.docx --home ${home}\n`,
+    );
+    expect(existsSync(join(scratch, docs, "budget-2025.docx"))).toBe(true);
+    const history = /^ {2}(codehop history \S+ --home \S+)/m.exec(chatRun.stderr)?.[1];
+    expect(history, chatRun.stderr).toBeDefined();
+    const pasted = await run("/bin/sh", ["-c", history!], {
+      cwd: scratch,
+      env: { PATH, HOME: process.env.HOME, NO_COLOR: "1", CODEHOP_ENV_FILE: "none" },
+    });
+    expect(pasted.stdout).toContain("Show one: codehop history ");
   });
 
   it("runs every example it ships against an OpenAI-compatible endpoint", async () => {
