@@ -66,7 +66,7 @@ export interface SandboxOptions {
   poolSize?: number;
   /**
    * Most fresh child processes started ahead while new agent runs come quickly one after another
-   * (default max(poolSize, 6), at most `maxProcesses`): the warm pool grows with the observed rate of
+   * (default max(poolSize, 6), at most `maxProcesses`; 0 with `poolSize` 0): the warm pool grows with the observed rate of
    * new runs times the time a process takes to start, and shrinks back to `poolSize` once no run
    * started for 15 s. Each idle child costs ~50 MB RSS. `poolSize` turns the growth off.
    */
@@ -177,8 +177,10 @@ export function createSandbox(
       `maxProcesses must be an integer between max(1, poolSize) and 1024, got ${String(maxProcesses)}`,
     );
   }
+  // (poolSize 0 asks for no process started ahead: no growth either, unless asked for.)
   const maxPoolSize =
-    options.maxPoolSize ?? Math.min(maxProcesses, Math.max(poolSize, DEFAULT_MAX_POOL_SIZE));
+    options.maxPoolSize ??
+    (poolSize === 0 ? 0 : Math.min(maxProcesses, Math.max(poolSize, DEFAULT_MAX_POOL_SIZE)));
   if (!Number.isInteger(maxPoolSize) || maxPoolSize < poolSize || maxPoolSize > maxProcesses) {
     throw new CodehopError(
       ErrorCodes.CONFIG_INVALID,
