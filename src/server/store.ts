@@ -103,6 +103,11 @@ export interface RunEvent {
 
 /** NOTIFY channel: a run has new stream events (payload: run id). */
 export const EVENTS_CHANNEL = "codehop_run_events";
+/**
+ * NOTIFY channel: a run has ended (payload: run id). `runs.join` / `wait` wait on this alone, not
+ * on every event batch: a joined run costs two queries, not three per batch of events.
+ */
+export const RUN_ENDED_CHANNEL = "codehop_run_ended";
 /** NOTIFY channel: a run was cancelled (payload: run id). */
 export const CANCEL_CHANNEL = "codehop_run_cancel";
 /** NOTIFY channel: a thread was deleted (payload: thread id); workers drop what they keep of it. */
@@ -692,11 +697,12 @@ export class ServerStore {
       [runId, action],
     );
     if (rows[0]) {
-      await client.query("SELECT pg_notify($1, $3), pg_notify($2, $3)", [
-        CANCEL_CHANNEL,
-        EVENTS_CHANNEL,
-        runId,
-      ]);
+      // A pending run ends here (interrupted before any worker took it).
+      const ended = rows[0].status === "interrupted";
+      await client.query(
+        `SELECT pg_notify($1, $3), pg_notify($2, $3)${ended ? ", pg_notify($4, $3)" : ""}`,
+        [CANCEL_CHANNEL, EVENTS_CHANNEL, runId, ...(ended ? [RUN_ENDED_CHANNEL] : [])],
+      );
     }
     return rows[0];
   }
@@ -786,12 +792,17 @@ export class ServerStore {
     const r = await this.pool.query(
       `WITH done AS (
          UPDATE ${this.t.runs} SET status = $2, error = $3, updated_at = now(), ended_at = now()
-         WHERE run_id = $1 AND status IN ('pending', 'running') ${workerId ? "AND worker_id = $5" : ""}
+         WHERE run_id = $1 AND status IN ('pending', 'running') ${workerId ? "AND worker_id = $6" : ""}
          RETURNING run_id)
-       SELECT pg_notify($4, run_id) FROM done`,
-      workerId
-        ? [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL, workerId]
-        : [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL],
+       SELECT pg_notify($4, run_id), pg_notify($5, run_id) FROM done`,
+      [
+        runId,
+        status,
+        error && JSON.stringify(error),
+        EVENTS_CHANNEL,
+        RUN_ENDED_CHANNEL,
+        ...(workerId ? [workerId] : []),
+      ],
     );
     return (r.rowCount ?? 0) > 0;
   }
