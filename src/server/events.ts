@@ -59,37 +59,41 @@ export class RunEventReader {
 
   /**
    * A wait for the run's next notification in `waiters`, armed now (before the query that decides
-   * to wait, so a notification sent meanwhile is not missed): `wait(ms)` resolves on it, after `ms`,
-   * or when `signal` aborts; `cancel()` drops it.
+   * to wait, so a notification sent meanwhile is not missed): `wait(ms)` resolves on it (at once
+   * if it came already), after `ms`, or when `signal` aborts; `cancel()` drops it (always called).
    */
   private arm(waiters: Map<string, Set<() => void>>, runId: string, signal?: AbortSignal) {
     let set = waiters.get(runId);
     if (!set) waiters.set(runId, (set = new Set()));
     let notified = false;
-    let resolveWait: (() => void) | undefined;
+    let wakeUp: (() => void) | undefined;
     const notify = () => {
       notified = true;
-      resolveWait?.();
+      wakeUp?.();
     };
     set.add(notify);
-    const cancel = () => {
-      set!.delete(notify);
-      if (!set!.size && waiters.get(runId) === set) waiters.delete(runId);
+    return {
+      get notified() {
+        return notified;
+      },
+      wait: (ms: number) =>
+        new Promise<void>((resolve) => {
+          if (notified || signal?.aborted) return resolve();
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", done);
+            wakeUp = undefined;
+            resolve();
+          };
+          wakeUp = done;
+          const timer = setTimeout(done, ms);
+          signal?.addEventListener("abort", done, { once: true });
+        }),
+      cancel: () => {
+        set.delete(notify);
+        if (!set.size && waiters.get(runId) === set) waiters.delete(runId);
+      },
     };
-    const wait = (ms: number) =>
-      new Promise<void>((resolve) => {
-        if (notified || signal?.aborted) return resolve();
-        const done = () => {
-          clearTimeout(timer);
-          signal?.removeEventListener("abort", done);
-          cancel();
-          resolve();
-        };
-        resolveWait = done;
-        const timer = setTimeout(done, ms);
-        signal?.addEventListener("abort", done, { once: true });
-      });
-    return { wait, cancel };
   }
 
   /**
@@ -106,7 +110,6 @@ export class RunEventReader {
     let idleSince = Date.now();
     while (!options.signal?.aborted) {
       const next = this.arm(this.waiting, runId, options.signal);
-      let run;
       try {
         const batch = await this.store.eventsAfter(runId, last);
         for (const e of batch) {
@@ -115,27 +118,24 @@ export class RunEventReader {
         }
         if (batch.length) {
           idleSince = Date.now();
-          next.cancel();
           continue;
         }
-        run = await this.store.getRun(runId);
-      } catch (err) {
+        const run = await this.store.getRun(runId);
+        if (!run || TERMINAL_RUN_STATUSES.includes(run.status)) {
+          // Events written just before the run ended.
+          for (const e of await this.store.eventsAfter(runId, last)) yield e;
+          return;
+        }
+        if (Date.now() - idleSince >= idleMs) {
+          options.onIdle?.();
+          idleSince = Date.now();
+        }
+        // NOTIFY wakes the reader; the timeout is only a safety net (every waiting client polls
+        // at it: 500 clients joined on runs made 500 queries/s at 2 s).
+        await next.wait(this.listener ? idleMs : 250);
+      } finally {
         next.cancel();
-        throw err;
       }
-      if (!run || TERMINAL_RUN_STATUSES.includes(run.status)) {
-        next.cancel();
-        // Events written just before the run ended.
-        for (const e of await this.store.eventsAfter(runId, last)) yield e;
-        return;
-      }
-      if (Date.now() - idleSince >= idleMs) {
-        options.onIdle?.();
-        idleSince = Date.now();
-      }
-      // NOTIFY wakes the reader; the timeout is only a safety net (every waiting client polls at
-      // it: 500 clients joined on runs made 500 queries/s at 2 s).
-      await next.wait(this.listener ? idleMs : 250);
     }
   }
 
@@ -147,29 +147,35 @@ export class RunEventReader {
     const idleMs = 5000;
     while (!signal?.aborted) {
       const ended = this.arm(this.ending, runId, signal);
-      let run;
       try {
-        run = await this.store.getRun(runId);
-      } catch (err) {
+        const run = await this.store.getRun(runId);
+        if (!run || TERMINAL_RUN_STATUSES.includes(run.status)) {
+          // The worker wrote every event before it ended the run.
+          const last = await this.store.lastEvent(runId, ["values", "error"]);
+          if (!last) return null;
+          const data = JSON.parse(last.data);
+          return last.event === "error" ? { __error__: data } : data;
+        }
+        // The run-ended NOTIFY wakes the reader. Meanwhile a keep-alive every `idleMs`, and the
+        // run is read again only every RESULT_RECHECK_MS (a notification lost some other way
+        // than with the listener's connection, which wakes every reader when it drops): 500
+        // joined runs re-read every 5 s were most of a served run's queries.
+        const since = Date.now();
+        const recheck = this.listener ? RESULT_RECHECK_MS : 250;
+        while (!ended.notified && !signal?.aborted && Date.now() - since < recheck) {
+          await ended.wait(Math.min(idleMs, recheck - (Date.now() - since)));
+          if (!ended.notified && Date.now() - since >= idleMs) onIdle?.();
+        }
+      } finally {
         ended.cancel();
-        throw err;
       }
-      if (!run || TERMINAL_RUN_STATUSES.includes(run.status)) {
-        ended.cancel();
-        // The worker wrote every event before it ended the run.
-        const last = await this.store.lastEvent(runId, ["values", "error"]);
-        if (!last) return null;
-        const data = JSON.parse(last.data);
-        return last.event === "error" ? { __error__: data } : data;
-      }
-      const since = Date.now();
-      // The run-ended NOTIFY wakes the reader; the timeout is a safety net and a keep-alive.
-      await ended.wait(this.listener ? idleMs : 250);
-      if (Date.now() - since >= idleMs) onIdle?.();
     }
     return null;
   }
 }
+
+/** How often a joined run is read again while no run-ended notification came (ms). */
+const RESULT_RECHECK_MS = 30_000;
 
 /** Wakes every reader of `runId` waiting in `waiters`. */
 function wake(waiters: Map<string, Set<() => void>>, runId: string): void {
