@@ -24,16 +24,26 @@ const setLogging = async (on: boolean) => {
   await new Promise((r) => setTimeout(r, 500));
 };
 try {
-  await submitRound(setup, model, Array.from({ length: 8 }, (_, i) => i));
+  await submitRound(
+    setup,
+    model,
+    Array.from({ length: 8 }, (_, i) => i),
+  );
   const log = join(cluster.dir, "server.log");
   await setLogging(true);
   const from = readFileSync(log, "utf8").length;
-  const round = await submitRound(setup, model, Array.from({ length: runs }, (_, i) => 100 + i));
+  const round = await submitRound(
+    setup,
+    model,
+    Array.from({ length: runs }, (_, i) => 100 + i),
+  );
   await setLogging(false);
   const text = readFileSync(log, "utf8").slice(from);
   const counts = new Map<string, number>();
   let total = 0;
-  for (const m of text.matchAll(/LOG:\s+(?:execute [^:]*|statement): ([\s\S]*?)(?=\n\S*\|\d+\||\n?$)/g)) {
+  for (const m of text.matchAll(
+    /LOG:\s+(?:execute [^:]*|statement): ([\s\S]*?)(?=\n\S*\|\d+\||\n?$)/g,
+  )) {
     const sql = m[1].replace(/\s+/g, " ").trim().slice(0, 110);
     if (/ALTER SYSTEM|pg_reload_conf/.test(sql)) continue;
     total++;
