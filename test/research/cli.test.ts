@@ -12,8 +12,13 @@ import { useDemoWorld } from "../app/fixtures.ts";
 
 const world = useDemoWorld("codehop-research-cli-", { responder: allDemosResponder });
 
-describe("codehop research", { timeout: 180_000 }, () => {
-  it("--out writes the report as Markdown and self-contained HTML; --json prints the result", async () => {
+/**
+ * `research --out <file> --json`, run once for the file (by whichever test asks first): its
+ * output is checked by one test, and its thread is the research thread another one needs.
+ */
+let reportRun: Promise<{ out: string; r: Awaited<ReturnType<typeof runCli>> }> | undefined;
+function researchWithOut() {
+  reportRun ??= (async () => {
     const out = join(mkdtempSync(join(tmpdir(), "codehop-report-")), "eiffel", "report.md");
     const r = await runCli(
       [
@@ -29,6 +34,14 @@ describe("codehop research", { timeout: 180_000 }, () => {
       ],
       world.cliEnv(),
     );
+    return { out, r };
+  })();
+  return reportRun;
+}
+
+describe("codehop research", { timeout: 180_000 }, () => {
+  it("--out writes the report as Markdown and self-contained HTML; --json prints the result", async () => {
+    const { out, r } = await researchWithOut();
     expect(r.stderr).not.toContain("Error:");
     expect(r.code).toBe(0);
     const result = JSON.parse(r.stdout);
@@ -262,16 +275,15 @@ describe("codehop ask --verify", { timeout: 180_000 }, () => {
   });
 
   it("resume --verify on a research thread says why not, before running anything", async () => {
-    const r = await runCli(
-      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "--json", "--thread", "t-rv"],
-      world.cliEnv(),
-    );
+    // A finished research thread: the one `research --out --json` made.
+    const { r } = await researchWithOut();
     expect(r.code).toBe(0);
+    const thread = JSON.parse(r.stdout).thread_id;
     const before = world.server.requests.length;
-    const refused = await runCli(["resume", "t-rv", "--verify"], world.cliEnv());
+    const refused = await runCli(["resume", thread, "--verify"], world.cliEnv());
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
-      '--verify checks a QA answer; thread "t-rv" is a research thread (its report was verified as it was written).',
+      `--verify checks a QA answer; thread "${thread}" is a research thread (its report was verified as it was written).`,
     );
     expect(world.server.requests.length).toBe(before);
   });
