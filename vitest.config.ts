@@ -10,6 +10,9 @@ export default defineConfig({
   // The workspace packages by name, as their sources (as tsconfig.json's paths map them).
   resolve: {
     alias: {
+      "@codehop/checkpoint-postgres/official": fileURLToPath(
+        new URL("./packages/checkpoint-postgres/src/official.ts", import.meta.url),
+      ),
       "@codehop/checkpoint-postgres": fileURLToPath(
         new URL("./packages/checkpoint-postgres/src/index.ts", import.meta.url),
       ),

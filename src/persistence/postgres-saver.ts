@@ -1,4 +1,4 @@
-import { ForkSafePostgresSaver } from "@codehop/checkpoint-postgres";
+import { ForkSafePostgresSaver } from "@codehop/checkpoint-postgres/official";
 
 /**
  * LangGraph's official Postgres checkpointer (@langchain/langgraph-checkpoint-postgres, its layout)

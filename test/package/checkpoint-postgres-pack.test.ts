@@ -48,7 +48,7 @@ beforeAll(async () => {
   const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
   const spec = `file:${tarball}`;
   const others = ["@langchain/langgraph", "@langchain/core", "pg"];
-  const entries = lockEntries(lock, [...others, ...Object.keys(manifest.dependencies ?? {})]);
+  const entries = lockEntries(lock, others);
   const dependencies: Record<string, string> = { [NAME]: spec };
   for (const name of others) dependencies[name] = entries[`node_modules/${name}`].version;
   writeFileSync(
@@ -62,8 +62,8 @@ beforeAll(async () => {
       resolved: spec,
       integrity: `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`,
       license: manifest.license,
-      dependencies: manifest.dependencies,
       peerDependencies: manifest.peerDependencies,
+      peerDependenciesMeta: manifest.peerDependenciesMeta,
       engines: manifest.engines,
     },
     ...entries,
@@ -113,16 +113,18 @@ describe("the @codehop/checkpoint-postgres package", { timeout: 120_000 }, () =>
       expect(packed, file).toContain(file);
     expect(packed.filter((f) => /^(src|test)\//.test(f) || /(?<!\.d)\.ts$/.test(f))).toEqual([]);
     expect(manifest.exports["."]).toMatchObject({ import: "./dist/index.js" });
-    // LangGraph's checkpoint package and the PostgreSQL driver are the user's own (one copy each).
+    // LangGraph's checkpoint package and the PostgreSQL driver are the user's own (one copy each);
+    // the official saver only for schemas it wrote (an optional peer, not installed here).
     expect(Object.keys(manifest.peerDependencies).sort()).toEqual([
       "@langchain/core",
       "@langchain/langgraph-checkpoint",
+      "@langchain/langgraph-checkpoint-postgres",
       "pg",
     ]);
-    // The official saver, to read schemas it wrote.
-    expect(Object.keys(manifest.dependencies)).toEqual([
-      "@langchain/langgraph-checkpoint-postgres",
-    ]);
+    expect(manifest.peerDependenciesMeta).toEqual({
+      "@langchain/langgraph-checkpoint-postgres": { optional: true },
+    });
+    expect(manifest.dependencies).toBeUndefined();
   });
 
   it("installs beside plain @langchain/langgraph, nothing of codehop", () => {
@@ -130,6 +132,7 @@ describe("the @codehop/checkpoint-postgres package", { timeout: 120_000 }, () =>
     const names = Object.keys(installed.packages).map((p) => p.replace(/^.*node_modules\//, ""));
     expect(names).toContain(NAME);
     expect(names).toContain("@langchain/langgraph");
+    expect(names).not.toContain("@langchain/langgraph-checkpoint-postgres");
     expect(
       names.filter((n) => n === "codehop" || (n.startsWith("@codehop/") && n !== NAME)),
     ).toEqual([]);

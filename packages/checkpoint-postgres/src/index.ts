@@ -3,6 +3,5 @@
  * whose storage grows linearly with the steps of a thread (see README.md).
  */
 export { LinearPostgresSaver } from "./saver.ts";
-export { ForkSafePostgresSaver } from "./official.ts";
 export { LINEAR_TABLES } from "./schema.ts";
 export { CHECKPOINT_CORRUPT, CheckpointCorruptError, type RowPlace } from "./corrupt.ts";

@@ -22,7 +22,7 @@ import {
   type SaverContext,
   valueKey,
 } from "./context.ts";
-import { ForkSafePostgresSaver } from "./official.ts";
+import type { ForkSafePostgresSaver } from "./official.ts";
 import { pendingWrites, recordOf, selectSql, tuples } from "./reads.ts";
 import { quoteIdent, tableNames, tablesSql } from "./schema.ts";
 import { preparePut, storePut, storeWrites } from "./writes.ts";
@@ -56,8 +56,8 @@ const CACHE_SIZE = 512;
 export class LinearPostgresSaver extends BaseCheckpointSaver {
   private readonly ctx: SaverContext;
   private readonly t: SaverContext["t"];
-  /** The official saver on the same schema, for checkpoints stored in its layout. */
-  private readonly legacy: ForkSafePostgresSaver;
+  /** The official saver on the same schema, for checkpoints stored in its layout (loaded once needed). */
+  private legacyReader?: Promise<ForkSafePostgresSaver>;
   /** Whether the schema has the official saver's tables (decided once). */
   private hasLegacy?: Promise<boolean>;
   private ready?: Promise<void>;
@@ -85,7 +85,23 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
       latest,
       read: (sql, args) => this.read(sql, args),
     };
-    this.legacy = new ForkSafePostgresSaver(pool, schema);
+  }
+
+  /**
+   * The official saver on this schema. @langchain/langgraph-checkpoint-postgres is an optional
+   * peer dependency: loaded only for a schema that holds the official saver's tables.
+   */
+  private legacy(): Promise<ForkSafePostgresSaver> {
+    this.legacyReader ??= import("./official.ts").then(
+      ({ ForkSafePostgresSaver }) => new ForkSafePostgresSaver(this.pool, this.schema),
+      (err: unknown) => {
+        this.legacyReader = undefined;
+        throw new Error(
+          `Schema "${this.schema}" holds checkpoints of the official PostgresSaver's layout; reading them needs @langchain/langgraph-checkpoint-postgres (npm install @langchain/langgraph-checkpoint-postgres): ${(err as Error).message}`,
+        );
+      },
+    );
+    return this.legacyReader;
   }
 
   /** A saver on a pool of its own (closed by `end()`). */
@@ -165,7 +181,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
 
   /** A checkpoint of the official layout, with pending writes stored since in the new tables. */
   private async legacyTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const tuple = await this.legacy.getTuple(config);
+    const tuple = await (await this.legacy()).getTuple(config);
     if (!tuple) return undefined;
     const c = tuple.config.configurable!;
     const { rows } = await this.pool.query<CheckpointRow>(
@@ -221,7 +237,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
       }
     }
     if ((max === undefined || count < max) && (await this.legacyTables()))
-      for await (const tuple of this.legacy.list(config, {
+      for await (const tuple of (await this.legacy()).list(config, {
         ...options,
         ...(max === undefined ? {} : { limit: max - count }),
       }))
@@ -305,7 +321,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     await this.setup();
     for (const table of Object.values(this.t))
       await this.pool.query(`DELETE FROM ${table} WHERE thread_id = $1`, [threadId]);
-    if (await this.legacyTables()) await this.legacy.deleteThread(threadId);
+    if (await this.legacyTables()) await (await this.legacy()).deleteThread(threadId);
     const ofThread = (key: string) => key.startsWith(`${threadId}\u0000`);
     this.ctx.values.deleteWhere(ofThread);
     this.ctx.latest.deleteWhere(ofThread);
