@@ -1,12 +1,12 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { freshSchema, postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
-import { lockEntries, offlineInstall } from "./scratch.ts";
+import { installPackedWorkspace } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-postgres` gives a LangGraph.js user who has never heard of
 // codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
@@ -18,61 +18,18 @@ import { lockEntries, offlineInstall } from "./scratch.ts";
 const run = promisify(execFile);
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-pg-saver-pack-"));
-const scratch = join(root, "scratch");
 const NAME = "@codehop/checkpoint-postgres";
 const cluster = useTestCluster();
 let packed: string[];
 let manifest: Record<string, any>;
+let scratch: string;
 
 beforeAll(async () => {
-  // A copy of the package with the repository's node_modules (its build tools are hoisted there).
-  const pkg = join(root, "checkpoint-postgres");
-  cpSync(join(repo, "packages/checkpoint-postgres"), pkg, {
-    recursive: true,
-    filter: (src) => !/[\\/](dist|node_modules)$/.test(src),
-  });
-  symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", root], {
-    cwd: pkg,
-    timeout: 240_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
-  const tarball = join(root, info.filename);
-  packed = info.files.map((f: { path: string }) => f.path);
-  manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
-
-  // The scratch project: the tarball, LangGraph, LangChain core and pg at the versions this
-  // repository locks, and what they and the package need, nothing more.
-  mkdirSync(scratch);
-  const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
-  const spec = `file:${tarball}`;
-  const others = ["@langchain/langgraph", "@langchain/core", "pg"];
-  const entries = lockEntries(lock, others);
-  const dependencies: Record<string, string> = { [NAME]: spec };
-  for (const name of others) dependencies[name] = entries[`node_modules/${name}`].version;
-  writeFileSync(
-    join(scratch, "package.json"),
-    JSON.stringify({ name: "scratch", private: true, type: "module", dependencies }),
-  );
-  const packages: Record<string, unknown> = {
-    "": { name: "scratch", dependencies },
-    [`node_modules/${NAME}`]: {
-      version: manifest.version,
-      resolved: spec,
-      integrity: `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`,
-      license: manifest.license,
-      peerDependencies: manifest.peerDependencies,
-      peerDependenciesMeta: manifest.peerDependenciesMeta,
-      engines: manifest.engines,
-    },
-    ...entries,
-  };
-  writeFileSync(
-    join(scratch, "package-lock.json"),
-    JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
-  );
-  await offlineInstall(scratch);
+  ({ packed, manifest, scratch } = await installPackedWorkspace(repo, root, "checkpoint-postgres", [
+    "@langchain/langgraph",
+    "@langchain/core",
+    "pg",
+  ]));
 }, 480_000);
 
 /** A graph script run with plain `node` in the scratch project; returns its stdout. */

@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Annotation, END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
@@ -10,6 +8,7 @@ import {
   postgresMissing,
   useTestCluster,
 } from "../../../test/persistence/postgres-cluster.ts";
+import { importsOf } from "../../../test/package/scratch.ts";
 import { CHECKPOINT_CORRUPT, CheckpointCorruptError, LinearPostgresSaver } from "../src/index.ts";
 
 const cluster = useTestCluster();
@@ -172,24 +171,14 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
 
 describe("the package's imports", () => {
   it("imports nothing outside its folder but LangGraph's checkpoint packages, pg and Node", () => {
-    const dir = fileURLToPath(new URL("../src/", import.meta.url));
-    const manifest = JSON.parse(readFileSync(join(dir, "../package.json"), "utf8"));
-    const declared = [
-      ...Object.keys(manifest.dependencies ?? {}),
-      ...Object.keys(manifest.peerDependencies ?? {}),
-    ];
     const allowed =
       /^(?:node:|pg$|@langchain\/langgraph-checkpoint$|@langchain\/langgraph-checkpoint-postgres$|@langchain\/core\/)/;
-    for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
-      const text = readFileSync(join(dir, file), "utf8");
-      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)) {
-        const spec = m[1];
-        if (spec.startsWith("./")) continue;
-        expect(spec, `${file} imports ${spec}`).toMatch(allowed);
-        // ... and what it imports is what its package.json declares (a dependency or a peer).
-        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec;
-        if (!spec.startsWith("node:")) expect(declared, `${file} imports ${spec}`).toContain(name);
-      }
+    for (const { file, spec, declared } of importsOf(
+      fileURLToPath(new URL("../src/", import.meta.url)),
+    )) {
+      expect(spec, `${file} imports ${spec}`).toMatch(allowed);
+      // ... and what it imports is what its package.json declares (a dependency or a peer).
+      expect(declared, `${file} imports ${spec}, not in package.json`).toBe(true);
     }
   });
 });
