@@ -41,6 +41,11 @@ export interface Versions {
  * this many times in a row, then whole again (bounds a read to this many rows).
  */
 const MAX_VERSIONS_CHAIN = 8;
+/**
+ * How many ancestors of a checkpoint row a read fetches with it (one statement): every record its
+ * version maps and its dictionary need, as the saver writes them.
+ */
+export const CHAIN_ANCESTORS = MAX_VERSIONS_CHAIN;
 /** `base` of a record whose version maps are stored as the change from its parent (the row's). */
 const BASE_IS_PARENT = 1;
 /** At most this many ancestors (never past the whole record that starts a delta chain). */
@@ -140,6 +145,11 @@ export class Records {
   private readonly recordBytes = new Lru<string, RawRecord>(256);
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
+  /**
+   * Checkpoint rows read with a row's ancestors (see {@link prime}), by namespace id and
+   * checkpoint id: the records a read needs, without a statement each.
+   */
+  private readonly rows = new Lru<string, CheckpointRow>(512);
 
   constructor(
     private readonly ctx: SaverContext,
@@ -175,11 +185,30 @@ export class Records {
   }
 
   /**
+   * Keeps rows a read fetched together (a checkpoint row and its ancestors, or list()'s rows) for
+   * the records the read needs next.
+   */
+  prime(rows: readonly CheckpointRow[]): void {
+    for (const row of rows)
+      if (!row.legacy && row.ns_id !== undefined)
+        this.rows.set(`${row.ns_id}\u0000${row.checkpoint_id}`, row);
+  }
+
+  /** A checkpoint row of this saver's tables: primed, or read. */
+  private row(nsId: number, id: string): CheckpointRow | undefined {
+    return (
+      this.rows.get(`${nsId}\u0000${id}`) ??
+      (this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined)
+    );
+  }
+
+  /**
    * Remembers the record a put just made (its row is written later, with the queue): its bytes, as
    * the dictionary of the next records, and the record itself.
    */
   remember(nsId: number, id: string, entry: RecordEntry, metadata: unknown): void {
     const recordKey = `${nsId}\u0000${id}`;
+    this.rows.deleteWhere((key) => key === recordKey);
     this.recordBytes.set(recordKey, { raw: entry.raw, parentId: entry.parentId });
     this.records.deleteWhere((key) => key === recordKey);
     try {
@@ -200,6 +229,7 @@ export class Records {
 
   /** After a failed commit: a rolled-back put's record is not the row's. */
   forgetAll(): void {
+    this.rows.deleteWhere(() => true);
     this.records.deleteWhere(() => true);
     this.recordBytes.deleteWhere(() => true);
   }
@@ -207,6 +237,7 @@ export class Records {
   /** Forgets what is known of a deleted namespace. */
   forgetNamespace(nsId: number): void {
     this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+    this.rows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     this.records.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     this.recordBytes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
   }
@@ -275,7 +306,9 @@ export class Records {
           id = known.parentId;
           continue;
         }
-        const parent = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+        const parent = fromRows
+          ? (this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined)
+          : this.row(nsId, id);
         if (!parent) break;
         const raw = this.rawRecordOf(nsId, parent, fromRows, seen, path);
         seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
@@ -300,6 +333,8 @@ export class Records {
    * again without one, so none becomes unreadable.
    */
   releaseDependents(nsId: number, id: string): void {
+    // (Rows read before are stored again below: read them again.)
+    this.rows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     let frontier = [id];
     for (let depth = 0; depth < RECORD_ANCESTORS && frontier.length; depth++) {
       const children = this.ctx.db
@@ -339,7 +374,7 @@ export class Records {
     const cached = this.records.get(`${nsId}\u0000${id}`);
     if (cached) return cached;
     this.ctx.flush();
-    const row = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+    const row = this.row(nsId, id);
     return row ? this.recordOf(nsId, row) : undefined;
   }
 
