@@ -259,7 +259,10 @@ export class ChannelValues {
       }
       const baseKey = blobKey(nsId, channel, baseVersion);
       let next =
-        this.pending.get(baseKey) ?? fetched?.get(baseVersion) ?? this.rows.get(baseKey) ?? undefined;
+        this.pending.get(baseKey) ??
+        fetched?.get(baseVersion) ??
+        this.rows.get(baseKey) ??
+        undefined;
       if (!next) {
         fetched = this.chainRows(nsId, channel, baseVersion);
         next = fetched.get(baseVersion);
@@ -353,10 +356,13 @@ export class ChannelValues {
   private prefetchWrites(nsId: number, checkpointIds: string[]): Map<string, StoredWrite[]> {
     const out = new Map<string, StoredWrite[]>();
     if (checkpointIds.length < 2) return out;
-    const rows = this.ctx.s.writesOf.all(
-      nsId,
-      JSON.stringify([...new Set(checkpointIds)]),
-    ) as Array<WritesRow & { checkpoint_id: string }>;
+    const ids = [...new Set(checkpointIds)];
+    const ahead = this.writeRows.aheadRows(nsId, ids);
+    const rows = ahead
+      ? ([...ahead.values()].flat() as Array<WritesRow & { checkpoint_id: string }>)
+      : (this.ctx.s.writesOf.all(nsId, JSON.stringify(ids)) as Array<
+          WritesRow & { checkpoint_id: string }
+        >);
     for (const row of rows) {
       const key = `${nsId}\u0000${row.checkpoint_id}\u0000${row.task_id}`;
       if (!this.writeRows.pending.has(key)) out.set(key, this.writeRows.unpackRow(nsId, row));

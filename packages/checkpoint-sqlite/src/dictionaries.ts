@@ -132,6 +132,8 @@ export class WriteRows {
    * id and checkpoint id, in LangGraph's writes order; forgotten when any writes row is stored.
    */
   private readonly ahead = new Map<string, WritesRow[]>();
+  /** The writes of rows unpacked, by row object (rows read ahead are read more than once). */
+  private readonly unpacked = new WeakMap<WritesRow, StoredWrite[]>();
 
   constructor(
     private readonly ctx: SaverContext,
@@ -183,9 +185,26 @@ export class WriteRows {
   }
 
   unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
-    return unpackWrites(this.rawOf(nsId, row), this.source(nsId, row)).sort(
+    // (A row read ahead is unpacked once: a list() reads it for the values that refer to it and
+    // for its checkpoint's pending writes.)
+    const known = this.unpacked.get(row);
+    if (known) return known;
+    const writes = unpackWrites(this.rawOf(nsId, row), this.source(nsId, row)).sort(
       (a, b) => a.idx - b.idx,
     );
+    this.unpacked.set(row, writes);
+    return writes;
+  }
+
+  /** The rows read ahead for the checkpoints that have some (see `ahead`), by checkpoint id. */
+  aheadRows(nsId: number, checkpointIds: readonly string[]): Map<string, WritesRow[]> | undefined {
+    const out = new Map<string, WritesRow[]>();
+    for (const id of checkpointIds) {
+      const rows = this.ahead.get(`${nsId}\u0000${id}`);
+      if (!rows) return undefined;
+      out.set(id, rows);
+    }
+    return out;
   }
 
   /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */

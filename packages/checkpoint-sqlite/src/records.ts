@@ -247,7 +247,8 @@ export class Records {
     const key = `${nsId}\u0000${row.checkpoint_id}`;
     const cached = this.records.get(key);
     if (cached) return cached;
-    const raw = this.rawRecordOf(nsId, row, false);
+    // (Its bytes may be known already: read as the dictionary of a record after it.)
+    const raw = this.recordBytes.get(key)?.raw ?? this.rawRecordOf(nsId, row, false);
     const source = recordSource(nsId, row.checkpoint_id);
     const stored = (await decoding(source.table, source.row, "its record does not parse", () =>
       this.serde().loadsTyped(row.type ?? "json", serialized(row.type ?? "json", raw)),
