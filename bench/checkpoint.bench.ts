@@ -28,6 +28,9 @@ const FRESH = [
   { steps: 200, repeats: 9 },
 ];
 
+/** Rounds of fresh reads run before the recorded ones (see freshReads). */
+const WARMUP_ROUNDS = 5;
+
 /** V8's gc(), so that every timed fresh read starts on a collected heap (not the last one's garbage). */
 const gc = (() => {
   setFlagsFromString("--expose-gc");
@@ -179,7 +182,7 @@ async function freshRead(kind: Kind, file: string, read: Read, early: string, co
  * Fresh-saver reads on the file of a `steps`-step run of each saver: `repeats` rounds, each
  * running every read on both savers (the order of the savers alternating between rounds), p50.
  */
-export async function freshReads(dir: string, steps: number, repeats: number) {
+async function freshReads(dir: string, steps: number, repeats: number) {
   const files = {} as Record<Kind, string>;
   const early = {} as Record<Kind, string>;
   let count = 0;
@@ -200,10 +203,13 @@ export async function freshReads(dir: string, steps: number, repeats: number) {
   }
   const loadStart = loadavg()[0];
   const times = new Map<string, { wall: number[]; cpu: number[] }>();
-  for (let r = 0; r < repeats; r++)
+  // (Unrecorded rounds first: both savers' code compiled and optimized, as in a process that has
+  // read before; the first rounds otherwise time V8 compiling the longer code path.)
+  for (let r = -WARMUP_ROUNDS; r < repeats; r++)
     for (const read of READS)
       for (const kind of r % 2 ? [...KINDS].reverse() : KINDS) {
         const t = await freshRead(kind, files[kind], read, early[kind], count);
+        if (r < 0) continue;
         const key = `${kind}\u0000${read}`;
         const entry = times.get(key) ?? { wall: [], cpu: [] };
         entry.wall.push(t.wall);
@@ -290,7 +296,7 @@ export default async function checkpointBench(): Promise<BenchSection[]> {
     const freshSection: BenchSection = {
       title:
         "Checkpointer: reads of a fresh saver (IncrementalSqliteSaver vs the official SqliteSaver)",
-      description: `What \`codehop history\`, a resume, Studio or a new process pay: a saver instance that has read nothing yet (a new connection to the file, no cache) reads the latest checkpoint, an early checkpoint by id (90% of the way back) or list() of the whole thread, on the file of a run of the loop above of N steps by each saver (after a WAL checkpoint). Each read gets its own fresh saver, opened before the clock starts; the heap is collected before each (gc()), so no read pays for the garbage of the one before. Repeats are interleaved (every read on both savers in turn, the order of the savers alternating between rounds: ${FRESH.map((f) => `${f.repeats} rounds at ${f.steps} steps`).join(", ")}); wall time p50, and the ratio of the CPU-time p50 (process.cpuUsage, user + system) beside it. Load: the 1-minute load average when the block started and ended (2 shared cores: on a loaded machine a longer read is descheduled more often, so wall-time ratios there are worse than CPU-time ratios).`,
+      description: `What \`codehop history\`, a resume, Studio or a new process pay: a saver instance that has read nothing yet (a new connection to the file, no cache) reads the latest checkpoint, an early checkpoint by id (90% of the way back) or list() of the whole thread, on the file of a run of the loop above of N steps by each saver (after a WAL checkpoint). Each read gets its own fresh saver, opened before the clock starts; the heap is collected before each (gc()), so no read pays for the garbage of the one before. After 5 unrecorded rounds (both savers' code compiled and optimized, as in a process that has read before), repeats are interleaved (every read on both savers in turn, the order of the savers alternating between rounds: ${FRESH.map((f) => `${f.repeats} rounds at ${f.steps} steps`).join(", ")}); wall time p50, and the ratio of the CPU-time p50 (process.cpuUsage, user + system) beside it. Load: the 1-minute load average when the block started and ended (2 shared cores: on a loaded machine a longer read is descheduled more often, so wall-time ratios there are worse than CPU-time ratios).`,
       columns: [
         "read",
         "official SqliteSaver",

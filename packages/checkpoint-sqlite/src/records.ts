@@ -41,11 +41,6 @@ export interface Versions {
  * this many times in a row, then whole again (bounds a read to this many rows).
  */
 const MAX_VERSIONS_CHAIN = 8;
-/**
- * How many ancestors of a checkpoint row a read fetches with it (one statement): every record its
- * version maps and its dictionary need, as the saver writes them.
- */
-export const CHAIN_ANCESTORS = MAX_VERSIONS_CHAIN;
 /** `base` of a record whose version maps are stored as the change from its parent (the row's). */
 const BASE_IS_PARENT = 1;
 /** At most this many ancestors (never past the whole record that starts a delta chain). */
@@ -146,8 +141,8 @@ export class Records {
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
   /**
-   * Checkpoint rows read with a row's ancestors (see {@link prime}), by namespace id and
-   * checkpoint id: the records a read needs, without a statement each.
+   * Checkpoint rows list() read (see {@link prime}), by namespace id and checkpoint id: the
+   * records it needs, without a statement each.
    */
   private readonly rows = new Lru<string, CheckpointRow>(512);
 
@@ -185,8 +180,8 @@ export class Records {
   }
 
   /**
-   * Keeps rows a read fetched together (a checkpoint row and its ancestors, or list()'s rows) for
-   * the records the read needs next.
+   * Keeps the rows list() fetched together (a row's ancestors, whose records reading it needs, are
+   * mostly among them) for the records it reads next.
    */
   prime(rows: readonly CheckpointRow[]): void {
     for (const row of rows)
@@ -208,9 +203,9 @@ export class Records {
    */
   remember(nsId: number, id: string, entry: RecordEntry, metadata: unknown): void {
     const recordKey = `${nsId}\u0000${id}`;
-    this.rows.deleteWhere((key) => key === recordKey);
+    this.rows.delete(recordKey);
     this.recordBytes.set(recordKey, { raw: entry.raw, parentId: entry.parentId });
-    this.records.deleteWhere((key) => key === recordKey);
+    this.records.delete(recordKey);
     try {
       // (A copy of the metadata: the caller's object may change after put.)
       this.records.set(recordKey, {

@@ -29,7 +29,7 @@ import { CheckpointCorruptError, DEFAULT_MAX_INFLATE_BYTES } from "./corrupt.ts"
 import type { SaverContext } from "./context.ts";
 import { WriteRows } from "./dictionaries.ts";
 import { Lru } from "./lru.ts";
-import { CHAIN_ANCESTORS, Records, storedRecord, type Versions } from "./records.ts";
+import { Records, storedRecord, type Versions } from "./records.ts";
 import { TupleReader } from "./tuples.ts";
 import { deleteThreadRows, listedRows, sameAsSql, threadIds } from "./queries.ts";
 import { countRootCheckpoints } from "./thread-counts.ts";
@@ -232,28 +232,26 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   // Reading
 
   /**
-   * The checkpoint row `id` of a namespace, or its latest, of this saver's tables (read with its
-   * ancestors, whose records reading it needs: one statement) or of the official saver's.
+   * The checkpoint row `id` of a namespace, or its latest, of this saver's tables or of the
+   * official saver's. (A fresh saver's ancestors' rows, which reading a record needs, are read
+   * one statement each: measured, one recursive CTE for the row and its ancestors costs more to
+   * prepare than the ten small lookups it saves.)
    */
   private findRow(thread: string, ns: string, id: string | undefined): CheckpointRow | undefined {
     this.flush();
     const s = this.s;
-    const chain = (id ? s.checkpointChain : s.latestChain).all({
-      thread,
-      ns,
-      id,
-      depth: CHAIN_ANCESTORS,
-    }) as CheckpointRow[];
-    const row = chain[0];
-    if (row) {
-      this.nsIds.set(`${thread}\u0000${ns}`, row.ns_id!);
-      this.records.prime(chain);
-    }
+    const nsId = this.nsId(thread, ns, false);
     if (id) {
+      const row =
+        nsId === undefined
+          ? undefined
+          : (s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined);
       if (row) return row;
       const old = s.legacyCheckpoint?.get(thread, ns, id) as CheckpointRow | undefined;
       return old ? { ...old, legacy: true } : undefined;
     }
+    const row =
+      nsId === undefined ? undefined : (s.latestCheckpoint.get(nsId) as CheckpointRow | undefined);
     const old = s.legacyLatest?.get(thread, ns) as CheckpointRow | undefined;
     if (old && (!row || old.checkpoint_id > row.checkpoint_id)) return { ...old, legacy: true };
     return row;

@@ -308,27 +308,6 @@ function lazy(db: Database.Database, sql: string) {
   };
 }
 
-/**
- * The checkpoint row `anchor` selects in namespace (@thread, @ns), then its parent, its parent's
- * parent ... (at most @depth more rows; UNION ALL with a depth bound: a loop of parent ids stops).
- */
-function chainSql(cols: string, anchor: string): string {
-  return `WITH RECURSIVE chain (ns_id, checkpoint_id, parent, depth) AS (
-      SELECT * FROM (
-        SELECT c.ns_id, c.checkpoint_id, c.parent_checkpoint_id, 0
-        FROM ${T_NAMESPACES} n JOIN ${T_CHECKPOINTS} c ON c.ns_id = n.ns_id
-        WHERE n.thread_id = @thread AND n.checkpoint_ns = @ns AND ${anchor})
-      UNION ALL
-      SELECT c.ns_id, c.checkpoint_id, c.parent_checkpoint_id, chain.depth + 1
-      FROM chain JOIN ${T_CHECKPOINTS} c ON c.ns_id = chain.ns_id AND c.checkpoint_id = chain.parent
-      WHERE chain.depth < @depth
-    )
-    SELECT ${cols} FROM chain
-      JOIN ${T_CHECKPOINTS} c ON c.ns_id = chain.ns_id AND c.checkpoint_id = chain.checkpoint_id
-      JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id
-    ORDER BY chain.depth`;
-}
-
 function prepare(db: Database.Database, legacy: boolean) {
   const cols = `c.ns_id, n.thread_id, n.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.zip, c.metadata`;
   const from = `${T_CHECKPOINTS} c JOIN ${T_NAMESPACES} n ON n.ns_id = c.ns_id`;
@@ -346,11 +325,6 @@ function prepare(db: Database.Database, legacy: boolean) {
     latestCheckpoint: statement(
       `SELECT ${cols} FROM ${from} WHERE c.ns_id = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
     ),
-    // A checkpoint row and its ancestors up to @depth generations back (its version maps and its
-    // dictionary are in them), by id or the namespace's latest: one statement for a fresh read.
-    // The anchor finds the namespace by its strings, so a fresh saver needs no lookup of its id.
-    checkpointChain: statement(chainSql(cols, "c.checkpoint_id = @id")),
-    latestChain: statement(chainSql(cols, "1 ORDER BY c.checkpoint_id DESC LIMIT 1")),
     putCheckpoint: statement(
       `INSERT OR REPLACE INTO ${T_CHECKPOINTS}
          (ns_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, zip, metadata)
