@@ -25,7 +25,6 @@ import {
   METADATA_IN_RECORD,
   type CheckpointRow,
   type Statements,
-  type WritesRow,
 } from "./schema.ts";
 
 /** The parts of the saver a read uses. */
