@@ -9,6 +9,16 @@ import { existsSync, readFileSync } from "node:fs";
 import module from "node:module";
 import { fileURLToPath } from "node:url";
 
+// Node 22.1+ keeps the code it compiles on disk (NODE_COMPILE_CACHE's folder, else the OS temp
+// folder) and reuses it at the next start: about a fifth less CPU to load codehop (measured on
+// 22.13). Node 20 has no such cache (no enableCompileCache). NODE_DISABLE_COMPILE_CACHE=1 turns
+// it off.
+try {
+  module.enableCompileCache?.();
+} catch {
+  // A cache that cannot be written is only a slower start.
+}
+
 const args = process.argv.slice(2);
 const source = new URL("../src/cli/main.ts", import.meta.url);
 let main;
