@@ -1,5 +1,6 @@
 import { createInterface } from "node:readline/promises";
 import type { ApprovalDecision, ApprovalRequest } from "../core/approval.ts";
+import { cliCommand, type CommandContext } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /** The approval a run waits for, as the terminal shows it (several lines, no trailing newline). */
@@ -13,12 +14,23 @@ export function formatApproval(request: ApprovalRequest): string {
   ].join("\n");
 }
 
-/** The commands that answer a pending approval of `threadId`. */
-export function approvalCommands(threadId: string): string {
+/**
+ * The commands that answer `request`, pending on `threadId`, as the user pastes them: the CLI as it
+ * runs here, `--home` when the command was given one; `--edit` carries the call's own arguments
+ * (pasted unchanged it runs the call as asked; the user edits them first).
+ */
+export function approvalCommands(
+  threadId: string,
+  request: Pick<ApprovalRequest, "args">,
+  context: CommandContext = {},
+): string {
+  const resume = (...answer: Array<string | { placeholder: string }>) =>
+    `  ${cliCommand(["resume", threadId, ...answer], context)}`;
   return [
-    `  codehop resume ${threadId} --approve`,
-    `  codehop resume ${threadId} --reject "why"`,
-    `  codehop resume ${threadId} --edit '<json arguments>'`,
+    resume("--approve"),
+    // The reason is the user's to write: an example in double quotes, valid as it is.
+    resume("--reject", { placeholder: '"why"' }),
+    resume("--edit", JSON.stringify(request.args)),
   ].join("\n");
 }
 

@@ -53,7 +53,7 @@ export async function runAssistantDemo(
           "",
           `The task's files are in ${home}/assistant-files/${threadId}/.`,
           "With a real model and a search provider (docs/assistant.md):",
-          `  ${cliCommand(["assist", "What is the tallest building in Europe?"], {})}`,
+          `  ${cliCommand(["assist", "What is the tallest building in Europe?"], { home: flags.home })}`,
           "",
         ].join("\n"),
       );

@@ -1,18 +1,30 @@
 import { randomUUID } from "node:crypto";
+import { isAbsolute, join, relative } from "node:path";
 import type { RunFlags } from "./cli-support.ts";
 import { stopOnCtrlC } from "./interrupt.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { chatRoundView } from "./chat-view.ts";
 import { cliCommand, type CommandContext } from "../config/cli-command.ts";
 
-function scriptedNote(home: CommandContext): string {
+/**
+ * `file` as a printed command names it: relative to the working directory when it is under it (a
+ * clone's root: `data/chat-demo/...`), else absolute (an installed package's copy), so the command
+ * finds the file wherever it is pasted from here.
+ */
+function pathForCommand(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : file;
+}
+
+/** The demo's note; `files` are the two documents a real model's first chat attaches. */
+function scriptedNote(home: CommandContext, files: string[]): string {
   return [
     "NOTE: the model in this demo is SCRIPTED. A local OpenAI-compatible server replays recorded",
     "replies (src/apps/chat/demo-trajectories.ts) over real HTTP; the chat agent, the sandbox, text",
     "extraction (PDF, DOCX, a web page), the per-thread file index, search_files and the SQLite",
     "checkpoints are real. To talk with a real model instead:",
     "  export OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=EMPTY CODEHOP_MODEL=Qwen/Qwen2.5-7B-Instruct",
-    `  ${cliCommand(["chat", "--file", "data/chat-demo/harbor-bridge-report.pdf", "--file", "data/chat-demo/budget-2025.docx"], home)}`,
+    `  ${cliCommand(["chat", ...files.flatMap((f) => ["--file", pathForCommand(f)])], home)}`,
   ].join("\n");
 }
 
@@ -26,8 +38,8 @@ export async function runChatDemo(
   flags: RunFlags & { delay?: number },
   home: string,
 ): Promise<void> {
-  const { startChatDemo } = await import("../apps/chat/demo.ts");
-  const { DEMO_ROUNDS } = await import("../apps/chat/demo-trajectories.ts");
+  const { startChatDemo, CHAT_DEMO_DIR } = await import("../apps/chat/demo.ts");
+  const { DEMO_ROUNDS, DEMO_FILES } = await import("../apps/chat/demo-trajectories.ts");
   const { chat } = await import("../apps/chat/app.ts");
   const demo = await startChatDemo({ delayMs: flags.delay ?? 0 });
   // Printed commands repeat --home, so they reach this conversation.
@@ -40,7 +52,7 @@ export async function runChatDemo(
   try {
     if (!flags.json) {
       process.stderr.write(
-        `${scriptedNote(context)}\n\ncodehop chat demo — thread ${threadId}\n\n`,
+        `${scriptedNote(context, [join(CHAT_DEMO_DIR, DEMO_FILES.report), join(CHAT_DEMO_DIR, DEMO_FILES.budget)])}\n\ncodehop chat demo — thread ${threadId}\n\n`,
       );
     }
     for (const round of DEMO_ROUNDS) {

@@ -168,7 +168,7 @@ export async function printResult(
   }
   if (result.approval) {
     process.stdout.write(
-      `\n${formatApproval(result.approval)}\nThread: ${result.thread_id} (waiting for this approval; checkpoints: ${result.checkpoint_db})\n${approvalCommands(result.thread_id)}\n`,
+      `\n${formatApproval(result.approval)}\nThread: ${result.thread_id} (waiting for this approval; checkpoints: ${result.checkpoint_db})\n${approvalCommands(result.thread_id, result.approval, { home: flags.home })}\n`,
     );
     return;
   }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { cliCommand } from "../config/cli-command.ts";
 import type { EvalReport } from "./report.ts";
 import type { AgentTranscript } from "./types.ts";
 
@@ -44,7 +45,12 @@ export function htmlReport(
   const outDir = options.outDir;
   let budget = options.transcriptBudget ?? TRANSCRIPT_BUDGET;
   const questions = report.results.map((r) => {
-    if (budget <= 0) return { ...r, transcripts: [], transcriptsOmitted: true };
+    // The command that lists an agentic question's checkpoints, as every printed next step is.
+    const inspect =
+      r.system === "agentic" && outDir
+        ? cliCommand(["history", r.threadId], { home: outDir })
+        : null;
+    if (budget <= 0) return { ...r, inspect, transcripts: [], transcriptsOmitted: true };
     const transcripts = transcriptsOf(r).map((t) => ({
       agent: t.agent,
       messages: t.messages.map((m) => {
@@ -56,7 +62,7 @@ export function htmlReport(
         return { role: m.role, content };
       }),
     }));
-    return { ...r, transcripts };
+    return { ...r, inspect, transcripts };
   });
   const data = { ...report, results: questions, outDir: outDir ?? null };
   const title = `codehop eval — ${report.runId}${report.partial ? " (partial)" : ""}`;
@@ -198,7 +204,7 @@ export function htmlReport(
     row("scores", "EM " + r.em + " · F1 " + r.f1.toFixed(2) + " · cover-EM " + r.coverEm + (r.judge ? " · judge " + (r.judge.correct ? "correct" : "incorrect") : "") +
       (r.supportRecall != null ? " · support recall " + r.supportRecall.toFixed(2) : ""));
     row("thread id", el("a", { href: "#" + encodeURIComponent(r.threadId) }, el("code", {}, r.threadId)));
-    if (r.system === "agentic" && R.outDir) row("inspect", el("code", {}, "npx codehop history " + JSON.stringify(r.threadId) + " --home " + JSON.stringify(R.outDir)));
+    if (r.inspect) row("inspect", el("code", {}, r.inspect));
     if (r.status) row("stopped by", r.status);
     row("cost", r.modelCalls + " model calls · " + r.inputTokens + " in / " + r.outputTokens + " out tokens · " + r.steps + " steps · " + (r.wallMs / 1000).toFixed(2) + " s");
     const per = Object.entries(r.usage).map(([a, u]) => a + ": " + u.calls + " calls, " + u.inputTokens + " in / " + u.outputTokens + " out").join(" · ");

@@ -32,13 +32,22 @@ export interface CliRun {
   }>;
 }
 
-/** Spawns `node bin/codehop.mjs <args>` (the same entry `npx codehop` runs). */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): CliRun {
+/**
+ * Spawns `node bin/codehop.mjs <args>` (the same entry `npx codehop` runs); `input`, when given,
+ * is its whole stdin (else it has none).
+ */
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd = process.cwd(),
+  input?: string,
+): CliRun {
   const child = spawn(process.execPath, [CODEHOP_BIN, ...args], {
     env,
     cwd,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (input !== undefined) child.stdin!.end(input);
   let out = "";
   let err = "";
   child.stdout!.on("data", (d) => (out += d));
@@ -54,7 +63,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = process.c
   return { child, stdout: () => out, stderr: () => err, done };
 }
 
-/** Runs the CLI to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
-  return spawnCli(args, env, cwd).done;
+/** Runs the CLI to completion (`input`: its stdin, see {@link spawnCli}). */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string, input?: string) {
+  return spawnCli(args, env, cwd, input).done;
 }

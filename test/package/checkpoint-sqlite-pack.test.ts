@@ -5,13 +5,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { copySqliteAddon, lockEntries, offlineInstall } from "./scratch.ts";
+import { whyDistIsStale } from "../../bin/dist-current.mjs";
+import { copySqliteAddon, lockEntries, offlineInstall, placeLockEntries } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-sqlite` gives a LangGraph.js user who has never heard of
 // codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
 // installed into a new project beside plain @langchain/langgraph, better-sqlite3 and nothing of
 // codehop, then used by a graph run with plain `node` in two processes (the second resumes from
 // what the first stored). Offline as test/package/pack.test.ts is (see scratch.ts).
+// The build: when the repository's build is current with its sources (vitest's global setup just
+// made sure), packages/checkpoint-sqlite/dist is what `prepack` would build (`npm run build` of
+// the workspaces runs the same script), so the copy takes it and packs with no scripts, as
+// pack.test.ts does; otherwise the copy's own `prepack` builds it.
 
 const run = promisify(execFile);
 const repo = process.cwd();
@@ -24,12 +29,20 @@ let manifest: Record<string, any>;
 beforeAll(async () => {
   // A copy of the package with the repository's node_modules (its build tools are hoisted there).
   const pkg = join(root, "checkpoint-sqlite");
+  const built = whyDistIsStale(repo) === undefined;
   cpSync(join(repo, "packages/checkpoint-sqlite"), pkg, {
     recursive: true,
-    filter: (src) => !/[\\/](dist|node_modules)$/.test(src),
+    filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
   });
   symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", root], {
+  const pack = [
+    "pack",
+    "--json",
+    "--pack-destination",
+    root,
+    ...(built ? ["--ignore-scripts"] : []),
+  ];
+  const { stdout } = await run("npm", pack, {
     cwd: pkg,
     timeout: 240_000,
     maxBuffer: 16 * 1024 * 1024,
@@ -68,6 +81,7 @@ beforeAll(async () => {
     join(scratch, "package-lock.json"),
     JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
   );
+  placeLockEntries(repo, scratch, entries);
   await offlineInstall(scratch);
   copySqliteAddon(repo, scratch);
 }, 480_000);

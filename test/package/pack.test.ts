@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -13,14 +13,21 @@ import {
 } from "../../src/testing/scripted-openai-server.ts";
 import { whyDistIsStale } from "../../bin/dist-current.mjs";
 import { EXAMPLE_ANSWERS, exampleRules } from "./example-rules.ts";
-import { copySqliteAddon, linkNodeModules, lockEntries, offlineInstall } from "./scratch.ts";
+import {
+  copySqliteAddon,
+  linkNodeModules,
+  lockEntries,
+  offlineInstall,
+  placeLockEntries,
+} from "./scratch.ts";
 
 // What `npm install codehop` gives a user: the tarball `npm pack` makes of dist/ (the build
 // `prepare` makes), installed into a new project, imported by name with plain Node and run as a CLI.
 //
 // The install is offline and takes seconds: the scratch project gets a lock file made of this
-// repository's runtime entries, so npm resolves nothing and takes every tarball from its cache
-// (`npm install` of the repository filled it). Install scripts are skipped and better-sqlite3's
+// repository's runtime entries, so npm resolves nothing, and those dependencies laid out as that
+// lock installs them (from the repository's node_modules, scratch.ts placeLockEntries), so npm
+// unpacks only the codehop tarball (from its cache). Install scripts are skipped and better-sqlite3's
 // compiled addon is copied from the repository's build (same version, by the lock): compiling it
 // takes minutes offline and is better-sqlite3's business, not the package's. `legacy-peer-deps`
 // is what this repository's .npmrc sets (see README, "Install the package").
@@ -91,6 +98,7 @@ beforeAll(async () => {
     readFileSync(join(pkg, "packages/checkpoint-sqlite/package.json"), "utf8"),
   );
   const spec = `file:${tarball}`;
+  const dependencies = lockEntries(lock);
   const packages: Record<string, unknown> = {
     "": { name: "scratch", dependencies: { codehop: spec } },
     "node_modules/codehop": {
@@ -111,7 +119,7 @@ beforeAll(async () => {
       peerDependencies: saverManifest.peerDependencies,
       engines: saverManifest.engines,
     },
-    ...lockEntries(lock),
+    ...dependencies,
   };
   writeFileSync(
     join(scratch, "package.json"),
@@ -126,6 +134,7 @@ beforeAll(async () => {
     join(scratch, "package-lock.json"),
     JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
   );
+  placeLockEntries(repo, scratch, dependencies);
   await offlineInstall(scratch);
   copySqliteAddon(repo, scratch);
 
@@ -264,25 +273,34 @@ describe("the npm package", { timeout: 120_000 }, () => {
     expect(JSON.parse(listed.stdout)[0]).toMatchObject({ status: "done" });
   });
 
-  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown", async () => {
+  it("plays the chat demo from the install: PDF, DOCX and a web page read with unpdf, mammoth, turndown; its next steps say `codehop` and run as printed", async () => {
     const bin = join(scratch, "node_modules/.bin/codehop");
     const home = join(root, "chat-home");
-    const chatRun = await node([
-      bin,
-      "demo",
-      "--question",
-      "chat",
-      "--delay",
-      "0",
-      "-q",
-      "--home",
-      home,
-    ]);
+    // The project's bin on PATH, as `npm install -g` or an activated project gives it.
+    const PATH = `${join(scratch, "node_modules/.bin")}:${process.env.PATH}`;
+    const chatRun = await node(
+      [bin, "demo", "--question", "chat", "--delay", "0", "-q", "--home", home],
+      { PATH },
+    );
     expect(chatRun.stdout).toContain("(attached harbor-bridge-report.pdf)");
     expect(chatRun.stdout).toContain("(attached budget-2025.docx)");
     expect(chatRun.stdout).toContain("[harbor-bridge-report.pdf, p. 2]");
     expect(chatRun.stdout).toContain("[budget-2025.docx § Staff]");
     expect(chatRun.stdout).toContain("[Harbor Bridge visitor information § Bridge climb]");
+    // Printed next steps: the bare `codehop`, the demo's documents by their path in the install
+    // (from the project's directory); a printed line pasted into a shell runs.
+    const docs = "node_modules/codehop/data/chat-demo";
+    expect(chatRun.stderr).toContain(
+      `\n  codehop chat --file ${docs}/harbor-bridge-report.pdf --file ${docs}/budget-2025.docx --home ${home}\n`,
+    );
+    expect(existsSync(join(scratch, docs, "budget-2025.docx"))).toBe(true);
+    const history = /^ {2}(codehop history \S+ --home \S+)/m.exec(chatRun.stderr)?.[1];
+    expect(history, chatRun.stderr).toBeDefined();
+    const pasted = await run("/bin/sh", ["-c", history!], {
+      cwd: scratch,
+      env: { PATH, HOME: process.env.HOME, NO_COLOR: "1", CODEHOP_ENV_FILE: "none" },
+    });
+    expect(pasted.stdout).toContain("Show one: codehop history ");
   });
 
   it("runs every example it ships against an OpenAI-compatible endpoint", async () => {

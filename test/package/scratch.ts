@@ -1,10 +1,20 @@
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
-import { join, relative } from "node:path";
+import {
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { promisify } from "node:util";
 
 // What the package tests share: a copy of a package with the repository's node_modules, and a
-// scratch project installed offline from a lock file made of the repository's lock entries.
+// scratch project installed offline from a lock file made of the repository's lock entries, its
+// dependencies laid out beforehand from the repository's node_modules (see placeLockEntries).
 
 const run = promisify(execFile);
 
@@ -73,6 +83,68 @@ export function lockEntries(
   return out;
 }
 
+/**
+ * Lays the lock `entries` out under `dir`'s node_modules as `npm install` of that lock would:
+ * the same package versions at the same paths, with their bin links and npm's record of what is
+ * installed (node_modules/.package-lock.json). Their files are hard links to the repository's
+ * node_modules (copies across file systems), which that same lock installed: `offlineInstall`
+ * then finds them in place and unpacks only the tarball under test. Unpacking the ~400
+ * dependencies from the npm cache instead cost the suite about 20 CPU-seconds per scratch
+ * project and tests npm, not the package. Nothing writes into these files: npm replaces a
+ * package it changes (a new folder), and `copySqliteAddon` leaves an addon in place.
+ * Platform packages the repository did not install (another OS's optional builds) are left out,
+ * as npm leaves them out.
+ */
+export function placeLockEntries(
+  repo: string,
+  dir: string,
+  entries: Record<string, LockEntry>,
+): void {
+  const placed: Record<string, LockEntry> = {};
+  for (const [path, entry] of Object.entries(entries)) {
+    if (!existsSync(join(repo, path, "package.json"))) continue;
+    linkTree(join(repo, path), join(dir, path));
+    placed[path] = entry;
+  }
+  // The bin links npm makes (`node_modules/.bin`, and one per nested node_modules): without
+  // them npm takes the package for half-installed and unpacks it again.
+  for (const [path, entry] of Object.entries(placed)) {
+    const bins: Record<string, string> =
+      typeof entry.bin === "string" ? { [path.split("/").pop()!]: entry.bin } : (entry.bin ?? {});
+    const binDir = join(dir, dirname(path), ".bin");
+    for (const [name, target] of Object.entries(bins)) {
+      mkdirSync(binDir, { recursive: true });
+      if (!existsSync(join(binDir, name)))
+        symlinkSync(relative(binDir, join(dir, path, target)), join(binDir, name));
+    }
+  }
+  // Last, so it is newer than every folder above: npm trusts it only then.
+  writeFileSync(
+    join(dir, "node_modules/.package-lock.json"),
+    JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages: placed }),
+  );
+}
+
+/** `to` made of hard links to `from`'s files (copies across file systems), its node_modules left out. */
+function linkTree(from: string, to: string): void {
+  mkdirSync(to, { recursive: true });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    if (entry.name === "node_modules") continue;
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) linkTree(source, target);
+    else if (entry.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
+    else {
+      try {
+        linkSync(source, target);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EXDEV") throw e;
+        copyFileSync(source, target);
+      }
+    }
+  }
+}
+
 /** `npm install` in `dir` from the npm cache only, with no install scripts. */
 export async function offlineInstall(dir: string): Promise<void> {
   const cache = (await run("npm", ["config", "get", "cache"])).stdout.trim();
@@ -95,9 +167,12 @@ export async function offlineInstall(dir: string): Promise<void> {
 /**
  * better-sqlite3's compiled addon, copied from the repository's build (same version, by the
  * lock): compiling it takes minutes offline and is better-sqlite3's business, not the package's.
+ * An addon already there is the repository's own, placed by {@link placeLockEntries} (a hard
+ * link: copying onto it would rewrite the repository's file under running tests).
  */
 export function copySqliteAddon(repo: string, dir: string): void {
-  const addon = "node_modules/better-sqlite3/build/Release";
-  mkdirSync(join(dir, addon), { recursive: true });
-  copyFileSync(join(repo, addon, "better_sqlite3.node"), join(dir, addon, "better_sqlite3.node"));
+  const addon = "node_modules/better-sqlite3/build/Release/better_sqlite3.node";
+  if (existsSync(join(dir, addon))) return;
+  mkdirSync(dirname(join(dir, addon)), { recursive: true });
+  copyFileSync(join(repo, addon), join(dir, addon));
 }

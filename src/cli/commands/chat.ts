@@ -17,16 +17,18 @@ interface ChatFlags extends RunFlags {
   keepRounds?: number;
 }
 
-const HELP = [
-  "Commands:",
-  "  /attach <path-or-url> ...   add files (PDF, DOCX, HTML, Markdown, text) or links to this conversation",
-  "  /files                      list the attached files",
-  "  /forget                     forget this conversation (its history and files) and start a new one",
-  "  /forget <file>              remove one attached file",
-  "  /thread                     show the thread id",
-  "  /exit                       leave (Ctrl-D works too); `codehop chat --thread <id>` continues later",
-  "Ctrl-C while the assistant works stops that reply; the conversation is kept.",
-].join("\n");
+/** The session's /help text, with the command that continues this conversation later. */
+const help = (threadId: string, home: string | undefined) =>
+  [
+    "Commands:",
+    "  /attach <path-or-url> ...   add files (PDF, DOCX, HTML, Markdown, text) or links to this conversation",
+    "  /files                      list the attached files",
+    "  /forget                     forget this conversation (its history and files) and start a new one",
+    "  /forget <file>              remove one attached file",
+    "  /thread                     show the thread id",
+    `  /exit                       leave (Ctrl-D works too); \`${cliCommand(["chat", "--thread", threadId], { home })}\` continues later`,
+    "Ctrl-C while the assistant works stops that reply; the conversation is kept.",
+  ].join("\n");
 
 /**
  * Errors that end a chat session even in a terminal: every later round would fail the same way
@@ -212,8 +214,9 @@ export default function chatCommand(): Command {
               // The agent's code wants to run a tool that needs approval: ask, then go on.
               approval = await decide(result.approval);
               if (approval) continue;
+              // The commands on lines of their own, nothing after them: each pastes as it is.
               out(
-                `(the reply waits for this approval; answer it later with:\n${approvalCommands(threadId)})`,
+                `(the reply waits for this approval; answer it later with one of:)\n${approvalCommands(threadId, result.approval, { home: flags.home })}`,
               );
               return;
             }
@@ -249,7 +252,7 @@ export default function chatCommand(): Command {
           case "/quit":
             return false;
           case "/help":
-            out(HELP);
+            out(help(threadId, flags.home));
             break;
           case "/thread":
             out(`thread ${threadId}`);
