@@ -362,7 +362,7 @@ type Saver = "incremental" | "official";
  * One codehop run of the versus-createReactAgent work: `steps` steps, each calling `lookup` (a 2 KB
  * passage), then a final answer; checkpointed to its own SQLite file in `dir`. Wall ms and bytes.
  */
-async function codehopReadRun(
+export async function codehopReadRun(
   sandbox: ReturnType<typeof createSandbox>,
   dir: string,
   steps: number,
@@ -413,7 +413,7 @@ async function codehopReadRun(
 }
 
 /** The same work for createReactAgent with the official SqliteSaver (ToolNode runs `lookup`). */
-async function reactReadRun(
+export async function reactReadRun(
   dir: string,
   steps: number,
   run: string,

@@ -5,6 +5,7 @@
  * Needs root and iproute2 (`ip`, `tc`); `available()` says why not when they are missing.
  */
 import { spawnSync } from "node:child_process";
+import { onExit } from "./exit-cleanup.ts";
 
 /** Namespaces created by {@link createHosts}. */
 export interface SimulatedHosts {
@@ -44,10 +45,11 @@ export function createHosts(count: number, delayMs = 0): SimulatedHosts {
   const netns: string[] = [];
   const links: string[] = [];
   let delay = delayMs;
-  const remove = () => {
+  // Removed however the bench ends (a namespace outlives its processes).
+  const remove = onExit(() => {
     for (const l of links) ip(["link", "del", l]);
     for (const n of netns) ip(["netns", "del", n]);
-  };
+  });
   try {
     for (let k = 0; k < count; k++) {
       const name = `chb${process.pid}-${k}`;

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { startDevServer } from "../test/studio/dev-server.ts";
+import { killGroup, onExit } from "./exit-cleanup.ts";
 
 /** The repository root. */
 export const ROOT = join(import.meta.dirname, "..");
@@ -15,11 +16,14 @@ export interface CliProcess {
   child: ChildProcess;
   stderr(): string;
   exited: Promise<void>;
+  /** Kills its process group (it and its sandbox children) now; also done at exit. */
+  kill(): void;
 }
 
 /**
  * Starts `codehop <args>` (in network namespace `netns` when given: `ip netns exec`; `nodeArgs`
- * go to node, e.g. `--cpu-prof`).
+ * go to node, e.g. `--cpu-prof`) in a process group of its own, killed with its children however
+ * the bench ends.
  */
 export function spawnCodehop(
   args: string[],
@@ -33,11 +37,13 @@ export function spawnCodehop(
     ...args,
   ];
   const [cmd, ...rest] = options.netns ? ["ip", "netns", "exec", options.netns, ...argv] : argv;
-  const child = spawn(cmd, rest, { env, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(cmd, rest, { env, stdio: ["ignore", "ignore", "pipe"], detached: true });
   let err = "";
-  child.stderr!.on("data", (d) => (err += d));
+  // The last 64 KiB: a worker's log over a long round must not grow without bound.
+  child.stderr!.on("data", (d) => (err = (err + d).slice(-65_536)));
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  return { child, stderr: () => err, exited };
+  const kill = onExit(() => killGroup(child.pid));
+  return { child, stderr: () => err, exited, kill };
 }
 
 /** Waits until `p` printed a line matching `pattern` (its first group, or the match). */
@@ -52,13 +58,14 @@ export async function waitForLine(p: CliProcess, pattern: RegExp, what: string):
   }
 }
 
-/** Stops processes (SIGTERM, then SIGKILL after 10 s). */
+/** Stops processes (SIGTERM, then their process groups killed after 10 s at most). */
 export async function stopProcesses(procs: CliProcess[]): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGTERM");
   await Promise.all(
     procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 10_000))])),
   );
-  for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGKILL");
+  // What is left of each group (a process that ignored SIGTERM, a sandbox child).
+  for (const p of procs) p.kill();
 }
 
 /** A server the SDK talks to. */
@@ -88,9 +95,7 @@ export async function startLanggraphDev(
     120_000,
     options.jobsPerWorker ? ["--n-jobs-per-worker", String(options.jobsPerWorker)] : [],
   );
-  return {
-    url: dev.url,
-    pid: dev.pid,
-    stop: async () => dev.stop(),
-  };
+  // Its process group goes however the bench ends.
+  const stop = onExit(() => dev.stop());
+  return { url: dev.url, pid: dev.pid, stop: async () => stop() };
 }

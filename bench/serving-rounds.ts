@@ -164,8 +164,11 @@ export interface RunTiming {
   firstModelAt?: number;
   /** When runs.join returned (or the run failed). */
   endedAt: number;
-  /** "ok", "refused" (HTTP 429/503 at creation), or "failed" (accepted, then lost or wrong). */
-  outcome: "ok" | "refused" | "failed";
+  /**
+   * "ok", "refused" (HTTP 429/503 at creation), "failed" (accepted, then lost or wrong), or
+   * "unfinished" (still queued or running when the round's time was up: not lost, not measured).
+   */
+  outcome: "ok" | "refused" | "failed" | "unfinished";
   reason?: string;
 }
 
@@ -216,22 +219,33 @@ function statusOf(err: unknown): number | undefined {
 
 /**
  * runs.join, joined again when the connection fails (a client that lost its connection asks
- * again: the run goes on on the server; only its answer, or its absence, counts).
+ * again: the run goes on on the server; only its answer, or its absence, counts) and after the
+ * delay a 429 / 503 names ("retry in N seconds": the server's per-user request limit refused the
+ * join, not the run). The round's time bounds the retries.
  */
 async function joinRun(client: Client, threadId: string, runId: string): Promise<unknown> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await client.runs.join(threadId, runId);
     } catch (err) {
-      if (statusOf(err) !== undefined || attempt >= 5) throw err;
+      const status = statusOf(err);
+      if (status === 429 || status === 503) {
+        const seconds = Number(/retry in (\d+) seconds?/i.exec((err as Error).message)?.[1] ?? 5);
+        await new Promise((r) => setTimeout(r, (seconds + Math.random()) * 1000));
+        continue;
+      }
+      if (status !== undefined || attempt >= 5) throw err;
       await new Promise((r) => setTimeout(r, 1000 * attempt));
     }
   }
 }
 
+/** Why a run counts as unfinished: the round's time was up before it ended. */
+const UNFINISHED = "run did not end in the round's time";
+
 /**
  * Submits runs `indices` at once (threads created first, then every runs.create at the same
- * moment, each joined) and waits for all; a run not ended after `timeoutMs` counts as failed.
+ * moment, each joined) and waits for all; a run not ended after `timeoutMs` counts as unfinished.
  */
 export async function submitRound(
   setup: Setup,
@@ -282,7 +296,7 @@ export async function submitRound(
         const values = (await Promise.race([
           joinRun(client, threadId, run.run_id),
           new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error("run did not end")), timeoutMs);
+            timer = setTimeout(() => reject(new Error(UNFINISHED)), timeoutMs);
           }),
         ]).finally(() => clearTimeout(timer))) as Record<string, unknown>;
         const ok = values?.answer === String(i * i);
@@ -294,12 +308,13 @@ export async function submitRound(
           ...(ok ? {} : { reason: describeOutcome(values) }),
         };
       } catch (err) {
+        const message = (err as Error).message;
         return {
           i,
           createdAt,
           endedAt: now(),
-          outcome: "failed",
-          reason: (err as Error).message.slice(0, 200),
+          outcome: message === UNFINISHED ? "unfinished" : "failed",
+          reason: message.slice(0, 200),
         };
       }
     }),
@@ -336,6 +351,11 @@ export function roundFigures(r: Round) {
     throughput: e.length / (r.wallMs / 1000),
     failed: r.runs.filter((x) => x.outcome === "failed").length,
     refused: r.runs.filter((x) => x.outcome === "refused").length,
-    reasons: [...new Set(r.runs.filter((x) => x.reason).map((x) => x.reason!))].slice(0, 3),
+    unfinished: r.runs.filter((x) => x.outcome === "unfinished").length,
+    reasons: [
+      ...new Set(
+        r.runs.filter((x) => x.outcome === "failed").map((x) => x.reason ?? "wrong answer"),
+      ),
+    ].slice(0, 3),
   };
 }

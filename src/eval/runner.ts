@@ -1,133 +1,38 @@
 import { randomBytes } from "node:crypto";
-import { renameSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { resolve } from "node:path";
 import cliProgress from "cli-progress";
-import { z } from "zod";
 import { qaApp } from "../apps/qa/app.ts";
-import type { RunApp } from "../runs/app.ts";
 import { teamAgentNames } from "../framework/team.ts";
 import { detectModel, loadAppConfig } from "../runs/config.ts";
-import { readEnv, type CodehopEnv } from "../config/env.ts";
-import { endpointErrorText } from "../core/models.ts";
+import { readEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { KnowledgeSource } from "../store/types.ts";
+import { runPool } from "../util/concurrency.ts";
+import { createJudge, describeError, localExecutor } from "./answer.ts";
 import { openEvalSource, type EvalSourceInfo } from "./corpus.ts";
 import { describeBadRecord, loadDataset } from "./datasets.ts";
-import { htmlReport } from "./html.ts";
-import { AnswerJudge } from "./judge.ts";
-import { gaiaScore } from "./gaia.ts";
-import { scoreAnswer } from "./metrics.ts";
-import { createChatModel, evalModelSettings, type EvalModelSettings } from "./model.ts";
-import { runPool } from "../util/concurrency.ts";
-import { EvalRecorder } from "./recorder.ts";
-import { markdownReport, summarize, terminalTable, type EvalReport } from "./report.ts";
+import { createChatModel, evalModelSettings } from "./model.ts";
+import { terminalTable } from "./report.ts";
 import { ResultsStore, resultKey } from "./results-store.ts";
+import {
+  type EvalRunOutcome,
+  fingerprint,
+  GAIA_SYSTEMS,
+  parseEvalOptions,
+  QA_SYSTEMS,
+  type RunEvalOptions,
+} from "./run-options.ts";
 import { createSystems, type SystemFactoryContext } from "./systems.ts";
 import type { EvalSystem } from "./system.ts";
-import { exportTrajectories } from "./trajectories.ts";
-import {
-  SYSTEM_NAMES,
-  type AgentUsage,
-  type DatasetFormat,
-  type EvalExample,
-  type LoadedDataset,
-  type QuestionResult,
-  type SystemName,
-} from "./types.ts";
+import type { EvalExample, LoadedDataset, QuestionResult, SystemName } from "./types.ts";
+import { writeReports } from "./write-reports.ts";
 
-/** Options of {@link runEval} (the `codehop eval` flags, plus hooks for library use and tests). */
-export interface RunEvalOptions {
-  /** Dataset file. */
-  dataset: string;
-  /** Dataset format; guessed from the file when omitted. */
-  format?: DatasetFormat;
-  /** Only the first N usable questions. */
-  limit?: number;
-  /** Questions in flight at once (default 2). */
-  concurrency?: number;
-  /** Systems to compare (default agentic, rag, direct). */
-  systems?: SystemName[];
-  /** Output directory: results DB, checkpoints, corpus, reports. Reusing it resumes the run. */
-  out: string;
-  /** Model and source configuration (default: `readEnv()`, i.e. the environment variables). */
-  env?: CodehopEnv;
-  /** Run the LLM judge (default: when CODEHOP_JUDGE_MODEL is set). */
-  judge?: boolean;
-  /**
-   * Time limit per question and system, in ms (default none). A question over it is stored as an
-   * error (scored wrong) and tried again by the next run; an agentic one resumes its thread.
-   */
-  questionTimeoutMs?: number;
-  /** Passages retrieved by the rag baseline (default 5). */
-  k?: number;
-  /** Abort (Ctrl-C): in-flight questions are cancelled, finished ones kept, a partial report written. */
-  signal?: AbortSignal;
-  /** Show a progress bar on stderr (default: when stderr is a TTY). */
-  progress?: boolean;
-  /** Where progress lines and warnings go (default: stderr). */
-  log?: (line: string) => void;
-  /**
-   * The app the agentic system runs (default: the QA app); its team registry names the agents
-   * the model checks, the recorder and the report know.
-   */
-  app?: RunApp;
-  /** Builds the systems; default {@link createSystems}. */
-  createSystems?: (names: SystemName[], ctx: SystemFactoryContext) => Promise<EvalSystem[]>;
-  /**
-   * Who answers the pending questions: this process by default ({@link answerOne} in a pool of
-   * `concurrency`); `codehop eval --queue` hands them to workers instead (src/server/eval-queue.ts).
-   */
-  executor?: EvalExecutor;
-}
-
-/** One question × system pair to answer. */
-export interface EvalTask {
-  example: EvalExample;
-  system: EvalSystem;
-}
-
-/** What an {@link EvalExecutor} is given besides the tasks. */
-export interface EvalExecution {
-  runId: string;
-  out: string;
-  /** The dataset as loaded (all usable questions: the corpus is built from all of them). */
-  dataset: LoadedDataset;
-  /** The environment snapshot the run uses (model, sources ...). */
-  env: CodehopEnv;
-  settings: EvalModelSettings;
-  systems: SystemName[];
-  k: number;
-  concurrency: number;
-  /** The LLM judge, when the run grades answers. */
-  judge?: AnswerJudge;
-  questionTimeoutMs?: number;
-  signal: AbortSignal;
-  log: (line: string) => void;
-  /** Stores a finished result (and counts it for progress); call it once per task. */
-  record(result: QuestionResult): void;
-}
-
-/** Answers tasks, recording each result as it finishes (see {@link RunEvalOptions.executor}). */
-export interface EvalExecutor {
-  run(tasks: readonly EvalTask[], execution: EvalExecution): Promise<void>;
-}
-
-/** What a run produced. */
-export interface EvalRunOutcome {
-  report: EvalReport;
-  /** Paths of report.json, report.md, report.html and the trajectory files. */
-  files: { json: string; md: string; html: string; trajectories: string[] };
-  /** Questions run now / skipped because a previous run finished them. */
-  ran: number;
-  skipped: number;
-  /** True when the signal stopped the run before every question finished. */
-  interrupted: boolean;
-}
-
-/** The systems compared by default on QA datasets. */
-export const QA_SYSTEMS: readonly SystemName[] = ["agentic", "rag", "direct"];
-/** The systems compared by default on GAIA. */
-export const GAIA_SYSTEMS: readonly SystemName[] = ["assistant", "direct"];
+/**
+ * `codehop eval`'s run: the dataset loaded, the systems prepared with one model, the pending
+ * question × system pairs handed to an executor with progress on stderr, stored answers graded,
+ * the reports written. Its options and executor contract are run-options.ts, one answer is
+ * answer.ts, the report files write-reports.ts.
+ */
 
 /** Interval of progress lines when there is no progress bar. */
 const PROGRESS_LINE_MS = 30_000;
@@ -143,71 +48,6 @@ export function formatSeconds(seconds: number): string {
 
 /** Bad records named on the console (report.md lists all). */
 const MAX_LOGGED_BAD = 20;
-
-/** Settings that must not change between a run and its resumption, or the figures would mix. */
-function fingerprint(settings: EvalModelSettings, format: DatasetFormat, dataset: string) {
-  return {
-    model: settings.model,
-    baseURL: settings.baseURL ?? null,
-    temperature: settings.temperature ?? null,
-    maxTokens: settings.maxTokens ?? null,
-    format,
-    dataset: basename(dataset),
-  };
-}
-
-/**
- * The options of {@link runEval} that are values, validated with their defaults — the one place
- * they live. A bad value fails before anything runs, with CODEHOP_CONFIG_INVALID naming the flag.
- */
-export const EvalOptionsSchema = z.object({
-  dataset: z.string().min(1, "--dataset is required"),
-  out: z.string().min(1, "--out is required"),
-  limit: z
-    .number({ message: "--limit must be a positive integer" })
-    .int("--limit must be a positive integer")
-    .positive("--limit must be a positive integer")
-    .optional(),
-  concurrency: z
-    .number({ message: "--concurrency must be a positive integer" })
-    .int("--concurrency must be a positive integer")
-    .positive("--concurrency must be a positive integer")
-    .default(2),
-  systems: z
-    .array(
-      z.enum(SYSTEM_NAMES, {
-        message: `unknown system (expected some of ${SYSTEM_NAMES.join(", ")})`,
-      }),
-    )
-    .min(1, "--systems names no system")
-    .optional(),
-  questionTimeoutMs: z
-    .number({ message: "the question timeout must be positive" })
-    .positive("the question timeout must be positive")
-    .optional(),
-  k: z
-    .number({ message: "k must be a positive integer" })
-    .int("k must be a positive integer")
-    .positive("k must be a positive integer")
-    .default(5),
-});
-
-/** Validates {@link RunEvalOptions}' values and fills their defaults (CODEHOP_CONFIG_INVALID otherwise). */
-export function parseEvalOptions(options: RunEvalOptions): z.output<typeof EvalOptionsSchema> {
-  const parsed = EvalOptionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const value = issue.path.reduce<unknown>(
-      (v, key) => (v as Record<PropertyKey, unknown> | undefined)?.[key],
-      options,
-    );
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `${issue.message}, got ${JSON.stringify(value) ?? String(value)}`,
-    );
-  }
-  return parsed.data;
-}
 
 /**
  * Runs the evaluation: loads the dataset (bad records reported and skipped), prepares the
@@ -440,28 +280,6 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRunOutcome> 
   }
 }
 
-/** Answers the tasks in this process, at most `concurrency` at once. */
-const localExecutor: EvalExecutor = {
-  async run(tasks, execution) {
-    await runPool(
-      tasks,
-      execution.concurrency,
-      async ({ example, system }) => {
-        const result = await answerOne(example, system, {
-          runId: execution.runId,
-          signal: execution.signal,
-          judge: execution.judge,
-          timeoutMs: execution.questionTimeoutMs,
-          log: execution.log,
-        });
-        // Interrupted: nothing stored, the rerun will redo it.
-        if (result) execution.record(result);
-      },
-      execution.signal,
-    );
-  },
-};
-
 /** The first `limit` usable questions, and the bad records among the records read up to them. */
 function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedDataset {
   if (limit === undefined || limit >= full.examples.length) return full;
@@ -470,218 +288,17 @@ function selectExamples(full: LoadedDataset, limit: number | undefined): LoadedD
   return { ...full, examples, bad: full.bad.filter((b) => b.position.index < last) };
 }
 
-/** The LLM judge of `env` (CODEHOP_JUDGE_MODEL ...). */
-export function createJudge(env: CodehopEnv): AnswerJudge {
-  if (!env.judgeModel) {
-    throw new CodehopError(
-      ErrorCodes.MODEL_NOT_CONFIGURED,
-      "--judge needs CODEHOP_JUDGE_MODEL (and CODEHOP_JUDGE_BASE_URL / CODEHOP_JUDGE_API_KEY if it is not the main endpoint)",
-    );
-  }
-  const model = createChatModel(
-    {
-      model: env.judgeModel,
-      baseURL: env.judgeBaseUrl,
-      temperature: 0,
-      maxRetries: env.maxRetries ?? 2,
-      timeoutMs: env.modelTimeoutMs,
-    },
-    env.judgeApiKey,
-  );
-  return new AnswerJudge(model);
-}
-
-/** What {@link answerOne} needs besides the question and the system. */
-export interface AnswerContext {
-  runId: string;
-  /** The run's signal (Ctrl-C). */
-  signal: AbortSignal;
-  judge?: AnswerJudge;
-  /** Per-question time limit for the system (0/undefined = none). */
-  timeoutMs?: number;
-  log: (line: string) => void;
-}
-
-/** Runs one system on one question; `undefined` when the run was interrupted mid-question. */
-export async function answerOne(
-  example: EvalExample,
-  system: EvalSystem,
-  ctx: AnswerContext,
-): Promise<QuestionResult | undefined> {
-  // A per-question signal: model clients add abort listeners to whatever signal they get, so
-  // handing them the run-wide one would pile up a listener per call. It also carries the
-  // per-question time limit.
-  const question = new AbortController();
-  const forward = () => question.abort(ctx.signal.reason);
-  ctx.signal.addEventListener("abort", forward, { once: true });
-  const timer = ctx.timeoutMs
-    ? setTimeout(() => question.abort(new Error("question timeout")), ctx.timeoutMs)
-    : undefined;
-  try {
-    return await answerOneWith(example, system, ctx, question.signal, () => clearTimeout(timer));
-  } finally {
-    clearTimeout(timer);
-    ctx.signal.removeEventListener("abort", forward);
-  }
-}
-
-/** The score a system learns from: GAIA's correctness (reported as EM), else token F1. */
-function scoreFor(example: EvalExample): "em" | "f1" {
-  return example.scoring === "gaia" ? "em" : "f1";
-}
-
-async function answerOneWith(
-  example: EvalExample,
-  system: EvalSystem,
-  ctx: AnswerContext,
-  signal: AbortSignal,
-  stopTimer: () => void,
-): Promise<QuestionResult | undefined> {
-  const threadId = `${ctx.runId}:${system.name}:${example.id}`;
-  const recorder = new EvalRecorder(system.name, system.agents);
-  const started = performance.now();
-  let prediction = "";
-  let sources: string[] = [];
-  let steps = 0;
-  let status: string | undefined;
-  let reportedUsage: Record<string, AgentUsage> | undefined;
-  let error: string | undefined;
-  try {
-    const res = await system.answer(example, { threadId, recorder, signal });
-    prediction = res.answer;
-    sources = res.sources;
-    steps = res.steps;
-    status = res.status;
-    reportedUsage = res.usage;
-  } catch (err) {
-    // Ctrl-C: nothing is stored, the rerun redoes (or, agentic, resumes) the question.
-    if (ctx.signal.aborted) return undefined;
-    // Over the time limit: stored as an error (scored wrong); a rerun tries again.
-    error = signal.aborted
-      ? `timed out after ${(ctx.timeoutMs ?? 0) / 1000} s`
-      : describeError(err);
-  }
-  stopTimer();
-  const wallMs = performance.now() - started;
-  if (ctx.signal.aborted && error) return undefined;
-  const scores = scoreAnswer(prediction, example.answers);
-  // GAIA: its own rule decides correctness (numbers, lists, strings), reported as EM.
-  if (example.scoring === "gaia")
-    scores.em = example.answers.some((gold) => gaiaScore(prediction, gold)) ? 1 : 0;
-  if (system.scored && !error) {
-    try {
-      await system.scored(example, { threadId, recorder, signal }, scores[scoreFor(example)]);
-    } catch (err) {
-      if (ctx.signal.aborted) return undefined;
-      ctx.log(`reflection failed on ${system.name} ${example.id}: ${describeError(err)}`);
-    }
-  }
-  const supportRecall = supportingRecall(example, system.name, sources, !!error);
-  let verdict;
-  if (ctx.judge && !error) {
-    try {
-      verdict = await ctx.judge.judge(example.question, example.answers, prediction, ctx.signal);
-    } catch (err) {
-      if (ctx.signal.aborted) return undefined;
-      // The answer stands; the next run with a judge grades it (see toGrade in runEval).
-      ctx.log(`judge failed on ${system.name} ${example.id}: ${describeError(err)}`);
-    }
-  }
-  const usage = reportedUsage ?? recorder.usage;
-  const sum = (k: "calls" | "inputTokens" | "outputTokens" | "cachedTokens") =>
-    Object.values(usage).reduce((a, u) => a + u[k], 0);
-  return {
-    system: system.name,
-    questionId: example.id,
-    index: example.position.index,
-    question: example.question,
-    answers: example.answers,
-    ...(example.kind ? { kind: example.kind } : {}),
-    prediction,
-    ...scores,
-    supportRecall,
-    judge: verdict,
-    modelCalls: sum("calls"),
-    inputTokens: sum("inputTokens"),
-    outputTokens: sum("outputTokens"),
-    cachedTokens: sum("cachedTokens"),
-    usage,
-    steps,
-    status,
-    wallMs: Math.round(wallMs),
-    error,
-    threadId,
-    sources,
-    transcripts: recorder.transcripts(),
-    finishedAt: new Date().toISOString(),
-  };
-}
-
-/** Share of the supporting pages among the pages used (titles compared case-insensitively). */
-function supportingRecall(
-  example: EvalExample,
-  system: SystemName,
-  sources: string[],
-  failed: boolean,
-): number | undefined {
-  if (system === "direct" || example.supportingTitles.length === 0) return undefined;
-  if (failed) return 0;
-  const used = new Set(sources.map((t) => t.trim().toLowerCase()));
-  const found = example.supportingTitles.filter((t) => used.has(t.trim().toLowerCase())).length;
-  return found / example.supportingTitles.length;
-}
-
-function describeError(err: unknown): string {
-  if (CodehopError.isInstance(err)) return `${err.message} [${err.code}]`;
-  // A model endpoint's failure as a sentence (status and the server's message, no raw body).
-  return endpointErrorText(err);
-}
-
-/** Rebuilds every report file from the stored results. */
-export function writeReports(
-  store: ResultsStore,
-  ctx: { out: string; runId: string; dataset: LoadedDataset; systems: SystemName[] },
-): Omit<EvalRunOutcome, "ran" | "skipped" | "interrupted"> {
-  const selected = new Set(ctx.dataset.examples.map((e) => e.id));
-  const results = store
-    .all()
-    .filter((r) => selected.has(r.questionId) && ctx.systems.includes(r.system));
-  const expected = ctx.dataset.examples.length * ctx.systems.length;
-  const report: EvalReport = {
-    runId: ctx.runId,
-    generatedAt: new Date().toISOString(),
-    partial: results.length < expected,
-    progress: { expected, done: results.length },
-    dataset: {
-      path: ctx.dataset.path,
-      format: ctx.dataset.format,
-      questions: ctx.dataset.examples.length,
-      bad: ctx.dataset.bad,
-      source: store.getMeta<Record<string, unknown> | null>("source") ?? undefined,
-    },
-    config: store.getMeta<Record<string, unknown>>("config") ?? {},
-    systems: ctx.systems.map((s) => summarize(s, results)),
-    results,
-  };
-  const transcriptsOf = (r: { system: SystemName; questionId: string }) =>
-    store.transcripts(r.system, r.questionId);
-  const files = {
-    json: join(ctx.out, "report.json"),
-    md: join(ctx.out, "report.md"),
-    html: join(ctx.out, "report.html"),
-    trajectories: exportTrajectories(join(ctx.out, "trajectories"), results, transcriptsOf),
-  };
-  // Write to a temp name and rename, so a reader never sees half a report.
-  writeAtomic(files.json, JSON.stringify(report, null, 2) + "\n");
-  writeAtomic(files.md, markdownReport(report));
-  writeAtomic(files.html, htmlReport(report, transcriptsOf, { outDir: ctx.out }));
-  return { report, files };
-}
-
-function writeAtomic(path: string, text: string): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
-}
-
+export { answerOne, createJudge, type AnswerContext } from "./answer.ts";
+export {
+  EvalOptionsSchema,
+  GAIA_SYSTEMS,
+  parseEvalOptions,
+  QA_SYSTEMS,
+  type EvalExecution,
+  type EvalExecutor,
+  type EvalRunOutcome,
+  type EvalTask,
+  type RunEvalOptions,
+} from "./run-options.ts";
+export { writeReports } from "./write-reports.ts";
 export { terminalTable };

@@ -4,8 +4,7 @@
  * killed with SIGKILL and reaped even when Node misses its exit. Which process serves which action
  * is pool.ts.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import type { Readable, Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import {
   LIBRARY_REFUSED_MARK,
@@ -23,6 +22,7 @@ import {
   type CodeCacheUse,
 } from "./child-protocol.ts";
 import { sesCodeCaches } from "./code-cache.ts";
+import { launcher, spawnDirect, type ChildExit, type ChildPort } from "./launcher.ts";
 
 const STDERR_TAIL_CHARS = 4096;
 /** After SIGKILL, how long to wait for Node's 'exit' event before checking the pid directly. */
@@ -33,7 +33,8 @@ const CHILD_START_TIMEOUT_MS = 20_000;
 /** One sandbox child process and its line protocol. */
 export class SandboxChild {
   readonly spec: ChildSpec;
-  readonly proc: ChildProcess;
+  /** The process (started by the host's launcher, launcher.ts, or directly while it is not up). */
+  readonly proc: ChildPort;
   readonly spawnedAt = performance.now();
   /** Resolves when the child reported `ready` (rejects if it died first). */
   readonly ready: Promise<void>;
@@ -74,48 +75,42 @@ export class SandboxChild {
   onExit: ((exit: { code: number | null; signal: NodeJS.Signals | null }) => void) | null = null;
   private resolveExit!: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void;
   private reaper: NodeJS.Timeout | null = null;
-  private readonly stdin: Writable;
-  private readonly out: Readable;
+  private stdin: Writable | null = null;
+  /** Lines written before the child's pipes arrived from the launcher. */
+  private early: string[] = [];
   private readonly lines = new LineBuffer(MAX_LINE_CHARS);
 
   /**
    * @param spec how the child is identified for reuse
    * @param addressSpaceFactor multiplier for the address-space limit actually applied (the pool
    *   raises it when this machine's Node needs more address space just to start)
+   * @param viaLauncher started by the host's launcher process (launcher.ts) once it is up, so the
+   *   host's event loop never blocks in `spawn()`; else spawned by the host
    */
   constructor(
     spec: ChildSpec,
     readonly addressSpaceFactor = 1,
+    viaLauncher = false,
   ) {
     this.spec = spec;
     const codeCache = sesCodeCaches.fileFor(spec);
     this.codeCacheFile = codeCache ?? null;
     this.makesCodeCache = codeCache === undefined && sesCodeCaches.begin(spec);
     const { cmd, args } = childCommand(spec, addressSpaceFactor, codeCache, this.makesCodeCache);
-    this.proc = spawn(cmd, args, {
-      env: { ...CHILD_ENV }, // (empty but for one malloc arena: see CHILD_ENV)
-      stdio: ["pipe", "ignore", "pipe", "pipe"],
-      detached: false,
-    });
-    this.stdin = this.proc.stdin as Writable;
-    this.out = this.proc.stdio[3] as Readable;
-    this.stdin.on("error", () => {}); // EPIPE after the child died is reported through `exit`
-    this.out.setEncoding("utf8");
-    this.proc.stderr!.setEncoding("utf8");
-    this.proc.stderr!.on("data", (chunk: string) => {
-      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
-    });
+    this.proc = viaLauncher
+      ? launcher.start(cmd, args, CHILD_ENV)
+      : spawnDirect(cmd, args, CHILD_ENV); // (empty but for one malloc arena: see CHILD_ENV)
     this.exited = new Promise((resolve) => {
       this.resolveExit = (exit) => {
         if (this.dead) return;
         this.dead = true;
         if (this.reaper) clearInterval(this.reaper);
+        this.stdin?.destroy();
         resolve(exit);
       };
-      // 'close' (after 'exit', once the child's pipes are drained): what it wrote to stderr before
+      // Once the child exited and its output pipes are drained: what it wrote to stderr before
       // dying — V8's out-of-memory report — is read before anyone decides how it died.
-      this.proc.on("close", (code, signal) => this.resolveExit({ code, signal }));
-      this.proc.on("error", () => this.resolveExit({ code: null, signal: null }));
+      this.proc.onClose((exit: ChildExit) => this.resolveExit(exit));
     });
     void this.exited.then((exit) => {
       if (
@@ -174,7 +169,18 @@ export class SandboxChild {
         }
         if (broken) this.kill("protocol");
       };
-      this.out.on("data", onData);
+      this.proc.onStreams(({ stdin, out, stderr }) => {
+        stdin.on("error", () => {}); // EPIPE after the child died is reported through its exit
+        out.setEncoding("utf8");
+        stderr.setEncoding("utf8");
+        stderr.on("data", (chunk: string) => {
+          this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+        });
+        out.on("data", onData);
+        if (this.dead) return void stdin.destroy();
+        this.stdin = stdin;
+        for (const line of this.early.splice(0)) stdin.write(line);
+      });
       // A child that never reports ready (hung at startup) must not leave run() waiting forever.
       const startTimer = setTimeout(() => {
         if (this.readyAt === null) this.kill("start timeout");
@@ -214,26 +220,20 @@ export class SandboxChild {
   /** Writes one protocol line made by the protocol module (ignored once dead). */
   sendLine(line: string): void {
     if (this.dead) return;
-    this.stdin.write(line);
+    if (this.stdin) this.stdin.write(line);
+    else this.early.push(line);
   }
 
   /** Keeps the host alive while an action runs; lets it exit while idle. */
   setRef(on: boolean): void {
-    const items = [this.proc, this.stdin, this.out, this.proc.stderr] as unknown as {
-      ref?(): void;
-      unref?(): void;
-    }[];
-    for (const item of items) {
-      if (on) item?.ref?.();
-      else item?.unref?.();
-    }
+    this.proc.setRef(on);
   }
 
   /** SIGKILL (idempotent); `reason` is kept for the result. */
   kill(reason: string): void {
     if (!this.killedBy) this.killedBy = reason;
     if (this.dead) return;
-    this.proc.kill("SIGKILL");
+    this.proc.kill();
     // Observed under load: the event loop can drain after SIGKILL before Node emits the child's
     // 'exit' (libuv drops the process handle from the loop first), so code awaiting the exit — a
     // run() reporting a timeout, close() under top-level await — ended with exit code 13. A ref'd
@@ -244,7 +244,7 @@ export class SandboxChild {
       this.reaper = setInterval(() => {
         if (this.dead || performance.now() - killedAt < REAP_CHECK_AFTER_MS) return;
         try {
-          process.kill(this.proc.pid!, 0);
+          if (this.proc.pid !== undefined) process.kill(this.proc.pid, 0);
         } catch {
           this.resolveExit({ code: null, signal: "SIGKILL" });
         }

@@ -12,6 +12,7 @@
  * start-up exchange with it child-protocol.ts.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { availableParallelism } from "node:os";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { DEFAULT_MAX_PROCESSES, MAX_NESTING_EXTRA_PROCESSES } from "./limits.ts";
 import { MAX_ADDRESS_SPACE_FACTOR, STARTUP_OOM, type ChildSpec } from "./child-launch.ts";
@@ -31,6 +32,27 @@ const UPKEEP_DELAY_MS = 5;
 
 /** Idle children kept after use unless configured otherwise (see ChildPool). */
 export const DEFAULT_MAX_IDLE = 4;
+
+/**
+ * Ceiling of the started-ahead pool of a sandbox (createSandbox's `maxPoolSize` default): runs that
+ * start one after another grow the fresh pool up to this many (~50 MB RSS each while idle).
+ */
+export const DEFAULT_MAX_POOL_SIZE = 6;
+
+/**
+ * Fresh processes taken by new sessions within this window set the started-ahead pool's size; when
+ * none was taken for this long, the pool shrinks back to its configured size.
+ */
+export const RUN_RATE_WINDOW_MS = 15_000;
+
+/** Spawn -> ready time assumed before the first child of a pool is up (ms). */
+const INITIAL_START_MS = 150;
+
+/**
+ * Children of the started-ahead pool (beyond the configured size) starting at once: each boot takes
+ * about a core for its ~70 ms; more at once only slow each other and the host down.
+ */
+const MAX_AHEAD_STARTING = Math.max(2, availableParallelism());
 
 /**
  * The action a piece of host code runs on behalf of: set (AsyncLocalStorage) around every tool call,
@@ -147,6 +169,12 @@ export class ChildPool {
   waits = 0;
   /** Total wall time those actions waited, in ms (see {@link ChildPool.noteWait}). */
   waitMs = 0;
+  /** When fresh children were last bound to new sessions (the newest last; see aheadTarget). */
+  private readonly takes: number[] = [];
+  /** Moving average of a child's spawn -> ready time, in ms (see aheadTarget). */
+  private startMs = INITIAL_START_MS;
+  /** Shrinks the started-ahead pool once runs stopped coming (see noteTake). */
+  private rateTimer: NodeJS.Timeout | null = null;
 
   /**
    * @param warm idle children that never ran an action, started ahead of time for new sessions
@@ -154,12 +182,18 @@ export class ChildPool {
    * @param maxIdle idle children kept after use for their session's next action (the processes a
    *   nested agent run needed are reused by its next step instead of being killed and spawned again)
    * @param maxProcesses children alive at once (at least `warm`); see the class comment for nesting
+   * @param maxWarm ceiling of the started-ahead pool: while new sessions keep taking fresh children,
+   *   the pool keeps up to this many fresh ones (at least `warm`), sized by the observed rate (see
+   *   {@link ChildPool.aheadTarget}); default `warm` (a fixed pool)
+   * @param viaLauncher children are started by the host's launcher process (launcher.ts)
    */
   constructor(
     private readonly defaultSpec: ChildSpec,
     private readonly warm: number,
     private readonly maxIdle: number = Math.max(warm, DEFAULT_MAX_IDLE),
     readonly maxProcesses: number = Math.max(warm, DEFAULT_MAX_PROCESSES),
+    private readonly maxWarm: number = warm,
+    private readonly viaLauncher = false,
   ) {
     if (maxProcesses < Math.max(1, warm))
       throw new CodehopError(
@@ -179,9 +213,13 @@ export class ChildPool {
   }
 
   private spawnChild(spec: ChildSpec): SandboxChild {
-    const child = new SandboxChild(spec, this.addressSpaceFactor);
+    const child = new SandboxChild(spec, this.addressSpaceFactor, this.viaLauncher);
     this.all.add(child);
     this.peakSize = Math.max(this.peakSize, this.all.size);
+    void child.ready.then(
+      () => (this.startMs = 0.7 * this.startMs + 0.3 * (child.readyAt! - child.spawnedAt)),
+      () => {},
+    );
     void child.exited.then(() => {
       this.all.delete(child);
       this.busy.delete(child);
@@ -219,7 +257,10 @@ export class ChildPool {
     this.busy.set(child, scope);
     child.setRef(true);
     // A fresh child is no longer fresh: start its replacement for the next new session.
-    if (wasFresh) this.scheduleUpkeep();
+    if (wasFresh) {
+      this.noteTake();
+      this.scheduleUpkeep();
+    }
     return child;
   }
 
@@ -246,19 +287,81 @@ export class ChildPool {
     return best;
   }
 
-  /** Tops the idle set up to `warm` fresh children of the default spec (never past the cap or a queue). */
-  replenish(): void {
-    if (this.closed) return;
-    let fresh = this.idle.filter(
-      (c) =>
-        c.session === null &&
-        !c.dead &&
-        c.killedBy === null &&
-        this.sameSpec(c.spec, this.defaultSpec),
-    ).length;
-    while (fresh < this.warm && this.all.size < this.maxProcesses && this.waiters.length === 0) {
+  /**
+   * A fresh child was bound to a new session (or one was asked for): the run rate the started-ahead
+   * pool is sized by. Once none came for RUN_RATE_WINDOW_MS, an upkeep shrinks the pool again.
+   */
+  private noteTake(): void {
+    if (this.maxWarm <= this.warm) return;
+    const now = performance.now();
+    this.takes.push(now);
+    if (this.takes.length > 8) this.takes.shift();
+    if (this.rateTimer) clearTimeout(this.rateTimer);
+    this.rateTimer = setTimeout(() => {
+      this.rateTimer = null;
+      this.scheduleUpkeep();
+    }, RUN_RATE_WINDOW_MS + 50);
+    this.rateTimer.unref();
+  }
+
+  /**
+   * Fresh children to keep ready: `warm`, or — while new sessions take fresh children faster than
+   * one start covers — enough to cover a start at the observed rate (the spawn -> ready time over
+   * the mean time between takes, counting the time since the last one, plus one), up to `maxWarm`.
+   * Isolation is unchanged: a child started ahead is still fresh, and bound to one session only.
+   */
+  aheadTarget(now = performance.now()): number {
+    if (this.maxWarm <= this.warm) return this.warm;
+    const recent = this.takes.filter((t) => now - t <= RUN_RATE_WINDOW_MS);
+    if (recent.length < 3) return this.warm;
+    const interval = Math.max(now - recent[0], 1) / recent.length;
+    const need = Math.ceil(this.startMs / interval) + 1;
+    return Math.min(this.maxWarm, Math.max(this.warm, need));
+  }
+
+  /**
+   * Tops the idle set up to {@link ChildPool.aheadTarget} fresh children of the default spec (never
+   * past the cap or a queue). The first `warm` are spawned at once; children beyond them one per
+   * call, with at most MAX_AHEAD_STARTING still starting (each `spawn` blocks the event loop for a
+   * few ms, and boots at once slow each other down): the upkeep calls again until the target is met.
+   * Returns true when more are still to start.
+   */
+  replenish(): boolean {
+    if (this.closed) return false;
+    const target = this.aheadTarget();
+    let fresh = 0;
+    let starting = 0;
+    for (const c of this.idle) {
+      if (c.session !== null || c.dead || c.killedBy !== null) continue;
+      if (!this.sameSpec(c.spec, this.defaultSpec)) continue;
+      fresh++;
+      if (c.readyAt === null) starting++;
+    }
+    const room = () => this.all.size < this.maxProcesses && this.waiters.length === 0;
+    while (fresh < this.warm && room()) {
       this.idle.push(this.spawnChild(this.defaultSpec));
       fresh++;
+      starting++;
+    }
+    if (fresh < target && room() && starting < MAX_AHEAD_STARTING) {
+      this.idle.push(this.spawnChild(this.defaultSpec));
+      fresh++;
+    }
+    return fresh < target && room();
+  }
+
+  /**
+   * Once new sessions stopped coming (no take within RUN_RATE_WINDOW_MS), fresh idle children
+   * beyond `warm` are retired.
+   */
+  private trimAhead(): void {
+    if (this.maxWarm <= this.warm || this.aheadTarget() > this.warm) return;
+    let fresh = 0;
+    for (const c of [...this.idle]) {
+      if (c.session !== null || c.dead || c.killedBy !== null) continue;
+      if (!this.sameSpec(c.spec, this.defaultSpec) || ++fresh <= this.warm) continue;
+      this.idle.splice(this.idle.indexOf(c), 1);
+      c.kill("retired");
     }
   }
 
@@ -292,8 +395,10 @@ export class ChildPool {
         this.idle.push(child);
       }
       this.preparing.clear();
-      this.replenish();
+      this.trimAhead();
+      const more = this.replenish();
       this.trimIdle();
+      if (more) this.scheduleUpkeep();
     }, UPKEEP_DELAY_MS);
     this.upkeep.unref();
   }
@@ -321,6 +426,7 @@ export class ChildPool {
       child.idleSince = performance.now();
     } else if (this.all.size < this.maxProcesses) this.preparing.add(session);
     else return;
+    this.noteTake();
     this.scheduleUpkeep();
   }
 
@@ -550,6 +656,8 @@ export class ChildPool {
     this.closed = true;
     if (this.upkeep) clearTimeout(this.upkeep);
     this.upkeep = null;
+    if (this.rateTimer) clearTimeout(this.rateTimer);
+    this.rateTimer = null;
     this.ending.length = 0; // (still in `all`: killed below)
     for (const w of this.waiters.splice(0)) {
       w.reject(

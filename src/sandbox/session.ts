@@ -3,6 +3,10 @@
  * hands it the action, serves its tool calls (copied as JSON, concurrency- and count-limited),
  * enforces the wall-clock deadline with SIGKILL, checks every message the child sends, and turns
  * whatever happened into an {@link ActionResult} with a JSON variables snapshot.
+ *
+ * Why this file is long: one action's host side is one state machine — {@link runAction} starts
+ * it, and ActionSession's handlers (child messages, tool calls, the deadline, the child's exit)
+ * share its fields; the checks of what the child sends already live in snapshot.ts.
  */
 import { setMaxListeners } from "node:events";
 import { IDLE_GRACE_MS, MAX_CODE_CHARS, type SandboxCapabilities } from "./limits.ts";

@@ -6,6 +6,7 @@ import { all, filterSql } from "./store-filters.ts";
 import {
   CANCEL_CHANNEL,
   EVENTS_CHANNEL,
+  RUN_ENDED_CHANNEL,
   type MultitaskStrategy,
   type RunKwargs,
   type RunRecord,
@@ -183,11 +184,12 @@ export class RunTables extends ThreadTables {
       [runId, action],
     );
     if (rows[0]) {
-      await client.query("SELECT pg_notify($1, $3), pg_notify($2, $3)", [
-        CANCEL_CHANNEL,
-        EVENTS_CHANNEL,
-        runId,
-      ]);
+      // A pending run ends here (interrupted before any worker took it).
+      const ended = rows[0].status === "interrupted";
+      await client.query(
+        `SELECT pg_notify($1, $3), pg_notify($2, $3)${ended ? ", pg_notify($4, $3)" : ""}`,
+        [CANCEL_CHANNEL, EVENTS_CHANNEL, runId, ...(ended ? [RUN_ENDED_CHANNEL] : [])],
+      );
     }
     return rows[0];
   }
@@ -277,12 +279,17 @@ export class RunTables extends ThreadTables {
     const r = await this.pool.query(
       `WITH done AS (
          UPDATE ${this.t.runs} SET status = $2, error = $3, updated_at = now(), ended_at = now()
-         WHERE run_id = $1 AND status IN ('pending', 'running') ${workerId ? "AND worker_id = $5" : ""}
+         WHERE run_id = $1 AND status IN ('pending', 'running') ${workerId ? "AND worker_id = $6" : ""}
          RETURNING run_id)
-       SELECT pg_notify($4, run_id) FROM done`,
-      workerId
-        ? [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL, workerId]
-        : [runId, status, error && JSON.stringify(error), EVENTS_CHANNEL],
+       SELECT pg_notify($4, run_id), pg_notify($5, run_id) FROM done`,
+      [
+        runId,
+        status,
+        error && JSON.stringify(error),
+        EVENTS_CHANNEL,
+        RUN_ENDED_CHANNEL,
+        ...(workerId ? [workerId] : []),
+      ],
     );
     return (r.rowCount ?? 0) > 0;
   }

@@ -100,6 +100,11 @@ export interface RunEvent {
 
 /** NOTIFY channel: a run has new stream events (payload: run id). */
 export const EVENTS_CHANNEL = "codehop_run_events";
+/**
+ * NOTIFY channel: a run has ended (payload: run id). `runs.join` / `wait` wait on this alone, not
+ * on every event batch: a joined run costs two queries, not three per batch of events.
+ */
+export const RUN_ENDED_CHANNEL = "codehop_run_ended";
 /** NOTIFY channel: a run was cancelled (payload: run id). */
 export const CANCEL_CHANNEL = "codehop_run_cancel";
 /** NOTIFY channel: a thread was deleted (payload: thread id); workers drop what they keep of it. */

@@ -3,6 +3,10 @@
  * One code action: a fresh Compartment with the action's endowments (console, print,
  * final_answer, the tools), the wrapper built by the host evaluated in it, tool calls relayed to
  * the host, output captured with a head/tail cap, and the outcome reported once.
+ *
+ * Why this file is long: every step of an action in the child (start, tool relay, output, the
+ * bindings read back, the one report) works on one `act` record with the built-ins commons.mjs
+ * captured; what stands alone already has its module (copy, format, errors, io, libraries).
  */
 import {
   Error,
