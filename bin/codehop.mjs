@@ -6,12 +6,28 @@
 // after an edit, at tsx's cost (about a second more per start) until the next `npm run build`.
 // `codehop --version` alone is answered here, from package.json, with nothing else loaded.
 import { existsSync, readFileSync } from "node:fs";
+import module from "node:module";
 import { fileURLToPath } from "node:url";
+
+// Node 22.1+ keeps the code it compiles on disk (NODE_COMPILE_CACHE's folder, else the OS temp
+// folder) and reuses it at the next start: about a fifth less CPU to load codehop (measured on
+// 22.13). Node 20 has no such cache (no enableCompileCache). NODE_DISABLE_COMPILE_CACHE=1 turns
+// it off.
+try {
+  module.enableCompileCache?.();
+} catch {
+  // A cache that cannot be written is only a slower start.
+}
 
 const args = process.argv.slice(2);
 const source = new URL("../src/cli/main.ts", import.meta.url);
 let main;
-if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+const versionOnly = args.length === 1 && (args[0] === "--version" || args[0] === "-V");
+// Node >= 22.1 keeps the compiled code of the modules a start loads (node_modules, dist/) on disk
+// (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE) and reuses it on the next start, as
+// tsc does; Node 20 has no such API.
+if (!versionOnly) module.enableCompileCache?.();
+if (versionOnly) {
   // The version is package.json's, built or not: nothing else to load (src/cli/main.ts says the same).
   const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   process.stdout.write(`${version}\n`);

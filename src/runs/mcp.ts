@@ -2,7 +2,7 @@ import { findConfigFile, readConfigFile } from "../config/config-file.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { Team } from "../framework/team.ts";
 import type { CodeTool } from "../tools/define-tool.ts";
-import { connectMcpServers, type McpServerOptions } from "../tools/mcp.ts";
+import type { McpServerOptions } from "../tools/mcp.ts";
 import type { RunOptions } from "./app.ts";
 import type { AppConfig } from "./config.ts";
 
@@ -47,6 +47,8 @@ export async function openRunMcp(
       );
     }
   }
+  // The MCP SDK only for a run with servers: every other run (and command) starts without it.
+  const { connectMcpServers } = await import("../tools/mcp.ts");
   const set = await connectMcpServers(servers);
   for (const problem of set.problems) options.onWarning?.(problem);
   const agentTools: Record<string, CodeTool<any>[]> = {};
