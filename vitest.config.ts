@@ -1,7 +1,14 @@
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import LongestFirstSequencer from "./test/vitest/sequencer.ts";
+
+// Node's on-disk compile cache (Node >= 22.1; Node 20 ignores the variable) for everything the
+// test workers and the processes they start import natively (node_modules is most of a start):
+// each of the suite's hundreds of processes compiles the same modules otherwise. The directory
+// is the one `codehop` itself uses (bin/codehop.mjs: module.enableCompileCache()).
+process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "node-compile-cache");
 
 // One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
 // MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox
@@ -10,6 +17,12 @@ export default defineConfig({
   // The workspace packages by name, as their sources (as tsconfig.json's paths map them).
   resolve: {
     alias: {
+      "@codehop/checkpoint-postgres/official": fileURLToPath(
+        new URL("./packages/checkpoint-postgres/src/official.ts", import.meta.url),
+      ),
+      "@codehop/checkpoint-postgres": fileURLToPath(
+        new URL("./packages/checkpoint-postgres/src/index.ts", import.meta.url),
+      ),
       "@codehop/checkpoint-sqlite/thread-counts": fileURLToPath(
         new URL("./packages/checkpoint-sqlite/src/thread-counts.ts", import.meta.url),
       ),

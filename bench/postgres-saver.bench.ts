@@ -2,12 +2,12 @@ import { loadavg } from "node:os";
 import { Annotation, type BaseCheckpointSaver, StateGraph } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
-import { LinearPostgresSaver } from "../src/persistence/index.ts";
+import { LinearPostgresSaver } from "@codehop/checkpoint-postgres";
 import { startTestCluster } from "../src/testing/postgres-cluster.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
 
 /**
- * LinearPostgresSaver (codehop serve's checkpointer, src/persistence/postgres-linear-saver.ts)
+ * LinearPostgresSaver (codehop serve's checkpointer, packages/checkpoint-postgres)
  * next to the official PostgresSaver (the layout codehop serve used before) on the same LangGraph
  * loop of 50 and 200 steps (bench/checkpoint.bench.ts's: a 2 KB record appended per step): the tables' bytes, and the reads a user pays after it — the latest
  * checkpoint, an early checkpoint by id and list() of the whole thread — each by a fresh saver

@@ -219,14 +219,22 @@ function statusOf(err: unknown): number | undefined {
 
 /**
  * runs.join, joined again when the connection fails (a client that lost its connection asks
- * again: the run goes on on the server; only its answer, or its absence, counts).
+ * again: the run goes on on the server; only its answer, or its absence, counts) and after the
+ * delay a 429 / 503 names ("retry in N seconds": the server's per-user request limit refused the
+ * join, not the run). The round's time bounds the retries.
  */
 async function joinRun(client: Client, threadId: string, runId: string): Promise<unknown> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await client.runs.join(threadId, runId);
     } catch (err) {
-      if (statusOf(err) !== undefined || attempt >= 5) throw err;
+      const status = statusOf(err);
+      if (status === 429 || status === 503) {
+        const seconds = Number(/retry in (\d+) seconds?/i.exec((err as Error).message)?.[1] ?? 5);
+        await new Promise((r) => setTimeout(r, (seconds + Math.random()) * 1000));
+        continue;
+      }
+      if (status !== undefined || attempt >= 5) throw err;
       await new Promise((r) => setTimeout(r, 1000 * attempt));
     }
   }

@@ -8,13 +8,13 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, basename } from "node:path";
+import { LINEAR_TABLES } from "@codehop/checkpoint-postgres";
 import { CheckpointCorruptError } from "@codehop/checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { journalRowKey, journalRowProblem, JOURNAL_TABLE } from "../core/journal.ts";
 import { CodehopError, ErrorCodes, type CorruptData } from "../errors.ts";
 import { inTransaction, type PostgresLocation } from "./postgres-database.ts";
 import { journalRowFromSql as postgresJournalRow } from "./postgres-journal.ts";
-import { LINEAR_TABLES } from "./postgres-linear-rows.ts";
 import { openPostgresPersistence } from "./postgres.ts";
 import { journalRowFromSql as sqliteJournalRow } from "./sqlite-journal.ts";
 import { sqlitePersistenceOn } from "./sqlite.ts";

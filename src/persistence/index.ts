@@ -14,7 +14,7 @@ export type { Persistence, ThreadRecord, ThreadStart, ThreadStatus, ThreadStore 
 export { openSqlitePersistence, type SqlitePersistence } from "./sqlite.ts";
 export { openPostgresPersistence, type PostgresPersistence } from "./postgres.ts";
 export { CodehopPostgresSaver } from "./postgres-saver.ts";
-export { LinearPostgresSaver } from "./postgres-linear-saver.ts";
+export { LinearPostgresSaver } from "@codehop/checkpoint-postgres";
 export { isPostgresUrl, redactUrl, type PostgresLocation } from "./postgres-database.ts";
 export { SqliteCallJournal, SqliteJournalRows } from "./sqlite-journal.ts";
 export { ThreadRegistry } from "./sqlite-threads.ts";

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { LinearPostgresSaver } from "@codehop/checkpoint-postgres";
 import { createCallJournal } from "../core/journal.ts";
 import type { Persistence } from "./port.ts";
 import {
@@ -10,7 +11,6 @@ import {
   withAdvisoryLock,
 } from "./postgres-database.ts";
 import { journalTableSql, PostgresJournalRows } from "./postgres-journal.ts";
-import { LinearPostgresSaver } from "./postgres-linear-saver.ts";
 import { PostgresThreadRegistry, threadsTableSql } from "./postgres-threads.ts";
 
 /** The Postgres adapter: LangGraph checkpoints, call journal rows and thread registry in one database. */

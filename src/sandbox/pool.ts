@@ -10,6 +10,9 @@
  * This file is the scheduling: which process serves which action, the cap, the queue, nesting. How a
  * process starts is child-launch.ts (and code-cache.ts), one process's life child-process.ts, the
  * start-up exchange with it child-protocol.ts.
+ *
+ * Why this file is long: one scheduler whose state (idle, busy, finishing, the queue, sessions,
+ * nesting extras, the started-ahead pool's rate) every method reads and changes together.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { availableParallelism } from "node:os";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { LINEAR_TABLES } from "@codehop/checkpoint-postgres";
 import type pg from "pg";
 import { inTransaction } from "../persistence/postgres-database.ts";
-import { LINEAR_TABLES } from "../persistence/postgres-linear-rows.ts";
 import type { AuthFilters } from "./auth.ts";
 import { all, filterSql } from "./store-filters.ts";
 import {

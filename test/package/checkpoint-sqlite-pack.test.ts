@@ -1,88 +1,32 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { whyDistIsStale } from "../../bin/dist-current.mjs";
-import { copySqliteAddon, lockEntries, offlineInstall, placeLockEntries } from "./scratch.ts";
+import { copySqliteAddon, installPackedWorkspace } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-sqlite` gives a LangGraph.js user who has never heard of
 // codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
 // installed into a new project beside plain @langchain/langgraph, better-sqlite3 and nothing of
 // codehop, then used by a graph run with plain `node` in two processes (the second resumes from
 // what the first stored). Offline as test/package/pack.test.ts is (see scratch.ts).
-// The build: when the repository's build is current with its sources (vitest's global setup just
-// made sure), packages/checkpoint-sqlite/dist is what `prepack` would build (`npm run build` of
-// the workspaces runs the same script), so the copy takes it and packs with no scripts, as
-// pack.test.ts does; otherwise the copy's own `prepack` builds it.
 
 const run = promisify(execFile);
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-saver-pack-"));
-const scratch = join(root, "scratch");
 const NAME = "@codehop/checkpoint-sqlite";
 let packed: string[];
 let manifest: Record<string, any>;
+let scratch: string;
 
 beforeAll(async () => {
-  // A copy of the package with the repository's node_modules (its build tools are hoisted there).
-  const pkg = join(root, "checkpoint-sqlite");
-  const built = whyDistIsStale(repo) === undefined;
-  cpSync(join(repo, "packages/checkpoint-sqlite"), pkg, {
-    recursive: true,
-    filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
-  });
-  symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
-  const pack = [
-    "pack",
-    "--json",
-    "--pack-destination",
-    root,
-    ...(built ? ["--ignore-scripts"] : []),
-  ];
-  const { stdout } = await run("npm", pack, {
-    cwd: pkg,
-    timeout: 240_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
-  const tarball = join(root, info.filename);
-  packed = info.files.map((f: { path: string }) => f.path);
-  manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
-
-  // The scratch project: the tarball, LangGraph, LangChain core and better-sqlite3, at the
-  // versions this repository locks (and what they need, nothing more).
-  mkdirSync(scratch);
-  const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
-  const spec = `file:${tarball}`;
-  const others = ["@langchain/langgraph", "@langchain/core", "better-sqlite3"];
-  const entries = lockEntries(lock, others);
-  const dependencies: Record<string, string> = { [NAME]: spec };
-  for (const name of others) dependencies[name] = entries[`node_modules/${name}`].version;
-  writeFileSync(
-    join(scratch, "package.json"),
-    JSON.stringify({ name: "scratch", private: true, type: "module", dependencies }),
-  );
-  const packages: Record<string, unknown> = {
-    "": { name: "scratch", dependencies },
-    [`node_modules/${NAME}`]: {
-      version: manifest.version,
-      resolved: spec,
-      integrity: `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`,
-      license: manifest.license,
-      peerDependencies: manifest.peerDependencies,
-      engines: manifest.engines,
-    },
-    ...entries,
-  };
-  writeFileSync(
-    join(scratch, "package-lock.json"),
-    JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
-  );
-  placeLockEntries(repo, scratch, entries);
-  await offlineInstall(scratch);
+  ({ packed, manifest, scratch } = await installPackedWorkspace(repo, root, "checkpoint-sqlite", [
+    "@langchain/langgraph",
+    "@langchain/core",
+    "better-sqlite3",
+  ]));
   copySqliteAddon(repo, scratch);
 }, 480_000);
 

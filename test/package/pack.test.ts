@@ -33,8 +33,11 @@ import {
 // is what this repository's .npmrc sets (see README, "Install the package").
 
 const run = promisify(execFile);
-/** The workspace package the codehop tarball bundles. */
-const SAVER = "@codehop/checkpoint-sqlite";
+/** The workspace packages the codehop tarball bundles (the checkpointers), by folder. */
+const BUNDLED: Record<string, string> = {
+  "@codehop/checkpoint-sqlite": "checkpoint-sqlite",
+  "@codehop/checkpoint-postgres": "checkpoint-postgres",
+};
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-pack-"));
 const scratch = join(root, "scratch");
@@ -71,7 +74,7 @@ beforeAll(async () => {
     recursive: true,
     filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
   });
-  linkNodeModules(repo, pkg, [SAVER]);
+  linkNodeModules(repo, pkg, Object.keys(BUNDLED));
   const pack = [
     "pack",
     "--json",
@@ -94,9 +97,6 @@ beforeAll(async () => {
   mkdirSync(scratch);
   const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
   const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
-  const saverManifest = JSON.parse(
-    readFileSync(join(pkg, "packages/checkpoint-sqlite/package.json"), "utf8"),
-  );
   const spec = `file:${tarball}`;
   const dependencies = lockEntries(lock);
   const packages: Record<string, unknown> = {
@@ -111,14 +111,25 @@ beforeAll(async () => {
       engines: manifest.engines,
       bundleDependencies: manifest.bundleDependencies,
     },
-    [`node_modules/codehop/node_modules/${SAVER}`]: {
-      version: saverManifest.version,
-      inBundle: true,
-      license: saverManifest.license,
-      dependencies: saverManifest.dependencies,
-      peerDependencies: saverManifest.peerDependencies,
-      engines: saverManifest.engines,
-    },
+    ...Object.fromEntries(
+      Object.entries(BUNDLED).map(([name, folder]) => {
+        const saver = JSON.parse(
+          readFileSync(join(pkg, "packages", folder, "package.json"), "utf8"),
+        );
+        return [
+          `node_modules/codehop/node_modules/${name}`,
+          {
+            version: saver.version,
+            inBundle: true,
+            license: saver.license,
+            dependencies: saver.dependencies,
+            peerDependencies: saver.peerDependencies,
+            peerDependenciesMeta: saver.peerDependenciesMeta,
+            engines: saver.engines,
+          },
+        ];
+      }),
+    ),
     ...dependencies,
   };
   writeFileSync(
@@ -195,16 +206,18 @@ describe("the npm package", { timeout: 120_000 }, () => {
         packed.filter((f) => f.startsWith(dir)),
         dir,
       ).toEqual([]);
-    // The one bundled dependency, the checkpointer's workspace package: its build, no sources.
-    const bundled = `node_modules/${SAVER}/`;
-    expect(packed).toContain(`${bundled}dist/index.js`);
-    expect(packed).toContain(`${bundled}dist/index.d.ts`);
-    expect(packed).toContain(`${bundled}package.json`);
-    expect(packed.filter((f) => f.startsWith("node_modules/") && !f.startsWith(bundled))).toEqual(
-      [],
-    );
+    // The bundled dependencies, the checkpointers' workspace packages: their builds, no sources.
+    const bundled = Object.keys(BUNDLED).map((name) => `node_modules/${name}/`);
+    for (const dir of bundled) {
+      expect(packed).toContain(`${dir}dist/index.js`);
+      expect(packed).toContain(`${dir}dist/index.d.ts`);
+      expect(packed).toContain(`${dir}package.json`);
+    }
     expect(
-      packed.filter((f) => f.startsWith(bundled) && /\.ts$/.test(f) && !/\.d\.ts$/.test(f)),
+      packed.filter((f) => f.startsWith("node_modules/") && !bundled.some((d) => f.startsWith(d))),
+    ).toEqual([]);
+    expect(
+      packed.filter((f) => f.startsWith("node_modules/") && /\.ts$/.test(f) && !/\.d\.ts$/.test(f)),
     ).toEqual([]);
   });
 

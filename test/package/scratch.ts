@@ -1,16 +1,20 @@
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   linkSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { promisify } from "node:util";
+import { whyDistIsStale } from "../../bin/dist-current.mjs";
 
 // What the package tests share: a copy of a package with the repository's node_modules, and a
 // scratch project installed offline from a lock file made of the repository's lock entries, its
@@ -175,4 +179,109 @@ export function copySqliteAddon(repo: string, dir: string): void {
   if (existsSync(join(dir, addon))) return;
   mkdirSync(dirname(join(dir, addon)), { recursive: true });
   copyFileSync(join(repo, addon), join(dir, addon));
+}
+
+/** A workspace package packed and installed into an empty project (see installPackedWorkspace). */
+export interface PackedWorkspace {
+  /** The files the tarball holds. */
+  packed: string[];
+  /** The package's package.json. */
+  manifest: Record<string, any>;
+  /** The scratch project it is installed in. */
+  scratch: string;
+}
+
+/**
+ * `npm pack` of workspace package `packages/<folder>` (a copy with the repository's node_modules,
+ * where its build tools are hoisted: its `prepack` builds dist/), installed offline into the new
+ * project `<root>/scratch` beside `others` (and what they need, nothing more) at the versions the
+ * repository locks: what a user who has never heard of codehop gets from `npm install`.
+ */
+export async function installPackedWorkspace(
+  repo: string,
+  root: string,
+  folder: string,
+  others: readonly string[],
+): Promise<PackedWorkspace> {
+  const pkg = join(root, folder);
+  // When the repository's build is current with its sources (vitest's global setup just made
+  // sure), the package's dist/ is what `prepack` would build (`npm run build` of the workspaces
+  // runs the same script): the copy takes it and packs with no scripts, as pack.test.ts does;
+  // otherwise the copy's own `prepack` builds it.
+  const built = whyDistIsStale(repo) === undefined;
+  cpSync(join(repo, "packages", folder), pkg, {
+    recursive: true,
+    filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
+  });
+  symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
+  const pack = [
+    "pack",
+    "--json",
+    "--pack-destination",
+    root,
+    ...(built ? ["--ignore-scripts"] : []),
+  ];
+  const { stdout } = await run("npm", pack, {
+    cwd: pkg,
+    timeout: 240_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
+  const tarball = join(root, info.filename);
+  const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
+
+  const scratch = join(root, "scratch");
+  mkdirSync(scratch);
+  const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8"));
+  const spec = `file:${tarball}`;
+  const entries = lockEntries(lock, others);
+  const dependencies: Record<string, string> = { [manifest.name]: spec };
+  for (const name of others) dependencies[name] = entries[`node_modules/${name}`].version;
+  writeFileSync(
+    join(scratch, "package.json"),
+    JSON.stringify({ name: "scratch", private: true, type: "module", dependencies }),
+  );
+  const packages: Record<string, unknown> = {
+    "": { name: "scratch", dependencies },
+    [`node_modules/${manifest.name}`]: {
+      version: manifest.version,
+      resolved: spec,
+      integrity: `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`,
+      license: manifest.license,
+      peerDependencies: manifest.peerDependencies,
+      peerDependenciesMeta: manifest.peerDependenciesMeta,
+      engines: manifest.engines,
+    },
+    ...entries,
+  };
+  writeFileSync(
+    join(scratch, "package-lock.json"),
+    JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages }),
+  );
+  placeLockEntries(repo, scratch, entries);
+  await offlineInstall(scratch);
+  return { packed: info.files.map((f: { path: string }) => f.path), manifest, scratch };
+}
+
+/**
+ * The imports of the package sources in `dir` that are not their own files, each with whether
+ * `dir/../package.json` declares it (a dependency or a peer; Node's own modules count as declared).
+ */
+export function importsOf(dir: string): Array<{ file: string; spec: string; declared: boolean }> {
+  const manifest = JSON.parse(readFileSync(join(dir, "../package.json"), "utf8"));
+  const declared = [
+    ...Object.keys(manifest.dependencies ?? {}),
+    ...Object.keys(manifest.peerDependencies ?? {}),
+  ];
+  const out: Array<{ file: string; spec: string; declared: boolean }> = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+    const text = readFileSync(join(dir, file), "utf8");
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)) {
+      const spec = m[1];
+      if (spec.startsWith("./")) continue;
+      const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec;
+      out.push({ file, spec, declared: spec.startsWith("node:") || declared.includes(name) });
+    }
+  }
+  return out;
 }

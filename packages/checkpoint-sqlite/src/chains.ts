@@ -91,6 +91,11 @@ export class ChannelValues {
   private readonly values: Lru<string, unknown>;
   /** Blob rows not written yet, by blob key (read by appends to them). */
   readonly pending = new Map<string, BlobRow>();
+  /**
+   * Blob rows read, by blob key (null: no row, an empty channel): list() reads the same versions
+   * for many checkpoints. A row changes only when its checkpoint is put again (see queue).
+   */
+  private readonly rows: Lru<string, BlobRow | null>;
 
   constructor(
     private readonly ctx: SaverContext,
@@ -102,18 +107,22 @@ export class ChannelValues {
     private readonly minChain: number,
   ) {
     this.values = new Lru(cacheSize);
+    this.rows = new Lru(cacheSize);
   }
 
   /** Forgets the decoded values of a deleted namespace. */
   forgetNamespace(nsId: number): void {
     this.values.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+    this.rows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
   }
 
   /** Queues a blob row of a put (`blob` as {@link blobFor} made it) until it is written. */
   queue(nsId: number, blob: unknown[]): void {
     const [, channel, version, kind, base_version, chain, items, snapshot_items, type, zip, value] =
       blob;
-    this.pending.set(blobKey(nsId, String(channel), String(version)), {
+    const key = blobKey(nsId, String(channel), String(version));
+    this.rows.delete(key);
+    this.pending.set(key, {
       kind,
       base_version,
       chain,
@@ -191,9 +200,11 @@ export class ChannelValues {
     version: string,
   ): Promise<{ found: boolean; value?: unknown; row?: BlobRow }> {
     const key = blobKey(nsId, channel, version);
-    const row =
-      this.pending.get(key) ??
-      (this.ctx.s.getBlob.get(nsId, channel, version) as BlobRow | undefined);
+    let row = this.pending.get(key) ?? this.rows.get(key);
+    if (row === undefined) {
+      row = (this.ctx.s.getBlob.get(nsId, channel, version) as BlobRow | undefined) ?? null;
+      this.rows.set(key, row);
+    }
     if (!row) return { found: false };
     if (row.kind === KIND_EMPTY) return { found: true, row };
     const cached = this.values.get(key);
@@ -246,7 +257,12 @@ export class ChannelValues {
         base = cached;
         break;
       }
-      let next = this.pending.get(blobKey(nsId, channel, baseVersion)) ?? fetched?.get(baseVersion);
+      const baseKey = blobKey(nsId, channel, baseVersion);
+      let next =
+        this.pending.get(baseKey) ??
+        fetched?.get(baseVersion) ??
+        this.rows.get(baseKey) ??
+        undefined;
       if (!next) {
         fetched = this.chainRows(nsId, channel, baseVersion);
         next = fetched.get(baseVersion);
@@ -332,6 +348,7 @@ export class ChannelValues {
     const rows = this.ctx.s.blobChain.all({ ns: nsId, channel, version }) as Array<
       BlobRow & { version: string }
     >;
+    for (const r of rows) this.rows.set(blobKey(nsId, channel, r.version), r);
     return new Map(rows.map((r) => [r.version, r]));
   }
 
@@ -339,10 +356,13 @@ export class ChannelValues {
   private prefetchWrites(nsId: number, checkpointIds: string[]): Map<string, StoredWrite[]> {
     const out = new Map<string, StoredWrite[]>();
     if (checkpointIds.length < 2) return out;
-    const rows = this.ctx.s.writesOf.all(
-      nsId,
-      JSON.stringify([...new Set(checkpointIds)]),
-    ) as Array<WritesRow & { checkpoint_id: string }>;
+    const ids = [...new Set(checkpointIds)];
+    const ahead = this.writeRows.aheadRows(nsId, ids);
+    const rows = ahead
+      ? ([...ahead.values()].flat() as Array<WritesRow & { checkpoint_id: string }>)
+      : (this.ctx.s.writesOf.all(nsId, JSON.stringify(ids)) as Array<
+          WritesRow & { checkpoint_id: string }
+        >);
     for (const row of rows) {
       const key = `${nsId}\u0000${row.checkpoint_id}\u0000${row.task_id}`;
       if (!this.writeRows.pending.has(key)) out.set(key, this.writeRows.unpackRow(nsId, row));

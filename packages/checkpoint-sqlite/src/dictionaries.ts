@@ -127,6 +127,13 @@ export class WriteRows {
   private readonly rawRows = new Lru<string, Buffer>(64);
   /** Dictionaries of format-3 writes rows and their CRC-32, by the rowids that make them. */
   private readonly dictionaries = new Lru<string, { dictionary: Buffer; crc: number }>(16);
+  /**
+   * The writes rows of checkpoints read ahead in one statement (list() reads many), by namespace
+   * id and checkpoint id, in LangGraph's writes order; forgotten when any writes row is stored.
+   */
+  private readonly ahead = new Map<string, WritesRow[]>();
+  /** The writes of rows unpacked, by row object (rows read ahead are read more than once). */
+  private readonly unpacked = new WeakMap<WritesRow, StoredWrite[]>();
 
   constructor(
     private readonly ctx: SaverContext,
@@ -141,14 +148,63 @@ export class WriteRows {
   taskWrites(nsId: number, checkpointId: string, taskId: string): StoredWrite[] | undefined {
     const queued = this.pending.get(`${nsId}\u0000${checkpointId}\u0000${taskId}`);
     if (queued) return queued;
-    const row = this.ctx.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined;
+    const ahead = this.ahead.get(`${nsId}\u0000${checkpointId}`);
+    const row = ahead
+      ? ahead.find((r) => r.task_id === taskId)
+      : (this.ctx.s.getTaskWrites.get(nsId, checkpointId, taskId) as WritesRow | undefined);
     return row ? this.unpackRow(nsId, row) : undefined;
   }
 
+  /** The writes rows of a checkpoint, in LangGraph's writes order (task path, task id). */
+  checkpointRows(nsId: number, checkpointId: string): WritesRow[] {
+    return (
+      this.ahead.get(`${nsId}\u0000${checkpointId}`) ??
+      (this.ctx.s.getWrites.all(nsId, checkpointId) as WritesRow[])
+    );
+  }
+
+  /** Reads the writes rows of these checkpoints of a namespace in one statement (see `ahead`). */
+  readAhead(nsId: number, checkpointIds: readonly string[]): void {
+    this.ahead.clear();
+    if (!checkpointIds.length) return;
+    for (const id of checkpointIds) this.ahead.set(`${nsId}\u0000${id}`, []);
+    const rows = this.ctx.s.writesOf.all(nsId, JSON.stringify(checkpointIds)) as Array<
+      WritesRow & { checkpoint_id: string }
+    >;
+    for (const row of rows) this.ahead.get(`${nsId}\u0000${row.checkpoint_id}`)!.push(row);
+  }
+
+  /** Whether the writes rows of a checkpoint were read ahead. */
+  hasAhead(nsId: number, checkpointId: string): boolean {
+    return this.ahead.has(`${nsId}\u0000${checkpointId}`);
+  }
+
+  /** Forgets the rows read ahead (a writes row is about to change, or the read is over). */
+  forgetAhead(): void {
+    this.ahead.clear();
+  }
+
   unpackRow(nsId: number, row: WritesRow): StoredWrite[] {
-    return unpackWrites(this.rawOf(nsId, row), this.source(nsId, row)).sort(
+    // (A row read ahead is unpacked once: a list() reads it for the values that refer to it and
+    // for its checkpoint's pending writes.)
+    const known = this.unpacked.get(row);
+    if (known) return known;
+    const writes = unpackWrites(this.rawOf(nsId, row), this.source(nsId, row)).sort(
       (a, b) => a.idx - b.idx,
     );
+    this.unpacked.set(row, writes);
+    return writes;
+  }
+
+  /** The rows read ahead for the checkpoints that have some (see `ahead`), by checkpoint id. */
+  aheadRows(nsId: number, checkpointIds: readonly string[]): Map<string, WritesRow[]> | undefined {
+    const out = new Map<string, WritesRow[]>();
+    for (const id of checkpointIds) {
+      const rows = this.ahead.get(`${nsId}\u0000${id}`);
+      if (!rows) return undefined;
+      out.set(id, rows);
+    }
+    return out;
   }
 
   /** A writes row's packed bytes: as stored, inflated, or inflated with its dictionary rows. */
@@ -239,12 +295,14 @@ export class WriteRows {
    * given out again. Forgets every candidate and every raw row.
    */
   forgetAll(): void {
+    this.ahead.clear();
     this.plainRows.deleteWhere(() => true);
     this.forgetRawRows(() => true);
   }
 
   /** Forgets what is known of a deleted thread's rows (its namespaces' ids are `nsIds`). */
   forgetThread(thread: string, nsIds: readonly number[]): void {
+    this.ahead.clear();
     for (const nsId of nsIds) this.forgetRawRows((key) => key.startsWith(`${nsId}\u0000`));
     this.plainRows.deleteWhere((key) => key === thread);
     this.forgetRawRows((key) => key.startsWith("#"));

@@ -15,6 +15,9 @@ export class Lru<K, V> {
     this.map.set(key, value);
     if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as K);
   }
+  delete(key: K): void {
+    this.map.delete(key);
+  }
   deleteWhere(test: (key: K) => boolean): void {
     for (const key of [...this.map.keys()]) if (test(key)) this.map.delete(key);
   }

@@ -140,6 +140,11 @@ export class Records {
   private readonly recordBytes = new Lru<string, RawRecord>(256);
   /** Resolved version maps of delta-encoded checkpoints, by namespace id and checkpoint id. */
   private readonly versionMaps = new Lru<string, Versions>(256);
+  /**
+   * Checkpoint rows list() read (see {@link prime}), by namespace id and checkpoint id: the
+   * records it needs, without a statement each.
+   */
+  private readonly rows = new Lru<string, CheckpointRow>(512);
 
   constructor(
     private readonly ctx: SaverContext,
@@ -175,13 +180,32 @@ export class Records {
   }
 
   /**
+   * Keeps the rows list() fetched together (a row's ancestors, whose records reading it needs, are
+   * mostly among them) for the records it reads next.
+   */
+  prime(rows: readonly CheckpointRow[]): void {
+    for (const row of rows)
+      if (!row.legacy && row.ns_id !== undefined)
+        this.rows.set(`${row.ns_id}\u0000${row.checkpoint_id}`, row);
+  }
+
+  /** A checkpoint row of this saver's tables: primed, or read. */
+  private row(nsId: number, id: string): CheckpointRow | undefined {
+    return (
+      this.rows.get(`${nsId}\u0000${id}`) ??
+      (this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined)
+    );
+  }
+
+  /**
    * Remembers the record a put just made (its row is written later, with the queue): its bytes, as
    * the dictionary of the next records, and the record itself.
    */
   remember(nsId: number, id: string, entry: RecordEntry, metadata: unknown): void {
     const recordKey = `${nsId}\u0000${id}`;
+    this.rows.delete(recordKey);
     this.recordBytes.set(recordKey, { raw: entry.raw, parentId: entry.parentId });
-    this.records.deleteWhere((key) => key === recordKey);
+    this.records.delete(recordKey);
     try {
       // (A copy of the metadata: the caller's object may change after put.)
       this.records.set(recordKey, {
@@ -200,6 +224,7 @@ export class Records {
 
   /** After a failed commit: a rolled-back put's record is not the row's. */
   forgetAll(): void {
+    this.rows.deleteWhere(() => true);
     this.records.deleteWhere(() => true);
     this.recordBytes.deleteWhere(() => true);
   }
@@ -207,6 +232,7 @@ export class Records {
   /** Forgets what is known of a deleted namespace. */
   forgetNamespace(nsId: number): void {
     this.versionMaps.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
+    this.rows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     this.records.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     this.recordBytes.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
   }
@@ -216,7 +242,8 @@ export class Records {
     const key = `${nsId}\u0000${row.checkpoint_id}`;
     const cached = this.records.get(key);
     if (cached) return cached;
-    const raw = this.rawRecordOf(nsId, row, false);
+    // (Its bytes may be known already: read as the dictionary of a record after it.)
+    const raw = this.recordBytes.get(key)?.raw ?? this.rawRecordOf(nsId, row, false);
     const source = recordSource(nsId, row.checkpoint_id);
     const stored = (await decoding(source.table, source.row, "its record does not parse", () =>
       this.serde().loadsTyped(row.type ?? "json", serialized(row.type ?? "json", raw)),
@@ -275,7 +302,9 @@ export class Records {
           id = known.parentId;
           continue;
         }
-        const parent = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+        const parent = fromRows
+          ? (this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined)
+          : this.row(nsId, id);
         if (!parent) break;
         const raw = this.rawRecordOf(nsId, parent, fromRows, seen, path);
         seen.set(id, { raw, parentId: parent.parent_checkpoint_id });
@@ -300,6 +329,8 @@ export class Records {
    * again without one, so none becomes unreadable.
    */
   releaseDependents(nsId: number, id: string): void {
+    // (Rows read before are stored again below: read them again.)
+    this.rows.deleteWhere((key) => key.startsWith(`${nsId}\u0000`));
     let frontier = [id];
     for (let depth = 0; depth < RECORD_ANCESTORS && frontier.length; depth++) {
       const children = this.ctx.db
@@ -339,7 +370,7 @@ export class Records {
     const cached = this.records.get(`${nsId}\u0000${id}`);
     if (cached) return cached;
     this.ctx.flush();
-    const row = this.ctx.s.getCheckpoint.get(nsId, id) as CheckpointRow | undefined;
+    const row = this.row(nsId, id);
     return row ? this.recordOf(nsId, row) : undefined;
   }
 

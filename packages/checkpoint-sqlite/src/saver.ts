@@ -56,6 +56,9 @@ export interface IncrementalSqliteSaverOptions {
   maxInflateBytes?: number;
 }
 
+/** list() reads the pending writes of this many checkpoints in one statement. */
+const READ_AHEAD = 64;
+
 /** Runs a read of `thread`; a corruption error it raises names the thread. */
 async function inThread<T>(thread: string, read: () => Promise<T>): Promise<T> {
   try {
@@ -228,6 +231,12 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   // ------------------------------------------------------------------------------------------
   // Reading
 
+  /**
+   * The checkpoint row `id` of a namespace, or its latest, of this saver's tables or of the
+   * official saver's. (A fresh saver's ancestors' rows, which reading a record needs, are read
+   * one statement each: measured, one recursive CTE for the row and its ancestors costs more to
+   * prepare than the ten small lookups it saves.)
+   */
   private findRow(thread: string, ns: string, id: string | undefined): CheckpointRow | undefined {
     this.flush();
     const s = this.s;
@@ -264,17 +273,31 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
   ): AsyncGenerator<CheckpointTuple> {
     this.flush();
     const { rows, filters, max } = listedRows(this.db, this.s, config, options);
+    // (Their ancestors, whose records reading them needs, are mostly among them.)
+    this.records.prime(rows);
     const matches = async (row: CheckpointRow) => {
       if (!filters.length || row.legacy || row.metadata !== METADATA_IN_RECORD) return true;
       const metadata = (await this.records.recordOf(row.ns_id!, row)).stored.m ?? {};
       return filters.every(([key, value]) => sameAsSql(metadata[key], value));
     };
     let count = 0;
-    for (const row of rows) {
-      if (max !== undefined && count >= max) break;
-      if (!(await inThread(row.thread_id, () => matches(row)))) continue;
-      count++;
-      yield await inThread(row.thread_id, () => this.reader.tupleFromRow(row));
+    try {
+      for (const [i, row] of rows.entries()) {
+        if (max !== undefined && count >= max) break;
+        if (!(await inThread(row.thread_id, () => matches(row)))) continue;
+        count++;
+        if (!row.legacy && !this.writeRows.hasAhead(row.ns_id!, row.checkpoint_id)) {
+          // The pending writes of this row and of the next ones of its namespace, in one statement.
+          const next = rows
+            .slice(i, i + READ_AHEAD)
+            .filter((r) => !r.legacy && r.ns_id === row.ns_id)
+            .map((r) => r.checkpoint_id);
+          this.writeRows.readAhead(row.ns_id!, next);
+        }
+        yield await inThread(row.thread_id, () => this.reader.tupleFromRow(row));
+      }
+    } finally {
+      this.writeRows.forgetAhead();
     }
   }
 
@@ -433,6 +456,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     if (!thread) throw new Error("Missing thread_id field in config.configurable.");
     if (!id) throw new Error("Missing checkpoint_id field in config.configurable.");
     const nsId = this.nsId(thread, config.configurable.checkpoint_ns ?? "", true)!;
+    // (Rows a list() read ahead may change now.)
+    this.writeRows.forgetAhead();
     // Special writes (errors, interrupts ...) replace what a task wrote at their index; other writes
     // never overwrite one (a re-run task keeps its first writes), as in LangGraph's own savers.
     const replace = writes.every(([channel]) => channel in WRITES_IDX_MAP);

@@ -348,7 +348,8 @@ function prepare(db: Database.Database, legacy: boolean) {
     ),
     writesOf: statement(
       `SELECT row_id, checkpoint_id, task_id, task_path, zip, writes FROM ${T_WRITES}
-         WHERE ns_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`,
+         WHERE ns_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))
+         ORDER BY checkpoint_id, task_path, task_id`,
     ),
     hasCheckpoint: statement(
       `SELECT 1 FROM ${T_CHECKPOINTS} WHERE ns_id = ? AND checkpoint_id = ?`,

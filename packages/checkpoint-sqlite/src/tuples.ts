@@ -25,7 +25,6 @@ import {
   METADATA_IN_RECORD,
   type CheckpointRow,
   type Statements,
-  type WritesRow,
 } from "./schema.ts";
 
 /** The parts of the saver a read uses. */
@@ -155,7 +154,7 @@ export class TupleReader {
               this.p.serde().loadsTyped("json", row.metadata),
             )) as CheckpointMetadata);
       pendingWrites = [];
-      for (const w of this.p.s.getWrites.all(nsId, row.checkpoint_id) as WritesRow[])
+      for (const w of this.p.writeRows.checkpointRows(nsId, row.checkpoint_id))
         for (const one of this.p.writeRows.unpackRow(nsId, w))
           pendingWrites.push([
             w.task_id,
@@ -202,7 +201,7 @@ export class TupleReader {
   ): Promise<void> {
     const fromNew: unknown[] = [];
     if (row.ns_id !== undefined)
-      for (const w of this.p.s.getWrites.all(row.ns_id, parentId) as WritesRow[])
+      for (const w of this.p.writeRows.checkpointRows(row.ns_id, parentId))
         for (const one of this.p.writeRows.unpackRow(row.ns_id, w))
           if (one.channel === TASKS)
             fromNew.push(

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +8,7 @@ import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/lang
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { importsOf } from "../../../test/package/scratch.ts";
 import { IncrementalSqliteSaver } from "../src/index.ts";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "codehop-lgi-"));
@@ -269,24 +270,14 @@ describe("IncrementalSqliteSaver", () => {
   });
 
   it("imports nothing outside its folder but LangGraph's checkpoint package, better-sqlite3 and Node", () => {
-    const dir = fileURLToPath(new URL("../src/", import.meta.url));
-    const manifest = JSON.parse(readFileSync(join(dir, "../package.json"), "utf8"));
-    const declared = [
-      ...Object.keys(manifest.dependencies ?? {}),
-      ...Object.keys(manifest.peerDependencies ?? {}),
-    ];
     const allowed =
       /^(?:node:|better-sqlite3$|@langchain\/langgraph-checkpoint$|@langchain\/core\/)/;
-    for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
-      const text = readFileSync(join(dir, file), "utf8");
-      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)) {
-        const spec = m[1];
-        if (spec.startsWith("./")) continue;
-        expect(spec, `${file} imports ${spec}`).toMatch(allowed);
-        // ... and what it imports is what its package.json declares (a dependency or a peer).
-        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec;
-        if (!spec.startsWith("node:")) expect(declared, `${file} imports ${spec}`).toContain(name);
-      }
+    for (const { file, spec, declared } of importsOf(
+      fileURLToPath(new URL("../src/", import.meta.url)),
+    )) {
+      expect(spec, `${file} imports ${spec}`).toMatch(allowed);
+      // ... and what it imports is what its package.json declares (a dependency or a peer).
+      expect(declared, `${file} imports ${spec}, not in package.json`).toBe(true);
     }
   });
 });

@@ -1,10 +1,15 @@
+import { fileURLToPath } from "node:url";
 import { Annotation, END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CodehopError, ErrorCodes } from "../../src/errors.ts";
-import { LinearPostgresSaver, openPostgresPersistence } from "../../src/persistence/index.ts";
-import { freshSchema, postgresMissing, useTestCluster } from "./postgres-cluster.ts";
+import {
+  freshSchema,
+  postgresMissing,
+  useTestCluster,
+} from "../../../test/persistence/postgres-cluster.ts";
+import { importsOf } from "../../../test/package/scratch.ts";
+import { CHECKPOINT_CORRUPT, CheckpointCorruptError, LinearPostgresSaver } from "../src/index.ts";
 
 const cluster = useTestCluster();
 
@@ -86,42 +91,38 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     const before = await listAll(official, "old");
     const officialLatest = await official.getTuple(run("old"));
 
-    // The adapter codehop serve opens on that schema.
-    const p = await openPostgresPersistence({ url: cluster().url, schema });
-    try {
-      const saver = p.checkpointer;
-      const latest = await saver.getTuple(run("old"));
-      expect(latest?.checkpoint.id).toBe(officialLatest?.checkpoint.id);
-      expect(latest?.checkpoint.channel_values).toEqual(officialLatest?.checkpoint.channel_values);
-      const byId = await saver.getTuple({
-        configurable: { thread_id: "old", checkpoint_id: before[5].checkpoint.id },
-      });
-      expect(byId?.checkpoint.channel_values).toEqual(before[5].checkpoint.channel_values);
-      expect((await listAll(saver, "old")).map((t) => t.checkpoint.id)).toEqual(
-        before.map((t) => t.checkpoint.id),
-      );
+    const saver = new LinearPostgresSaver(pool, schema);
+    const latest = await saver.getTuple(run("old"));
+    expect(latest?.checkpoint.id).toBe(officialLatest?.checkpoint.id);
+    expect(latest?.checkpoint.channel_values).toEqual(officialLatest?.checkpoint.channel_values);
+    const byId = await saver.getTuple({
+      configurable: { thread_id: "old", checkpoint_id: before[5].checkpoint.id },
+    });
+    expect(byId?.checkpoint.channel_values).toEqual(before[5].checkpoint.channel_values);
+    expect((await listAll(saver, "old")).map((t) => t.checkpoint.id)).toEqual(
+      before.map((t) => t.checkpoint.id),
+    );
 
-      // Continued: new checkpoints in the new tables (an input checkpoint, then one per step),
-      // on top of the old ones.
-      await counter(saver, 20).invoke({ n: 12 }, run("old"));
-      const continued = await saver.getTuple(run("old"));
-      expect(continued?.checkpoint.channel_values.log).toHaveLength(20);
-      expect((continued?.checkpoint.channel_values.log as string[])[3]).toMatch(/^record 3 /);
-      const all = await listAll(saver, "old");
-      expect(all.length).toBe(before.length + 10);
-      expect(all.slice(10).map((t) => t.checkpoint.id)).toEqual(before.map((t) => t.checkpoint.id));
-      expect((await saver.rootCheckpointCounts("old")).get("old")).toBe(all.length);
-      const { rows } = await pool.query(
-        `SELECT 1 FROM "${schema}".linear_checkpoints WHERE thread_id = 'old'`,
-      );
-      expect(rows.length).toBe(10);
+    // Continued: new checkpoints in the new tables (an input checkpoint, then one per step), on
+    // top of the old ones; the first stores every channel once.
+    await counter(saver, 20).invoke({ n: 12 }, run("old"));
+    const continued = await new LinearPostgresSaver(pool, schema).getTuple(run("old"));
+    expect(continued?.checkpoint.channel_values.log).toHaveLength(20);
+    expect((continued?.checkpoint.channel_values.log as string[])[3]).toMatch(/^record 3 /);
+    const all = await listAll(saver, "old");
+    expect(all.length).toBe(before.length + 10);
+    expect(all.slice(10).map((t) => t.checkpoint.id)).toEqual(before.map((t) => t.checkpoint.id));
+    expect((await saver.rootCheckpointCounts("old")).get("old")).toBe(all.length);
+    expect(await saver.threadIds()).toEqual(["old"]);
+    expect((await saver.checkpointKeys("old")).length).toBe(all.length);
+    const { rows } = await pool.query(
+      `SELECT 1 FROM "${schema}".linear_checkpoints WHERE thread_id = 'old'`,
+    );
+    expect(rows.length).toBe(10);
 
-      await p.deleteThread("old");
-      expect(await saver.getTuple(run("old"))).toBeUndefined();
-      expect(await official.getTuple(run("old"))).toBeUndefined();
-    } finally {
-      await p.close();
-    }
+    await saver.deleteThread("old");
+    expect(await saver.getTuple(run("old"))).toBeUndefined();
+    expect(await official.getTuple(run("old"))).toBeUndefined();
   });
 
   it("two forks of one checkpoint keep their own values", async () => {
@@ -154,8 +155,9 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect(CodehopError.isInstance(err), String(err)).toBe(true);
-      expect((err as CodehopError).code).toBe(ErrorCodes.CHECKPOINT_CORRUPT);
+      expect(CheckpointCorruptError.isInstance(err), String(err)).toBe(true);
+      expect((err as CheckpointCorruptError).code).toBe(CHECKPOINT_CORRUPT);
+      expect((err as CheckpointCorruptError).thread).toBe("bad");
       expect((err as Error).message).toMatch(/thread "bad": table linear_/);
       expect((err as Error).message).not.toContain("SECRET");
       expect((await saver.getTuple(run("good")))?.checkpoint.channel_values.log).toHaveLength(5);
@@ -164,5 +166,19 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     await expectCorrupt(
       `UPDATE "${schema}".linear_checkpoints SET zip = 1, record = 'SECRET'::bytea WHERE thread_id = 'bad'`,
     );
+  });
+});
+
+describe("the package's imports", () => {
+  it("imports nothing outside its folder but LangGraph's checkpoint packages, pg and Node", () => {
+    const allowed =
+      /^(?:node:|pg$|@langchain\/langgraph-checkpoint$|@langchain\/langgraph-checkpoint-postgres$|@langchain\/core\/)/;
+    for (const { file, spec, declared } of importsOf(
+      fileURLToPath(new URL("../src/", import.meta.url)),
+    )) {
+      expect(spec, `${file} imports ${spec}`).toMatch(allowed);
+      // ... and what it imports is what its package.json declares (a dependency or a peer).
+      expect(declared, `${file} imports ${spec}, not in package.json`).toBe(true);
+    }
   });
 });

@@ -1,0 +1,138 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { freshSchema, postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
+import { installPackedWorkspace } from "./scratch.ts";
+
+// What `npm install @codehop/checkpoint-postgres` gives a LangGraph.js user who has never heard of
+// codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
+// installed into an empty project beside plain @langchain/langgraph, @langchain/core and pg, and
+// nothing of codehop, then used by a graph run with plain `node` in two processes against a
+// throwaway PostgreSQL cluster (the second resumes and forks from what the first stored). Offline
+// as test/package/pack.test.ts is (see scratch.ts).
+
+const run = promisify(execFile);
+const repo = process.cwd();
+const root = mkdtempSync(join(tmpdir(), "codehop-pg-saver-pack-"));
+const NAME = "@codehop/checkpoint-postgres";
+const cluster = useTestCluster();
+let packed: string[];
+let manifest: Record<string, any>;
+let scratch: string;
+
+beforeAll(async () => {
+  ({ packed, manifest, scratch } = await installPackedWorkspace(repo, root, "checkpoint-postgres", [
+    "@langchain/langgraph",
+    "@langchain/core",
+    "pg",
+  ]));
+}, 480_000);
+
+/** A graph script run with plain `node` in the scratch project; returns its stdout. */
+async function nodeScript(code: string): Promise<string> {
+  const file = join(scratch, `script-${createHash("md5").update(code).digest("hex")}.mjs`);
+  writeFileSync(file, code);
+  const { stdout } = await run(process.execPath, [file], {
+    cwd: scratch,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    timeout: 90_000,
+  });
+  return stdout;
+}
+
+/** A LangGraph loop appending one record per step, checkpointed by the saver in `schema`. */
+const GRAPH = (url: string, schema: string, body: string) => `
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { LinearPostgresSaver } from "${NAME}";
+const State = Annotation.Root({
+  log: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  limit: Annotation({ reducer: (_a, b) => b, default: () => 0 }),
+});
+const checkpointer = LinearPostgresSaver.fromConnString(${JSON.stringify(url)}, { schema: ${JSON.stringify(schema)} });
+await checkpointer.setup();
+const graph = new StateGraph(State)
+  .addNode("step", (s) => ({ log: [\`record \${s.log.length}\`] }))
+  .addEdge(START, "step")
+  .addConditionalEdges("step", (s) => (s.log.length >= s.limit ? END : "step"))
+  .compile({ checkpointer });
+const config = { configurable: { thread_id: "t1" } };
+${body}
+await checkpointer.end();
+`;
+
+describe("the @codehop/checkpoint-postgres package", { timeout: 120_000 }, () => {
+  it("packs its build, types, README and license; no sources or tests", () => {
+    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts"])
+      expect(packed, file).toContain(file);
+    expect(packed.filter((f) => /^(src|test)\//.test(f) || /(?<!\.d)\.ts$/.test(f))).toEqual([]);
+    expect(manifest.exports["."]).toMatchObject({ import: "./dist/index.js" });
+    // LangGraph's checkpoint package and the PostgreSQL driver are the user's own (one copy each);
+    // the official saver only for schemas it wrote (an optional peer, not installed here).
+    expect(Object.keys(manifest.peerDependencies).sort()).toEqual([
+      "@langchain/core",
+      "@langchain/langgraph-checkpoint",
+      "@langchain/langgraph-checkpoint-postgres",
+      "pg",
+    ]);
+    expect(manifest.peerDependenciesMeta).toEqual({
+      "@langchain/langgraph-checkpoint-postgres": { optional: true },
+    });
+    expect(manifest.dependencies).toBeUndefined();
+  });
+
+  it("installs beside plain @langchain/langgraph, nothing of codehop", () => {
+    const installed = JSON.parse(readFileSync(join(scratch, "package-lock.json"), "utf8"));
+    const names = Object.keys(installed.packages).map((p) => p.replace(/^.*node_modules\//, ""));
+    expect(names).toContain(NAME);
+    expect(names).toContain("@langchain/langgraph");
+    expect(names).not.toContain("@langchain/langgraph-checkpoint-postgres");
+    expect(
+      names.filter((n) => n === "codehop" || (n.startsWith("@codehop/") && n !== NAME)),
+    ).toEqual([]);
+  });
+
+  it.skipIf(postgresMissing)(
+    "checkpoints a LangGraph run in PostgreSQL, and a second process resumes and forks from what it stored",
+    async () => {
+      const url = cluster().url;
+      const schema = freshSchema("pack");
+      const first = await nodeScript(
+        GRAPH(
+          url,
+          schema,
+          `const out = await graph.invoke({ limit: 5 }, config); console.log(JSON.stringify(out.log));`,
+        ),
+      );
+      expect(JSON.parse(first)).toEqual([
+        "record 0",
+        "record 1",
+        "record 2",
+        "record 3",
+        "record 4",
+      ]);
+      const second = await nodeScript(
+        GRAPH(
+          url,
+          schema,
+          `const state = await graph.getState(config);
+const history = [];
+for await (const s of graph.getStateHistory(config)) history.push(s.values.log?.length ?? 0);
+const more = await graph.invoke({ limit: 8 }, config);
+const early = (await (async () => { for await (const s of graph.getStateHistory(config)) if (s.values.log?.length === 2) return s; })());
+const fork = await graph.invoke(null, { configurable: { ...early.config.configurable } });
+console.log(JSON.stringify({ before: state.values.log.length, history, after: more.log.length, fork: fork.log }));`,
+        ),
+      );
+      const result = JSON.parse(second);
+      expect(result.before).toBe(5);
+      expect(result.history).toEqual([5, 4, 3, 2, 1, 0, 0]);
+      expect(result.after).toBe(8);
+      // Forked from the first run's checkpoint with two records: that run's limit (5) again.
+      expect(result.fork).toEqual(["record 0", "record 1", "record 2", "record 3", "record 4"]);
+    },
+  );
+});
