@@ -23,10 +23,6 @@ const args = process.argv.slice(2);
 const source = new URL("../src/cli/main.ts", import.meta.url);
 let main;
 const versionOnly = args.length === 1 && (args[0] === "--version" || args[0] === "-V");
-// Node >= 22.1 keeps the compiled code of the modules a start loads (node_modules, dist/) on disk
-// (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE) and reuses it on the next start, as
-// tsc does; Node 20 has no such API.
-if (!versionOnly) module.enableCompileCache?.();
 if (versionOnly) {
   // The version is package.json's, built or not: nothing else to load (src/cli/main.ts says the same).
   const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));

@@ -183,11 +183,6 @@ const MAX_FILE_LINES = 600;
 /** What starts the line of a long file's header comment that gives the reason. */
 const LONG_FILE_MARKER = "Why this file is long:";
 
-/**
- * Long files another change is splitting right now, each with who splits it (none may be added).
- * The pgsaver lane moves `postgres-linear-saver.ts` into packages/checkpoint-postgres, split.
- */
-const LONG_FILES_BEING_SPLIT = ["src/persistence/postgres-linear-saver.ts"];
 
 /** What may precede a file's header comment: blank lines, `#!`, `//` lines, imports, re-exports. */
 const BEFORE_HEADER =
@@ -261,7 +256,6 @@ describe("file length (a file over 600 lines says why at its top)", () => {
     ].filter((dir) => existsSync(join(root, dir)));
     const problems = roots
       .flatMap((dir) => sourceFiles(join(root, dir)))
-      .filter((file) => !LONG_FILES_BEING_SPLIT.includes(file))
       .map((file) => longFileProblem(file, readFileSync(join(root, file), "utf8")))
       .filter((problem) => problem !== undefined);
     expect(problems).toEqual([]);
