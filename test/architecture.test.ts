@@ -183,7 +183,6 @@ const MAX_FILE_LINES = 600;
 /** What starts the line of a long file's header comment that gives the reason. */
 const LONG_FILE_MARKER = "Why this file is long:";
 
-
 /** What may precede a file's header comment: blank lines, `#!`, `//` lines, imports, re-exports. */
 const BEFORE_HEADER =
   /^(?:\s+|#![^\n]*|\/\/[^\n]*|(?:import|export)\b[^;]*?\bfrom\s*["'][^"']*["'];?|import\s*["'][^"']*["'];?)*/;
