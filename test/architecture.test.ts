@@ -118,21 +118,9 @@ describe("architecture (docs/architecture.md)", () => {
   });
 
   it("has no cycle between files (type-only imports count too)", () => {
-    const cycles = cyclesOf(edges).filter(
-      (cycle) => !ALLOWED_FILE_CYCLES.some((allowed) => sameMembers(allowed, cycle)),
-    );
-    expect(cycles).toEqual([]);
+    expect(cyclesOf(edges)).toEqual([]);
   });
 });
-
-/**
- * File cycles being removed by another change, each with who removes it (none may be added). The
- * cli lane removes `cli-support.ts` <-> `research-output.ts` (issue 25).
- */
-const ALLOWED_FILE_CYCLES: string[][] = [["src/cli/cli-support.ts", "src/cli/research-output.ts"]];
-
-const sameMembers = (a: string[], b: string[]) =>
-  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 
 /** The cycles of a graph given by its edges: its strongly connected components of two or more nodes (Tarjan). */
 function cyclesOf(graphEdges: Array<[string, string]>): string[][] {
