@@ -17,6 +17,7 @@ import {
   copySqliteAddon,
   linkNodeModules,
   lockEntries,
+  npmPack,
   offlineInstall,
   placeLockEntries,
 } from "./scratch.ts";
@@ -75,20 +76,7 @@ beforeAll(async () => {
     filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
   });
   linkNodeModules(repo, pkg, Object.keys(BUNDLED));
-  const pack = [
-    "pack",
-    "--json",
-    "--pack-destination",
-    root,
-    ...(built ? ["--ignore-scripts"] : []),
-  ];
-  const { stdout } = await run("npm", pack, {
-    cwd: pkg,
-    timeout: 240_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  // `prepare` (the build, when it runs) logs before the JSON.
-  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
+  const info = await npmPack(pkg, root, built);
   tarball = join(root, info.filename);
   packed = info.files.map((f: { path: string }) => f.path);
 

@@ -181,6 +181,31 @@ export function copySqliteAddon(repo: string, dir: string): void {
   copyFileSync(join(repo, addon), join(dir, addon));
 }
 
+/**
+ * `npm pack --json` of the package folder `pkg` into `root`, without its build scripts when `built`
+ * (the build is current and copied): npm's record of the tarball (file name, packed files).
+ */
+export async function npmPack(
+  pkg: string,
+  root: string,
+  built: boolean,
+): Promise<{ filename: string; files: Array<{ path: string }> }> {
+  const args = [
+    "pack",
+    "--json",
+    "--pack-destination",
+    root,
+    ...(built ? ["--ignore-scripts"] : []),
+  ];
+  const { stdout } = await run("npm", args, {
+    cwd: pkg,
+    timeout: 240_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  // `prepare` (the build, when it runs) logs before the JSON.
+  return JSON.parse(stdout.slice(stdout.indexOf("[")))[0];
+}
+
 /** A workspace package packed and installed into an empty project (see installPackedWorkspace). */
 export interface PackedWorkspace {
   /** The files the tarball holds. */
@@ -214,19 +239,7 @@ export async function installPackedWorkspace(
     filter: (src) => !(built ? /[\\/]node_modules$/ : /[\\/](dist|node_modules)$/).test(src),
   });
   symlinkSync(join(repo, "node_modules"), join(pkg, "node_modules"), "dir");
-  const pack = [
-    "pack",
-    "--json",
-    "--pack-destination",
-    root,
-    ...(built ? ["--ignore-scripts"] : []),
-  ];
-  const { stdout } = await run("npm", pack, {
-    cwd: pkg,
-    timeout: 240_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const [info] = JSON.parse(stdout.slice(stdout.indexOf("[")));
+  const info = await npmPack(pkg, root, built);
   const tarball = join(root, info.filename);
   const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
 
