@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { freshSchema, postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
-import { installPackedWorkspace } from "./scratch.ts";
+import { expectResumeAndFork, installPackedWorkspace } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-postgres` gives a LangGraph.js user who has never heard of
 // codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
@@ -100,39 +100,7 @@ describe("the @codehop/checkpoint-postgres package", { timeout: 120_000 }, () =>
     async () => {
       const url = cluster().url;
       const schema = freshSchema("pack");
-      const first = await nodeScript(
-        GRAPH(
-          url,
-          schema,
-          `const out = await graph.invoke({ limit: 5 }, config); console.log(JSON.stringify(out.log));`,
-        ),
-      );
-      expect(JSON.parse(first)).toEqual([
-        "record 0",
-        "record 1",
-        "record 2",
-        "record 3",
-        "record 4",
-      ]);
-      const second = await nodeScript(
-        GRAPH(
-          url,
-          schema,
-          `const state = await graph.getState(config);
-const history = [];
-for await (const s of graph.getStateHistory(config)) history.push(s.values.log?.length ?? 0);
-const more = await graph.invoke({ limit: 8 }, config);
-const early = (await (async () => { for await (const s of graph.getStateHistory(config)) if (s.values.log?.length === 2) return s; })());
-const fork = await graph.invoke(null, { configurable: { ...early.config.configurable } });
-console.log(JSON.stringify({ before: state.values.log.length, history, after: more.log.length, fork: fork.log }));`,
-        ),
-      );
-      const result = JSON.parse(second);
-      expect(result.before).toBe(5);
-      expect(result.history).toEqual([5, 4, 3, 2, 1, 0, 0]);
-      expect(result.after).toBe(8);
-      // Forked from the first run's checkpoint with two records: that run's limit (5) again.
-      expect(result.fork).toEqual(["record 0", "record 1", "record 2", "record 3", "record 4"]);
+      await expectResumeAndFork((body) => nodeScript(GRAPH(url, schema, body)));
     },
   );
 });

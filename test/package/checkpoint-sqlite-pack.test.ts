@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { copySqliteAddon, installPackedWorkspace } from "./scratch.ts";
+import { copySqliteAddon, expectResumeAndFork, installPackedWorkspace } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-sqlite` gives a LangGraph.js user who has never heard of
 // codehop: the tarball `npm pack` makes of the workspace package (its `prepack` builds dist/),
@@ -88,30 +88,6 @@ describe("the @codehop/checkpoint-sqlite package", { timeout: 120_000 }, () => {
 
   it("checkpoints a LangGraph run, and a second process resumes and forks from what it stored", async () => {
     const db = join(root, "checkpoints.db");
-    const first = await nodeScript(
-      GRAPH(
-        db,
-        `const out = await graph.invoke({ limit: 5 }, config); console.log(JSON.stringify(out.log));`,
-      ),
-    );
-    expect(JSON.parse(first)).toEqual(["record 0", "record 1", "record 2", "record 3", "record 4"]);
-    const second = await nodeScript(
-      GRAPH(
-        db,
-        `const state = await graph.getState(config);
-const history = [];
-for await (const s of graph.getStateHistory(config)) history.push(s.values.log?.length ?? 0);
-const more = await graph.invoke({ limit: 8 }, config);
-const early = (await (async () => { for await (const s of graph.getStateHistory(config)) if (s.values.log?.length === 2) return s; })());
-const fork = await graph.invoke(null, { configurable: { ...early.config.configurable } });
-console.log(JSON.stringify({ before: state.values.log.length, history, after: more.log.length, fork: fork.log }));`,
-      ),
-    );
-    const result = JSON.parse(second);
-    expect(result.before).toBe(5);
-    expect(result.history).toEqual([5, 4, 3, 2, 1, 0, 0]);
-    expect(result.after).toBe(8);
-    // Forked from the first run's checkpoint with two records: that run's limit (5) again.
-    expect(result.fork).toEqual(["record 0", "record 1", "record 2", "record 3", "record 4"]);
+    await expectResumeAndFork((body) => nodeScript(GRAPH(db, body)));
   });
 });

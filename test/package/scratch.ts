@@ -14,6 +14,7 @@ import {
 } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { promisify } from "node:util";
+import { expect } from "vitest";
 import { whyDistIsStale } from "../../bin/dist-current.mjs";
 
 // What the package tests share: a copy of a package with the repository's node_modules, and a
@@ -297,4 +298,39 @@ export function importsOf(dir: string): Array<{ file: string; spec: string; decl
     }
   }
   return out;
+}
+
+/** The first process's script of the resume-and-fork scenario: a run with a limit of 5 records. */
+const FIRST_RUN = `const out = await graph.invoke({ limit: 5 }, config); console.log(JSON.stringify(out.log));`;
+
+/** The second process's script: read back, list the history, continue to 8, fork from 2 records. */
+const SECOND_RUN = `const state = await graph.getState(config);
+const history = [];
+for await (const s of graph.getStateHistory(config)) history.push(s.values.log?.length ?? 0);
+const more = await graph.invoke({ limit: 8 }, config);
+const early = (await (async () => { for await (const s of graph.getStateHistory(config)) if (s.values.log?.length === 2) return s; })());
+const fork = await graph.invoke(null, { configurable: { ...early.config.configurable } });
+console.log(JSON.stringify({ before: state.values.log.length, history, after: more.log.length, fork: fork.log }));`;
+
+/**
+ * What both saver packages' pack tests check with a plain LangGraph graph on the installed saver:
+ * a run checkpoints, and a second process resumes it and forks from an earlier checkpoint.
+ * `runGraph(body)` runs `body` in a new process with `graph` and `config` over the same store.
+ */
+export async function expectResumeAndFork(
+  runGraph: (body: string) => Promise<string>,
+): Promise<void> {
+  expect(JSON.parse(await runGraph(FIRST_RUN))).toEqual([
+    "record 0",
+    "record 1",
+    "record 2",
+    "record 3",
+    "record 4",
+  ]);
+  const result = JSON.parse(await runGraph(SECOND_RUN));
+  expect(result.before).toBe(5);
+  expect(result.history).toEqual([5, 4, 3, 2, 1, 0, 0]);
+  expect(result.after).toBe(8);
+  // Forked from the first run's checkpoint with two records: that run's limit (5) again.
+  expect(result.fork).toEqual(["record 0", "record 1", "record 2", "record 3", "record 4"]);
 }
