@@ -96,7 +96,8 @@ export default async function servingBench(): Promise<BenchSection[]> {
   const large = argValue("--large", 500);
   const deadline = Date.now() + BUDGET_MIN * 60_000;
   /** Time a round may take: its cap, or what is left of the budget. */
-  const allowance = (capMs: number) => Math.min(capMs, deadline - Date.now());
+  // Whole milliseconds: the SDK's AbortSignal.timeout refuses a fraction.
+  const allowance = (capMs: number) => Math.floor(Math.min(capMs, deadline - Date.now()));
   const loadBefore = loadavg()[0];
   const startedAt = new Date();
   const netnsWhyNot = unavailable();
@@ -139,7 +140,7 @@ export default async function servingBench(): Promise<BenchSection[]> {
       const f = roundFigures(r);
       const ph = await phases(s, r).catch((): [number, number, number] => [NaN, NaN, NaN]);
       process.stdout.write(
-        `  ${s.name}: ${runs} runs, queue p50 ${fmt(f.queueP50)} s, ${fmt(f.throughput)} runs/s, failed ${f.failed}, refused ${f.refused}, ${fmt(cpuPerRun(r).total, 0)} CPU ms/run, load ${fmt(r.load, 1)}${f.reasons.length ? ` (${f.reasons.join("; ")})` : ""}\n`,
+        `  ${s.name}: ${runs} runs, queue p50 ${fmt(f.queueP50)} s, ${fmt(f.throughput)} runs/s, failed ${f.failed}, refused ${f.refused}, ${r.refusedJoins} joins retried after 429/503, ${fmt(cpuPerRun(r).total, 0)} CPU ms/run, load ${fmt(r.load, 1)}${f.reasons.length ? ` (${f.reasons.join("; ")})` : ""}\n`,
       );
       if (f.unfinished)
         m.notes.push(
@@ -269,6 +270,7 @@ function table(m: {
       throughput: median(rs.map((f) => f.throughput)),
       failed: rs.reduce((n, f) => n + f.failed, 0),
       refused: rs.reduce((n, f) => n + f.refused, 0),
+      refusedJoins: rounds.reduce((n, r) => n + r.refusedJoins, 0),
       unfinished: rs.reduce((n, f) => n + f.unfinished, 0),
       runs: rounds.reduce((n, r) => n + r.runs.length, 0),
       load: median(rounds.map((r) => r.load)),
@@ -303,7 +305,7 @@ function table(m: {
     name === m.dev ? "1.00x" : base ? ratio(f.e2eP50, base.e2eP50) : "n/a",
     fmt(f.throughput),
     name === m.dev ? "1.00x" : base ? ratio(f.throughput, base.throughput) : "n/a",
-    `${f.failed} / ${f.refused}${f.unfinished ? ` (${f.unfinished} unfinished)` : ""} of ${f.runs}`,
+    `${f.failed} / ${f.refused}${f.unfinished ? ` (${f.unfinished} unfinished)` : ""} of ${f.runs}${f.refusedJoins ? `; ${f.refusedJoins} joins retried after 429/503` : ""}`,
     cpuCell(f, name !== m.dev),
     ph ?? "",
     fmt(f.load, 1),
@@ -357,7 +359,7 @@ function table(m: {
   ];
   return {
     title: `Serving: ${RUNS} and ${m.large} runs at once, codehop serve + workers on PostgreSQL vs langgraph dev`,
-    description: `One command, one table: \`npm run bench -- serving\` (${when(m.startedAt)}–${when(m.endedAt)} UTC; 1-minute load average ${fmt(m.loadBefore, 1)} at the start, ${fmt(m.loadAfter, 1)} at the end, 2 cores shared with whatever else runs: the ratios are the figures). Runs submitted at once through the official LangGraph SDK (threads created first, then every runs.create at the same moment, each joined; no client retries) to \`langgraph dev\` (LangGraph's own API server, in-memory queue, its default 10 jobs at once), to \`codehop serve\` + 1 \`codehop worker\` (default concurrency) on a throwaway PostgreSQL 15 (fsync on), and to \`codehop serve\` + ${HOSTS} workers each in its own Linux network namespace (simulated hosts: own network stack, reaching the database and the model over a veth link${m.separate ? "" : `; not run here: ${m.netnsWhyNot}`}). Same langgraph.json, same scripted model (a thread of its own, replies after ${MODEL_DELAY_MS} ms); each run is code_agent: 2 model calls + 2 sandbox actions. Rows "${RUNS} runs × N": medians over N interleaved rounds per setup (order alternating, after an 8-run warm-up each); rows "${m.large} runs × 1": one round per setup (langgraph dev, then codehop), ratios to langgraph dev's ${m.large}-run round. Queue latency = runs.create called -> the run's first request at the model server. Failed = accepted and then lost or errored; unfinished = not ended when the round's time was up (counted apart: still queued, not lost); refused = HTTP 429/503 at creation. CPU ms/run = CPU of the server's and workers' process trees (sandbox children included) and of PostgreSQL during the round / runs; for codehop: total (server / workers, of which sandbox children / PostgreSQL). Phases (codehop, p50 ms): create -> run row committed / row -> taken by a worker / taken -> first model request. Load = 1-minute load average as the round(s) ended.`,
+    description: `One command, one table: \`npm run bench -- serving\` (${when(m.startedAt)}–${when(m.endedAt)} UTC; 1-minute load average ${fmt(m.loadBefore, 1)} at the start, ${fmt(m.loadAfter, 1)} at the end, 2 cores shared with whatever else runs: the ratios are the figures). Runs submitted at once through the official LangGraph SDK (threads created first, then every runs.create at the same moment, each joined; no retry of a runs.create; a join refused with 429/503 is asked again after its Retry-After, a connection that could not be opened is opened again, no 300-s undici timeout cuts a request) to \`langgraph dev\` (LangGraph's own API server, in-memory queue, its default 10 jobs at once), to \`codehop serve\` + 1 \`codehop worker\` (default concurrency) on a throwaway PostgreSQL 15 (fsync on), and to \`codehop serve\` + ${HOSTS} workers each in its own Linux network namespace (simulated hosts: own network stack, reaching the database and the model over a veth link${m.separate ? "" : `; not run here: ${m.netnsWhyNot}`}). Same langgraph.json, same scripted model (a thread of its own, replies after ${MODEL_DELAY_MS} ms); each run is code_agent: 2 model calls + 2 sandbox actions. Rows "${RUNS} runs × N": medians over N interleaved rounds per setup (order alternating, after an 8-run warm-up each); rows "${m.large} runs × 1": one round per setup (langgraph dev, then codehop), ratios to langgraph dev's ${m.large}-run round. Queue latency = runs.create called -> the run's first request at the model server. Failed = accepted and then lost or errored; unfinished = not ended when the round's time was up (counted apart: still queued, not lost); refused = HTTP 429/503 at creation; joins retried = join requests refused with 429/503 (by the per-user request rate) and asked again, not runs. CPU ms/run = CPU of the server's and workers' process trees (sandbox children included) and of PostgreSQL during the round / runs; for codehop: total (server / workers, of which sandbox children / PostgreSQL). Phases (codehop, p50 ms): create -> run row committed / row -> taken by a worker / taken -> first model request. Load = 1-minute load average as the round(s) ended.`,
     columns: [
       "setup",
       "round",
