@@ -184,6 +184,8 @@ export interface Round {
   cpuMs: Record<string, number>;
   /** Joins refused with 429 / 503 and asked again after their Retry-After (requests, not runs). */
   refusedJoins: number;
+  /** Connections that could not be opened and were opened again, by error code. */
+  reconnects: Record<string, number>;
 }
 
 /** The postmaster's pid of a test cluster. */
@@ -247,20 +249,30 @@ const CONNECT_FAILURES = new Set(["ECONNREFUSED", "UND_ERR_CONNECT_TIMEOUT", "EA
  * The bench client's fetch: undici's, with no headers / body timeout of its own (undici's
  * default 300 s would cut a join or a slow create that the round's own time still allows: the
  * SDK's timeoutMs bounds every request), a connection that could not be opened tried again (the
- * request never left: nothing on the server can be repeated), and every other failure thrown
- * with its cause chain in the message ("fetch failed" alone says nothing; the SDK keeps only the
- * message).
+ * request never left: nothing on the server can be repeated; counted in `reconnects`), and every
+ * other failure thrown with its cause chain in the message ("fetch failed" alone says nothing;
+ * the SDK keeps only the message). `plain`: Node's own fetch with its defaults (what the bench
+ * used before; 300-s timeouts, no second connection attempt), causes still named — to see what
+ * a client with the defaults meets.
  */
-export function benchFetch(): { fetch: typeof fetch; close(): Promise<void> } {
-  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+export function benchFetch(plain = false): {
+  fetch: typeof fetch;
+  reconnects: Map<string, number>;
+  close(): Promise<void>;
+} {
+  const dispatcher = plain ? undefined : new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  const reconnects = new Map<string, number>();
   const f = async (input: unknown, init?: Record<string, unknown>) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await undiciFetch(input as string, { ...init, dispatcher } as never);
+        return dispatcher
+          ? await undiciFetch(input as string, { ...init, dispatcher } as never)
+          : await fetch(input as string, init as RequestInit);
       } catch (err) {
         const code = (err as { cause?: { code?: string } }).cause?.code;
         const aborted = (init?.signal as AbortSignal | undefined)?.aborted;
-        if (code && CONNECT_FAILURES.has(code) && !aborted && attempt < 20) {
+        if (!plain && code && CONNECT_FAILURES.has(code) && !aborted && attempt < 20) {
+          reconnects.set(code, (reconnects.get(code) ?? 0) + 1);
           await new Promise((r) => setTimeout(r, Math.min(500 * attempt, 5000)));
           continue;
         }
@@ -269,7 +281,11 @@ export function benchFetch(): { fetch: typeof fetch; close(): Promise<void> } {
       }
     }
   };
-  return { fetch: f as unknown as typeof fetch, close: () => dispatcher.close() };
+  return {
+    fetch: f as unknown as typeof fetch,
+    reconnects,
+    close: async () => dispatcher?.close(),
+  };
 }
 
 /** `call`, asked again after the Retry-After of each 429 / 503 (a setup step: at most 10 times). */
@@ -325,7 +341,7 @@ export async function submitRound(
   setup: Setup,
   model: ServingModel,
   indices: number[],
-  options: { timeoutMs?: number; postgresPid?: number } = {},
+  options: { timeoutMs?: number; postgresPid?: number; plainFetch?: boolean } = {},
 ): Promise<Round> {
   const timeoutMs = options.timeoutMs ?? 300_000;
   const pids = {
@@ -334,7 +350,7 @@ export async function submitRound(
   };
   // The SDK queues requests beyond 4 at a time by default: every run is waited on at once here.
   // No retries: a refused run is reported as refused, not hidden.
-  const http = benchFetch();
+  const http = benchFetch(options.plainFetch);
   const retried = { refusedJoins: 0 };
   const client = new Client({
     apiUrl: setup.url,
@@ -406,6 +422,7 @@ export async function submitRound(
     wallMs: Math.max(...runs.map((r) => r.endedAt)) - started,
     load: loadavg()[0],
     refusedJoins: retried.refusedJoins,
+    reconnects: Object.fromEntries(http.reconnects),
     cpuMs: Object.fromEntries(Object.keys(cpuAfter).map((k) => [k, cpuAfter[k] - cpuBefore[k]])),
   };
 }
