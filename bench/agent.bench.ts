@@ -621,7 +621,8 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
 export default async function agentBench(): Promise<BenchSection[]> {
   // Three warm processes (like the default sandbox): the parent's action waits in one while two
   // sub-agents run theirs.
-  const sandbox = createSandbox({ poolSize: 3 });
+  // (And, as it does, children through a launcher process once a few runs have started.)
+  const sandbox = createSandbox({ poolSize: 3, launcher: "auto" });
   try {
     return [
       await overhead(sandbox),
