@@ -145,6 +145,7 @@ describe("crash reports", () => {
     expect(r.error?.name).toBe("SandboxError");
     expect(r.error?.message).toMatch(/^The sandbox process crashed \(SIGSEGV\)/);
     const next = await sandbox.run({ code: "final_answer(2)", tools: {}, session: "crash" });
+    expect(next.error).toBeNull();
     expect(next.finalAnswer).toBe(2);
   });
 });
