@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { type CheckpointPendingWrite, WRITES_IDX_MAP } from "@langchain/langgraph-checkpoint";
 import { corrupt, type RowPlace, shown } from "./corrupt.ts";
-import type { SaverContext } from "./context.ts";
+import type { SaverContext, StoredRecord } from "./context.ts";
 
 /**
  * Values as stored bytes: the bounded deflate every stored value goes through, a task's writes
@@ -164,6 +164,32 @@ export function unpackParts(
     at += n;
   }
   return { header: (header as unknown[]).slice(0, -1), parts };
+}
+
+/** A stored checkpoint record parsed (`bytes` of serializer type `type`), or a CheckpointCorruptError. */
+export async function parsedRecord(
+  ctx: SaverContext,
+  type: string,
+  bytes: Uint8Array,
+  where: RowPlace,
+): Promise<StoredRecord> {
+  let record: StoredRecord;
+  try {
+    record = (await ctx.serde.loadsTyped(type, bytes)) as StoredRecord;
+  } catch {
+    throw corrupt(where, "its checkpoint does not parse");
+  }
+  if (
+    typeof record !== "object" ||
+    record === null ||
+    typeof record.c !== "object" ||
+    record.c === null ||
+    typeof record.c.v !== "number" ||
+    typeof record.c.channel_versions !== "object" ||
+    record.c.channel_versions === null
+  )
+    throw corrupt(where, "its checkpoint is not a checkpoint record");
+  return record;
 }
 
 /** One putWrites call of a task as stored, and where (for corruption errors). */

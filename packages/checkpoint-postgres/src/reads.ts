@@ -11,6 +11,7 @@ import {
   forkSafeVersion,
   jsonContains,
   mergedWrites,
+  parsedRecord,
   type TaskCall,
   unpacked,
   unpackWrites,
@@ -59,23 +60,7 @@ export async function recordOf(ctx: SaverContext, row: CheckpointRow): Promise<S
     table: "linear_checkpoints",
     row: rowKey({ checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id }),
   };
-  const bytes = unpacked(row.zip, row.record, where);
-  let record: StoredRecord;
-  try {
-    record = (await ctx.serde.loadsTyped(row.type, bytes)) as StoredRecord;
-  } catch {
-    throw corrupt(where, "its checkpoint does not parse");
-  }
-  if (
-    typeof record !== "object" ||
-    record === null ||
-    typeof record.c !== "object" ||
-    record.c === null ||
-    typeof record.c.v !== "number" ||
-    typeof record.c.channel_versions !== "object" ||
-    record.c.channel_versions === null
-  )
-    throw corrupt(where, "its checkpoint is not a checkpoint record");
+  const record = await parsedRecord(ctx, row.type, unpacked(row.zip, row.record, where), where);
   records.set(row, record);
   return record;
 }

@@ -282,57 +282,55 @@ export class StepSet {
   }
 }
 
-/** The statement reading one checkpoint (by id, or the namespace's latest) with what it needs. */
-export function stepSql(ctx: SaverContext, byId: boolean): string {
+/** `STEP_COLUMNS` of table alias `alias`. */
+const columnsOf = (alias: string) =>
+  STEP_COLUMNS.split(", ")
+    .map((col) => `${alias}.${col}`)
+    .join(", ");
+
+/**
+ * The recursive CTE `up`: checkpoint rows from `start` (a FROM clause naming alias `s` and a
+ * column `left_`: the rows still needed above) up their parent chains, `left_` rows each; `n`
+ * counts the rows walked (bounded: a crafted chain loops at most MAX_REACH times).
+ */
+function walkUp(ctx: SaverContext, start: string): string {
   const s = ctx.t.steps;
-  const cols = STEP_COLUMNS;
-  const pick = byId
-    ? "SELECT $3::text AS checkpoint_id"
-    : `SELECT checkpoint_id FROM ${s} WHERE thread_id = $1 AND checkpoint_ns = $2 AND call = ${CHECKPOINT_CALL}
-       ORDER BY checkpoint_id DESC LIMIT 1`;
-  return `WITH RECURSIVE c AS (${pick}),
-    up AS (
-      SELECT ${cols}, reach AS left_, 0 AS n FROM ${s}
-      WHERE thread_id = $1 AND checkpoint_ns = $2 AND call = ${CHECKPOINT_CALL} AND checkpoint_id = (SELECT checkpoint_id FROM c)
+  return `RECURSIVE up AS (
+      SELECT ${columnsOf("s")}, left_, 0 AS n FROM ${start}
       UNION ALL
-      SELECT ${cols
-        .split(", ")
-        .map((col) => `p.${col}`)
-        .join(", ")}, up.left_ - 1, up.n + 1
+      SELECT ${columnsOf("p")}, up.left_ - 1, up.n + 1
       FROM up JOIN ${s} p ON p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.call = ${CHECKPOINT_CALL}
         AND p.checkpoint_id = up.parent_checkpoint_id
       WHERE up.left_ > 0 AND up.n < ${MAX_REACH}
-    )
-    SELECT ${cols}, n FROM up
+    )`;
+}
+
+/** The statement reading one checkpoint (by id, or the namespace's latest) with what it needs. */
+export function stepSql(ctx: SaverContext, byId: boolean): string {
+  const s = ctx.t.steps;
+  const pick = byId
+    ? "$3::text"
+    : `(SELECT checkpoint_id FROM ${s} WHERE thread_id = $1 AND checkpoint_ns = $2 AND call = ${CHECKPOINT_CALL}
+       ORDER BY checkpoint_id DESC LIMIT 1)`;
+  const start = `(SELECT *, reach AS left_ FROM ${s} WHERE thread_id = $1 AND checkpoint_ns = $2
+      AND call = ${CHECKPOINT_CALL} AND checkpoint_id = ${pick}) s`;
+  return `WITH ${walkUp(ctx, start)}
+    SELECT ${STEP_COLUMNS}, n FROM up
     UNION ALL
-    SELECT ${cols}, -1 FROM ${s}
-    WHERE thread_id = $1 AND checkpoint_ns = $2 AND call > ${CHECKPOINT_CALL} AND checkpoint_id = (SELECT checkpoint_id FROM c)`;
+    SELECT ${STEP_COLUMNS}, -1 FROM ${s}
+    WHERE thread_id = $1 AND checkpoint_ns = $2 AND call > ${CHECKPOINT_CALL}
+      AND checkpoint_id = (SELECT checkpoint_id FROM up WHERE n = 0)`;
 }
 
 /** Fetches into `set` the ancestors {@link StepSet.missingAncestors} names (one statement). */
 export async function fetchAncestors(ctx: SaverContext, set: StepSet): Promise<void> {
   const missing = set.missingAncestors();
   if (!missing.size) return;
-  const s = ctx.t.steps;
-  const cols = STEP_COLUMNS;
+  const start = `(SELECT x.*, w.left_ FROM unnest($3::text[], $4::int[]) AS w(id, left_)
+      JOIN ${ctx.t.steps} x ON x.thread_id = $1 AND x.checkpoint_ns = $2 AND x.call = ${CHECKPOINT_CALL}
+        AND x.checkpoint_id = w.id) s`;
   const { rows } = await ctx.pool.query<StepRow>(
-    `WITH RECURSIVE up AS (
-       SELECT ${cols
-         .split(", ")
-         .map((col) => `s.${col}`)
-         .join(", ")}, w.left_, 0 AS n
-       FROM unnest($3::text[], $4::int[]) AS w(id, left_)
-       JOIN ${s} s ON s.thread_id = $1 AND s.checkpoint_ns = $2 AND s.call = ${CHECKPOINT_CALL} AND s.checkpoint_id = w.id
-       UNION ALL
-       SELECT ${cols
-         .split(", ")
-         .map((col) => `p.${col}`)
-         .join(", ")}, up.left_ - 1, up.n + 1
-       FROM up JOIN ${s} p ON p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.call = ${CHECKPOINT_CALL}
-         AND p.checkpoint_id = up.parent_checkpoint_id
-       WHERE up.left_ > 0 AND up.n < ${MAX_REACH}
-     )
-     SELECT DISTINCT ON (checkpoint_id) ${cols} FROM up`,
+    `WITH ${walkUp(ctx, start)} SELECT DISTINCT ON (checkpoint_id) ${STEP_COLUMNS} FROM up`,
     [set.thread, set.ns, [...missing.keys()], [...missing.values()]],
   );
   for (const row of rows) if (!set.rows.has(row.checkpoint_id)) set.add(row);

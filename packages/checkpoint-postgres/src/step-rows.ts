@@ -1,6 +1,6 @@
 import { type PendingWrite, WRITES_IDX_MAP } from "@langchain/langgraph-checkpoint";
 import { corrupt, rowKey, type RowPlace } from "./corrupt.ts";
-import { type PackedWrite, packParts, unpacked, unpackParts } from "./codec.ts";
+import { type PackedWrite, packParts, parsedRecord, unpacked, unpackParts } from "./codec.ts";
 import type { SaverContext, StoredRecord } from "./context.ts";
 import { CHECKPOINT_CALL, KIND_APPENDED, KIND_WHOLE } from "./schema.ts";
 
@@ -147,23 +147,7 @@ export async function decodeStep(
 /** The record of a decoded checkpoint row (parsed once: a read walks rows whose records it never needs). */
 export async function stepRecord(ctx: SaverContext, step: Step): Promise<StoredRecord> {
   if (step.record) return step.record;
-  const where = stepPlace(step.row);
-  let record: StoredRecord;
-  try {
-    record = (await ctx.serde.loadsTyped(step.recordType, step.recordBytes)) as StoredRecord;
-  } catch {
-    throw corrupt(where, "its checkpoint does not parse");
-  }
-  if (
-    typeof record !== "object" ||
-    record === null ||
-    typeof record.c !== "object" ||
-    record.c === null ||
-    typeof record.c.v !== "number" ||
-    typeof record.c.channel_versions !== "object" ||
-    record.c.channel_versions === null
-  )
-    throw corrupt(where, "its checkpoint is not a checkpoint record");
+  const record = await parsedRecord(ctx, step.recordType, step.recordBytes, stepPlace(step.row));
   step.record = record;
   return record;
 }
