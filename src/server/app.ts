@@ -9,6 +9,7 @@ import { RunEventReader } from "./events.ts";
 import { DEFAULT_GRAPHS_FILE } from "./graphs.ts";
 import {
   installLimits,
+  drainRefusedBody,
   refusalOf,
   RequestRefused,
   resolveLimits,
@@ -164,8 +165,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await installLimits(app, limits, (req) =>
     auth && req.user ? `user:${req.user.identity}` : `ip:${req.ip}`,
   );
-  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const refusal = refusalOf(err, limits);
+    if (!req.raw.complete) {
+      // A body refused before it was read (too large, bad shape): the rest is read and dropped
+      // so the client gets this answer; Fastify's "connection: close" would reset it instead.
+      drainRefusedBody(req, limits);
+      reply.removeHeader("connection");
+    }
     const status =
       err instanceof HttpError
         ? err.status
