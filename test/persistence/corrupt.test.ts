@@ -192,7 +192,7 @@ describe.skipIf(postgresMissing)("a corrupt PostgreSQL checkpoint database", () 
     await client.connect();
     try {
       await client.query(
-        `UPDATE "${schema}".linear_blobs SET value = $1, zip = 0 WHERE thread_id = 'bad'`,
+        `UPDATE "${schema}".linear_steps SET data = $1, zip = 0 WHERE thread_id = 'bad'`,
         [Buffer.from("SECRET{not json")],
       );
       await client.query(
@@ -203,16 +203,16 @@ describe.skipIf(postgresMissing)("a corrupt PostgreSQL checkpoint database", () 
     }
   }, 120_000);
 
-  it("the API: CODEHOP_CHECKPOINT_CORRUPT for the bad thread (linear_blobs, journal); the good one reads", async () => {
+  it("the API: CODEHOP_CHECKPOINT_CORRUPT for the bad thread (linear_steps, journal); the good one reads", async () => {
     const persistence = await openPostgresPersistence({ url });
     try {
       await expectCorrupt(
         persistence.checkpointer.getTuple({ configurable: { thread_id: "bad" } }),
-        "linear_blobs",
+        "linear_steps",
       );
       await expectCorrupt(
         threadHistory(qaApp, "bad", { config: { home: world.home }, persistence }),
-        "linear_blobs",
+        "linear_steps",
       );
       await expectCorrupt(persistence.journal.entries("bad"), "codehop_call_journal");
       const good = await persistence.checkpointer.getTuple({ configurable: { thread_id: "good" } });
@@ -235,7 +235,7 @@ describe.skipIf(postgresMissing)("a corrupt PostgreSQL checkpoint database", () 
       runCli(["history", "bad"], env),
       runCli(["threads", "--json"], env),
     ]);
-    for (const run of [show, history]) expectCorruptOutput(run, "linear_blobs");
+    for (const run of [show, history]) expectCorruptOutput(run, "linear_steps");
     expect(threads.code, threads.stderr).toBe(0);
     expect(threads.stdout).toContain('"bad"');
     expect(threads.stdout).toContain('"good"');

@@ -169,13 +169,49 @@ describe("corrupt stored data", () => {
     );
   });
 
-  it("checkpoints whose parents point at themselves end at once", async () => {
-    const path = damaged("parent-loop", (db, ns) =>
-      db
-        .prepare("UPDATE lgi_checkpoints SET parent_checkpoint_id = checkpoint_id WHERE ns_id = ?")
-        .run(ns),
-    );
+  it("checkpoints whose parents point at themselves end at once (records of earlier versions: changes from the parent)", async () => {
+    const path = damaged("parent-loop", (db, ns) => {
+      const delta = { v: 4, ts: "2026-11-24T00:00:00.000Z", base: 1, cv: {}, vs: {} };
+      db.prepare(
+        "UPDATE lgi_checkpoints SET zip = 0, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?",
+      ).run(Buffer.from(JSON.stringify(delta)), ns, latestId(db, ns));
+      db.prepare(
+        "UPDATE lgi_checkpoints SET parent_checkpoint_id = checkpoint_id WHERE ns_id = ?",
+      ).run(ns);
+    });
     await expectCorrupt(path, "lgi_checkpoints", /loops back to it/);
+  });
+
+  it("a record naming itself, or a record not stored alone, as its keyframe", async () => {
+    const keyframeHead = (id: string) => {
+      const head = Buffer.alloc(6 + Buffer.byteLength(id));
+      head.writeUInt8(1, 0);
+      head.writeUInt8(Buffer.byteLength(id), 1);
+      head.write(id, 2);
+      return Buffer.concat([head, NOT_DEFLATE]);
+    };
+    const self = damaged("keyframe-self", (db, ns) => {
+      const id = latestId(db, ns);
+      db.prepare(
+        "UPDATE lgi_checkpoints SET zip = 3, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?",
+      ).run(keyframeHead(id), ns, id);
+    });
+    await expectCorrupt(self, "lgi_checkpoints", /keyframe record is itself/);
+    const chained = damaged("keyframe-chain", (db, ns) => {
+      const [a, b] = (
+        db
+          .prepare(
+            "SELECT checkpoint_id FROM lgi_checkpoints WHERE ns_id = ? ORDER BY checkpoint_id DESC LIMIT 2",
+          )
+          .all(ns) as Array<{ checkpoint_id: string }>
+      ).map((r) => r.checkpoint_id);
+      const set = db.prepare(
+        "UPDATE lgi_checkpoints SET zip = 3, checkpoint = ? WHERE ns_id = ? AND checkpoint_id = ?",
+      );
+      set.run(keyframeHead(b!), ns, a);
+      set.run(keyframeHead(a!), ns, b);
+    });
+    await expectCorrupt(chained, "lgi_checkpoints", /is missing, or is not stored alone/);
   });
 
   it("garbage in place of deflate data", async () => {
