@@ -133,7 +133,8 @@ describe.skipIf(postgresMissing)("per-user limits of codehop serve", { timeout: 
     expect(refused!.json.message).toMatch(/at most 40 a minute per user/);
     // Another user at the same moment: served.
     expect((await raw("alice", "POST", "/threads/search", "{}")).status).toBe(200);
-    // The SDK sees the 429 (and would wait Retry-After with retries on).
+    // The SDK sees the 429 (its own retries back off without reading Retry-After: see
+    // docs/deploy.md, "Batch clients").
     expect((await failure(clientOf("rater").threads.search())).status).toBe(429);
   });
 
