@@ -23,6 +23,7 @@ import { addThreadRoutes } from "./thread-routes.ts";
 import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
 import { readEnv } from "../config/env.ts";
 import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
+import { CodehopError } from "../errors.ts";
 
 /**
  * `codehop serve`: an HTTP server speaking the LangGraph server API that @langchain/langgraph-sdk,
@@ -179,7 +180,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         : err instanceof AuthError
           ? err.status
           : (refusal?.status ?? err.statusCode ?? 500);
-    const message = refusal?.message ?? err.message;
+    // A server error's own message (a database's, a library's) is not the client's to read: it
+    // goes to the server's log, the client gets a stable sentence. codehop's errors say what a
+    // user may know (CODEHOP_CHECKPOINT_CORRUPT names the thread, never stored bytes).
+    const internal = status >= 500 && !(err instanceof HttpError) && !(err instanceof CodehopError);
+    if (internal) console.error(`codehop serve: ${req.method} ${req.url}: ${err.stack ?? err}`);
+    const message = internal
+      ? "Internal server error (the server's log has the details)."
+      : (refusal?.message ?? err.message);
     const extra =
       err instanceof HttpError
         ? err.extra

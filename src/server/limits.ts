@@ -307,10 +307,19 @@ export function refusalOf(
       message: `The request body is larger than ${limits.maxBodyBytes} bytes (${limitVariable("maxBodyMb")}).`,
     };
   // PostgreSQL: untranslatable character (NUL in jsonb), bad Unicode escape, invalid byte sequence.
-  if (err.code === "22P05" || err.code === "22021" || err.code === "22P02")
+  if (err.code === "22P05" || err.code === "22021")
     return {
       status: 422,
       message: "The request holds a value the database cannot store (a NUL or invalid Unicode).",
+    };
+  // PostgreSQL's other data exceptions (class 22: a number, date or interval out of range, a
+  // value of the wrong type) come of a client's value the routes passed on: the client's error,
+  // said without PostgreSQL's message (it quotes the value and names the database's types).
+  if (typeof err.code === "string" && /^22[0-9A-Z]{3}$/.test(err.code) && "severity" in err)
+    return {
+      status: 422,
+      message:
+        "The request holds a value out of the range the database accepts (a number, date or duration).",
     };
   return undefined;
 }
