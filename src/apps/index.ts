@@ -1,15 +1,16 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
-import { loadAppConfig, persistenceLocation, type AppConfig } from "../runs/config.ts";
-import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
+import { loadAppConfig, type AppConfig } from "../runs/config.ts";
 import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
-import type { RunProgress } from "../runs/progress.ts";
 import type { AskResult } from "../runs/result.ts";
 import { assistantApp } from "./assistant/app.ts";
 import { chatApp } from "./chat/app.ts";
 import { qaApp, withVerification } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
+import { appNameOf, appNameOfThread } from "./registry.ts";
+
+export { historyOfThread, traceOfThread } from "./inspect.ts";
 
 export { verificationOf } from "./qa/app.ts";
 
@@ -23,15 +24,7 @@ export const APPS: Readonly<Record<string, RunApp>> = {
 
 /** The app a thread was started with (threads recorded before apps existed are QA threads). */
 export function appNamed(name: unknown): RunApp {
-  const key = typeof name === "string" && name ? name : "qa";
-  const app = APPS[key];
-  if (!app) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `The thread was started by app "${key}", which this codehop does not have (apps: ${Object.keys(APPS).join(", ")}).`,
-    );
-  }
-  return app;
+  return APPS[appNameOf(name)];
 }
 
 /**
@@ -42,17 +35,7 @@ export async function appForThread(
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunApp> {
-  const persistence =
-    options.persistence ??
-    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
-      mustExist: true,
-    }).catch(() => undefined));
-  if (!persistence) return qaApp;
-  try {
-    return appNamed((await persistence.threads.get(threadId))?.options.app);
-  } finally {
-    if (!options.persistence) await persistence.close();
-  }
+  return appNamed(await appNameOfThread(threadId, options));
 }
 
 /**
@@ -88,22 +71,6 @@ export async function replayThread(
   options: ReplayOptions = {},
 ): Promise<AskResult> {
   return replayRun(await appForThread(threadId, options), threadId, checkpointId, options);
-}
-
-/** A thread's checkpoints, newest first, whatever app ran it. */
-export async function historyOfThread(
-  threadId: string,
-  options: Parameters<typeof threadHistory>[2] = {},
-): Promise<CheckpointSummary[]> {
-  return threadHistory(await appForThread(threadId, options), threadId, options);
-}
-
-/** A thread's whole run as a tree, whatever app ran it. */
-export async function traceOfThread(
-  threadId: string,
-  options: Parameters<typeof traceThread>[2] = {},
-): Promise<RunProgress> {
-  return traceThread(await appForThread(threadId, options), threadId, options);
 }
 
 /**
