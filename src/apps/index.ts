@@ -2,15 +2,14 @@ import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
 import { loadAppConfig, type AppConfig } from "../runs/config.ts";
-import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
-import type { AskResult } from "../runs/result.ts";
 import { assistantApp } from "./assistant/app.ts";
 import { chatApp } from "./chat/app.ts";
-import { qaApp, withVerification } from "./qa/app.ts";
+import { qaApp } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
 import { appNameOf, appNameOfThread } from "./registry.ts";
 
 export { historyOfThread, traceOfThread } from "./inspect.ts";
+export { replayThread, resumeThread } from "./run-thread.ts";
 
 export { verificationOf } from "./qa/app.ts";
 
@@ -36,41 +35,6 @@ export async function appForThread(
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunApp> {
   return appNamed(await appNameOfThread(threadId, options));
-}
-
-/**
- * Continues a thread of any app from its last checkpoint (the app it was started with); with
- * `approval`, answers the approval it waits for (see {@link ResumeOptions}).
- */
-export async function resumeThread(
-  threadId: string,
-  options: ResumeOptions & {
-    /**
-     * Verify the answer once the thread has one (a QA thread: `ask --verify`'s verifier; a
-     * finished thread is verified again without running its agents), recorded with the thread.
-     */
-    verify?: boolean;
-  } = {},
-): Promise<AskResult> {
-  const { verify, ...rest } = options;
-  const app = await appForThread(threadId, rest);
-  if (verify && app !== qaApp) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `--verify checks a QA answer; thread "${threadId}" is a ${app.name} thread${app.name === "research" ? " (its report was verified as it was written)" : ""}.`,
-    );
-  }
-  const result = await resumeRun(app, threadId, rest);
-  return verify ? withVerification(result, rest) : result;
-}
-
-/** Re-runs (forks) a thread of any app from one of its checkpoints. */
-export async function replayThread(
-  threadId: string,
-  checkpointId: string,
-  options: ReplayOptions = {},
-): Promise<AskResult> {
-  return replayRun(await appForThread(threadId, options), threadId, checkpointId, options);
 }
 
 /**
