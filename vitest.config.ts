@@ -1,7 +1,8 @@
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+import { ISOLATED_FILES } from "./test/vitest/isolated-files.ts";
 import LongestFirstSequencer from "./test/vitest/sequencer.ts";
 
 // Node's on-disk compile cache (Node >= 22.1; Node 20 ignores the variable) for everything the
@@ -13,6 +14,10 @@ process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "node-compile-cache");
 // One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
 // MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox
 // spawns child processes; forks keep a crashing test from taking the runner with it).
+// Two projects: "shared" (most files) runs files one after another in a worker process that keeps
+// its module cache (`isolate: false`), so the agent stack is imported once per worker rather than
+// once per file; "isolated" gives each of the files in test/vitest/isolated-files.ts (they edit
+// process.env, fake timers, ...) a fresh process, as vitest does by default.
 export default defineConfig({
   // The workspace packages by name, as their sources (as tsconfig.json's paths map them).
   resolve: {
@@ -32,7 +37,6 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     pool: "forks",
     // Twice as many files at once as there are cores: most files spend their time waiting on the
     // processes and servers they start (CLIs, sandbox children, PostgreSQL, `codehop serve`), and
@@ -48,5 +52,17 @@ export default defineConfig({
     reporters: ["default", "./test/vitest/slowest-files.ts"],
     // In-process runs read the environment too: a developer's .env must not change what tests see.
     env: { CODEHOP_ENV_FILE: "none" },
+    projects: [
+      { extends: true, test: { name: "isolated", include: [...ISOLATED_FILES], isolate: true } },
+      {
+        extends: true,
+        test: {
+          name: "shared",
+          include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...ISOLATED_FILES],
+          isolate: false,
+        },
+      },
+    ],
   },
 });

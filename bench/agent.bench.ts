@@ -20,6 +20,7 @@ import { CorpusSource } from "../src/store/corpus-source.ts";
 import type { KnowledgeSource } from "../src/store/types.ts";
 import { HISTORY_TRAJECTORIES, type HistoryTrajectory } from "./history-trajectories.ts";
 import { type BenchSection, fmt, percentile } from "./lib.ts";
+import { ownCpuMs, treeCpuMs } from "./proc-cpu.ts";
 import { commonPrefix, qwenTokens, renderQwenChat } from "./qwen-tokens.ts";
 
 /**
@@ -353,6 +354,17 @@ function sqliteBytes(path: string): number {
   return statSync(path).size;
 }
 
+/** CPU ms this process spent since `start` (process.cpuUsage()). */
+function cpuSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
+
+/** CPU ms of this process's child processes (sandbox children and the launcher's), live and reaped; NaN off Linux. */
+function childrenCpuMs(): number {
+  return treeCpuMs(process.pid) - ownCpuMs(process.pid);
+}
+
 const passage = (i: number) =>
   `Passage ${i}: ${"lorem ipsum dolor sit amet ".repeat(80)}`.slice(0, 2048);
 
@@ -368,7 +380,7 @@ export async function codehopReadRun(
   steps: number,
   run: string,
   options: { saver?: Saver; delayMs?: number } = {},
-): Promise<{ ms: number; bytes: number }> {
+): Promise<{ ms: number; bytes: number; cpuMs: number }> {
   const file = join(dir, `codehop-${run}.db`);
   const saver =
     (options.saver ?? "incremental") === "incremental"
@@ -402,14 +414,16 @@ export async function codehopReadRun(
   });
   const graph = agent.builder.compile({ checkpointer: saver });
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const out = await graph.invoke(
     { task: "read" },
     { recursionLimit: agent.recursionLimit, configurable: { thread_id: run } },
   );
   const ms = performance.now() - t0;
+  const cpuMs = cpuSince(cpu0);
   saver.db.close();
   if (out.answer !== "done") throw new Error(`codehop bench answered ${String(out.answer)}`);
-  return { ms, bytes: sqliteBytes(file) };
+  return { ms, bytes: sqliteBytes(file), cpuMs };
 }
 
 /** The same work for createReactAgent with the official SqliteSaver (ToolNode runs `lookup`). */
@@ -418,7 +432,7 @@ export async function reactReadRun(
   steps: number,
   run: string,
   options: { delayMs?: number } = {},
-): Promise<{ ms: number; bytes: number }> {
+): Promise<{ ms: number; bytes: number; cpuMs: number }> {
   const file = join(dir, `react-${run}.db`);
   const saver = SqliteSaver.fromConnString(file);
   const lookupTool = tool(async ({ i }: { i: number }) => passage(i), {
@@ -435,14 +449,16 @@ export async function reactReadRun(
   );
   const graph = createReactAgent({ llm, tools: [lookupTool], checkpointer: saver });
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const out = await graph.invoke(
     { messages: [{ role: "user", content: "read" }] },
     { recursionLimit: 4 * steps + 10, configurable: { thread_id: run } },
   );
   const ms = performance.now() - t0;
+  const cpuMs = cpuSince(cpu0);
   saver.db.close();
   if (out.messages.at(-1)?.content !== "done") throw new Error("react bench did not finish");
-  return { ms, bytes: sqliteBytes(file) };
+  return { ms, bytes: sqliteBytes(file), cpuMs };
 }
 
 /**
@@ -539,12 +555,22 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
     const pair = async (steps: number, repeats: number, delayMs: number) => {
       const c: number[] = [];
       const r: number[] = [];
+      const cCpu: number[] = [];
+      const rCpu: number[] = [];
+      // Only codehop starts child processes: their CPU (process starts, actions) is codehop's.
+      const children0 = childrenCpuMs();
       for (let i = 0; i < repeats; i++) {
         const name = `${steps}-${delayMs}-${i}`;
-        const runC = async () =>
-          c.push((await codehopReadRun(sandbox, dir, steps, `c${name}`, { delayMs })).ms);
-        const runR = async () =>
-          r.push((await reactReadRun(dir, steps, `r${name}`, { delayMs })).ms);
+        const runC = async () => {
+          const out = await codehopReadRun(sandbox, dir, steps, `c${name}`, { delayMs });
+          c.push(out.ms);
+          cCpu.push(out.cpuMs);
+        };
+        const runR = async () => {
+          const out = await reactReadRun(dir, steps, `r${name}`, { delayMs });
+          r.push(out.ms);
+          rCpu.push(out.cpuMs);
+        };
         if (i % 2) {
           await runR();
           await runC();
@@ -553,7 +579,14 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
           await runR();
         }
       }
-      return { codehop: percentile(c, 50), react: percentile(r, 50) };
+      return {
+        codehop: percentile(c, 50),
+        react: percentile(r, 50),
+        codehopHostCpu: percentile(cCpu, 50),
+        reactCpu: percentile(rCpu, 50),
+        // Includes the processes started ahead and still unused at the end (at most maxPoolSize).
+        sandboxCpu: (childrenCpuMs() - children0) / repeats,
+      };
     };
     await pair(3, 1, 0); // warm-up
     const ten = await pair(10, SHORT_REPEATS, 0);
@@ -568,11 +601,21 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
     const r10 = ten.codehop / ten.react;
     const r50 = fifty.codehop / fifty.react;
     const rOut = outC / outR;
+    // CPU a run costs, whatever the load: the host's during the run plus the sandbox processes'.
+    const cpuCells = (x: Awaited<ReturnType<typeof pair>>) => {
+      const total = x.codehopHostCpu + x.sandboxCpu;
+      return [
+        `${fmt(total, 0)} (${fmt(x.codehopHostCpu, 0)} + ${fmt(x.sandboxCpu, 0)})`,
+        fmt(x.reactCpu, 0),
+        `${fmt(total / x.reactCpu)}x`,
+      ];
+    };
     return {
       title: "Code agent vs createReactAgent: short runs, as ratios (issue 23)",
       description:
         `The versus-createReactAgent work (each step one tool call returning a 2 KB passage; each run a new thread and SQLite file; runs back to back, so every codehop run needs a process no run used). Medians of ${SHORT_REPEATS} interleaved repeats (${MODEL_REPEATS} with the 200 ms model), codehop and createReactAgent alternately. ` +
-        `Load average ${fmt(loadBefore, 1)} at the start, ${fmt(loadAfter, 1)} at the end (2 shared cores). "outside the model" = the run's wall time minus its 11 model calls of 200 ms.`,
+        `Load average ${fmt(loadBefore, 1)} at the start, ${fmt(loadAfter, 1)} at the end (2 shared cores). "outside the model" = the run's wall time minus its 11 model calls of 200 ms. ` +
+        "CPU per run: the host's CPU time during the run (p50) plus the sandbox child processes' CPU time over the row divided by its runs (process starts, including those started ahead and still unused at the end, and actions); createReactAgent starts no process. On a loaded machine the wall-time ratio follows the CPU ratio (the host and its children share one session's CPU share).",
       columns: [
         "run",
         "codehop (ms)",
@@ -580,6 +623,9 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
         "codehop ms/step",
         "react ms/step",
         "ratio",
+        "codehop CPU/run: host + sandbox processes (ms)",
+        "react CPU/run (ms)",
+        "CPU ratio",
       ],
       rows: [
         [
@@ -589,6 +635,7 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
           fmt(perStep(ten.codehop, 10)),
           fmt(perStep(ten.react, 10)),
           `${fmt(r10)}x`,
+          ...cpuCells(ten),
         ],
         [
           "50 steps, zero-latency model",
@@ -597,6 +644,7 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
           fmt(perStep(fifty.codehop, 50)),
           fmt(perStep(fifty.react, 50)),
           `${fmt(r50)}x`,
+          ...cpuCells(fifty),
         ],
         [
           "10 steps, 200 ms model: time outside the model",
@@ -605,6 +653,7 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
           fmt(perStep(outC, 10)),
           fmt(perStep(outR, 10)),
           `${fmt(rOut)}x`,
+          ...cpuCells(slow),
         ],
       ],
       verdicts: [
@@ -621,7 +670,8 @@ export async function shortRuns(sandbox: ReturnType<typeof createSandbox>): Prom
 export default async function agentBench(): Promise<BenchSection[]> {
   // Three warm processes (like the default sandbox): the parent's action waits in one while two
   // sub-agents run theirs.
-  const sandbox = createSandbox({ poolSize: 3 });
+  // (And, as it does, children through a launcher process once a few runs have started.)
+  const sandbox = createSandbox({ poolSize: 3, launcher: "auto" });
   try {
     return [
       await overhead(sandbox),

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
+import { Agent, fetch as undiciFetch } from "undici";
 import type { TestCluster } from "../src/testing/postgres-cluster.ts";
 import { percentile } from "./lib.ts";
 import { ownCpuMs, treeCpuMs } from "./proc-cpu.ts";
@@ -181,6 +182,10 @@ export interface Round {
   load: number;
   /** CPU ms each role's process trees spent during the round (PostgreSQL's under "postgres"). */
   cpuMs: Record<string, number>;
+  /** Joins refused with 429 / 503 and asked again after their Retry-After (requests, not runs). */
+  refusedJoins: number;
+  /** Connections that could not be opened and were opened again, by error code. */
+  reconnects: Record<string, number>;
 }
 
 /** The postmaster's pid of a test cluster. */
@@ -217,21 +222,106 @@ function statusOf(err: unknown): number | undefined {
   return e?.status ?? e?.response?.status;
 }
 
+/** Seconds a 429 / 503 asks the client to wait: its Retry-After header, else its message's "retry in N seconds". */
+export function retryAfterSeconds(err: unknown): number {
+  const header = (err as { response?: { headers?: Headers } })?.response?.headers?.get?.(
+    "retry-after",
+  );
+  const seconds = Number(header ?? /retry in (\d+) seconds?/i.exec((err as Error).message)?.[1]);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : 5;
+}
+
+/** An error and its causes in a few words: "fetch failed <- UND_ERR_CONNECT_TIMEOUT: ...". */
+export function causeChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err as { message?: string; code?: string; cause?: unknown } | undefined; e;) {
+    parts.push([e.code, e.message].filter(Boolean).join(": "));
+    if (parts.length >= 4) break;
+    e = e.cause as typeof e;
+  }
+  return parts.join(" <- ");
+}
+
+/** Failures of a connection before any byte of the request was sent: retrying cannot repeat it. */
+const CONNECT_FAILURES = new Set(["ECONNREFUSED", "UND_ERR_CONNECT_TIMEOUT", "EADDRNOTAVAIL"]);
+
+/**
+ * The bench client's fetch: undici's, with no headers / body timeout of its own (undici's
+ * default 300 s would cut a join or a slow create that the round's own time still allows: the
+ * SDK's timeoutMs bounds every request), a connection that could not be opened tried again (the
+ * request never left: nothing on the server can be repeated; counted in `reconnects`), and every
+ * other failure thrown with its cause chain in the message ("fetch failed" alone says nothing;
+ * the SDK keeps only the message). `plain`: Node's own fetch with its defaults (what the bench
+ * used before; 300-s timeouts, no second connection attempt), causes still named — to see what
+ * a client with the defaults meets.
+ */
+export function benchFetch(plain = false): {
+  fetch: typeof fetch;
+  reconnects: Map<string, number>;
+  close(): Promise<void>;
+} {
+  const dispatcher = plain ? undefined : new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  const reconnects = new Map<string, number>();
+  const f = async (input: unknown, init?: Record<string, unknown>) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return dispatcher
+          ? await undiciFetch(input as string, { ...init, dispatcher } as never)
+          : await fetch(input as string, init as RequestInit);
+      } catch (err) {
+        const code = (err as { cause?: { code?: string } }).cause?.code;
+        const aborted = (init?.signal as AbortSignal | undefined)?.aborted;
+        if (!plain && code && CONNECT_FAILURES.has(code) && !aborted && attempt < 20) {
+          reconnects.set(code, (reconnects.get(code) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, Math.min(500 * attempt, 5000)));
+          continue;
+        }
+        // The SDK recognizes "fetch failed" as a connection error and keeps this message.
+        throw new TypeError(`fetch failed (${causeChain((err as Error).cause ?? err)})`);
+      }
+    }
+  };
+  return {
+    fetch: f as unknown as typeof fetch,
+    reconnects,
+    close: async () => dispatcher?.close(),
+  };
+}
+
+/** `call`, asked again after the Retry-After of each 429 / 503 (a setup step: at most 10 times). */
+async function afterRefusals<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const status = statusOf(err);
+      if ((status !== 429 && status !== 503) || attempt >= 10) throw err;
+      await new Promise((r) => setTimeout(r, (retryAfterSeconds(err) + Math.random()) * 1000));
+    }
+  }
+}
+
 /**
  * runs.join, joined again when the connection fails (a client that lost its connection asks
  * again: the run goes on on the server; only its answer, or its absence, counts) and after the
- * delay a 429 / 503 names ("retry in N seconds": the server's per-user request limit refused the
- * join, not the run). The round's time bounds the retries.
+ * delay a 429 / 503 names in its Retry-After (the server's per-user request limit refused the
+ * join, not the run: what docs/deploy.md asks of a batch client). The round's time bounds the
+ * retries; `retried` counts the refused joins.
  */
-async function joinRun(client: Client, threadId: string, runId: string): Promise<unknown> {
+async function joinRun(
+  client: Client,
+  threadId: string,
+  runId: string,
+  retried: { refusedJoins: number },
+): Promise<unknown> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await client.runs.join(threadId, runId);
     } catch (err) {
       const status = statusOf(err);
       if (status === 429 || status === 503) {
-        const seconds = Number(/retry in (\d+) seconds?/i.exec((err as Error).message)?.[1] ?? 5);
-        await new Promise((r) => setTimeout(r, (seconds + Math.random()) * 1000));
+        retried.refusedJoins++;
+        await new Promise((r) => setTimeout(r, (retryAfterSeconds(err) + Math.random()) * 1000));
         continue;
       }
       if (status !== undefined || attempt >= 5) throw err;
@@ -251,7 +341,7 @@ export async function submitRound(
   setup: Setup,
   model: ServingModel,
   indices: number[],
-  options: { timeoutMs?: number; postgresPid?: number } = {},
+  options: { timeoutMs?: number; postgresPid?: number; plainFetch?: boolean } = {},
 ): Promise<Round> {
   const timeoutMs = options.timeoutMs ?? 300_000;
   const pids = {
@@ -260,16 +350,20 @@ export async function submitRound(
   };
   // The SDK queues requests beyond 4 at a time by default: every run is waited on at once here.
   // No retries: a refused run is reported as refused, not hidden.
+  const http = benchFetch(options.plainFetch);
+  const retried = { refusedJoins: 0 };
   const client = new Client({
     apiUrl: setup.url,
-    callerOptions: { maxConcurrency: indices.length + 10, maxRetries: 0 },
+    callerOptions: { maxConcurrency: indices.length + 10, maxRetries: 0, fetch: http.fetch },
     timeoutMs: timeoutMs + 10_000,
   });
   // Threads are made before the clock starts, a few at a time (a setup step, not the load).
   const threads: { thread_id: string }[] = [];
   for (let k = 0; k < indices.length; k += 25)
     threads.push(
-      ...(await Promise.all(indices.slice(k, k + 25).map(() => client.threads.create()))),
+      ...(await Promise.all(
+        indices.slice(k, k + 25).map(() => afterRefusals(() => client.threads.create())),
+      )),
     );
   const cpuBefore = cpuByRole(pids);
   const started = now();
@@ -294,7 +388,7 @@ export async function submitRound(
       try {
         let timer: NodeJS.Timeout | undefined;
         const values = (await Promise.race([
-          joinRun(client, threadId, run.run_id),
+          joinRun(client, threadId, run.run_id, retried),
           new Promise((_, reject) => {
             timer = setTimeout(() => reject(new Error(UNFINISHED)), timeoutMs);
           }),
@@ -321,11 +415,14 @@ export async function submitRound(
   );
   for (const r of runs) r.firstModelAt = model.firstRequest.get(r.i);
   const cpuAfter = cpuByRole(pids);
+  await http.close().catch(() => {});
   return {
     setup: setup.name,
     runs,
     wallMs: Math.max(...runs.map((r) => r.endedAt)) - started,
     load: loadavg()[0],
+    refusedJoins: retried.refusedJoins,
+    reconnects: Object.fromEntries(http.reconnects),
     cpuMs: Object.fromEntries(Object.keys(cpuAfter).map((k) => [k, cpuAfter[k] - cpuBefore[k]])),
   };
 }

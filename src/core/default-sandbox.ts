@@ -18,7 +18,9 @@ export function getDefaultSandbox(): Promise<CodeSandbox> {
     // (Promise.all) run theirs, without paying a process spawn per call.
     // Authorized libraries: the operator's environment only (never a run's context).
     const libraries = mod.parseLibrariesSetting(readEnv().sandboxLibraries ?? "");
-    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE, libraries });
+    // Children through a launcher process once a few runs have started (`launcher: "auto"`): a
+    // worker or server starting runs back to back no longer stops its event loop in spawn().
+    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE, libraries, launcher: "auto" });
     const close = () => void sandbox.close().catch(() => {});
     process.once("beforeExit", close);
     process.once("exit", close);

@@ -74,10 +74,13 @@ export interface SandboxOptions {
   /**
    * Start children from a small launcher process instead of the host (default false): the host's
    * event loop no longer stops in `spawn()` (a fork of the host: a few ms per agent run, ~20 ms in
-   * a 640 MB host). Children are the same processes with the same limits; their parent is the
-   * launcher, which dies with the host and takes them with it (docs/sandbox.md).
+   * a 640 MB host, tens of ms on a loaded machine). Children are the same processes with the same
+   * limits; their parent is the launcher, which dies with the host and takes them with it
+   * (docs/sandbox.md). "auto": through the launcher once the pool has started
+   * `AUTO_LAUNCHER_AFTER` (6) children directly, so a one-shot run does not pay the launcher's own
+   * start; the default sandbox of agents (src/core/default-sandbox.ts) uses it.
    */
-  launcher?: boolean;
+  launcher?: boolean | "auto";
   /**
    * Idle children kept after use (default max(poolSize, 4)): a nested agent run needs one process
    * per in-flight action, and keeping them makes its next step start warm. Each costs ~50 MB RSS.
@@ -187,6 +190,16 @@ export function createSandbox(
       `maxPoolSize must be an integer between poolSize and maxProcesses, got ${String(maxPoolSize)}`,
     );
   }
+  if (
+    options.launcher !== undefined &&
+    typeof options.launcher !== "boolean" &&
+    options.launcher !== "auto"
+  ) {
+    throw new CodehopError(
+      ErrorCodes.CONFIG_INVALID,
+      `launcher must be true, false or "auto", got ${String(options.launcher)}`,
+    );
+  }
   // Last of the checks: it writes the bundle file (removed again by close()).
   const bundle = prepareLibraries(options.libraries ?? []);
   const capabilityLine = librariesCapabilityLine(bundle.libraries);
@@ -199,7 +212,7 @@ export function createSandbox(
     maxIdle,
     maxProcesses,
     maxPoolSize,
-    options.launcher === true,
+    options.launcher === "auto" ? "auto" : options.launcher === true,
   );
   let closed = false;
 

@@ -48,6 +48,14 @@ export const DEFAULT_MAX_POOL_SIZE = 6;
  */
 export const RUN_RATE_WINDOW_MS = 15_000;
 
+/**
+ * With `launcher: "auto"`, children are started through the launcher once the pool has started
+ * this many directly: a host that keeps starting agent runs (a worker, a server, an eval, a chat
+ * session) stops pausing its event loop in `spawn()` for each, while a one-shot run (the pool's
+ * first processes, a few sub-agents) does not pay the launcher's own Node start (~50 ms of CPU).
+ */
+export const AUTO_LAUNCHER_AFTER = 6;
+
 /** Spawn -> ready time assumed before the first child of a pool is up (ms). */
 const INITIAL_START_MS = 150;
 
@@ -168,6 +176,8 @@ export class ChildPool {
   private upkeep: NodeJS.Timeout | null = null;
   /** Most children alive at once since the pool was created (tests and benchmarks). */
   peakSize = 0;
+  /** Children started so far (`launcher: "auto"` counts them). */
+  private spawned = 0;
   /** Actions that waited for their process (queued, starting, or the pool spawning) 1 ms or more. */
   waits = 0;
   /** Total wall time those actions waited, in ms (see {@link ChildPool.noteWait}). */
@@ -188,7 +198,8 @@ export class ChildPool {
    * @param maxWarm ceiling of the started-ahead pool: while new sessions keep taking fresh children,
    *   the pool keeps up to this many fresh ones (at least `warm`), sized by the observed rate (see
    *   {@link ChildPool.aheadTarget}); default `warm` (a fixed pool)
-   * @param viaLauncher children are started by the host's launcher process (launcher.ts)
+   * @param viaLauncher children are started by the host's launcher process (launcher.ts); "auto":
+   *   once this pool has started {@link AUTO_LAUNCHER_AFTER} children directly (see there)
    */
   constructor(
     private readonly defaultSpec: ChildSpec,
@@ -196,7 +207,7 @@ export class ChildPool {
     private readonly maxIdle: number = Math.max(warm, DEFAULT_MAX_IDLE),
     readonly maxProcesses: number = Math.max(warm, DEFAULT_MAX_PROCESSES),
     private readonly maxWarm: number = warm,
-    private readonly viaLauncher = false,
+    private readonly viaLauncher: boolean | "auto" = false,
   ) {
     if (maxProcesses < Math.max(1, warm))
       throw new CodehopError(
@@ -216,7 +227,10 @@ export class ChildPool {
   }
 
   private spawnChild(spec: ChildSpec): SandboxChild {
-    const child = new SandboxChild(spec, this.addressSpaceFactor, this.viaLauncher);
+    const viaLauncher =
+      this.viaLauncher === "auto" ? this.spawned >= AUTO_LAUNCHER_AFTER : this.viaLauncher;
+    this.spawned++;
+    const child = new SandboxChild(spec, this.addressSpaceFactor, viaLauncher);
     this.all.add(child);
     this.peakSize = Math.max(this.peakSize, this.all.size);
     void child.ready.then(

@@ -9,6 +9,7 @@ import { RunEventReader } from "./events.ts";
 import { DEFAULT_GRAPHS_FILE } from "./graphs.ts";
 import {
   installLimits,
+  drainRefusedBody,
   refusalOf,
   RequestRefused,
   resolveLimits,
@@ -22,6 +23,7 @@ import { addThreadRoutes } from "./thread-routes.ts";
 import { LazyStore, memoryStoreOptions } from "../memory/open.ts";
 import { readEnv } from "../config/env.ts";
 import { chatSettingsFromEnv } from "../apps/chat/conversation/settings.ts";
+import { CodehopError } from "../errors.ts";
 
 /**
  * `codehop serve`: an HTTP server speaking the LangGraph server API that @langchain/langgraph-sdk,
@@ -164,15 +166,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await installLimits(app, limits, (req) =>
     auth && req.user ? `user:${req.user.identity}` : `ip:${req.ip}`,
   );
-  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const refusal = refusalOf(err, limits);
+    if (!req.raw.complete) {
+      // A body refused before it was read (too large, bad shape): the rest is read and dropped
+      // so the client gets this answer; Fastify's "connection: close" would reset it instead.
+      drainRefusedBody(req, limits);
+      reply.removeHeader("connection");
+    }
     const status =
       err instanceof HttpError
         ? err.status
         : err instanceof AuthError
           ? err.status
           : (refusal?.status ?? err.statusCode ?? 500);
-    const message = refusal?.message ?? err.message;
+    // A server error's own message (a database's, a library's) is not the client's to read: it
+    // goes to the server's log, the client gets a stable sentence. codehop's errors say what a
+    // user may know (CODEHOP_CHECKPOINT_CORRUPT names the thread, never stored bytes).
+    const internal = status >= 500 && !(err instanceof HttpError) && !(err instanceof CodehopError);
+    if (internal) console.error(`codehop serve: ${req.method} ${req.url}: ${err.stack ?? err}`);
+    const message = internal
+      ? "Internal server error (the server's log has the details)."
+      : (refusal?.message ?? err.message);
     const extra =
       err instanceof HttpError
         ? err.extra

@@ -60,8 +60,13 @@ export function credentialOf(
 ): { value: string; from: "x-api-key" | "bearer" } | undefined {
   const apiKey = headers.get("x-api-key")?.trim();
   if (apiKey) return { value: apiKey, from: "x-api-key" };
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
+  const bearer = bearerOf(headers);
   return bearer ? { value: bearer, from: "bearer" } : undefined;
+}
+
+/** The token of an `Authorization: Bearer` header. */
+function bearerOf(headers: Headers): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
 }
 
 /** codehop's built-in authentication as an `Auth` object (owner-only authorization). */
@@ -74,6 +79,23 @@ export function builtinAuth(options: {
     options.apiKey || options.keys ? "an API key (x-api-key)" : "",
     options.jwt ? "a bearer token from the identity provider" : "",
   ].filter(Boolean);
+  /** The user of one credential, or undefined when it is none codehop knows. */
+  const userOf = async (value: string, from: "x-api-key" | "bearer") => {
+    if (options.jwt && from === "bearer" && looksLikeJwt(value)) return options.jwt(value);
+    if (options.keys) {
+      const user = await options.keys.verify(value);
+      if (user) return user;
+    }
+    if (options.apiKey && same(value, options.apiKey))
+      return {
+        identity: SHARED_KEY_USER,
+        display_name: SHARED_KEY_USER,
+        permissions: [],
+        is_authenticated: true,
+        kind: "shared_key",
+      };
+    return undefined;
+  };
   return new Auth()
     .authenticate(async (request: Request) => {
       const credential = credentialOf(request.headers);
@@ -81,22 +103,22 @@ export function builtinAuth(options: {
         throw new AuthError(401, `Authentication required: send ${ways.join(" or ")}.`, {
           "www-authenticate": "Bearer",
         });
-      const { value } = credential;
-      if (options.jwt && credential.from === "bearer" && looksLikeJwt(value))
-        return options.jwt(value);
-      if (options.keys) {
-        const user = await options.keys.verify(value);
-        if (user) return user;
+      const user = await userOf(credential.value, credential.from);
+      if (!user) throw new AuthError(401, "Invalid API key.", { "www-authenticate": "Bearer" });
+      // A bearer token beside the x-api-key that is another user's credential: which user the
+      // request acts for would depend on which header a server reads first, so it acts for none.
+      // (A bearer codehop does not know, such as a proxy's own, is not a credential here.)
+      const bearer = bearerOf(request.headers);
+      if (credential.from === "x-api-key" && bearer && bearer !== credential.value) {
+        const other = await userOf(bearer, "bearer").catch(() => undefined);
+        if (other && other.identity !== user.identity)
+          throw new AuthError(
+            401,
+            "The x-api-key and the Authorization header are credentials of two different users: send one.",
+            { "www-authenticate": "Bearer" },
+          );
       }
-      if (options.apiKey && same(value, options.apiKey))
-        return {
-          identity: SHARED_KEY_USER,
-          display_name: SHARED_KEY_USER,
-          permissions: [],
-          is_authenticated: true,
-          kind: "shared_key",
-        };
-      throw new AuthError(401, "Invalid API key.", { "www-authenticate": "Bearer" });
+      return user;
     })
     .on("*", ownerOnly as never);
 }

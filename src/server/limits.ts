@@ -212,6 +212,38 @@ export function findInvalidString(
   return undefined;
 }
 
+/** How long a refused request may keep sending the rest of its body before its connection is cut. */
+const DRAIN_DEADLINE_MS = 30_000;
+const draining = new WeakSet<object>();
+
+/**
+ * Reads and drops the unread rest of a refused request's body so that a client still sending it
+ * receives the refusal (413, 422) instead of a reset connection: closing a socket with unread
+ * bytes makes the kernel answer with RST, and an HTTP client (Node 22's fetch) then fails before
+ * it reads the response. Bounded: at most `maxBodyBytes` more bytes and 30 s, then the
+ * connection is cut. Call it before sending the refusal; idempotent.
+ */
+export function drainRefusedBody(req: FastifyRequest, limits: ServerLimits): void {
+  const raw = req.raw;
+  if (raw.complete || raw.destroyed || draining.has(raw)) return;
+  draining.add(raw);
+  raw.unpipe();
+  let drained = 0;
+  const cut = () => raw.socket?.destroy();
+  const deadline = setTimeout(cut, DRAIN_DEADLINE_MS);
+  deadline.unref();
+  raw.on("data", (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > limits.maxBodyBytes) {
+      clearTimeout(deadline);
+      cut();
+    }
+  });
+  raw.once("end", () => clearTimeout(deadline));
+  raw.once("close", () => clearTimeout(deadline));
+  raw.resume();
+}
+
 const JSON_TYPE = /^\s*application\/([\w.+-]*\+)?json\b/i;
 
 /**
@@ -231,15 +263,8 @@ export async function installLimits(
     const guard = jsonShapeGuard(limits);
     payload.on("error", (err) => guard.destroy(err));
     guard.on("error", () => {
-      // Refused: the rest of the body is read and dropped (not parsed) so that a client still
-      // sending it gets the answer rather than a reset connection — up to the body limit.
       payload.unpipe(guard);
-      let drained = 0;
-      payload.on("data", (chunk: Buffer) => {
-        drained += chunk.length;
-        if (drained > limits.maxBodyBytes) payload.destroy();
-      });
-      payload.resume();
+      drainRefusedBody(req, limits);
     });
     return payload.pipe(guard);
   });
@@ -282,10 +307,19 @@ export function refusalOf(
       message: `The request body is larger than ${limits.maxBodyBytes} bytes (${limitVariable("maxBodyMb")}).`,
     };
   // PostgreSQL: untranslatable character (NUL in jsonb), bad Unicode escape, invalid byte sequence.
-  if (err.code === "22P05" || err.code === "22021" || err.code === "22P02")
+  if (err.code === "22P05" || err.code === "22021")
     return {
       status: 422,
       message: "The request holds a value the database cannot store (a NUL or invalid Unicode).",
+    };
+  // PostgreSQL's other data exceptions (class 22: a number, date or interval out of range, a
+  // value of the wrong type) come of a client's value the routes passed on: the client's error,
+  // said without PostgreSQL's message (it quotes the value and names the database's types).
+  if (typeof err.code === "string" && /^22[0-9A-Z]{3}$/.test(err.code) && "severity" in err)
+    return {
+      status: 422,
+      message:
+        "The request holds a value out of the range the database accepts (a number, date or duration).",
     };
   return undefined;
 }

@@ -48,6 +48,27 @@ export function clientCheckpoint(
   return out;
 }
 
+/**
+ * A whole number of the query string (`?limit=10`) within `[min, max]`, `fallback` when absent,
+ * or a 422 naming the parameter: never NaN, a repeated parameter or a number PostgreSQL's bigint
+ * cannot hold passed on to a query.
+ */
+export function queryInt(
+  value: unknown,
+  name: string,
+  bounds: { min: number; max: number; fallback: number },
+): number {
+  if (value === undefined || value === "") return bounds.fallback;
+  const n = typeof value === "string" && /^-?\d{1,16}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < bounds.min || n > bounds.max)
+    throw new HttpError(
+      422,
+      `query.${name}: expected a whole number from ${bounds.min} to ${bounds.max}.`,
+      { field: `query.${name}` },
+    );
+  return n;
+}
+
 /** A refused client setting as the HTTP error the client gets (403 / 422, naming the key). */
 export function settingRefused(err: ClientSettingError): HttpError {
   return new HttpError(err.status, err.message, { code: err.code, key: err.path });

@@ -58,7 +58,8 @@ export const RunCreate = z.object({
   if_not_exists: z.enum(["create", "reject"]).nullish(),
   on_disconnect: z.enum(["cancel", "continue"]).nullish(),
   on_completion: z.enum(["delete", "keep"]).nullish(),
-  after_seconds: z.number().nullish(),
+  // At most a year: PostgreSQL's interval and the queue's timestamps hold no more.
+  after_seconds: z.number().nonnegative().max(31_536_000).nullish(),
 });
 export type RunCreateBody = z.infer<typeof RunCreate>;
 

@@ -1,9 +1,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { HttpError, parse, runJson } from "./requests.ts";
+import { HttpError, parse, queryInt, runJson } from "./requests.ts";
 import type { RouteContext } from "./route-context.ts";
 import { RunCreate, runCreator } from "./run-create.ts";
 import { toJson } from "./serialize.ts";
-import { type RunRecord, TERMINAL_RUN_STATUSES } from "./store.ts";
+import { type RunRecord, type RunStatus, TERMINAL_RUN_STATUSES } from "./store.ts";
+
+const RUN_STATUSES: readonly RunStatus[] = [
+  "pending",
+  "running",
+  "success",
+  "error",
+  "timeout",
+  "interrupted",
+];
+
+/** A `Last-Event-ID` a client sent: an event id (a bigint), else the stream's start. */
+const afterEventId = (header: unknown) =>
+  typeof header === "string" && /^\d{1,18}$/.test(header) ? header : "0";
 
 /**
  * The runs routes of `codehop serve`: create (and wait for, or stream) a run on a thread or
@@ -125,10 +138,15 @@ export function addRunRoutes(app: FastifyInstance, ctx: RouteContext): void {
     Querystring: { limit?: string; offset?: string; status?: string };
   }>("/threads/:tid/runs", async (req) => {
     await requireThread(req, req.params.tid);
+    const status = req.query.status;
+    if (status !== undefined && !RUN_STATUSES.includes(status as RunStatus))
+      throw new HttpError(422, `query.status: expected one of ${RUN_STATUSES.join(", ")}.`, {
+        field: "query.status",
+      });
     const runs = await store.listRuns(req.params.tid, {
-      limit: Number(req.query.limit ?? 10),
-      offset: Number(req.query.offset ?? 0),
-      status: req.query.status,
+      limit: queryInt(req.query.limit, "limit", { min: 1, max: 1000, fallback: 10 }),
+      offset: queryInt(req.query.offset, "offset", { min: 0, max: 1e15, fallback: 0 }),
+      status,
     });
     return runs.map(runJson);
   });
@@ -158,7 +176,7 @@ export function addRunRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const run = await requireRun(req, req.params.tid, req.params.rid);
       const lastEventId = req.headers["last-event-id"];
       await sse(req, reply, run, {
-        after: typeof lastEventId === "string" && /^\d+$/.test(lastEventId) ? lastEventId : "0",
+        after: afterEventId(lastEventId),
         cancelOnDisconnect: req.query.cancel_on_disconnect === "true",
         location: location(run, false),
       });
@@ -188,7 +206,7 @@ export function addRunRoutes(app: FastifyInstance, ctx: RouteContext): void {
       if (!run) throw new HttpError(404, `Run ${req.params.rid} not found`);
       const lastEventId = req.headers["last-event-id"];
       await sse(req, reply, run, {
-        after: typeof lastEventId === "string" && /^\d+$/.test(lastEventId) ? lastEventId : "0",
+        after: afterEventId(lastEventId),
         cancelOnDisconnect: req.query.cancel_on_disconnect === "true",
         location: location(run, true),
       });

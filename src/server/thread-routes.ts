@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { clientCheckpoint, HttpError, parse, threadJson } from "./requests.ts";
+import { clientCheckpoint, HttpError, parse, queryInt, threadJson } from "./requests.ts";
 import type { RouteContext } from "./route-context.ts";
 import { stateToThreadState } from "./serialize.ts";
 import { TERMINAL_RUN_STATUSES } from "./store.ts";
@@ -17,6 +17,21 @@ const ThreadCount = z.object({
   values: z.record(z.string(), z.unknown()).nullish(),
   status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
 });
+
+/**
+ * A state update of the client's: LangGraph refusing it (a node the graph has not, values that
+ * are not an update) is the client's error, a 422 with LangGraph's message, not a server error.
+ */
+async function clientUpdate<T>(update: () => Promise<T>): Promise<T> {
+  try {
+    return await update();
+  } catch (err) {
+    const name = (err as Error).name;
+    if (name === "InvalidUpdateError" || name === "EmptyInputError")
+      throw new HttpError(422, (err as Error).message.split("\n")[0]);
+    throw err;
+  }
+}
 
 /** Adds the threads, thread state and history routes. */
 export function addThreadRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -189,16 +204,18 @@ export function addThreadRoutes(app: FastifyInstance, ctx: RouteContext): void {
     const thread = await requireThread(req, req.params.tid, "threads:update");
     const graph = threadGraph(thread);
     if (!graph) throw new HttpError(409, "The thread has no graph yet: run it once first.");
-    const config = await graph.updateState(
-      {
-        configurable: {
-          ...clientCheckpoint(body.checkpoint, "checkpoint"),
-          ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
-          thread_id: thread.thread_id,
+    const config = await clientUpdate(() =>
+      graph.updateState(
+        {
+          configurable: {
+            ...clientCheckpoint(body.checkpoint, "checkpoint"),
+            ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+            thread_id: thread.thread_id,
+          },
         },
-      },
-      body.values,
-      body.as_node ?? undefined,
+        body.values,
+        body.as_node ?? undefined,
+      ),
     );
     return { checkpoint: config.configurable };
   });
@@ -244,7 +261,7 @@ export function addThreadRoutes(app: FastifyInstance, ctx: RouteContext): void {
       req.params.tid,
       parse(
         z.object({
-          limit: z.number().int().positive().default(10),
+          limit: z.number().int().positive().max(1000).default(10),
           before: z.unknown().optional(),
           metadata: z.record(z.string(), z.unknown()).nullish(),
           checkpoint: z.record(z.string(), z.unknown()).nullish(),
@@ -257,7 +274,7 @@ export function addThreadRoutes(app: FastifyInstance, ctx: RouteContext): void {
     "/threads/:tid/history",
     async (req) =>
       history(req, req.params.tid, {
-        limit: req.query.limit ? Number(req.query.limit) : undefined,
+        limit: queryInt(req.query.limit, "limit", { min: 1, max: 1000, fallback: 10 }),
         before: req.query.before,
       }),
   );

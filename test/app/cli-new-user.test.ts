@@ -99,13 +99,30 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
     expect(JSON.parse(json.stdout)).toEqual([]);
   });
 
+  /**
+   * Two finished threads in a fresh data directory (`ask` del-a and del-b, at once), asked once for
+   * the file (by whichever test needs them first): one test deletes del-a, another shows del-b.
+   */
+  let twoThreads:
+    | Promise<{ home: string; env: NodeJS.ProcessEnv; runs: Awaited<ReturnType<typeof runCli>>[] }>
+    | undefined;
+  const askTwoThreads = () =>
+    (twoThreads ??= (async () => {
+      const home = tmp();
+      const env = world.cliEnv({ CODEHOP_HOME: home, CODEHOP_CORPUS: world.corpus });
+      const runs = await Promise.all([
+        runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "del-a", "--json"], env),
+        runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "del-b", "-q"], env),
+      ]);
+      return { home, env, runs };
+    })());
+
   it("threads --delete removes a thread's checkpoints, journal rows and registry row; others stay", async () => {
-    const home = tmp();
-    const env = world.cliEnv({ CODEHOP_HOME: home, CODEHOP_CORPUS: world.corpus });
-    const [a, b] = await Promise.all([
-      runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "del-a", "--json"], env),
-      runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "del-b", "--json"], env),
-    ]);
+    const {
+      home,
+      env,
+      runs: [a, b],
+    } = await askTwoThreads();
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     expect(rowsOf(home, "del-a").journal).toBeGreaterThan(0);
 
@@ -222,12 +239,10 @@ describe("what a new user meets first", { timeout: 180_000 }, () => {
     expect(report.resumed_from).toBe(report.resumedFrom);
     expect(report.elapsed_ms).toBe(report.elapsedMs);
 
-    const home = tmp();
-    const env = world.cliEnv({ CODEHOP_HOME: home, CODEHOP_CORPUS: world.corpus });
-    expect((await runCli(["ask", DEMO_QUESTIONS.towers, "--thread", "sj", "-q"], env)).code).toBe(
-      0,
-    );
-    const tree = JSON.parse((await runCli(["show", "sj", "--json"], env)).stdout);
+    // A finished thread: del-b of the file's two asks (never deleted).
+    const { env, runs } = await askTwoThreads();
+    expect(runs[1].code, runs[1].stderr).toBe(0);
+    const tree = JSON.parse((await runCli(["show", "del-b", "--json"], env)).stdout);
     const last = tree.steps.at(-1);
     expect(last.is_final).toBe(true);
     expect(last.isFinal).toBe(true);

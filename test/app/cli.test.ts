@@ -10,9 +10,20 @@ const world = useDemoWorld("codehop-cli-ok-");
 
 // CLI processes start slowly on a loaded 2-core machine: generous per-test timeout.
 describe("codehop CLI", { timeout: 120_000 }, () => {
+  /**
+   * `ask --json` on a new thread, run once for the file (by whichever test asks first): one test
+   * checks its output, another asks again on its thread.
+   */
+  let plywoodRun: ReturnType<typeof runCli> | undefined;
+  const askPlywood = () =>
+    (plywoodRun ??= runCli(
+      ["ask", DEMO_QUESTIONS.plywood, "--json"],
+      world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus }),
+    ));
+
   it("ask --json prints one JSON object; threads and history read the thread back", async () => {
     const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
-    const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
+    const asked = await askPlywood();
     expect(asked.code).toBe(0);
     const lines = asked.stdout.trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -52,20 +63,21 @@ describe("codehop CLI", { timeout: 120_000 }, () => {
 
   it("ask of the same question on a finished thread prints the stored result; another question is refused", async () => {
     const env = world.cliEnv({ OPENAI_API_KEY: "k", CODEHOP_CORPUS: world.corpus });
-    const args = ["ask", DEMO_QUESTIONS.towers, "--thread", "same-q", "--json"];
-    const first = await runCli(args, env);
+    // The finished thread: the file's `ask --json` run (a new thread, its id generated).
+    const first = await askPlywood();
     expect(first.code).toBe(0);
+    const thread = JSON.parse(first.stdout).thread_id;
     const requests = world.server.requests.length;
-    const again = await runCli(args, env);
+    const again = await runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", thread, "--json"], env);
     expect(again.stderr).not.toContain("already holds");
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual(JSON.parse(first.stdout));
     // Served from the checkpoints: no model call.
     expect(world.server.requests.length).toBe(requests);
 
-    const other = await runCli(["ask", DEMO_QUESTIONS.plywood, "--thread", "same-q"], env);
+    const other = await runCli(["ask", DEMO_QUESTIONS.towers, "--thread", thread], env);
     expect(other.code).toBe(2);
-    expect(other.stderr).toContain('Thread "same-q" already holds a run');
+    expect(other.stderr).toContain(`Thread "${thread}" already holds a run`);
     expect(other.stderr).toContain("[CODEHOP_CONFIG_INVALID]");
   });
 

@@ -225,14 +225,17 @@ function pick(lines: string[], words: string): string {
 
 // Many CLI processes (two demos, a dozen pasted commands) on a loaded 2-core machine.
 describe("every printed next step, pasted", { timeout: 600_000 }, () => {
-  it("the chat demo's commands continue, list and delete its conversation; chat's exit line and /help continue a session", async () => {
+  it("the chat demo plays its scripted file dialogue; its commands continue, list and delete its conversation; chat's exit line and /help continue a session", async () => {
+    // No model variables: the demo brings its own scripted server (the pasted commands below
+    // talk to this file's).
     const demo = await runCli(
       ["demo", "--question", "chat", "--delay", "0", "-q", "--home", home],
-      env,
+      cliEnv({}),
     );
     expect(demo.code, demo.stderr).toBe(0);
     // The dialogue as it plays: files and a link attached, every answer cited.
     expect(demo.stderr).toContain("NOTE: the model in this demo is SCRIPTED");
+    expect(demo.stderr).toMatch(/codehop chat --thread [0-9a-f-]{36}/);
     for (const round of DEMO_ROUNDS) {
       expect(demo.stdout).toContain(`you> ${round.message}`);
       for (const cite of round.expect.cites) expect(demo.stdout).toContain(`[${cite}]`);

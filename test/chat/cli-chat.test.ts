@@ -53,7 +53,7 @@ class Session {
   }
 
   /** Waits until stdout matches `pattern` `count` times. */
-  async waitFor(pattern: RegExp, count = 1, ms = 60_000): Promise<void> {
+  async waitFor(pattern: RegExp, count = 1, ms = 120_000): Promise<void> {
     const deadline = Date.now() + ms;
     const g = new RegExp(pattern.source, `${pattern.flags.replace("g", "")}g`);
     while ((this.stdout.match(g)?.length ?? 0) < count) {
@@ -90,7 +90,7 @@ describe("codehop chat in a terminal session", () => {
 
     // Ctrl-C while the model works on a reply: that reply stops, the session goes on.
     s.type(SLOW.message);
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 120_000;
     while (!model.requestsFor("chat:round3").length && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     s.proc.kill("SIGINT");
@@ -124,7 +124,7 @@ describe("codehop chat in a terminal session", () => {
       [SLOW.message, false],
       [DEMO_ROUNDS[1].message, true],
     ]);
-  }, 120_000);
+  }, 240_000);
 
   it("/attach takes quoted paths with spaces; Ctrl-C while attaching keeps what was attached", async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "codehop-cli-chat-spaces-")), "my docs");
@@ -152,7 +152,7 @@ describe("codehop chat in a terminal session", () => {
     } finally {
       await never.close();
     }
-  }, 60_000);
+  }, 240_000);
 
   it("splits /attach arguments as a shell does", () => {
     expect(attachTargets(`"a b.pdf" 'c d.md' e\\ f.txt https://x.org/p?q=1`)).toEqual([
@@ -182,7 +182,7 @@ describe("codehop chat in a terminal session", () => {
     // Closing stdin (Ctrl-D) ends the session cleanly.
     s.proc.stdin!.end();
     expect(await s.exited).toBe(0);
-  }, 120_000);
+  }, 240_000);
 
   it("/forget forgets the whole conversation and starts a new thread", async () => {
     const s = new Session(["--thread", "cli", "--json"]);
@@ -192,29 +192,26 @@ describe("codehop chat in a terminal session", () => {
     expect(await s.exited).toBe(0);
     expect(await chatHistory("cli", { config: { home } })).toEqual([]);
     expect(threadFiles("cli", { config: { home } })).toEqual([]);
-  }, 60_000);
+  }, 240_000);
 
-  it("codehop threads --delete deletes a conversation with its files", async () => {
-    const s = new Session(["--thread", "gone", "--file", docs.report]);
-    await s.waitFor(/^attached: /m);
-    s.type(DEMO_ROUNDS[1].message);
-    await s.waitFor(/^assistant> /m);
-    s.type("/exit");
-    expect(await s.exited).toBe(0);
-    expect(threadFiles("gone", { config: { home } })).toHaveLength(1);
-    const del = spawn(process.execPath, [BIN, "threads", "--delete", "gone", "--home", home]);
-    expect(await new Promise((ok) => del.on("exit", ok))).toBe(0);
-    expect(threadFiles("gone", { config: { home } })).toEqual([]);
-    expect(await chatHistory("gone", { config: { home } })).toEqual([]);
-  }, 60_000);
+  /**
+   * A piped session on thread "piped" with two files, run once for the file (by whichever test
+   * needs it first): one test checks its replies, the next deletes its conversation.
+   */
+  let piped: Promise<{ s: Session; code: number | null }> | undefined;
+  const pipedSession = () =>
+    (piped ??= (async () => {
+      const s = new Session(["--thread", "piped", "--file", docs.report, "--file", docs.budget]);
+      // Everything is written, and the input closed, before the files are even read.
+      s.type(DEMO_ROUNDS[0].message);
+      s.type(DEMO_ROUNDS[1].message);
+      s.proc.stdin!.end();
+      return { s, code: await s.exited };
+    })());
 
   it("piped lines sent while --file attaches are answered in order; end of input exits 0", async () => {
-    const s = new Session(["--thread", "piped", "--file", docs.report, "--file", docs.budget]);
-    // Everything is written, and the input closed, before the files are even read.
-    s.type(DEMO_ROUNDS[0].message);
-    s.type(DEMO_ROUNDS[1].message);
-    s.proc.stdin!.end();
-    expect(await s.exited).toBe(0);
+    const { s, code } = await pipedSession();
+    expect(code).toBe(0);
     const replies = s.stdout.split("\n").filter((l) => l.startsWith("assistant> "));
     expect(replies).toHaveLength(2);
     expect(s.stdout.indexOf("attached: ")).toBeLessThan(s.stdout.indexOf("assistant> "));
@@ -224,7 +221,20 @@ describe("codehop chat in a terminal session", () => {
       [DEMO_ROUNDS[0].message, true],
       [DEMO_ROUNDS[1].message, true],
     ]);
-  }, 120_000);
+  }, 240_000);
+
+  it("codehop threads --delete deletes a conversation with its files", async () => {
+    // The conversation: the piped session's (two files attached, two rounds answered).
+    const { s, code } = await pipedSession();
+    expect(code).toBe(0);
+    expect(s.stdout).toMatch(/^attached: /m);
+    expect(s.stdout).toMatch(/^assistant> /m);
+    expect(threadFiles("piped", { config: { home } })).toHaveLength(2);
+    const del = spawn(process.execPath, [BIN, "threads", "--delete", "piped", "--home", home]);
+    expect(await new Promise((ok) => del.on("exit", ok))).toBe(0);
+    expect(threadFiles("piped", { config: { home } })).toEqual([]);
+    expect(await chatHistory("piped", { config: { home } })).toEqual([]);
+  }, 240_000);
 
   it("piped input whose reply fails ends with the error and exit 2", async () => {
     const proc = spawn(process.execPath, [BIN, "chat", "--home", home, "-q", "--thread", "dead"], {
@@ -247,7 +257,7 @@ describe("codehop chat in a terminal session", () => {
     expect(code).toBe(2);
     expect(err).toMatch(/\ncodehop: [\s\S]*\[CODEHOP_MODEL_ENDPOINT_FAILED\]\n$/);
     expect(out).not.toContain("assistant> ");
-  }, 120_000);
+  }, 240_000);
 
   it("fails fast without a model endpoint", async () => {
     const proc = spawn(process.execPath, [BIN, "chat", "--home", home], {
@@ -259,5 +269,5 @@ describe("codehop chat in a terminal session", () => {
     const code = await new Promise((ok) => proc.on("exit", ok));
     expect(code).toBe(2);
     expect(err).toContain("[CODEHOP_MODEL_NOT_CONFIGURED]");
-  }, 60_000);
+  }, 240_000);
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { formatSeconds } from "../../src/eval/runner.ts";
 import { formatPassages } from "../../src/eval/system-baselines.ts";
 import { extractAnswer } from "../../src/eval/system.ts";
 
@@ -34,8 +35,7 @@ describe("formatPassages", () => {
 });
 
 describe("formatSeconds (progress ETA)", () => {
-  it("formats durations for progress lines", async () => {
-    const { formatSeconds } = await import("../../src/eval/runner.ts");
+  it("formats durations for progress lines", () => {
     expect([
       formatSeconds(42.4),
       formatSeconds(185),

@@ -147,13 +147,13 @@ describe.skipIf(postgresMissing)("codehop check on PostgreSQL", () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query(`UPDATE linear_blobs SET value = $1, zip = 0 WHERE thread_id = 'bad'`, [
+      await client.query(`UPDATE linear_steps SET data = $1, zip = 0 WHERE thread_id = 'bad'`, [
         Buffer.from("SECRET{"),
       ]);
       const found = await check([], env);
       expect(found.code).toBe(1);
       expect(found.report.damaged).toEqual(["bad"]);
-      expect(found.report.threads[0].damage.every((d) => d.table === "linear_blobs")).toBe(true);
+      expect(found.report.threads[0].damage.every((d) => d.table === "linear_steps")).toBe(true);
       expect(JSON.stringify(found.report)).not.toContain("SECRET");
 
       const repaired = await check(["--repair"], env);
@@ -163,7 +163,7 @@ describe.skipIf(postgresMissing)("codehop check on PostgreSQL", () => {
       expect(after.code).toBe(0);
       expect(after.report.threads.map((t) => t.thread_id)).toEqual(["good"]);
       const moved = await client.query(
-        "SELECT count(*)::int AS n FROM public_damaged.linear_checkpoints WHERE thread_id = 'bad'",
+        "SELECT count(*)::int AS n FROM public_damaged.linear_steps WHERE thread_id = 'bad' AND call = 0",
       );
       expect(moved.rows[0].n).toBeGreaterThan(3);
     } finally {

@@ -79,11 +79,19 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(r.stderr).toContain(`codehop research — thread ${result.thread_id}`);
   });
 
-  it("piped, the live tree's lines name the research pipeline at the root and the planner below it, never [agent]", async () => {
-    const r = await runCli(
+  /**
+   * `research` piped, without -q or --json, run once for the file (by whichever test asks first):
+   * its stderr is checked for the live tree by one test, its stdout for the report by another.
+   */
+  let pipedRun: ReturnType<typeof runCli> | undefined;
+  const researchPiped = () =>
+    (pipedRun ??= runCli(
       ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "--thread", "piped-tree"],
       world.cliEnv(),
-    );
+    ));
+
+  it("piped, the live tree's lines name the research pipeline at the root and the planner below it, never [agent]", async () => {
+    const r = await researchPiped();
     expect(r.code).toBe(0);
     const lines = r.stderr.split("\n");
     // The root is the research pipeline (the name its checkpoints carry); the planner agent runs
@@ -96,13 +104,13 @@ describe("codehop research", { timeout: 180_000 }, () => {
   });
 
   it("prints the report on stdout and how the run went on stderr", async () => {
-    const r = await runCli(
-      ["research", DEMO_RESEARCH.topic, "--corpus", world.corpus, "-q"],
-      world.cliEnv(),
-    );
+    // The live tree, and the blank line after it, go to stderr: stdout is the report alone (the
+    // demo's -q run below checks the same without the tree).
+    const r = await researchPiped();
     expect(r.code).toBe(0);
-    expect(r.stdout.trimStart().startsWith(`# ${DEMO_RESEARCH.title}`)).toBe(true);
+    expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
     expect(r.stdout).toContain("## References");
+    expect(r.stdout).not.toContain("[research]");
     expect(r.stderr).toContain(
       "Verification: 12 sentence(s) checked against the passages they cite",
     );
@@ -182,6 +190,11 @@ describe("codehop research", { timeout: 180_000 }, () => {
     expect(r.stdout.startsWith(`# ${DEMO_RESEARCH.title}\n`)).toBe(true);
     expect(r.stdout).toContain("## References");
     expect(r.stderr).toContain("Sub-questions: 3 researched, 3 answered");
+    expect(r.stderr).toContain(
+      "Verification: 12 sentence(s) checked against the passages they cite",
+    );
+    // -q: no live tree.
+    expect(r.stderr).not.toMatch(/^\[research\] /m);
   });
 });
 

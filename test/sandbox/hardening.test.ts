@@ -132,19 +132,28 @@ describe("a process that served a session", () => {
 
 describe("crash reports", () => {
   it("a process that dies of a native crash is reported as crashed, not as out of memory", async () => {
-    const crash: HostToolFn = async () => {
-      for (const pid of childPids()) process.kill(pid, "SIGSEGV");
-      await new Promise((r) => setTimeout(r, 5_000));
-      return null;
-    };
-    const r = await sandbox.run({
-      code: "const before = 1;\nawait crash();",
-      tools: { crash },
-      session: "crash",
-    });
-    expect(r.error?.name).toBe("SandboxError");
-    expect(r.error?.message).toMatch(/^The sandbox process crashed \(SIGSEGV\)/);
-    const next = await sandbox.run({ code: "final_answer(2)", tools: {}, session: "crash" });
-    expect(next.finalAnswer).toBe(2);
+    // A sandbox of its own with no process started ahead: the crash hits only the process running
+    // the action (a spare killed with it could be handed to the next action before its death is seen).
+    const lone = createSandbox({ poolSize: 0, limits: { timeoutMs: 10_000 } });
+    try {
+      const before = new Set(childPids());
+      const crash: HostToolFn = async () => {
+        for (const pid of childPids()) if (!before.has(pid)) process.kill(pid, "SIGSEGV");
+        await new Promise((r) => setTimeout(r, 5_000));
+        return null;
+      };
+      const r = await lone.run({
+        code: "const before = 1;\nawait crash();",
+        tools: { crash },
+        session: "crash",
+      });
+      expect(r.error?.name).toBe("SandboxError");
+      expect(r.error?.message).toMatch(/^The sandbox process crashed \(SIGSEGV\)/);
+      const next = await lone.run({ code: "final_answer(2)", tools: {}, session: "crash" });
+      expect(next.error).toBeNull();
+      expect(next.finalAnswer).toBe(2);
+    } finally {
+      await lone.close();
+    }
   });
 });

@@ -8,7 +8,12 @@ import { spawn, execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ChildPool, RUN_RATE_WINDOW_MS, type SandboxChild } from "../../src/sandbox/pool.ts";
+import {
+  AUTO_LAUNCHER_AFTER,
+  ChildPool,
+  RUN_RATE_WINDOW_MS,
+  type SandboxChild,
+} from "../../src/sandbox/pool.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 
 const spec = { heapMb: 128, addressSpaceMb: null };
@@ -108,6 +113,41 @@ describe("launcher", () => {
     const after = await sb.run({ code: "final_answer(1 + 1)", tools: {} });
     expect(after.finalAnswer).toBe(2);
   }, 180_000);
+
+  it('"auto" starts the first children itself and later ones through the launcher', async () => {
+    const p = new ChildPool(spec, 0, 4, 16, 0, "auto");
+    pools.push(p);
+    const parents: number[] = [];
+    for (
+      let i = 0;
+      i < 40 && !parents.slice(AUTO_LAUNCHER_AFTER).some((pp) => pp !== process.pid);
+      i++
+    ) {
+      const c = await p.acquire(spec, { session: `run-${i}` });
+      await c.ready;
+      parents.push(parentOf(c.proc.pid!));
+      const r = await new Promise<boolean>((resolve) => {
+        c.onMessage = () => resolve(true);
+        c.send({ t: "ping" } as never);
+      });
+      expect(r).toBe(true); // it answers the host as a child of the host would
+      c.onMessage = null;
+      p.release(c);
+      p.endSession(`run-${i}`);
+    }
+    // A one-shot run's few processes are the host's own (no launcher start for them) ...
+    expect(parents.slice(0, AUTO_LAUNCHER_AFTER)).toEqual(
+      Array(AUTO_LAUNCHER_AFTER).fill(process.pid),
+    );
+    // ... and a host that keeps starting runs gets its later ones from the launcher.
+    const launched = parents.slice(AUTO_LAUNCHER_AFTER).filter((pp) => pp !== process.pid);
+    expect(launched.length).toBeGreaterThan(0);
+    expect(launched.every((pp) => pp > 1)).toBe(true);
+  }, 180_000);
+
+  it('rejects a launcher option that is not true, false or "auto"', () => {
+    expect(() => createSandbox({ launcher: "yes" as never })).toThrow(/launcher must be/);
+  });
 
   it("a launched child whose host died is killed even while guest code spins", async () => {
     const root = join(import.meta.dirname, "../..");

@@ -72,7 +72,8 @@ const leaf = () =>
 const maxListenerWarnings = () =>
   warnings.filter((w) => w.name === "MaxListenersExceededWarning").map((w) => w.message);
 
-describe("nested agents on a capped sandbox", () => {
+// Dozens of sandbox actions and process starts per test: slow on a loaded machine.
+describe("nested agents on a capped sandbox", { timeout: 180_000 }, () => {
   it("a manager calling a sub-agent 15 times in one Promise.all completes, with no MaxListenersExceededWarning", async () => {
     const manager = fanOut("manager", "part_agent", 15, leaf());
     const graph = manager.builder.compile({ checkpointer: new MemorySaver() });

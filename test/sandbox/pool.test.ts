@@ -403,7 +403,8 @@ describe("SES code cache", () => {
   });
 });
 
-describe("orphans", () => {
+// Starts a tsx host and watches its child's CPU time: slow on a loaded machine.
+describe("orphans", { timeout: 180_000 }, () => {
   it("a child whose host died kills itself even while guest code spins", async () => {
     const { spawn, execSync } = await import("node:child_process");
     const { readFileSync } = await import("node:fs");

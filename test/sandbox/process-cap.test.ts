@@ -14,6 +14,15 @@ import {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The deadline of the nested actions' tests: far above what they need even on a loaded machine
+ * (process starts there take seconds), so none times out. A deadlock then fails the test by its
+ * timeout, and a cycle broken by a timeout shows as a TimeoutError in the results.
+ */
+const NESTED_DEADLINE_MS = 120_000;
+/** Those tests' own timeout: above the actions' deadline. */
+const NESTED_TEST_TIMEOUT = { timeout: 180_000 };
+
 /** Live OS processes whose parent is this process (the sandbox children; prlimit execs node). */
 function osChildren(): number | null {
   if (!existsSync("/proc/self/stat")) return null;
@@ -74,63 +83,80 @@ describe("maxProcesses", () => {
     expect(sandbox.queuedActions).toBe(0);
   });
 
-  it("time spent waiting for a process does not count against the action's deadline", async () => {
-    // 6 actions of ~250 ms each on 1 process: the last one waits ~1.25 s, far past its 800 ms deadline.
-    const sandbox = make({ poolSize: 1, maxProcesses: 1, limits: { timeoutMs: 800 } });
-    const work: HostToolFn = async () => {
-      await sleep(250);
-      return 1;
-    };
-    const t0 = performance.now();
-    const results = await Promise.all(
-      Array.from({ length: 6 }, () =>
-        sandbox.run({ code: "final_answer(await work())", tools: { work } }),
-      ),
-    );
-    expect(performance.now() - t0).toBeGreaterThan(1_400);
-    expect(results.map((r) => r.error)).toEqual(Array(6).fill(null));
-    expect(sandbox.peakProcessCount).toBe(1);
-  });
+  it(
+    "time spent waiting for a process does not count against the action's deadline",
+    { timeout: 180_000 },
+    async () => {
+      // 4 actions of 3 s each on 1 process, 8 s deadline each: the last one starts its work 9 s or
+      // more after it was submitted (past its deadline), while each action's own 3 s leave 5 s for
+      // a loaded machine's overhead. (The queue's wait includes each predecessor's process start.)
+      const deadline = 8_000;
+      const sandbox = make({ poolSize: 1, maxProcesses: 1, limits: { timeoutMs: deadline } });
+      const began: number[] = [];
+      const work: HostToolFn = async () => {
+        began.push(performance.now());
+        await sleep(3_000);
+        return 1;
+      };
+      const t0 = performance.now();
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          sandbox.run({ code: "final_answer(await work())", tools: { work } }),
+        ),
+      );
+      expect(results.map((r) => r.error)).toEqual(Array(4).fill(null));
+      // They ran one after another, the last one past the deadline counted from its submission.
+      expect(Math.max(...began) - t0).toBeGreaterThan(deadline);
+      expect(sandbox.peakProcessCount).toBe(1);
+    },
+  );
 
-  it("nested actions at the cap (each holder awaits a queued inner action) complete without deadlock", async () => {
-    // Two top-level actions take both processes, then each awaits a tool that runs an inner action,
-    // which itself awaits a tool that runs an innermost action: a plain cap would wait forever.
-    const N = 2;
-    const sandbox = make({ poolSize: 0, maxProcesses: N, limits: { timeoutMs: 20_000 } });
-    const leaf: HostToolFn = async (args) => `leaf(${String(args[0])})`;
-    const inner: HostToolFn = async (args) => {
-      const r = await sandbox.run({
-        code: `final_answer(await leaf(${args[0]}))`,
-        tools: { leaf },
+  it(
+    "nested actions at the cap (each holder awaits a queued inner action) complete without deadlock",
+    NESTED_TEST_TIMEOUT,
+    async () => {
+      // Two top-level actions take both processes, then each awaits a tool that runs an inner action,
+      // which itself awaits a tool that runs an innermost action: a plain cap would wait forever.
+      const N = 2;
+      const sandbox = make({
+        poolSize: 0,
+        maxProcesses: N,
+        limits: { timeoutMs: NESTED_DEADLINE_MS },
       });
-      return r.finalAnswer;
-    };
-    const outer: HostToolFn = async (args) => {
-      const r = await sandbox.run({
-        code: `final_answer(await inner(${args[0]}))`,
-        tools: { inner },
-      });
-      return r.finalAnswer;
-    };
-    const started = performance.now();
-    const results = await Promise.all(
-      [1, 2].map((i) =>
-        sandbox.run({
-          code: `const [a, b] = await Promise.all([outer(${i}0), outer(${i}1)]);\nfinal_answer([a, b])`,
-          tools: { outer },
-        }),
-      ),
-    );
-    expect(results.map((r) => r.finalAnswer)).toEqual([
-      ["leaf(10)", "leaf(11)"],
-      ["leaf(20)", "leaf(21)"],
-    ]);
-    // Far below the 20 s deadline: nothing waited for a timeout to break the cycle.
-    expect(performance.now() - started).toBeLessThan(10_000);
-    // Extra processes only along the nesting, never one per queued action (that would be 2+4+4).
-    expect(sandbox.peakProcessCount).toBeGreaterThan(N);
-    expect(sandbox.peakProcessCount).toBeLessThanOrEqual(N + 3);
-  });
+      const leaf: HostToolFn = async (args) => `leaf(${String(args[0])})`;
+      const inner: HostToolFn = async (args) => {
+        const r = await sandbox.run({
+          code: `final_answer(await leaf(${args[0]}))`,
+          tools: { leaf },
+        });
+        return r.finalAnswer;
+      };
+      const outer: HostToolFn = async (args) => {
+        const r = await sandbox.run({
+          code: `final_answer(await inner(${args[0]}))`,
+          tools: { inner },
+        });
+        return r.finalAnswer;
+      };
+      const results = await Promise.all(
+        [1, 2].map((i) =>
+          sandbox.run({
+            code: `const [a, b] = await Promise.all([outer(${i}0), outer(${i}1)]);\nfinal_answer([a, b])`,
+            tools: { outer },
+          }),
+        ),
+      );
+      // Every action answered: none waited for a timeout to break the cycle.
+      expect(results.map((r) => r.error)).toEqual([null, null]);
+      expect(results.map((r) => r.finalAnswer)).toEqual([
+        ["leaf(10)", "leaf(11)"],
+        ["leaf(20)", "leaf(21)"],
+      ]);
+      // Extra processes only along the nesting, never one per queued action (that would be 2+4+4).
+      expect(sandbox.peakProcessCount).toBeGreaterThan(N);
+      expect(sandbox.peakProcessCount).toBeLessThanOrEqual(N + 3);
+    },
+  );
 
   it("a holder waiting on something else (not a queued action) gets no extra process: the queue waits", async () => {
     const sandbox = make({ poolSize: 0, maxProcesses: 1 });
@@ -152,34 +178,40 @@ describe("maxProcesses", () => {
     expect(sandbox.peakProcessCount).toBe(1);
   });
 
-  it(`nesting deeper than the cap plus ${MAX_NESTING_EXTRA_PROCESSES} extras fails with SandboxBusyError instead of hanging`, async () => {
-    const sandbox = make({ poolSize: 0, maxProcesses: 1, limits: { timeoutMs: 20_000 } });
-    const errors: string[] = [];
-    const deeper: HostToolFn = async (args) => {
-      const n = Number(args[0]);
-      if (n === 0) return "bottom";
+  it(
+    `nesting deeper than the cap plus ${MAX_NESTING_EXTRA_PROCESSES} extras fails with SandboxBusyError instead of hanging`,
+    NESTED_TEST_TIMEOUT,
+    async () => {
+      const sandbox = make({
+        poolSize: 0,
+        maxProcesses: 1,
+        limits: { timeoutMs: NESTED_DEADLINE_MS },
+      });
+      const errors: string[] = [];
+      const deeper: HostToolFn = async (args) => {
+        const n = Number(args[0]);
+        if (n === 0) return "bottom";
+        const r = await sandbox.run({
+          code: `final_answer(await deeper(${n - 1}))`,
+          tools: { deeper },
+        });
+        if (r.error) errors.push(`${r.error.name}: ${r.error.message}`);
+        return r.finalAnswer ?? `failed at ${n - 1}`;
+      };
+      const depth = 1 + MAX_NESTING_EXTRA_PROCESSES + 2;
       const r = await sandbox.run({
-        code: `final_answer(await deeper(${n - 1}))`,
+        code: `final_answer(await deeper(${depth}))`,
         tools: { deeper },
       });
-      if (r.error) errors.push(`${r.error.name}: ${r.error.message}`);
-      return r.finalAnswer ?? `failed at ${n - 1}`;
-    };
-    const depth = 1 + MAX_NESTING_EXTRA_PROCESSES + 2;
-    const t0 = performance.now();
-    const r = await sandbox.run({
-      code: `final_answer(await deeper(${depth}))`,
-      tools: { deeper },
-    });
-    expect(performance.now() - t0).toBeLessThan(15_000);
-    expect(r.ok).toBe(true);
-    expect(r.finalAnswer).toBe(`failed at ${depth - 1 - MAX_NESTING_EXTRA_PROCESSES}`);
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(
-      /^SandboxBusyError: No sandbox process can come free: all 9 \(the limit of 1 plus 8 for nesting\)/,
-    );
-    expect(sandbox.peakProcessCount).toBe(1 + MAX_NESTING_EXTRA_PROCESSES);
-  });
+      expect(r.ok).toBe(true);
+      expect(r.finalAnswer).toBe(`failed at ${depth - 1 - MAX_NESTING_EXTRA_PROCESSES}`);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(
+        /^SandboxBusyError: No sandbox process can come free: all 9 \(the limit of 1 plus 8 for nesting\)/,
+      );
+      expect(sandbox.peakProcessCount).toBe(1 + MAX_NESTING_EXTRA_PROCESSES);
+    },
+  );
 
   it("at the cap, an action needing another heap limit makes room by retiring an idle process", async () => {
     const sandbox = make({ poolSize: 1, maxProcesses: 1 });

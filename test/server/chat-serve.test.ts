@@ -150,7 +150,7 @@ describe.skipIf(postgresMissing)("the chat graph on codehop serve (LangGraph SDK
          AND table_name <> 'codehop_uploads'`,
     );
     expect(tables.map((t) => t.table_name)).toEqual(
-      expect.arrayContaining(["codehop_runs", "codehop_run_events", "linear_checkpoints"]),
+      expect.arrayContaining(["codehop_runs", "codehop_run_events", "linear_steps"]),
     );
     for (const { table_schema, table_name } of tables) {
       const { rows } = await db.query(

@@ -129,7 +129,7 @@ describe.skipIf(postgresMissing)("codehop eval --queue (distributed)", { timeout
       );
       expect(byWorker.rows.map((r) => r.worker_id).sort()).toEqual(["e1", "e2"]);
       const threads = await db.query(
-        "SELECT count(DISTINCT thread_id)::int AS n FROM linear_checkpoints WHERE thread_id LIKE $1",
+        "SELECT count(DISTINCT thread_id)::int AS n FROM linear_steps WHERE thread_id LIKE $1",
         [`${distributed.runId}:agentic:%`],
       );
       expect(threads.rows[0].n).toBe(3);

@@ -34,7 +34,7 @@ let server: CliRun | undefined;
 let worker: CliRun | undefined;
 let serverUrl = "";
 const keys: Record<string, string> = {};
-const USERS = ["alice", "rater", "runner", "parallel", "uploader", "filler"];
+const USERS = ["alice", "rater", "runner", "parallel", "uploader", "filler", "prober"];
 
 const clientOf = (user: string) =>
   new Client({
@@ -380,6 +380,82 @@ describe.skipIf(postgresMissing)(
         s.on("error", () => resolve(0));
       });
       expect([400, 401]).toContain(status);
+    });
+  },
+);
+
+describe.skipIf(postgresMissing)(
+  "client values the database or LangGraph refuse: 422 naming them, never a 500",
+  { timeout: 120_000 },
+  () => {
+    let threadId = "";
+    let runId = "";
+    beforeAll(async () => {
+      const prober = clientOf("prober");
+      const thread = await prober.threads.create();
+      threadId = thread.thread_id;
+      await prober.runs.wait(threadId, "whoami", { input: { task: "Who am I?" } });
+      runId = (await prober.runs.list(threadId))[0].run_id;
+    });
+
+    it("query numbers: NaN, negative, repeated, past bigint: 422 naming the parameter", async () => {
+      for (const [path, field] of [
+        [`/threads/${threadId}/runs?limit=abc`, "query.limit"],
+        [`/threads/${threadId}/runs?limit=-5`, "query.limit"],
+        [`/threads/${threadId}/runs?limit=1&limit=2`, "query.limit"],
+        [`/threads/${threadId}/runs?offset=99999999999999999999`, "query.offset"],
+        [`/threads/${threadId}/runs?status=zzz`, "query.status"],
+        [`/threads/${threadId}/history?limit=abc`, "query.limit"],
+        [`/threads/${threadId}/history?limit=1e400`, "query.limit"],
+      ]) {
+        const res = await raw("prober", "GET", path);
+        expect(res.status, path).toBe(422);
+        expect(res.json.field, path).toBe(field);
+        expect(res.text, path).not.toMatch(/bigint|column|does not exist|\bat \S+:\d+/);
+      }
+      const ok = await raw("prober", "GET", `/threads/${threadId}/runs?limit=5&status=success`);
+      expect(ok.status).toBe(200);
+      expect(ok.json.map((r: { run_id: string }) => r.run_id)).toEqual([runId]);
+    });
+
+    it("a run after 10^20 seconds or before now: 422, nothing created", async () => {
+      const before = (await clientOf("prober").threads.search({ limit: 100 })).length;
+      for (const after_seconds of [1e20, -5]) {
+        const res = await raw(
+          "prober",
+          "POST",
+          "/runs",
+          JSON.stringify({ assistant_id: "whoami", input: { task: "Who am I?" }, after_seconds }),
+        );
+        expect(res.status, String(after_seconds)).toBe(422);
+        expect(res.json.message).toMatch(/after_seconds/);
+      }
+      expect((await clientOf("prober").threads.search({ limit: 100 })).length).toBe(before);
+    });
+
+    it("a Last-Event-ID past bigint replays the stream from its start, without a database error", async () => {
+      const res = await fetch(`${serverUrl}/threads/${threadId}/runs/${runId}/stream`, {
+        headers: { "x-api-key": keys.prober, "last-event-id": "99999999999999999999999999" },
+      });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(text).toMatch(/event: values/);
+      expect(text).not.toMatch(/event: error|out of range/);
+    });
+
+    it("a state update LangGraph refuses (no such node, values not an update): 422 with its reason", async () => {
+      for (const [body, reason] of [
+        [{ values: {}, as_node: "nope" }, /Node "nope" does not exist/],
+        [{ values: "x" }, /to return an object/],
+        [{ values: [1, 2] }, /to return an object/],
+      ] as const) {
+        const res = await raw("prober", "POST", `/threads/${threadId}/state`, JSON.stringify(body));
+        expect(res.status, JSON.stringify(body)).toBe(422);
+        expect(res.json.message).toMatch(reason);
+        expect(res.json.message).not.toMatch(/Troubleshooting|\n/);
+      }
+      // The thread reads as before.
+      expect((await raw("prober", "GET", `/threads/${threadId}/state`)).status).toBe(200);
     });
   },
 );

@@ -236,6 +236,32 @@ describe.skipIf(postgresMissing)("authentication on codehop serve", { timeout: 1
     expect(res.status).toBe(200);
   });
 
+  it("two users' credentials in one request (x-api-key and Authorization): 401, never either user", async () => {
+    const search = (headers: Record<string, string>) =>
+      fetch(`${serverUrl}/threads/search`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: "{}",
+      });
+    for (const headers of [
+      { "x-api-key": keys.alice, authorization: `Bearer ${bobToken}` },
+      { "x-api-key": keys.alice, authorization: `Bearer ${keys.mallory}` },
+      { "x-api-key": keys.mallory, authorization: `bearer ${keys.alice}` },
+    ]) {
+      const res = await search(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(401);
+      expect(((await res.json()) as { message: string }).message).toMatch(/two different users/);
+    }
+    // The same key twice, or a bearer that is no credential of codehop's (a proxy's): the key's user.
+    expect(
+      (await search({ "x-api-key": keys.alice, authorization: `Bearer ${keys.alice}` })).status,
+    ).toBe(200);
+    expect(
+      (await search({ "x-api-key": keys.alice, authorization: "Bearer proxy-session-token" }))
+        .status,
+    ).toBe(200);
+  });
+
   it("keys are stored hashed, listed without secrets, and a revoked key stops working", async () => {
     const { rows } = await db.query("SELECT * FROM codehop_api_keys");
     expect(rows).toHaveLength(3);

@@ -8,7 +8,9 @@ import { cliEnv, runCli } from "../app/cli-helpers.ts";
 
 const NO_DATABASE = "postgres://codehop@127.0.0.1:1/none";
 
-describe("codehop serve refuses to start open", () => {
+// Each test starts `codehop serve` (a CLI start: a second or two of CPU); the starts of one test
+// run at once and its timeout leaves room for a loaded machine.
+describe("codehop serve refuses to start open", { timeout: 180_000 }, () => {
   it.each([
     [["--host", "0.0.0.0"]],
     [["--host", "::"]],
@@ -27,23 +29,29 @@ describe("codehop serve refuses to start open", () => {
   });
 
   it.each([[""], ["   "]])("an empty --api-key (%j, an unset variable) is refused", async (key) => {
-    for (const host of ["127.0.0.1", "0.0.0.0"]) {
-      const run = await runCli(
-        ["serve", "--host", host, "--api-key", key, "--database-url", NO_DATABASE],
-        cliEnv({}),
-      );
+    const runs = await Promise.all(
+      ["127.0.0.1", "0.0.0.0"].map((host) =>
+        runCli(
+          ["serve", "--host", host, "--api-key", key, "--database-url", NO_DATABASE],
+          cliEnv({}),
+        ),
+      ),
+    );
+    for (const run of runs) {
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(/--api-key is empty \(was CODEHOP_API_KEY set\?\)/);
     }
   });
 
   it("--insecure, or any authentication, gets past the check (to the database)", async () => {
-    for (const args of [
-      ["--host", "0.0.0.0", "--insecure"],
-      ["--host", "0.0.0.0", "--auth", "keys"],
-      ["--host", "0.0.0.0", "--api-key", "a-long-random-key-0123456789"],
-    ]) {
-      const run = await runCli(["serve", ...args, "--database-url", NO_DATABASE], cliEnv({}));
+    const runs = await Promise.all(
+      [
+        ["--host", "0.0.0.0", "--insecure"],
+        ["--host", "0.0.0.0", "--auth", "keys"],
+        ["--host", "0.0.0.0", "--api-key", "a-long-random-key-0123456789"],
+      ].map((args) => runCli(["serve", ...args, "--database-url", NO_DATABASE], cliEnv({}))),
+    );
+    for (const run of runs) {
       expect(run.code).toBe(2);
       expect(run.stderr).not.toMatch(/Refusing to listen/);
       expect(run.stderr).toMatch(/CODEHOP_DB_INVALID|Cannot connect/);

@@ -47,17 +47,32 @@ function ancestry<T>(item: T, parentOf: (x: T) => T | undefined, name: (x: T) =>
   return names;
 }
 
-describe("LangSmith, by its environment variables", { timeout: 180_000 }, () => {
-  it("one trace per run, nested agent > step > model call | tool > sub-agent; flushed before the CLI exits", async () => {
-    const env = world.cliEnv({
+/**
+ * One `ask --json` with both tracers configured by their variables (LangSmith and OpenTelemetry),
+ * run once for the file (by whichever test asks first): each tracer's test reads its own
+ * receiver.
+ */
+let traced: ReturnType<typeof runCli> | undefined;
+const tracedAsk = () =>
+  (traced ??= runCli(
+    ["ask", DEMO_QUESTIONS.plywood, "--json"],
+    world.cliEnv({
       OPENAI_API_KEY: "k",
       CODEHOP_CORPUS: world.corpus,
       LANGSMITH_TRACING: "true",
       LANGSMITH_ENDPOINT: langsmith.url,
       LANGSMITH_API_KEY: "ls-key",
       LANGSMITH_PROJECT: "codehop-test",
-    });
-    const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
+      CODEHOP_OTEL: "1",
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20otel-token",
+      OTEL_SERVICE_NAME: "codehop-test",
+    }),
+  ));
+
+describe("LangSmith, by its environment variables", { timeout: 180_000 }, () => {
+  it("one trace per run, nested agent > step > model call | tool > sub-agent; flushed before the CLI exits", async () => {
+    const asked = await tracedAsk();
     expect(asked.code).toBe(0);
     const result = JSON.parse(asked.stdout);
     expect(result.answer).toBe(DEMO_ANSWERS.plywood);
@@ -121,15 +136,7 @@ describe("LangSmith, by its environment variables", { timeout: 180_000 }, () => 
 
 describe("OpenTelemetry GenAI spans over OTLP/HTTP", { timeout: 180_000 }, () => {
   it("one trace, agent/step/chat/tool spans with gen_ai attributes and the run's usage", async () => {
-    const env = world.cliEnv({
-      OPENAI_API_KEY: "k",
-      CODEHOP_CORPUS: world.corpus,
-      CODEHOP_OTEL: "1",
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20otel-token",
-      OTEL_SERVICE_NAME: "codehop-test",
-    });
-    const asked = await runCli(["ask", DEMO_QUESTIONS.plywood, "--json"], env);
+    const asked = await tracedAsk();
     expect(asked.code).toBe(0);
     const result = JSON.parse(asked.stdout);
     const spans = otlp.spans;

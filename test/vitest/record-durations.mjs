@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -23,9 +23,15 @@ if (!report) {
   );
 }
 const { testResults } = JSON.parse(readFileSync(report, "utf8"));
+// Paths relative to the checkout the report was made in (another clone's report works too): the
+// deepest directory holding every file, the repository root when test/ and packages/ both ran.
+const names = testResults.map((r) => r.name);
+let base = names.length ? dirname(names[0]) : root;
+while (!names.every((n) => n.startsWith(`${base}${sep}`)) && dirname(base) !== base)
+  base = dirname(base);
 const files = {};
 for (const r of testResults.sort((a, b) => a.name.localeCompare(b.name)))
-  files[relative(root, r.name)] = Math.round((r.endTime - r.startTime) / 100) / 10;
+  files[relative(base, r.name)] = Math.round((r.endTime - r.startTime) / 100) / 10;
 writeFileSync(
   join(root, "test/vitest/durations.json"),
   `${JSON.stringify({ note: "seconds per test file in one full run (npm run test:durations)", files }, null, 2)}\n`,

@@ -4,17 +4,24 @@ import type {
   SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
+import type { tableNames } from "./schema.ts";
 
 /** What the saver's parts (reads.ts, writes.ts, saver.ts) share. */
 export interface SaverContext {
   readonly pool: pg.Pool;
   /** The qualified table names. */
-  readonly t: { checkpoints: string; blobs: string; writes: string };
+  readonly t: ReturnType<typeof tableNames>;
   readonly serde: SerializerProtocol;
   /** Decoded values by thread, namespace, channel and version (see {@link valueKey}). */
   readonly values: Lru<string, KnownValue>;
   /** Each namespace's latest checkpoint this process put or read (by thread\0namespace). */
   readonly latest: Lru<string, Latest>;
+  /**
+   * Payloads of the checkpoints this process put or read lately (by thread\0namespace\0id): a
+   * task's writes are deflated against their checkpoint's (LangGraph may store them after the
+   * next checkpoint).
+   */
+  readonly payloads: Lru<string, Buffer>;
   /** A read query; on a schema without the tables yet, they are created first. */
   read<R extends pg.QueryResultRow>(sql: string, args: unknown[]): Promise<pg.QueryResult<R>>;
 }
@@ -67,6 +74,18 @@ export interface KnownValue {
 export interface Latest {
   id: string;
   values: Map<string, KnownValue>;
+  /**
+   * Rows of linear_steps each channel's value needs, counted back from this checkpoint (0: its
+   * own row); absent for a checkpoint of an earlier layout.
+   */
+  depths?: Map<string, number>;
+  /** Its linear_steps row's payload (what a child's row is deflated against). */
+  payload?: Buffer;
+  /**
+   * How many rows back the chain of payloads each row is deflated against goes, for this row
+   * (index 0) and the ancestors a read of it walks (index: rows back).
+   */
+  dicts?: number[];
 }
 
 /** The key of a namespace in the caches. */

@@ -4,11 +4,18 @@ import {
   type CheckpointPendingWrite,
   type CheckpointTuple,
   TASKS,
-  WRITES_IDX_MAP,
   maxChannelVersion,
 } from "@langchain/langgraph-checkpoint";
 import { CheckpointCorruptError, corrupt, rowKey, shown, type RowPlace } from "./corrupt.ts";
-import { forkSafeVersion, type PackedWrite, unpacked, unpackWrites } from "./codec.ts";
+import {
+  forkSafeVersion,
+  jsonContains,
+  mergedWrites,
+  parsedRecord,
+  type TaskCall,
+  unpacked,
+  unpackWrites,
+} from "./codec.ts";
 import {
   type BlobRow,
   type CheckpointRow,
@@ -53,23 +60,7 @@ export async function recordOf(ctx: SaverContext, row: CheckpointRow): Promise<S
     table: "linear_checkpoints",
     row: rowKey({ checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id }),
   };
-  const bytes = unpacked(row.zip, row.record, where);
-  let record: StoredRecord;
-  try {
-    record = (await ctx.serde.loadsTyped(row.type, bytes)) as StoredRecord;
-  } catch {
-    throw corrupt(where, "its checkpoint does not parse");
-  }
-  if (
-    typeof record !== "object" ||
-    record === null ||
-    typeof record.c !== "object" ||
-    record.c === null ||
-    typeof record.c.v !== "number" ||
-    typeof record.c.channel_versions !== "object" ||
-    record.c.channel_versions === null
-  )
-    throw corrupt(where, "its checkpoint is not a checkpoint record");
+  const record = await parsedRecord(ctx, row.type, unpacked(row.zip, row.record, where), where);
   records.set(row, record);
   return record;
 }
@@ -243,41 +234,24 @@ export async function pendingWrites(
     "thread_id" | "checkpoint_ns" | "checkpoint_id" | "w_task" | "w_zip" | "w_data"
   >,
 ): Promise<CheckpointPendingWrite[]> {
-  const out: CheckpointPendingWrite[] = [];
-  const tasks = row.w_task ?? [];
-  const where = (task: string, channel?: string): RowPlace => ({
-    thread: row.thread_id,
-    table: "linear_writes",
-    row: rowKey({
-      checkpoint_ns: row.checkpoint_ns,
-      checkpoint_id: row.checkpoint_id,
-      task_id: task,
-      ...(channel === undefined ? {} : { channel }),
-    }),
-  });
-  let i = 0;
-  while (i < tasks.length) {
-    const task = tasks[i];
-    const byIdx = new Map<number, PackedWrite>();
-    for (; i < tasks.length && tasks[i] === task; i++) {
-      const writes = unpackWrites(
-        unpacked(row.w_zip![i], row.w_data![i], where(task)),
-        where(task),
-      );
-      const replace = writes.every((w) => w.channel in WRITES_IDX_MAP);
-      for (const w of writes) if (replace || !byIdx.has(w.idx)) byIdx.set(w.idx, w);
-    }
-    for (const w of [...byIdx.values()].sort((a, b) => a.idx - b.idx)) {
-      let value: unknown;
-      try {
-        value = await ctx.serde.loadsTyped(w.type, w.data);
-      } catch {
-        throw corrupt(where(task, w.channel), `its ${shown(w.type)} value does not parse`);
-      }
-      out.push([task, w.channel, value]);
-    }
-  }
-  return out;
+  const where =
+    (task: string) =>
+    (channel?: string): RowPlace => ({
+      thread: row.thread_id,
+      table: "linear_writes",
+      row: rowKey({
+        checkpoint_ns: row.checkpoint_ns,
+        checkpoint_id: row.checkpoint_id,
+        task_id: task,
+        ...(channel === undefined ? {} : { channel }),
+      }),
+    });
+  const calls: TaskCall[] = (row.w_task ?? []).map((task, i) => ({
+    task,
+    writes: unpackWrites(unpacked(row.w_zip![i], row.w_data![i], where(task)()), where(task)()),
+    where: where(task),
+  }));
+  return mergedWrites(ctx, calls);
 }
 
 /** Checkpoints of format v < 4 kept their pending sends in the parent's writes. */
@@ -301,4 +275,37 @@ async function migratePendingSends(
     Object.keys(checkpoint.channel_versions).length > 0
       ? maxChannelVersion(...Object.values(checkpoint.channel_versions))
       : forkSafeVersion(undefined);
+}
+
+/**
+ * list() over the first layout's tables: checkpoints matching `wheres` (conditions on the
+ * checkpoint row's columns), newest first, `filter` applied to their metadata, at most `max`.
+ */
+export async function* listFirstLayout(
+  ctx: SaverContext,
+  wheres: string[],
+  args: unknown[],
+  filter: Record<string, unknown> | undefined,
+  max: number | undefined,
+): AsyncGenerator<CheckpointTuple> {
+  const filtered = filter && Object.keys(filter).length > 0;
+  let sql = selectSql(
+    ctx,
+    wheres.length ? `WHERE ${wheres.map((w) => `c.${w}`).join(" AND ")}` : "",
+  );
+  sql += " ORDER BY c.checkpoint_id DESC";
+  if (max !== undefined && !filtered) sql += ` LIMIT ${max}`;
+  const { rows } = await ctx.pool.query<CheckpointRow>(sql, args);
+  // In batches: values are fetched for a batch at once (their chains shared).
+  const BATCH = 64;
+  for (let i = 0; i < rows.length; i += BATCH) {
+    let batch = rows.slice(i, i + BATCH);
+    if (filtered) {
+      const kept: CheckpointRow[] = [];
+      for (const row of batch)
+        if (jsonContains((await recordOf(ctx, row)).m, filter)) kept.push(row);
+      batch = kept;
+    }
+    yield* await tuples(ctx, batch, false);
+  }
 }

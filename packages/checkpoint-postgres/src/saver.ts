@@ -23,9 +23,11 @@ import {
   valueKey,
 } from "./context.ts";
 import type { ForkSafePostgresSaver } from "./official.ts";
-import { pendingWrites, recordOf, selectSql, tuples } from "./reads.ts";
-import { quoteIdent, tableNames, tablesSql } from "./schema.ts";
-import { preparePut, storePut, storeWrites } from "./writes.ts";
+import { listFirstLayout, pendingWrites, selectSql, tuples } from "./reads.ts";
+import { CHECKPOINT_CALL, quoteIdent, tableNames, tablesSql } from "./schema.ts";
+import { fetchAncestors, StepSet, stepSql, writesOf } from "./step-reads.ts";
+import { STEP_COLUMNS, type StepRow, stepRecord } from "./step-rows.ts";
+import { prepareStep, storeStep, storeStepWrites } from "./writes.ts";
 
 /** Decoded values kept across reads. */
 const CACHE_SIZE = 512;
@@ -58,8 +60,8 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
   private readonly t: SaverContext["t"];
   /** The official saver on the same schema, for checkpoints stored in its layout (loaded once needed). */
   private legacyReader?: Promise<ForkSafePostgresSaver>;
-  /** Whether the schema has the official saver's tables (decided once). */
-  private hasLegacy?: Promise<boolean>;
+  /** Which tables of earlier layouts the schema holds (decided once). */
+  private old?: Promise<{ first: boolean; official: boolean }>;
   private ready?: Promise<void>;
   /** The pool this saver made (fromConnString), which `end()` closes. */
   private ownPool?: pg.Pool;
@@ -77,12 +79,14 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     this.t = tableNames(schema);
     const values = new Lru<string, KnownValue>(CACHE_SIZE);
     const latest = new Lru<string, Latest>(256);
+    const payloads = new Lru<string, Buffer>(64);
     this.ctx = {
       pool,
       t: this.t,
       serde: this.serde,
       values,
       latest,
+      payloads,
       read: (sql, args) => this.read(sql, args),
     };
   }
@@ -143,14 +147,6 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     }
   }
 
-  /** Whether the schema holds the official saver's tables (checked once). */
-  private legacyTables(): Promise<boolean> {
-    this.hasLegacy ??= this.pool
-      .query<{ t: string | null }>("SELECT to_regclass($1)::text AS t", [this.legacyTable()])
-      .then((r) => r.rows[0]?.t != null);
-    return this.hasLegacy;
-  }
-
   private legacyTable(): string {
     return `${quoteIdent(this.schema)}.checkpoints`;
   }
@@ -165,36 +161,110 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     if (!thread) return undefined;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
     const id = getCheckpointId(config) || undefined;
-    const { rows } = await this.read<CheckpointRow>(
-      selectSql(
-        this.ctx,
-        id
-          ? "WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3"
-          : "WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 ORDER BY c.checkpoint_id DESC LIMIT 1",
-      ),
-      id ? [thread, ns, id] : [thread, ns],
-    );
-    if (!rows.length) return (await this.legacyTables()) ? this.legacyTuple(config) : undefined;
-    const [tuple] = await tuples(this.ctx, rows, !id);
-    return tuple;
+    const found = await this.fetchStep(thread, ns, id);
+    if (found) return found.set.tuple(found.id, true, (p) => this.parentSet(thread, ns, p));
+    const old = await this.oldTables();
+    if (old.first) {
+      const { rows } = await this.pool.query<CheckpointRow>(
+        selectSql(
+          this.ctx,
+          id
+            ? "WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3"
+            : "WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 ORDER BY c.checkpoint_id DESC LIMIT 1",
+        ),
+        id ? [thread, ns, id] : [thread, ns],
+      );
+      if (rows.length) return (await this.withLaterWrites(await tuples(this.ctx, rows, false)))[0];
+    }
+    return old.official ? this.legacyTuple(config) : undefined;
   }
 
-  /** A checkpoint of the official layout, with pending writes stored since in the new tables. */
+  /**
+   * Checkpoint `id` (or the namespace's latest) of linear_steps with the rows its values need and
+   * its writes, in one statement; undefined when it is not there.
+   */
+  private async fetchStep(
+    thread: string,
+    ns: string,
+    id: string | undefined,
+  ): Promise<{ set: StepSet; id: string } | undefined> {
+    const { rows } = await this.read<StepRow & { n: number }>(
+      stepSql(this.ctx, id !== undefined),
+      id === undefined ? [thread, ns] : [thread, ns, id],
+    );
+    const target = rows.find((r) => r.n === 0);
+    if (!target) return undefined;
+    const set = new StepSet(this.ctx, thread, ns);
+    for (const row of rows) set.add(row);
+    return { set, id: target.checkpoint_id };
+  }
+
+  /** The rows of a parent checkpoint (for the pending sends of checkpoints of format < 4). */
+  private async parentSet(thread: string, ns: string, parentId: string): Promise<StepSet> {
+    return (await this.fetchStep(thread, ns, parentId))?.set ?? new StepSet(this.ctx, thread, ns);
+  }
+
+  /** Which tables of earlier layouts the schema holds (checked once). */
+  private oldTables(): Promise<{ first: boolean; official: boolean }> {
+    this.old ??= this.pool
+      .query<{ first: string | null; official: string | null }>(
+        "SELECT to_regclass($1)::text AS first, to_regclass($2)::text AS official",
+        [this.t.checkpoints, this.legacyTable()],
+      )
+      .then(({ rows }) => ({ first: rows[0]?.first != null, official: rows[0]?.official != null }))
+      .catch((err: unknown) => {
+        this.old = undefined;
+        throw err;
+      });
+    return this.old;
+  }
+
+  /**
+   * Tuples of earlier layouts with the writes stored since in linear_steps (a thread of an earlier
+   * layout resumed: its tasks' writes of that checkpoint are written here).
+   */
+  private async withLaterWrites(list: CheckpointTuple[]): Promise<CheckpointTuple[]> {
+    const byNs = new Map<string, CheckpointTuple[]>();
+    for (const t of list) {
+      const c = t.config.configurable!;
+      const key = nsKey(c.thread_id as string, (c.checkpoint_ns as string) ?? "");
+      byNs.set(key, [...(byNs.get(key) ?? []), t]);
+    }
+    for (const group of byNs.values()) {
+      const c = group[0].config.configurable!;
+      const ids = group.map((t) => t.config.configurable!.checkpoint_id as string);
+      const set = await writesOf(
+        this.ctx,
+        c.thread_id as string,
+        (c.checkpoint_ns as string) ?? "",
+        ids,
+      );
+      for (const t of group) {
+        const added = await set.pendingWrites(t.config.configurable!.checkpoint_id as string);
+        if (added.length) t.pendingWrites = [...(t.pendingWrites ?? []), ...added];
+      }
+    }
+    return list;
+  }
+
+  /** A checkpoint of the official layout, with pending writes stored since in this saver's tables. */
   private async legacyTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const tuple = await (await this.legacy()).getTuple(config);
     if (!tuple) return undefined;
     const c = tuple.config.configurable!;
-    const { rows } = await this.pool.query<CheckpointRow>(
-      `SELECT $1::text AS thread_id, $2::text AS checkpoint_ns, $3::text AS checkpoint_id,
-        array_agg(task_id ORDER BY task_path, task_id, call) AS w_task,
-        array_agg(zip ORDER BY task_path, task_id, call) AS w_zip,
-        array_agg(writes ORDER BY task_path, task_id, call) AS w_data
-       FROM ${this.t.writes} WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3`,
-      [c.thread_id, c.checkpoint_ns ?? "", c.checkpoint_id],
-    );
-    const added = rows[0]?.w_task ? await pendingWrites(this.ctx, rows[0]) : [];
-    tuple.pendingWrites = [...(tuple.pendingWrites ?? []), ...added];
-    return tuple;
+    if ((await this.oldTables()).first) {
+      const { rows } = await this.pool.query<CheckpointRow>(
+        `SELECT $1::text AS thread_id, $2::text AS checkpoint_ns, $3::text AS checkpoint_id,
+          array_agg(task_id ORDER BY task_path, task_id, call) AS w_task,
+          array_agg(zip ORDER BY task_path, task_id, call) AS w_zip,
+          array_agg(writes ORDER BY task_path, task_id, call) AS w_data
+         FROM ${this.t.writes} WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3`,
+        [c.thread_id, c.checkpoint_ns ?? "", c.checkpoint_id],
+      );
+      const added = rows[0]?.w_task ? await pendingWrites(this.ctx, rows[0]) : [];
+      tuple.pendingWrites = [...(tuple.pendingWrites ?? []), ...added];
+    }
+    return (await this.withLaterWrites([tuple]))[0];
   }
 
   async *list(
@@ -205,65 +275,86 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     const wheres: string[] = [];
     const args: unknown[] = [];
     const c = config?.configurable ?? {};
-    if (c.thread_id) wheres.push(`c.thread_id = $${args.push(c.thread_id)}`);
+    if (c.thread_id) wheres.push(`thread_id = $${args.push(c.thread_id)}`);
     if (c.checkpoint_ns !== undefined && c.checkpoint_ns !== null)
-      wheres.push(`c.checkpoint_ns = $${args.push(c.checkpoint_ns)}`);
-    if (c.checkpoint_id) wheres.push(`c.checkpoint_id = $${args.push(c.checkpoint_id)}`);
+      wheres.push(`checkpoint_ns = $${args.push(c.checkpoint_ns)}`);
+    if (c.checkpoint_id) wheres.push(`checkpoint_id = $${args.push(c.checkpoint_id)}`);
     if (before?.configurable?.checkpoint_id !== undefined)
-      wheres.push(`c.checkpoint_id < $${args.push(before.configurable.checkpoint_id)}`);
+      wheres.push(`checkpoint_id < $${args.push(before.configurable.checkpoint_id)}`);
     const filtered = filter && Object.keys(filter).length > 0;
     const max = limit === undefined ? undefined : Number.parseInt(String(limit), 10);
-    let sql = selectSql(this.ctx, wheres.length ? `WHERE ${wheres.join(" AND ")}` : "");
-    sql += " ORDER BY c.checkpoint_id DESC";
-    // A metadata filter is applied to the decoded records: the limit only after it.
-    if (max !== undefined && !filtered) sql += ` LIMIT ${max}`;
-    const { rows } = await this.read<CheckpointRow>(sql, args);
     let count = 0;
-    // In batches: values are fetched for a batch at once (their chains shared).
-    const BATCH = 64;
-    for (let i = 0; i < rows.length; i += BATCH) {
-      if (max !== undefined && count >= max) return;
-      let batch = rows.slice(i, i + BATCH);
-      if (filtered) {
-        const kept: CheckpointRow[] = [];
-        for (const row of batch)
-          if (jsonContains((await recordOf(this.ctx, row)).m, filter)) kept.push(row);
-        batch = kept;
-      }
-      for (const tuple of await tuples(this.ctx, batch, false)) {
-        if (max !== undefined && count >= max) return;
-        count++;
-        yield tuple;
-      }
+    const done = () => max !== undefined && count >= max;
+    // linear_steps: the checkpoints and their writes in one statement (a limit counts
+    // checkpoints; a metadata filter is applied to the decoded records, the limit only after it).
+    const where = wheres.length ? `AND ${wheres.join(" AND ")}` : "";
+    const s = this.t.steps;
+    const picked =
+      max !== undefined && !filtered
+        ? `AND (thread_id, checkpoint_ns, checkpoint_id) IN (SELECT thread_id, checkpoint_ns, checkpoint_id
+             FROM ${s} WHERE call = ${CHECKPOINT_CALL} ${where} ORDER BY checkpoint_id DESC LIMIT ${max})`
+        : "";
+    const { rows } = await this.read<StepRow>(
+      `SELECT ${STEP_COLUMNS} FROM ${s} WHERE true ${where} ${picked}
+       ORDER BY checkpoint_id DESC, thread_id, checkpoint_ns, call`,
+      args,
+    );
+    const sets = new Map<string, StepSet>();
+    const order: Array<{ set: StepSet; id: string }> = [];
+    for (const row of rows) {
+      const key = nsKey(row.thread_id, row.checkpoint_ns);
+      let set = sets.get(key);
+      if (!set) sets.set(key, (set = new StepSet(this.ctx, row.thread_id, row.checkpoint_ns)));
+      set.add(row);
+      if (row.call === String(CHECKPOINT_CALL)) order.push({ set, id: row.checkpoint_id });
     }
-    if ((max === undefined || count < max) && (await this.legacyTables()))
+    for (const set of sets.values()) await fetchAncestors(this.ctx, set);
+    for (const { set, id } of order) {
+      if (done()) return;
+      if (filtered) {
+        const step = await set.step(id);
+        if (!step || !jsonContains((await stepRecord(this.ctx, step)).m, filter)) continue;
+      }
+      const tuple = await set.tuple(id, false, (p) => this.parentSet(set.thread, set.ns, p));
+      if (!tuple) continue;
+      count++;
+      yield tuple;
+    }
+    const old = await this.oldTables();
+    if (old.first && !done())
+      for await (const tuple of listFirstLayout(
+        this.ctx,
+        wheres,
+        args,
+        filter,
+        max === undefined ? undefined : max - count,
+      )) {
+        count++;
+        yield (await this.withLaterWrites([tuple]))[0];
+        if (done()) return;
+      }
+    if (old.official && !done())
       for await (const tuple of (await this.legacy()).list(config, {
         ...options,
         ...(max === undefined ? {} : { limit: max - count }),
       }))
-        yield tuple;
+        yield (await this.withLaterWrites([tuple]))[0];
   }
 
-  /** Whether checkpoint `id` of a namespace is in the new tables, the official ones, or neither. */
-  private async whereIs(
-    thread: string,
-    ns: string,
-    id: string,
-  ): Promise<"new" | "legacy" | undefined> {
+  /** Whether checkpoint `id` of a namespace is in a table of an earlier layout. */
+  private async inOldLayout(thread: string, ns: string, id: string): Promise<boolean> {
+    const old = await this.oldTables();
     const at = "WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3";
-    const { rows } = await this.pool.query(`SELECT 1 FROM ${this.t.checkpoints} ${at}`, [
-      thread,
-      ns,
-      id,
-    ]);
-    if (rows.length) return "new";
-    if (!(await this.legacyTables())) return undefined;
-    const old = await this.pool.query(`SELECT 1 FROM ${this.legacyTable()} ${at}`, [
-      thread,
-      ns,
-      id,
-    ]);
-    return old.rows.length ? "legacy" : undefined;
+    for (const [has, table] of [
+      [old.first, this.t.checkpoints],
+      [old.official, this.legacyTable()],
+    ] as const)
+      if (
+        has &&
+        (await this.pool.query(`SELECT 1 FROM ${table} ${at}`, [thread, ns, id])).rows.length
+      )
+        return true;
+    return false;
   }
 
   async put(
@@ -280,19 +371,25 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     await this.setup();
     const key = nsKey(thread, ns);
     const prepared = copyCheckpoint(checkpoint);
-    const last = this.ctx.latest.get(key);
-    // The parent's values this process knows (appends are stored against them only).
-    const known = parentId && last?.id === parentId ? last.values : undefined;
-    // Continuing from a checkpoint of the official layout: every channel, once.
-    const fromLegacy =
-      parentId !== undefined && !known && (await this.whereIs(thread, ns, parentId)) === "legacy";
-    const toStore = fromLegacy ? { ...prepared.channel_versions } : newVersions;
-    const put = await preparePut(this.ctx, prepared, metadata, toStore, known);
-    this.ctx.latest.set(key, { id: checkpoint.id, values: put.current });
-    for (const [channel, entry] of put.current)
+    let toStore = newVersions;
+    let parent = parentId ? this.ctx.latest.get(key) : undefined;
+    if (parentId && parent?.id !== parentId) {
+      // A parent this process has not seen: read it (its values and where they are stored).
+      const found = await this.fetchStep(thread, ns, parentId);
+      if (found) await found.set.tuple(found.id, true, (p) => this.parentSet(thread, ns, p));
+      parent = this.ctx.latest.get(key);
+      // Continuing from a checkpoint of an earlier layout: every channel, once.
+      if (!found && (await this.inOldLayout(thread, ns, parentId)))
+        toStore = { ...prepared.channel_versions };
+    }
+    if (parent?.id !== parentId) parent = undefined;
+    const step = await prepareStep(this.ctx, prepared, metadata, toStore, parent);
+    this.ctx.latest.set(key, step.latest);
+    this.ctx.payloads.set(`${key}\u0000${checkpoint.id}`, step.latest.payload!);
+    for (const [channel, entry] of step.latest.values)
       this.ctx.values.set(valueKey(thread, ns, channel, entry.version), entry);
     try {
-      await storePut(this.ctx, { thread, ns, id: checkpoint.id, parentId }, put);
+      await storeStep(this.ctx, { thread, ns, id: checkpoint.id, parentId }, step);
     } catch (err) {
       // Not stored: the next put must not append to what this one would have written.
       this.ctx.latest.delete(key);
@@ -314,34 +411,44 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     if (!id) throw new Error("Missing checkpoint_id field in config.configurable.");
     await this.setup();
     const ns = config.configurable.checkpoint_ns ?? "";
-    await storeWrites(this.ctx, { thread, ns, id }, writes, taskId, taskPath);
+    const payload = this.ctx.payloads.get(`${nsKey(thread, ns)}\u0000${id}`);
+    await storeStepWrites(this.ctx, { thread, ns, id }, writes, taskId, taskPath, payload);
   }
 
   async deleteThread(threadId: string): Promise<void> {
     await this.setup();
-    for (const table of Object.values(this.t))
+    const old = await this.oldTables();
+    const tables = [
+      this.t.steps,
+      ...(old.first ? [this.t.checkpoints, this.t.blobs, this.t.writes] : []),
+    ];
+    for (const table of tables)
       await this.pool.query(`DELETE FROM ${table} WHERE thread_id = $1`, [threadId]);
-    if (await this.legacyTables()) await (await this.legacy()).deleteThread(threadId);
+    if (old.official) await (await this.legacy()).deleteThread(threadId);
     const ofThread = (key: string) => key.startsWith(`${threadId}\u0000`);
     this.ctx.values.deleteWhere(ofThread);
     this.ctx.latest.deleteWhere(ofThread);
+    this.ctx.payloads.deleteWhere(ofThread);
   }
 
-  /** The checkpoint tables of the schema: this saver's, and the official saver's when present. */
-  private async checkpointTables(): Promise<string[]> {
+  /** The checkpoint rows of the schema (this saver's, and earlier layouts' when present). */
+  private async checkpointTables(): Promise<Array<{ table: string; where: string }>> {
     await this.setup();
-    const tables = [this.t.checkpoints];
-    if (await this.legacyTables()) tables.push(this.legacyTable());
-    return tables;
+    const old = await this.oldTables();
+    return [
+      { table: this.t.steps, where: `call = ${CHECKPOINT_CALL}` },
+      ...(old.first ? [{ table: this.t.checkpoints, where: "true" }] : []),
+      ...(old.official ? [{ table: this.legacyTable(), where: "true" }] : []),
+    ];
   }
 
   /** Root-graph checkpoints per thread (all threads, or one), in both layouts. */
   async rootCheckpointCounts(threadId?: string): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     const where = threadId === undefined ? "" : "AND thread_id = $1";
-    for (const table of await this.checkpointTables()) {
+    for (const { table, where: rows_ } of await this.checkpointTables()) {
       const { rows } = await this.pool.query<{ thread_id: string; n: string }>(
-        `SELECT thread_id, count(*) AS n FROM ${table} WHERE checkpoint_ns = '' ${where} GROUP BY thread_id`,
+        `SELECT thread_id, count(*) AS n FROM ${table} WHERE ${rows_} AND checkpoint_ns = '' ${where} GROUP BY thread_id`,
         threadId === undefined ? [] : [threadId],
       );
       for (const r of rows) counts.set(r.thread_id, (counts.get(r.thread_id) ?? 0) + Number(r.n));
@@ -354,9 +461,9 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
     threadId: string,
   ): Promise<Array<{ checkpoint_ns: string; checkpoint_id: string }>> {
     const out: Array<{ checkpoint_ns: string; checkpoint_id: string }> = [];
-    for (const table of await this.checkpointTables()) {
+    for (const { table, where } of await this.checkpointTables()) {
       const { rows } = await this.pool.query<{ checkpoint_ns: string; checkpoint_id: string }>(
-        `SELECT checkpoint_ns, checkpoint_id FROM ${table} WHERE thread_id = $1`,
+        `SELECT checkpoint_ns, checkpoint_id FROM ${table} WHERE ${where} AND thread_id = $1`,
         [threadId],
       );
       out.push(...rows);
@@ -368,7 +475,7 @@ export class LinearPostgresSaver extends BaseCheckpointSaver {
   async threadIds(): Promise<string[]> {
     const tables = await this.checkpointTables();
     const { rows } = await this.pool.query<{ thread_id: string }>(
-      `${tables.map((t) => `SELECT thread_id FROM ${t}`).join(" UNION ")} ORDER BY thread_id`,
+      `${tables.map((t) => `SELECT thread_id FROM ${t.table} WHERE ${t.where}`).join(" UNION ")} ORDER BY thread_id`,
     );
     return rows.map((r) => r.thread_id);
   }

@@ -59,9 +59,12 @@ describe.skipIf(postgresMissing)("schemas of earlier layouts", () => {
     await pool?.end();
   });
 
-  it("the first layout (linear-v1.json): every checkpoint reads as it did, threads continue", async () => {
-    const schema = freshSchema("v1");
-    const fixture = await load(pool, "linear-v1.json", schema);
+  it.each([
+    ["the first layout", "linear-v1.json"],
+    ["the second layout", "linear-v2.json"],
+  ])("%s (%s): every checkpoint reads as it did, threads continue", async (_name, file) => {
+    const schema = freshSchema("old");
+    const fixture = await load(pool, file, schema);
     const saver = new LinearPostgresSaver(pool, schema);
     await saver.setup();
     const all = [...(await listed(saver, "a")), ...(await listed(saver, "b"))];

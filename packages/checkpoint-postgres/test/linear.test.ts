@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { Annotation, END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -10,6 +11,9 @@ import {
 } from "../../../test/persistence/postgres-cluster.ts";
 import { importsOf } from "../../../test/package/scratch.ts";
 import { CHECKPOINT_CORRUPT, CheckpointCorruptError, LinearPostgresSaver } from "../src/index.ts";
+import type { SaverContext } from "../src/context.ts";
+import { KIND_APPENDED, KIND_WHOLE } from "../src/schema.ts";
+import { decodeStep, type Step, type StepRow, STEP_COLUMNS } from "../src/step-rows.ts";
 
 const cluster = useTestCluster();
 
@@ -27,6 +31,24 @@ function counter(saver: BaseCheckpointSaver, until: number) {
 }
 
 const run = (thread: string) => ({ configurable: { thread_id: thread }, recursionLimit: 1000 });
+
+/** The kind of every stored value of channel `log` of a thread (its rows decoded in order). */
+async function logEntries(pool: pg.Pool, schema: string, thread: string): Promise<number[]> {
+  const { rows } = await pool.query<StepRow>(
+    `SELECT ${STEP_COLUMNS} FROM "${schema}".linear_steps
+     WHERE thread_id = $1 AND checkpoint_ns = '' AND call = 0 ORDER BY checkpoint_id`,
+    [thread],
+  );
+  const ctx = { serde: new JsonPlusSerializer() } as unknown as SaverContext;
+  const decoded = new Map<string, Step>();
+  const kinds: number[] = [];
+  for (const row of rows) {
+    const step = await decodeStep(ctx, row, decoded.get(row.parent_checkpoint_id ?? ""));
+    decoded.set(row.checkpoint_id, step);
+    for (const e of step.entries.values()) if (e.channel === "log") kinds.push(e.kind);
+  }
+  return kinds;
+}
 
 async function listAll(saver: BaseCheckpointSaver, thread: string) {
   const out = [];
@@ -48,14 +70,10 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     const saver = new LinearPostgresSaver(pool, schema);
     await saver.setup();
     await counter(saver, 60).invoke({}, run("t"));
-    const { rows } = await pool.query<{ kind: number; n: string; bytes: string }>(
-      `SELECT kind, count(*) AS n, sum(length(value)) AS bytes FROM "${schema}".linear_blobs
-       WHERE channel = 'log' GROUP BY kind ORDER BY kind`,
-    );
-    const appended = rows.find((r) => r.kind === 1);
-    expect(Number(appended?.n)).toBeGreaterThan(50);
+    const log = await logEntries(pool, schema, "t");
+    expect(log.filter((k) => k === KIND_APPENDED).length).toBeGreaterThan(50);
     // Whole copies come at geometrically growing sizes: far fewer than the steps.
-    expect(Number(rows.find((r) => r.kind === 0)?.n)).toBeLessThan(6);
+    expect(log.filter((k) => k === KIND_WHOLE).length).toBeLessThan(6);
 
     const fresh = new LinearPostgresSaver(pool, schema);
     const latest = await fresh.getTuple(run("t"));
@@ -67,7 +85,17 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
       const n = (t.checkpoint.channel_values.n as number | undefined) ?? 0;
       expect(log.length).toBe(n);
       if (n) expect(log[n - 1]).toMatch(new RegExp(`^record ${n - 1} `));
+      // Each read alone (a fresh saver: no cache) reads the same.
+      const one = await new LinearPostgresSaver(pool, schema).getTuple(t.config);
+      expect(one?.checkpoint.channel_values).toEqual(t.checkpoint.channel_values);
+      expect(one?.pendingWrites).toEqual(t.pendingWrites);
     }
+    // list() with a limit and `before` reads the rows its checkpoints need above them too.
+    const page = [];
+    for await (const t of fresh.list(run("t"), { before: all[20].config, limit: 3 })) page.push(t);
+    expect(page.map((t) => t.checkpoint.channel_values)).toEqual(
+      all.slice(21, 24).map((t) => t.checkpoint.channel_values),
+    );
   });
 
   it("a fresh saver continuing a thread stores appends, not the whole list again", async () => {
@@ -75,10 +103,7 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("t"));
     const second = new LinearPostgresSaver(pool, schema);
     await counter(second, 12).invoke({ n: 5 }, run("t"));
-    const { rows } = await pool.query<{ whole: string }>(
-      `SELECT count(*) FILTER (WHERE kind = 0) AS whole FROM "${schema}".linear_blobs WHERE channel = 'log'`,
-    );
-    expect(Number(rows[0].whole)).toBe(1);
+    expect((await logEntries(pool, schema, "t")).filter((k) => k === KIND_WHOLE).length).toBe(1);
     const state = await new LinearPostgresSaver(pool, schema).getTuple(run("t"));
     expect(state?.checkpoint.channel_values.log).toHaveLength(12);
   });
@@ -116,7 +141,7 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     expect(await saver.threadIds()).toEqual(["old"]);
     expect((await saver.checkpointKeys("old")).length).toBe(all.length);
     const { rows } = await pool.query(
-      `SELECT 1 FROM "${schema}".linear_checkpoints WHERE thread_id = 'old'`,
+      `SELECT 1 FROM "${schema}".linear_steps WHERE thread_id = 'old' AND call = 0`,
     );
     expect(rows.length).toBe(10);
 
@@ -141,15 +166,12 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
     expect((readB?.checkpoint.channel_values.log as string[]).at(-1)).toBe("fork b");
   });
 
-  it("a chain of appends pointing at itself, or bytes that are not deflate data, is CODEHOP_CHECKPOINT_CORRUPT", async () => {
+  it("a parent chain pointing at itself, or bytes that are not deflate data, is CODEHOP_CHECKPOINT_CORRUPT", async () => {
     const schema = freshSchema("lin");
     await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("bad"));
     await counter(new LinearPostgresSaver(pool, schema), 5).invoke({}, run("good"));
-    await pool.query(
-      `UPDATE "${schema}".linear_blobs SET base_version = version WHERE thread_id = 'bad' AND kind = 1`,
-    );
-    const expectCorrupt = async (schemaChange?: string) => {
-      if (schemaChange) await pool.query(schemaChange);
+    const expectCorrupt = async (change: string) => {
+      await pool.query(change);
       const saver = new LinearPostgresSaver(pool, schema);
       const err = await saver.getTuple(run("bad")).then(
         () => undefined,
@@ -158,13 +180,16 @@ describe.skipIf(postgresMissing)("LinearPostgresSaver", () => {
       expect(CheckpointCorruptError.isInstance(err), String(err)).toBe(true);
       expect((err as CheckpointCorruptError).code).toBe(CHECKPOINT_CORRUPT);
       expect((err as CheckpointCorruptError).thread).toBe("bad");
-      expect((err as Error).message).toMatch(/thread "bad": table linear_/);
+      expect((err as Error).message).toMatch(/thread "bad": table linear_steps/);
       expect((err as Error).message).not.toContain("SECRET");
       expect((await saver.getTuple(run("good")))?.checkpoint.channel_values.log).toHaveLength(5);
     };
-    await expectCorrupt();
+    // Every row its own parent, reaching far: the walk ends and the values it needs are missing.
     await expectCorrupt(
-      `UPDATE "${schema}".linear_checkpoints SET zip = 1, record = 'SECRET'::bytea WHERE thread_id = 'bad'`,
+      `UPDATE "${schema}".linear_steps SET parent_checkpoint_id = checkpoint_id, reach = 2000000000 WHERE thread_id = 'bad' AND call = 0`,
+    );
+    await expectCorrupt(
+      `UPDATE "${schema}".linear_steps SET zip = 1, data = 'SECRET'::bytea WHERE thread_id = 'bad'`,
     );
   });
 });

@@ -85,6 +85,15 @@ function spreadOf(value: unknown, source: Source): unknown[] {
   return value;
 }
 
+/**
+ * A chain of appends at most this long down to its whole copy is read a row at a time with the
+ * statement that read its first row; a longer one in one recursive query (whose preparing, on a
+ * fresh connection, costs what about ten row lookups do).
+ */
+const SHORT_CHAIN = 8;
+/** The writes rows of at most this many checkpoints are read a checkpoint at a time (see SHORT_CHAIN). */
+const FEW_CHECKPOINTS = 4;
+
 /** Reading and choosing the blob rows of channel values, with the cache of decoded values. */
 export class ChannelValues {
   /** Decoded channel values, by blob key. */
@@ -263,7 +272,11 @@ export class ChannelValues {
         fetched?.get(baseVersion) ??
         this.rows.get(baseKey) ??
         undefined;
-      if (!next) {
+      if (!next && row.chain <= SHORT_CHAIN) {
+        // (A few links: the blob statement a read has prepared already, once per link.)
+        next = this.ctx.s.getBlob.get(nsId, channel, baseVersion) as BlobRow | undefined;
+        this.rows.set(baseKey, next ?? null);
+      } else if (!next) {
         fetched = this.chainRows(nsId, channel, baseVersion);
         next = fetched.get(baseVersion);
       }
@@ -360,9 +373,16 @@ export class ChannelValues {
     const ahead = this.writeRows.aheadRows(nsId, ids);
     const rows = ahead
       ? ([...ahead.values()].flat() as Array<WritesRow & { checkpoint_id: string }>)
-      : (this.ctx.s.writesOf.all(nsId, JSON.stringify(ids)) as Array<
-          WritesRow & { checkpoint_id: string }
-        >);
+      : ids.length <= FEW_CHECKPOINTS
+        ? ids.flatMap(
+            (id) =>
+              this.writeRows.checkpointRows(nsId, id) as Array<
+                WritesRow & { checkpoint_id: string }
+              >,
+          )
+        : (this.ctx.s.writesOf.all(nsId, JSON.stringify(ids)) as Array<
+            WritesRow & { checkpoint_id: string }
+          >);
     for (const row of rows) {
       const key = `${nsId}\u0000${row.checkpoint_id}\u0000${row.task_id}`;
       if (!this.writeRows.pending.has(key)) out.set(key, this.writeRows.unpackRow(nsId, row));

@@ -105,6 +105,66 @@ export function inflateRecord(
   return codec.inflate(data.subarray(5), source, dictionary);
 }
 
+// ------------------------------------------------------------------------------------------
+// Whole records against their keyframe's record (zip ZIP_RECORD_KEYFRAME)
+
+/** The header of a record stored against its keyframe: the keyframe, and where the data starts. */
+export interface KeyframeHeader {
+  /** How many generations back the keyframe is (1: the parent). */
+  depth: number;
+  id: string;
+  crc: number;
+  at: number;
+}
+
+/** A record deflated with its keyframe's record as dictionary, with its header. */
+export function deflateOnKeyframe(
+  raw: Buffer,
+  keyframe: { id: string; depth: number; raw: Buffer },
+): Buffer | undefined {
+  const id = Buffer.from(keyframe.id, "utf8");
+  if (id.length > 255 || keyframe.depth > 255) return undefined;
+  const head = Buffer.alloc(6 + id.length);
+  head.writeUInt8(keyframe.depth, 0);
+  head.writeUInt8(id.length, 1);
+  id.copy(head, 2);
+  head.writeUInt32LE(crc32(keyframe.raw), 2 + id.length);
+  return Buffer.concat([head, deflateRawSync(raw, { dictionary: keyframe.raw })]);
+}
+
+/** The header of a record stored against its keyframe, checked against the row's length. */
+export function keyframeHeader(data: Buffer, source: Source): KeyframeHeader {
+  if (data.length < 6 || data.length < 6 + data.readUInt8(1))
+    corrupt(source.table, source.row(), "its keyframe header is cut short");
+  const length = data.readUInt8(1);
+  const depth = data.readUInt8(0);
+  if (depth < 1 || length < 1)
+    corrupt(source.table, source.row(), "its keyframe header names no earlier record");
+  return {
+    depth,
+    id: data.toString("utf8", 2, 2 + length),
+    crc: data.readUInt32LE(2 + length),
+    at: 6 + length,
+  };
+}
+
+/** A record stored against its keyframe, inflated with the keyframe's record bytes. */
+export function inflateOnKeyframe(
+  codec: Codec,
+  data: Buffer,
+  header: KeyframeHeader,
+  keyframeRaw: Buffer,
+  source: Source,
+): Buffer {
+  if (crc32(keyframeRaw) !== header.crc)
+    corrupt(
+      source.table,
+      source.row(),
+      "it is stored against a keyframe record that is not the one it was deflated with (it changed since, or its header is wrong)",
+    );
+  return codec.inflate(data.subarray(header.at), source, keyframeRaw);
+}
+
 /** The key of a writes row, as an error names it. */
 export function writesRowKey(nsId: number, row: WritesRow & { checkpoint_id?: string }): string {
   const at = row.checkpoint_id === undefined ? "" : `, checkpoint_id ${shown(row.checkpoint_id)}`;

@@ -355,9 +355,8 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     const toStore = parent?.legacy ? { ...prepared.channel_versions } : newVersions;
     const writes = parentId ? this.writes.get(`${nsId}\u0000${parentId}`) : undefined;
     const blobs: unknown[][] = [];
-    // Inline values: the ones this put adds, and every one still current (the parent's that kept
-    // their version, plus the added ones).
-    const added: Record<string, InlineValue> = {};
+    // Inline values: every one still current (the parent's that kept their version, plus the ones
+    // this put adds).
     const current: Record<string, InlineValue> = {};
     for (const [channel, entry] of Object.entries(parent?.versions.inline ?? {}))
       if (
@@ -381,23 +380,24 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
         parentId ? { id: parentId, writes } : undefined,
       );
       const inline = this.channels.inlineOf(blob, value);
-      if (inline) added[channel] = current[channel] = inline;
+      if (inline) current[channel] = inline;
       else blobs.push(blob);
     }
     const { channel_values: _values, ...rest } = prepared;
-    const record = storedRecord(
-      rest,
-      parentId,
-      parent && !parent.legacy ? parent.versions : undefined,
-      { added, current },
-    );
+    const record = storedRecord(rest, parentId, current);
     // Metadata goes into the record (deflated with it; list() filters such rows after reading).
     record.m = metadata;
     const cp = await inThread(thread, () => this.records.encode(nsId, record, parentId));
     this.records.remember(
       nsId,
       checkpoint.id,
-      { raw: cp.raw, stored: record, parentId: parentId ?? null, whole: !("base" in record) },
+      {
+        raw: cp.raw,
+        stored: record,
+        parentId: parentId ?? null,
+        alone: cp.zip === 0 || cp.zip === 1,
+        ...(cp.keyframe ? { keyframe: cp.keyframe } : {}),
+      },
       metadata,
     );
     const s = this.s;
@@ -419,7 +419,7 @@ export class IncrementalSqliteSaver extends BaseCheckpointSaver {
     const versions: Versions = {
       channel_versions: { ...prepared.channel_versions },
       versions_seen: structuredClone(prepared.versions_seen ?? {}),
-      chain: "base" in record ? parent!.versions.chain + 1 : 0,
+      chain: 0,
       inline: current,
     };
     this.lastPut.set(nsId, { id: checkpoint.id, versions });

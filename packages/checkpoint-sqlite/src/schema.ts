@@ -36,6 +36,13 @@ export const KIND_APPEND_WRITES = 4;
  * one byte (how many ancestors, parent last in the dictionary), the dictionary's CRC-32, the data.
  */
 export const ZIP_RECORD_ANCESTORS = 2;
+/**
+ * `zip` of a checkpoint row holding its whole record deflated with one earlier record of its
+ * lineage, its keyframe (a row stored alone, zip 0 or 1), as the dictionary: one byte (how many
+ * generations back the keyframe is), one byte (the length of its checkpoint id), that id (UTF-8),
+ * the keyframe record's CRC-32, the data. A read needs this row and its keyframe's only.
+ */
+export const ZIP_RECORD_KEYFRAME = 3;
 /** `zip` of a writes row deflated with earlier rows as its dictionary, named by key (rows of earlier versions). */
 export const ZIP_DICTIONARY = 2;
 /**

@@ -153,14 +153,19 @@ export class TupleReader {
           : ((await decoding(source.table, source.row, "its metadata does not parse", () =>
               this.p.serde().loadsTyped("json", row.metadata),
             )) as CheckpointMetadata);
-      pendingWrites = [];
-      for (const w of this.p.writeRows.checkpointRows(nsId, row.checkpoint_id))
-        for (const one of this.p.writeRows.unpackRow(nsId, w))
-          pendingWrites.push([
-            w.task_id,
-            one.channel,
-            await this.p.codec.decode(one.type, 0, one.data, one.source ?? source),
-          ]);
+      // (Decoded together: one parse for the checkpoint's writes.)
+      const writes = this.p.writeRows
+        .checkpointRows(nsId, row.checkpoint_id)
+        .flatMap((w) =>
+          this.p.writeRows.unpackRow(nsId, w).map((one) => ({ task: w.task_id, one })),
+        );
+      const values = await this.p.codec.decodeWrites(
+        writes.map((w) => w.one),
+        source,
+      );
+      pendingWrites = writes.map(
+        ({ task, one }, i) => [task, one.channel, values[i]] as CheckpointPendingWrite,
+      );
     }
     if (typeof checkpoint.v !== "number") {
       const source = row.legacy ? legacySource(row) : recordSource(row.ns_id!, row.checkpoint_id);

@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CodeSandbox, HostToolFn } from "../../../src/sandbox/contract.ts";
 import type { SandboxFactory } from "../conformance.ts";
 
+/** Half the default action deadline (30 s): what an action stopped early stays below. */
+const BELOW_DEFAULT_DEADLINE_MS = 15_000;
+
 /** Registers the semantics part of the suite. */
 export function describeSemantics(factory: SandboxFactory): void {
   let sandbox: CodeSandbox;
@@ -427,7 +430,9 @@ export function describeSemantics(factory: SandboxFactory): void {
         tools: { hang },
         signal: controller.signal,
       });
-      expect(performance.now() - t0).toBeLessThan(3_000);
+      // Stopped by the signal, not by the deadline (the default 30 s): a bound a loaded machine
+      // cannot reach by slowness alone.
+      expect(performance.now() - t0).toBeLessThan(BELOW_DEFAULT_DEADLINE_MS);
       expect(r.error).toEqual({
         name: "AbortError",
         message: "The action was cancelled by the host",
@@ -454,7 +459,8 @@ export function describeSemantics(factory: SandboxFactory): void {
     it("kills an infinite loop at the deadline, reports it and replaces the process", async () => {
       const t0 = performance.now();
       const r = await sandbox.run({ code: "while (true) {}", tools, limits: { timeoutMs: 300 } });
-      expect(performance.now() - t0).toBeLessThan(4_000);
+      // Killed at the action's own 300 ms deadline, not the default 30 s one.
+      expect(performance.now() - t0).toBeLessThan(BELOW_DEFAULT_DEADLINE_MS);
       expect(r.ok).toBe(false);
       expect(r.error?.name).toBe("TimeoutError");
       const next = await sandbox.run({ code: "final_answer(1 + 1)", tools });
