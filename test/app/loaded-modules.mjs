@@ -9,6 +9,11 @@ if (out) {
   register(new URL("./loaded-modules-hooks.mjs", import.meta.url), { data: { out } });
   const require = createRequire(import.meta.url);
   process.on("exit", () => {
-    appendFileSync(out, Object.keys(require.cache).map((file) => `${file}\n`).join(""));
+    appendFileSync(
+      out,
+      Object.keys(require.cache)
+        .map((file) => `${file}\n`)
+        .join(""),
+    );
   });
 }
