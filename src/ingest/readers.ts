@@ -215,7 +215,43 @@ export async function* readJsonl(stream: NodeJS.ReadableStream): AsyncGenerator<
   }
 }
 
+/**
+ * How far a JSONL record may nest, and how many keys plus array items it may hold: V8 parses any
+ * depth without recursing, but storing the record (JSON.stringify, the metadata column) recurses
+ * — a line nested 200,000 deep overflowed the stack and ended the ingest with a raw RangeError —
+ * and a line of 2 million keys took 86 s and 1.2 GB to store. Real records are a few levels and
+ * fields; the limits are the document readers' XML depth and the server's JSON keys.
+ */
+export const JSONL_RECORD_LIMITS = { maxDepth: 256, maxNodes: 100_000 } as const;
+
+/**
+ * Why a record's line is past {@link JSONL_RECORD_LIMITS}, or undefined: counted over its
+ * characters before it is parsed (brackets and commas outside strings), since parsing a
+ * 2-million-key line alone costs seconds and half a gigabyte.
+ */
+function recordTooLarge(line: string): string | undefined {
+  const { maxDepth, maxNodes } = JSONL_RECORD_LIMITS;
+  let depth = 0;
+  let nodes = 0;
+  let inString = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return `the record nests deeper than ${maxDepth} levels`;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+    else if (c === 0x2c && ++nodes > maxNodes)
+      return `the record has more than ${maxNodes} keys and array items`;
+  }
+  return undefined;
+}
+
 function jsonlRecord(line: string, where: string): ReaderItem {
+  const tooLarge = recordTooLarge(line);
+  if (tooLarge) return { kind: "skip", where, reason: `${tooLarge} [${ErrorCodes.INPUT_LIMIT}]` };
   let value: unknown;
   try {
     value = JSON.parse(line);

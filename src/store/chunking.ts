@@ -86,6 +86,28 @@ export function resolveChunkOptions(options: ChunkOptions = {}): Required<ChunkO
   return { chunkSize, chunkOverlap };
 }
 
+/** The most characters handed to the recursive splitter at once. */
+const MAX_SLAB_CHARS = 1_000_000;
+
+/**
+ * A section cut into slabs of at most {@link MAX_SLAB_CHARS}, at the last whitespace of each when
+ * there is one: LangChain's splitter recurses down to single characters on text without
+ * separators and overflowed the stack (a raw RangeError, 2.4 GB) on a 45 MB record of one word.
+ */
+function* slabs(text: string): Generator<string> {
+  let from = 0;
+  while (text.length - from > MAX_SLAB_CHARS) {
+    let to = from + MAX_SLAB_CHARS;
+    const space = text.lastIndexOf(" ", to);
+    const line = text.lastIndexOf("\n", to);
+    const cut = Math.max(space, line);
+    if (cut > from + MAX_SLAB_CHARS / 2) to = cut + 1;
+    yield text.slice(from, to);
+    from = to;
+  }
+  yield text.slice(from);
+}
+
 /** A reusable chunker (one splitter instance for many documents). */
 export class Chunker {
   readonly options: Required<ChunkOptions>;
@@ -107,13 +129,13 @@ export class Chunker {
   async chunk(text: string): Promise<Chunk[]> {
     const out: Chunk[] = [];
     for (const section of splitSections(text)) {
-      const pieces =
-        section.body.length <= this.options.chunkSize
-          ? [section.body]
-          : await this.splitter.splitText(section.body);
-      for (const piece of pieces) {
-        const t = piece.trim();
-        if (t) out.push({ section: section.heading, text: t });
+      for (const slab of slabs(section.body)) {
+        const pieces =
+          slab.length <= this.options.chunkSize ? [slab] : await this.splitter.splitText(slab);
+        for (const piece of pieces) {
+          const t = piece.trim();
+          if (t) out.push({ section: section.heading, text: t });
+        }
       }
     }
     return out;

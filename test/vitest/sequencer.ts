@@ -41,7 +41,8 @@ function shuffled<T>(items: T[], seed: number): T[] {
  * module cache, only while the next file in the queue is a shared one too.
  *
  * With `--sequence.shuffle` the order is random (seeded; vitest prints the seed) within each of the
- * two groups: a file that leaks state into the shared worker shows up as another file failing.
+ * two groups, and so is each file's order of tests; `--sequence.shuffle.files` shuffles the files
+ * only: a file that leaks state into the shared worker shows up as another file failing.
  */
 export default class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -53,9 +54,14 @@ export default class LongestFirstSequencer extends BaseSequencer {
       if (cached && !cached.failed && cached.duration > 0) return cached.duration / 1000;
       return recorded[path];
     };
-    const { shuffle, seed } = this.ctx.config.sequence;
+    const { shuffle } = this.ctx.config.sequence;
+    // `--sequence.shuffle.files` (files only, each file's tests in their order): vitest resolves
+    // it to `shuffle: false` when a sequencer is set, so the flag is read from the command line.
+    const filesOnly = process.argv.some((a) => a.startsWith("--sequence.shuffle.files"));
+    const seed = (this.ctx.config.sequence.seed ??= Date.now());
+    if (filesOnly) process.stdout.write(`      Running test files with seed "${seed}"\n`);
     const order = (group: TestSpecification[]): TestSpecification[] => {
-      if (shuffle) return shuffled(group, seed);
+      if (shuffle || filesOnly) return shuffled(group, seed);
       const known = group.map((spec) => ({ spec, s: seconds(spec) }));
       return known
         .sort((a, b) => {

@@ -156,7 +156,7 @@ export class ChannelValues {
 
   /** The value of an inline entry of a checkpoint record (`source`: the record's row). */
   async readInline(nsId: number, entry: InlineValue, source: Source): Promise<unknown> {
-    if (entry[1] === 0) return this.codec.decode("json", 0, Buffer.from(entry[2], "utf8"), source);
+    if (entry[1] === 0) return this.codec.decodeText(entry[2], source);
     return (
       await this.resolveWrites(
         nsId,

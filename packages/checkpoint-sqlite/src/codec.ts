@@ -47,14 +47,14 @@ function isPlainJsonPlus(serde: SerializerProtocol): serde is JsonPlusSerializer
  * reviver would return the same values, after awaiting a promise per value (9x JSON.parse's time
  * on a 100 KB list of strings; a fresh read of a long thread is mostly that).
  */
-export function load(serde: SerializerProtocol, type: string, raw: Buffer): unknown {
+export function load(serde: SerializerProtocol, type: string, raw: Buffer | string): unknown {
   if (type === "json" && isPlainJsonPlus(serde)) {
-    const text = raw.toString("utf8");
+    const text = typeof raw === "string" ? raw : raw.toString("utf8");
     if (!text.includes('"lc"') && !text.includes("\\u") && !text.includes('"__proto__"'))
       return JSON.parse(text);
     return serde.loadsTyped(type, text);
   }
-  return serde.loadsTyped(type, serialized(type, raw));
+  return serde.loadsTyped(type, typeof raw === "string" ? raw : serialized(type, raw));
 }
 
 /** JSON punctuation for the batched decode of {@link Codec.decodeWrites}: `[`, `,`, `]`. */
@@ -266,6 +266,13 @@ export class Codec {
     const raw = zip ? this.inflate(data, source) : data;
     return decoding(source.table, source.row, `its ${shown(type)} value does not parse`, () =>
       load(this.serde(), type, raw),
+    );
+  }
+
+  /** A JSON value stored as text (an inline value of a record), parsed by the serializer. */
+  async decodeText(text: string, source: Source): Promise<unknown> {
+    return decoding(source.table, source.row, `its "json" value does not parse`, () =>
+      load(this.serde(), "json", text),
     );
   }
 

@@ -129,7 +129,12 @@ export class TupleReader {
       stored.id = row.checkpoint_id;
       // Copies: LangGraph changes a loaded checkpoint's maps in place, and these are cached.
       stored.channel_versions = { ...versions.channel_versions };
-      stored.versions_seen = structuredClone(versions.versions_seen);
+      stored.versions_seen = Object.fromEntries(
+        Object.entries(versions.versions_seen).map(([node, seen]) => [
+          node,
+          isMap(seen) ? { ...seen } : structuredClone(seen),
+        ]),
+      );
       const channelValues: Record<string, unknown> = {};
       const latest = this.p.latestValues.get(nsId);
       for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
