@@ -1,15 +1,15 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor } from "../persistence/index.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
-import { loadAppConfig, persistenceLocation, type AppConfig } from "../runs/config.ts";
-import { threadHistory, traceThread, type CheckpointSummary } from "../runs/inspect.ts";
-import { replayRun, resumeRun, type ReplayOptions, type ResumeOptions } from "../runs/lifecycle.ts";
-import type { RunProgress } from "../runs/progress.ts";
-import type { AskResult } from "../runs/result.ts";
+import { loadAppConfig, type AppConfig } from "../runs/config.ts";
 import { assistantApp } from "./assistant/app.ts";
 import { chatApp } from "./chat/app.ts";
-import { qaApp, withVerification } from "./qa/app.ts";
+import { qaApp } from "./qa/app.ts";
 import { researchApp } from "./research/app.ts";
+import { appNameOf, appNameOfThread } from "./registry.ts";
+
+export { historyOfThread, traceOfThread } from "./inspect.ts";
+export { replayThread, resumeThread } from "./run-thread.ts";
 
 export { verificationOf } from "./qa/app.ts";
 
@@ -23,15 +23,7 @@ export const APPS: Readonly<Record<string, RunApp>> = {
 
 /** The app a thread was started with (threads recorded before apps existed are QA threads). */
 export function appNamed(name: unknown): RunApp {
-  const key = typeof name === "string" && name ? name : "qa";
-  const app = APPS[key];
-  if (!app) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `The thread was started by app "${key}", which this codehop does not have (apps: ${Object.keys(APPS).join(", ")}).`,
-    );
-  }
-  return app;
+  return APPS[appNameOf(name)];
 }
 
 /**
@@ -42,68 +34,7 @@ export async function appForThread(
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunApp> {
-  const persistence =
-    options.persistence ??
-    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
-      mustExist: true,
-    }).catch(() => undefined));
-  if (!persistence) return qaApp;
-  try {
-    return appNamed((await persistence.threads.get(threadId))?.options.app);
-  } finally {
-    if (!options.persistence) await persistence.close();
-  }
-}
-
-/**
- * Continues a thread of any app from its last checkpoint (the app it was started with); with
- * `approval`, answers the approval it waits for (see {@link ResumeOptions}).
- */
-export async function resumeThread(
-  threadId: string,
-  options: ResumeOptions & {
-    /**
-     * Verify the answer once the thread has one (a QA thread: `ask --verify`'s verifier; a
-     * finished thread is verified again without running its agents), recorded with the thread.
-     */
-    verify?: boolean;
-  } = {},
-): Promise<AskResult> {
-  const { verify, ...rest } = options;
-  const app = await appForThread(threadId, rest);
-  if (verify && app !== qaApp) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `--verify checks a QA answer; thread "${threadId}" is a ${app.name} thread${app.name === "research" ? " (its report was verified as it was written)" : ""}.`,
-    );
-  }
-  const result = await resumeRun(app, threadId, rest);
-  return verify ? withVerification(result, rest) : result;
-}
-
-/** Re-runs (forks) a thread of any app from one of its checkpoints. */
-export async function replayThread(
-  threadId: string,
-  checkpointId: string,
-  options: ReplayOptions = {},
-): Promise<AskResult> {
-  return replayRun(await appForThread(threadId, options), threadId, checkpointId, options);
-}
-
-/** A thread's checkpoints, newest first, whatever app ran it. */
-export async function historyOfThread(
-  threadId: string,
-  options: Parameters<typeof threadHistory>[2] = {},
-): Promise<CheckpointSummary[]> {
-  return threadHistory(await appForThread(threadId, options), threadId, options);
-}
-
-/** A thread's whole run as a tree, whatever app ran it. */
-export async function traceOfThread(
-  threadId: string,
-  options: Parameters<typeof traceThread>[2] = {},
-): Promise<RunProgress> {
-  return traceThread(await appForThread(threadId, options), threadId, options);
+  return appNamed(await appNameOfThread(threadId, options));
 }
 
 /**

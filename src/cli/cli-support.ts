@@ -128,7 +128,7 @@ export async function runInTerminal<R extends AskResult>(
         output: process.stderr,
       });
       if (!decision) break;
-      const { resumeThread } = await import("../apps/index.ts");
+      const { resumeThread } = await import("../apps/run-thread.ts");
       term = terminalRun(flags, "codehop resume", createLiveView);
       const threadId = result.thread_id;
       // The same app continues the thread: its result has the same shape.

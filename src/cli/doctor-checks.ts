@@ -192,7 +192,7 @@ async function modelChecks(
   const { callModel, messageText, resolveModel } = await import("../core/models.ts");
   let chat: Awaited<ReturnType<typeof resolveModel>>;
   try {
-    chat = resolveModel("doctor", {
+    chat = await resolveModel("doctor", {
       context: {
         model,
         modelSettings: {

@@ -16,7 +16,7 @@ export async function callAgentModel(
   messages: BaseMessage[],
   stop?: string[],
 ): Promise<{ text: string; usage: UsageTotals }> {
-  const reply = await callModel(rt.model(config), messages, {
+  const reply = await callModel(await rt.model(config), messages, {
     agentName: rt.name,
     ...(stop ? { stop } : {}),
     stream: rt.settings.streamModel,

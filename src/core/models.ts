@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, AIMessageChunk, BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { ChatOpenAI } from "@langchain/openai";
+import type { ChatOpenAI, ChatOpenAIFields } from "@langchain/openai";
 import { v1Hint } from "../config/endpoint.ts";
 import { agentEnvKey, type CodehopEnv, readEnv } from "../config/env.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -183,15 +183,49 @@ export function modelFailedAttemptHandler(error: unknown): void {
 }
 
 /**
- * The chat model for `agentName` in a run with `config`. Throws CODEHOP_MODEL_NOT_CONFIGURED
- * naming the variables to set when no model or endpoint can be found.
+ * What {@link resolveModel} chose, decided without loading a model library: a model (an instance
+ * given, or a `provider:model` name's model, which loads its library at its first call), or the
+ * settings of the ChatOpenAI to build for an OpenAI-compatible endpoint.
  */
-export function resolveModel(
+export type ModelChoice =
+  { model: BaseChatModel; openai?: undefined } | { model?: undefined; openai: OpenAIModelFields };
+
+/** The ChatOpenAI settings {@link resolveModel} builds a model from (its cache key). */
+interface OpenAIModelFields {
+  model: string;
+  apiKey: string;
+  temperature: number;
+  maxTokens: number;
+  maxRetries: number;
+  timeout: number;
+  baseURL: string | undefined;
+}
+
+/**
+ * The chat model for `agentName` in a run with `config`. Throws CODEHOP_MODEL_NOT_CONFIGURED
+ * naming the variables to set when no model or endpoint can be found. Asynchronous because
+ * @langchain/openai (some 270 modules) is loaded at the first model built, not when codehop
+ * is imported: commands and programs that never call a model do not pay for it.
+ */
+export async function resolveModel(
   agentName: string,
   config: RunnableConfig | undefined,
   options: { model?: string | BaseChatModel; env?: CodehopEnv } = {},
-): BaseChatModel {
-  if (isChatModel(options.model)) return options.model;
+): Promise<BaseChatModel> {
+  const choice = resolveModelChoice(agentName, config, options);
+  return choice.model ?? (await openAIModel(choice.openai));
+}
+
+/**
+ * The choice {@link resolveModel} makes, synchronously and with the same errors, without building
+ * a ChatOpenAI (e.g. for a caller that builds its own, src/eval/model.ts).
+ */
+export function resolveModelChoice(
+  agentName: string,
+  config: RunnableConfig | undefined,
+  options: { model?: string | BaseChatModel; env?: CodehopEnv } = {},
+): ModelChoice {
+  if (isChatModel(options.model)) return { model: options.model };
   const conf = readRunContext(config);
   const env = options.env ?? readEnv();
   const candidates: unknown[] = [
@@ -202,7 +236,7 @@ export function resolveModel(
     env.model,
   ];
   const chosen = candidates.find((c) => isChatModel(c) || (typeof c === "string" && c.trim()));
-  if (isChatModel(chosen)) return chosen;
+  if (isChatModel(chosen)) return { model: chosen };
   const settings = conf.modelSettings ?? {};
   const key = agentEnvKey(agentName);
   if (typeof chosen !== "string") {
@@ -219,7 +253,7 @@ export function resolveModel(
     maxRetries: settings.maxRetries ?? env.maxRetries ?? MODEL_DEFAULTS.maxRetries,
     timeoutMs: settings.timeoutMs ?? env.modelTimeoutMs ?? MODEL_DEFAULTS.timeoutMs,
   };
-  if (name.provider !== "openai") return providerModel(agentName, name, sampling, env);
+  if (name.provider !== "openai") return { model: providerModel(agentName, name, sampling, env) };
   const baseURL = settings.baseURL ?? env.openaiBaseUrl;
   const apiKey = settings.apiKey ?? env.openaiApiKey ?? (baseURL ? "EMPTY" : undefined);
   if (!apiKey) {
@@ -229,26 +263,40 @@ export function resolveModel(
         `(e.g. http://localhost:8000/v1) for a local server, or OPENAI_API_KEY for api.openai.com.`,
     );
   }
-  const fields = {
-    model: name.model,
-    apiKey,
-    temperature: sampling.temperature,
-    maxTokens: sampling.maxTokens,
-    maxRetries: sampling.maxRetries,
-    timeout: sampling.timeoutMs,
-    baseURL,
+  return {
+    openai: {
+      model: name.model,
+      apiKey,
+      temperature: sampling.temperature,
+      maxTokens: sampling.maxTokens,
+      maxRetries: sampling.maxRetries,
+      timeout: sampling.timeoutMs,
+      baseURL,
+    },
   };
+}
+
+/** @langchain/openai's ChatOpenAI, imported once, at the first model built. */
+let chatOpenAI: Promise<typeof ChatOpenAI> | undefined;
+
+/** The ChatOpenAI of `fields`, one per distinct settings (cached like every resolved model). */
+async function openAIModel(fields: OpenAIModelFields): Promise<BaseChatModel> {
   const cacheKey = JSON.stringify(fields);
   let model = cache.get(cacheKey);
-  if (!model) {
-    const { baseURL: url, ...rest } = fields;
-    model = new ChatOpenAI({
-      ...rest,
-      onFailedAttempt: modelFailedAttemptHandler,
-      configuration: { ...(url ? { baseURL: url } : {}), fetch: checkedFetch(url) },
-    });
-    cache.set(cacheKey, model);
-  }
+  if (model) return model;
+  chatOpenAI ??= import("@langchain/openai").then((m) => m.ChatOpenAI);
+  const Chat = await chatOpenAI;
+  // Another call may have built it while the library loaded: one instance per settings.
+  model = cache.get(cacheKey);
+  if (model) return model;
+  const { baseURL: url, ...rest } = fields;
+  const settings: ChatOpenAIFields = {
+    ...rest,
+    onFailedAttempt: modelFailedAttemptHandler,
+    configuration: { ...(url ? { baseURL: url } : {}), fetch: checkedFetch(url) },
+  };
+  model = new Chat(settings);
+  cache.set(cacheKey, model);
   return model;
 }
 

@@ -69,8 +69,8 @@ export interface AgentRuntime {
     config: RunnableConfig,
     steps?: readonly StepRecord[],
   ): CodeTool<any>[];
-  /** The chat model for a run (see src/models). */
-  model(config: RunnableConfig): BaseChatModel;
+  /** The chat model for a run (see src/core/models.ts; its library loads at the first one). */
+  model(config: RunnableConfig): Promise<BaseChatModel>;
   /** The sandbox that runs a run's code actions: the agent's own, else the run context's, else the default. */
   sandbox(config: RunnableConfig): Promise<CodeSandbox>;
   /** The call journal of a run: the run context's, else the agent's fallback (createCodeAgent's `journal`). */

@@ -2,7 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { ChatOpenAI } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { readEnv, type CodehopEnv } from "../config/env.ts";
-import { MODEL_DEFAULTS, resolveModel } from "../core/models.ts";
+import { MODEL_DEFAULTS, resolveModelChoice } from "../core/models.ts";
 import { parseModelName } from "../core/provider-names.ts";
 
 /** Model settings recorded in the report, so a run says exactly what it measured. */
@@ -45,8 +45,9 @@ export function createChatModel(
   apiKey: string | undefined,
   env: CodehopEnv = readEnv(),
 ): BaseChatModel {
-  if (parseModelName(settings.model).provider !== "openai")
-    return resolveModel(
+  if (parseModelName(settings.model).provider !== "openai") {
+    // A provider's model, built synchronously like every agent's (it loads its library later).
+    const { model } = resolveModelChoice(
       "eval",
       {
         context: {
@@ -61,6 +62,8 @@ export function createChatModel(
       } as never,
       { env },
     );
+    if (model) return model;
+  }
   return new ChatOpenAI({
     model: settings.model,
     apiKey: apiKey ?? "not-needed",

@@ -122,7 +122,26 @@ export interface RunOptions {
   onWarning?: (message: string) => void;
 }
 
+/**
+ * What reading a thread's checkpoints back into a tree needs of its app (`codehop show`): its
+ * name, the name its root stamps and which agents each agent calls. A {@link RunApp} is one; the
+ * CLI's light copies (src/apps/registry.ts) let it inspect a thread without loading the app.
+ */
+export interface AppOutline {
+  readonly name: string;
+  /** See {@link RunApp.rootName}. */
+  readonly rootName?: string;
+  /** The team's root agent and, per agent, the agents it calls (see {@link Team}). */
+  readonly team: {
+    readonly root: string;
+    readonly members: ReadonlyArray<{
+      readonly name: string;
+      readonly children: readonly string[];
+    }>;
+  };
+}
+
 /** The name of an app's root in trees and histories ({@link RunApp.rootName}, else its team's root agent). */
-export function rootName(app: Pick<RunApp, "rootName" | "team">): string {
+export function rootName(app: Pick<AppOutline, "rootName" | "team">): string {
   return app.rootName ?? app.team.root;
 }

@@ -2,9 +2,9 @@ import type { CheckpointTuple } from "@langchain/langgraph";
 import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
-import { rootName, type RunApp, type RunOptions } from "./app.ts";
+import { rootName, type AppOutline, type RunApp, type RunOptions } from "./app.ts";
 import { loadAppConfig, persistenceLocation } from "./config.ts";
-import { requireThread } from "./lifecycle.ts";
+import { requireThread } from "./require-thread.ts";
 import { displayTask, RunProgress } from "./progress.ts";
 import { answerText } from "./result.ts";
 
@@ -17,7 +17,7 @@ import { answerText } from "./result.ts";
  * The agent that wrote a checkpoint: the name every agent stamps into its state (`agent`). Threads
  * checkpointed before agents stamped their name get the app's team path for the namespace depth.
  */
-function agentOf(app: RunApp, values: Record<string, unknown>, ns: string): string {
+function agentOf(app: AppOutline, values: Record<string, unknown>, ns: string): string {
   if (typeof values.agent === "string" && values.agent) return values.agent;
   const depth = ns ? ns.split("|").filter((part) => part.includes(":")).length : 0;
   let name = app.team.root;
@@ -78,7 +78,7 @@ function summarizeState(values: Record<string, any>, next: readonly string[] | u
 
 /** Checkpoints of the nested agent runs of a thread (newest first within each namespace). */
 async function nestedCheckpoints(
-  app: RunApp,
+  app: AppOutline,
   persistence: Persistence,
   threadId: string,
   withValues?: boolean,
@@ -174,7 +174,7 @@ export async function threadHistory(
  * states in id order attaches each sub-agent run to the action that was running when it started.
  */
 export async function traceThread(
-  app: RunApp,
+  app: AppOutline,
   threadId: string,
   options: Pick<RunOptions, "config" | "persistence"> = {},
 ): Promise<RunProgress> {

@@ -11,7 +11,7 @@ import { getDefaultSandbox } from "../core/default-sandbox.ts";
 import { readEnv } from "../config/env.ts";
 import { runTracing } from "../tracing/index.ts";
 import type { RunContext } from "../core/run-context.ts";
-import { cliCommand, placeholder, type CommandContext } from "../config/cli-command.ts";
+import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import type { Persistence, ThreadRecord } from "../persistence/index.ts";
 import { rootName, type RunApp, type RunOptions } from "./app.ts";
@@ -21,8 +21,10 @@ import type { AskResult } from "./result.ts";
 import { shapeResult } from "./shape-result.ts";
 import { runRecord } from "./thread-record.ts";
 import { forkWithUpdate } from "./fork.ts";
+import { requireThread } from "./require-thread.ts";
 import { prepareLessons, reflect } from "./reflection.ts";
 export { reflectOnScore } from "./reflection.ts";
+export { requireThread };
 import {
   commandContext,
   modelUsersOf,
@@ -356,32 +358,6 @@ export async function runTurn(
   } finally {
     await session.close();
   }
-}
-
-/**
- * The registry record of a thread, or CODEHOP_THREAD_NOT_FOUND. With `toRun`, a thread another
- * live process is running is refused (two processes advancing one thread would interleave).
- */
-export async function requireThread(
-  persistence: Persistence,
-  threadId: string,
-  toRun = false,
-  context: CommandContext = {},
-): Promise<ThreadRecord> {
-  const record = await persistence.threads.get(threadId);
-  if (!record) {
-    throw new CodehopError(
-      ErrorCodes.THREAD_NOT_FOUND,
-      `No thread "${threadId}" in ${persistence.location}. List threads with \`${cliCommand(["threads"], { home: context.home })}\`${context.home ? "" : " (and check CODEHOP_HOME)"}.`,
-    );
-  }
-  if (toRun && record.status === "running" && record.pid !== null && record.pid !== process.pid) {
-    throw new CodehopError(
-      ErrorCodes.CONFIG_INVALID,
-      `Thread "${threadId}" is being run by process ${record.pid}. Wait for it to finish (or stop it) before resuming or replaying.`,
-    );
-  }
-  return record;
 }
 
 /** Options of {@link resumeRun}. */

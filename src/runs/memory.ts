@@ -158,7 +158,7 @@ export async function writeLesson(options: {
     outcome: options.outcome,
     trajectory: trajectoryText(options.steps),
   });
-  const model = resolveModel(options.agent, { context: options.context } as never);
+  const model = await resolveModel(options.agent, { context: options.context } as never);
   const reply = await callModel(model, [new HumanMessage(prompt)], { agentName: options.agent });
   const lesson = cut(
     messageText(reply)

@@ -1,4 +1,4 @@
-import { OpenAIEmbeddings } from "@langchain/openai";
+import type { OpenAIEmbeddings } from "@langchain/openai";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /** Settings for an OpenAI-compatible `/v1/embeddings` endpoint (vLLM, Ollama, TEI, OpenAI). */
@@ -45,21 +45,27 @@ export function createEmbedder(options: EmbeddingsOptions): Embedder {
       "embeddings need a base URL and a model (CODEHOP_EMBEDDINGS_BASE_URL and CODEHOP_EMBEDDINGS_MODEL)",
     );
   }
-  const client = new OpenAIEmbeddings({
-    model: options.model,
-    apiKey: options.apiKey ?? "none",
-    batchSize: options.batchSize ?? 128,
-    maxRetries: options.maxRetries ?? 3,
-    timeout: options.timeoutMs ?? 60_000,
-    encodingFormat: "float",
-    configuration: { baseURL: options.baseUrl },
-  });
+  // Built at the first embedding: @langchain/openai is loaded only by what embeds something.
+  let client: Promise<OpenAIEmbeddings> | undefined;
+  const embeddings = () =>
+    (client ??= import("@langchain/openai").then(
+      ({ OpenAIEmbeddings }) =>
+        new OpenAIEmbeddings({
+          model: options.model,
+          apiKey: options.apiKey ?? "none",
+          batchSize: options.batchSize ?? 128,
+          maxRetries: options.maxRetries ?? 3,
+          timeout: options.timeoutMs ?? 60_000,
+          encodingFormat: "float",
+          configuration: { baseURL: options.baseUrl },
+        }),
+    ));
   return {
     model: options.model,
     async embed(texts: string[]): Promise<number[][]> {
       if (texts.length === 0) return [];
       try {
-        const vectors = await client.embedDocuments(texts);
+        const vectors = await (await embeddings()).embedDocuments(texts);
         if (
           vectors.length !== texts.length ||
           vectors.some((v) => !Array.isArray(v) || v.length === 0)

@@ -16,9 +16,9 @@ const env = (vars: Record<string, string>) => readEnv(vars);
 const nameOf = (m: unknown) => (m as ChatOpenAI).model;
 
 describe("resolveModel", () => {
-  it("uses a chat model instance given to the agent over any configuration", () => {
+  it("uses a chat model instance given to the agent over any configuration", async () => {
     const instance = new ScriptedChatModel(["hi"]);
-    const m = resolveModel(
+    const m = await resolveModel(
       "manager",
       { configurable: { model: "other" } },
       { model: instance, env: env({ CODEHOP_MODEL: "x" }) },
@@ -26,18 +26,18 @@ describe("resolveModel", () => {
     expect(m).toBe(instance);
   });
 
-  it("resolves names by precedence: configurable.models[agent] > configurable.model > option > CODEHOP_MODEL_<AGENT> > CODEHOP_MODEL", () => {
+  it("resolves names by precedence: configurable.models[agent] > configurable.model > option > CODEHOP_MODEL_<AGENT> > CODEHOP_MODEL", async () => {
     const e = env({
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       CODEHOP_MODEL: "default-m",
       CODEHOP_MODEL_PAGE_SEARCH: "page-m",
     });
-    expect(nameOf(resolveModel("manager", {}, { env: e }))).toBe("default-m");
-    expect(nameOf(resolveModel("page_search", {}, { env: e }))).toBe("page-m");
-    expect(nameOf(resolveModel("page_search", {}, { env: e, model: "opt-m" }))).toBe("opt-m");
+    expect(nameOf(await resolveModel("manager", {}, { env: e }))).toBe("default-m");
+    expect(nameOf(await resolveModel("page_search", {}, { env: e }))).toBe("page-m");
+    expect(nameOf(await resolveModel("page_search", {}, { env: e, model: "opt-m" }))).toBe("opt-m");
     expect(
       nameOf(
-        resolveModel(
+        await resolveModel(
           "page_search",
           { configurable: { model: "run-m" } },
           { env: e, model: "opt-m" },
@@ -46,7 +46,7 @@ describe("resolveModel", () => {
     ).toBe("run-m");
     expect(
       nameOf(
-        resolveModel(
+        await resolveModel(
           "page_search",
           { configurable: { model: "run-m", models: { page_search: "agent-m" } } },
           { env: e },
@@ -55,16 +55,16 @@ describe("resolveModel", () => {
     ).toBe("agent-m");
   });
 
-  it("accepts model instances in configurable (per agent or for every agent)", () => {
+  it("accepts model instances in configurable (per agent or for every agent)", async () => {
     const perAgent = new ScriptedChatModel(["a"]);
     const shared = new ScriptedChatModel(["b"]);
     const e = env({});
     const config = { configurable: { model: shared, models: { page_search: perAgent } } };
-    expect(resolveModel("page_search", config, { env: e })).toBe(perAgent);
-    expect(resolveModel("manager", config, { env: e })).toBe(shared);
+    expect(await resolveModel("page_search", config, { env: e })).toBe(perAgent);
+    expect(await resolveModel("manager", config, { env: e })).toBe(shared);
   });
 
-  it("passes endpoint, temperature, max tokens, retries and timeout to ChatOpenAI", () => {
+  it("passes endpoint, temperature, max tokens, retries and timeout to ChatOpenAI", async () => {
     const e = env({
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       CODEHOP_MODEL: "m",
@@ -73,24 +73,24 @@ describe("resolveModel", () => {
       CODEHOP_MAX_RETRIES: "5",
       CODEHOP_MODEL_TIMEOUT_MS: "1234",
     });
-    const m = resolveModel("a", {}, { env: e }) as ChatOpenAI;
+    const m = (await resolveModel("a", {}, { env: e })) as ChatOpenAI;
     expect(m.temperature).toBe(0.3);
     expect(m.maxTokens).toBe(256);
     expect(m.timeout).toBe(1234);
     expect((m as any).caller.maxRetries).toBe(5);
     expect((m as any).clientConfig.baseURL).toBe("http://127.0.0.1:9/v1");
     expect((m as any).streaming).toBe(false);
-    const overridden = resolveModel(
+    const overridden = (await resolveModel(
       "a",
       { configurable: { modelSettings: { temperature: 0.9 } } },
       { env: e },
-    ) as ChatOpenAI;
+    )) as ChatOpenAI;
     expect(overridden.temperature).toBe(0.9);
   });
 
-  it("says exactly which variables to set when no model is configured", () => {
+  it("says exactly which variables to set when no model is configured", async () => {
     try {
-      resolveModel("page_search", {}, { env: env({}) });
+      await resolveModel("page_search", {}, { env: env({}) });
       expect.unreachable();
     } catch (err) {
       expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_NOT_CONFIGURED);
@@ -100,7 +100,7 @@ describe("resolveModel", () => {
     }
   });
 
-  it("does not take CODEHOP_MODEL_TIMEOUT_MS for the model of an agent named timeout_ms", () => {
+  it("does not take CODEHOP_MODEL_TIMEOUT_MS for the model of an agent named timeout_ms", async () => {
     const e = env({
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       CODEHOP_MODEL: "default-m",
@@ -109,11 +109,11 @@ describe("resolveModel", () => {
     });
     expect(e.agentModels).toEqual({ manager: "manager-m" });
     expect(e.modelTimeoutMs).toBe(5000);
-    expect(nameOf(resolveModel("timeout_ms", {}, { env: e }))).toBe("default-m");
+    expect(nameOf(await resolveModel("timeout_ms", {}, { env: e }))).toBe("default-m");
   });
 
-  it("asks for an endpoint when a model name has no base URL or key", () => {
-    expect(() => resolveModel("a", {}, { env: env({ CODEHOP_MODEL: "m" }) })).toThrow(
+  it("asks for an endpoint when a model name has no base URL or key", async () => {
+    await expect(resolveModel("a", {}, { env: env({ CODEHOP_MODEL: "m" }) })).rejects.toThrow(
       /set OPENAI_BASE_URL/,
     );
   });
@@ -160,7 +160,7 @@ describe("callModel against a failing endpoint", () => {
 
   it("fails with MODEL_ENDPOINT_FAILED naming the agent and endpoint after the retries", async () => {
     const before = server.requests.length;
-    const err = await callModel(model(1), [new HumanMessage("always 500")], {
+    const err = await callModel(await model(1), [new HumanMessage("always 500")], {
       agentName: "manager",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
@@ -170,12 +170,14 @@ describe("callModel against a failing endpoint", () => {
   });
 
   it("retries a transient failure and succeeds", async () => {
-    const reply = await callModel(model(2), [new HumanMessage("flaky")], { agentName: "manager" });
+    const reply = await callModel(await model(2), [new HumanMessage("flaky")], {
+      agentName: "manager",
+    });
     expect(reply.content).toBe("ok");
   });
 
   it("turns a non-JSON body into MODEL_ENDPOINT_FAILED", async () => {
-    const err = await callModel(model(0), [new HumanMessage("garbage")], {
+    const err = await callModel(await model(0), [new HumanMessage("garbage")], {
       agentName: "manager",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
@@ -183,7 +185,7 @@ describe("callModel against a failing endpoint", () => {
 
   it("reports a reply with empty choices as such, after retrying it like a garbage body", async () => {
     const before = server.requests.length;
-    const err = await callModel(model(1), [new HumanMessage("no choices")], {
+    const err = await callModel(await model(1), [new HumanMessage("no choices")], {
       agentName: "manager",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
@@ -195,14 +197,14 @@ describe("callModel against a failing endpoint", () => {
   it("a request refused as too long: said with its HTTP status, not retried, and told apart from an endpoint that is down", async () => {
     // LangChain wraps this 400 in a ContextOverflowError: the status is on its cause.
     const before = server.requests.length;
-    const err = await callModel(model(3), [new HumanMessage("too long")], {
+    const err = await callModel(await model(3), [new HumanMessage("too long")], {
       agentName: "researcher",
     }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
     expect(err.message).toContain("HTTP 400: This model's maximum context length is 8192 tokens");
     expect(server.requests.length - before).toBe(1);
     expect(isRequestRefused(err)).toBe(true);
-    const down = await callModel(model(0), [new HumanMessage("always 500")], {
+    const down = await callModel(await model(0), [new HumanMessage("always 500")], {
       agentName: "researcher",
     }).catch((e) => e);
     expect(isRequestRefused(down)).toBe(false);
@@ -210,7 +212,7 @@ describe("callModel against a failing endpoint", () => {
   });
 
   it("recovers when an empty-choices reply is followed by a real one", async () => {
-    const reply = await callModel(model(2), [new HumanMessage("no choices once")], {
+    const reply = await callModel(await model(2), [new HumanMessage("no choices once")], {
       agentName: "manager",
     });
     expect(reply.content).toBe("ok");

@@ -89,7 +89,7 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
         },
       ];
       const before = server.requests.length;
-      const m = model();
+      const m = await model();
       expect(m).toBeInstanceOf(ProviderChatModel);
       const reply = await callModel(
         m,
@@ -123,7 +123,9 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
   it("a call without stop sequences sends none (one provider model serves both)", async () => {
     replies = ["plain reply"];
     const before = server.requests.length;
-    const reply = await callModel(model(), [new HumanMessage("hi")], { agentName: "manager" });
+    const reply = await callModel(await model(), [new HumanMessage("hi")], {
+      agentName: "manager",
+    });
     expect(messageText(reply)).toBe("plain reply");
     expect(server.requests[before].request.stop).toEqual([]);
   });
@@ -131,9 +133,9 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
   it("retries a server error, then fails with MODEL_ENDPOINT_FAILED naming provider, model and endpoint", async () => {
     replies = [{ status: 500 }, { status: 500 }];
     const before = server.requests.length;
-    const err = await callModel(model(), [new HumanMessage("hi")], { agentName: "manager" }).catch(
-      (e) => e,
-    );
+    const err = await callModel(await model(), [new HumanMessage("hi")], {
+      agentName: "manager",
+    }).catch((e) => e);
     expect(CodehopError.isInstance(err) && err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
     expect(err.message).toContain(`${modelName(api)} at ${server.baseURL}`);
     expect(err.message).toContain("HTTP 500");
@@ -143,9 +145,9 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
   it("does not retry a request the provider refuses (HTTP 400)", async () => {
     replies = [{ status: 400 }, "never sent"];
     const before = server.requests.length;
-    const err = await callModel(model(), [new HumanMessage("hi")], { agentName: "manager" }).catch(
-      (e) => e,
-    );
+    const err = await callModel(await model(), [new HumanMessage("hi")], {
+      agentName: "manager",
+    }).catch((e) => e);
     expect(err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
     expect(err.message).toContain("HTTP 400");
     expect(server.requests.length - before).toBe(1);
@@ -156,7 +158,7 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
     const before = server.requests.length;
     const key: Record<string, string> =
       api === "anthropic" ? { ANTHROPIC_API_KEY: "wrong" } : { GOOGLE_API_KEY: "wrong" };
-    const err = await callModel(model(key), [new HumanMessage("hi")], {
+    const err = await callModel(await model(key), [new HumanMessage("hi")], {
       agentName: "manager",
     }).catch((e) => e);
     expect(err.code).toBe(ErrorCodes.MODEL_ENDPOINT_FAILED);
@@ -164,15 +166,14 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
     expect(server.requests.length - before).toBe(0);
   });
 
-  it("a model whose key variable is unset fails before any call, naming the variable", () => {
+  it("a model whose key variable is unset fails before any call, naming the variable", async () => {
     const env = readEnv(api === "anthropic" ? {} : { GEMINI_API_KEY: "" });
-    const err = (() => {
-      try {
-        resolveModel("manager", { context: { model: modelName(api) } } as never, { env });
-      } catch (e) {
-        return e as CodehopError;
-      }
-    })();
+    const err = await resolveModel("manager", { context: { model: modelName(api) } } as never, {
+      env,
+    }).then(
+      () => undefined,
+      (e) => e as CodehopError,
+    );
     expect(err?.code).toBe(ErrorCodes.MODEL_NOT_CONFIGURED);
     expect(err?.message).toContain(api === "anthropic" ? "ANTHROPIC_API_KEY" : "GOOGLE_API_KEY");
     const config = loadAppConfig({ model: modelName(api) }, env);
@@ -188,9 +189,13 @@ describe.each(["anthropic", "gemini"] as const)("%s over its own HTTP API", (api
 
 describe("a provider whose package is not installed", () => {
   it("fails the first call with MODEL_NOT_CONFIGURED naming the package to install", async () => {
-    const m = resolveModel("manager", { context: { model: "mistralai:mistral-small" } } as never, {
-      env: readEnv({}),
-    });
+    const m = await resolveModel(
+      "manager",
+      { context: { model: "mistralai:mistral-small" } } as never,
+      {
+        env: readEnv({}),
+      },
+    );
     const err = await callModel(m, [new HumanMessage("hi")], { agentName: "manager" }).catch(
       (e) => e,
     );

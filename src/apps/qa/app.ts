@@ -26,7 +26,7 @@ import type { RunProgress } from "../../runs/progress.ts";
 import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import type { Citation } from "../common/citations.ts";
-import { getThreadRecord, putThreadRecord } from "../../core/journal.ts";
+import { putThreadRecord } from "../../core/journal.ts";
 import { openPersistenceFor } from "../../persistence/index.ts";
 import { openKnowledgeServices } from "../common/knowledge-source.ts";
 import {
@@ -38,6 +38,11 @@ import {
   NO_SUPPORT_ANSWER,
 } from "./verify.ts";
 import { qaRecording } from "./recording.ts";
+import {
+  VERIFICATION_RECORD,
+  verificationOf,
+  type RecordedVerification,
+} from "./verification-record.ts";
 import { createManagerGraph, MANAGER_RECURSION_LIMIT, qaTeam } from "./team.ts";
 
 /**
@@ -130,20 +135,7 @@ async function reflectedAndVerified(
   return verified(result, outcome);
 }
 
-/** Name of the thread record holding the answer's latest verification (src/core/journal.ts). */
-export const VERIFICATION_RECORD = "verification";
-
-/** A verification as recorded with its thread (`codehop show`, {@link verificationOf}). */
-export interface RecordedVerification {
-  /** The answer checked. */
-  answer: string;
-  /** The thread's checkpoint the answer was read at. */
-  checkpoint_id: string | null;
-  /** When it was checked (ISO time). */
-  verified_at: string;
-  citations: Citation[];
-  verification: AnswerVerification;
-}
+export { VERIFICATION_RECORD, verificationOf, type RecordedVerification };
 
 /**
  * Runs the verifier on a finished QA result — outside the agent graph, after it — over the
@@ -192,7 +184,7 @@ async function verifyResult(
         },
         {
           source: services.context.knowledgeSource as KnowledgeSource,
-          model: resolveModel(VERIFIER_MODEL, { context } as RunnableConfig),
+          model: await resolveModel(VERIFIER_MODEL, { context } as RunnableConfig),
           signal: options.signal,
         },
       );
@@ -227,27 +219,6 @@ export async function withVerification(
 ): Promise<AskResult> {
   if (result.approval || !result.answer) return result;
   return reflectedAndVerified(result, await verifyResult(result, options), options);
-}
-
-/** The latest verification recorded with a thread (`ask --verify`, `resume --verify`), if any. */
-export async function verificationOf(
-  threadId: string,
-  options: Pick<RunOptions, "config" | "persistence"> = {},
-): Promise<RecordedVerification | undefined> {
-  const persistence =
-    options.persistence ??
-    (await openPersistenceFor(persistenceLocation(loadAppConfig(options.config)), {
-      mustExist: true,
-    }));
-  try {
-    return await getThreadRecord<RecordedVerification>(
-      persistence.journalRows,
-      threadId,
-      VERIFICATION_RECORD,
-    );
-  } finally {
-    if (!options.persistence) await persistence.close();
-  }
 }
 
 /** Model name of the answer verifier (CODEHOP_MODEL_VERIFIER). */

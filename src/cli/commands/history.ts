@@ -21,7 +21,7 @@ export default function historyCommand(): Command {
     .option("--home <dir>", "data directory (default CODEHOP_HOME or .codehop)")
     .option("--json", "print JSON")
     .action(async (threadId: string, flags: RunFlags & { checkpoint?: string; all?: boolean }) => {
-      const { historyOfThread: history } = await import("../../apps/index.ts");
+      const { historyOfThread: history } = await import("../../apps/inspect.ts");
       const rows = await history(threadId, {
         config: configFromFlags(flags),
         checkpointId: flags.checkpoint,

@@ -47,7 +47,7 @@ export default function replayCommand(): Command {
       flags: RunFlags & { checkpoint: string; set?: string[]; asNode?: string },
     ) => {
       const update = parseSet(flags.set ?? []);
-      const { replayThread: replay } = await import("../../apps/index.ts");
+      const { replayThread: replay } = await import("../../apps/run-thread.ts");
       await runInTerminal(
         flags,
         "codehop replay",

@@ -43,7 +43,7 @@ export default function resumeCommand(): Command {
     )
     .action(async (threadId: string, flags: ResumeFlags) => {
       const approval = decisionFromFlags(flags);
-      const { resumeThread: resume } = await import("../../apps/index.ts");
+      const { resumeThread: resume } = await import("../../apps/run-thread.ts");
       const config = configFromFlags(flags);
       await runInTerminal(
         flags,

@@ -23,7 +23,8 @@ export default function showCommand(): Command {
     )
     .option("--json", "print the tree as JSON")
     .action(async (threadId: string, flags: RunFlags & { width?: number }) => {
-      const { traceOfThread: trace, verificationOf } = await import("../../apps/index.ts");
+      const { traceOfThread: trace } = await import("../../apps/inspect.ts");
+      const { verificationOf } = await import("../../apps/qa/verification-record.ts");
       const config = configFromFlags(flags);
       const progress = await trace(threadId, { config });
       // The answer's verification (ask --verify, resume --verify), recorded with the thread.

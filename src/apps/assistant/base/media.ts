@@ -44,7 +44,7 @@ async function ask(
   refused: string,
 ): Promise<ModelAnswer> {
   try {
-    const reply = await callModel(resolveModel(name, config), messages, {
+    const reply = await callModel(await resolveModel(name, config), messages, {
       agentName: name,
       signal,
     });

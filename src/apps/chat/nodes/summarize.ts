@@ -34,7 +34,7 @@ export function makeSummarizeNode(agentName: string) {
     );
     if (!rounds.length) return {};
     const { summary, usage } = await summarize(
-      resolveModel(agentName, config),
+      await resolveModel(agentName, config),
       state.summary,
       rounds,
       {

@@ -85,7 +85,7 @@ export async function condense(
       stage: `no notes: ${reason}`,
     };
   }
-  const model = resolveModel(CONDENSER, config);
+  const model = await resolveModel(CONDENSER, config);
   const reply = await callModel(
     model,
     [

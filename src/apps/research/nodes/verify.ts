@@ -113,7 +113,7 @@ export async function verify(
   });
   const { judgements, usage } = claims.length
     ? await judgeClaims(claims, evidence, {
-        model: resolveModel(VERIFIER, config),
+        model: await resolveModel(VERIFIER, config),
         batchSize: settings.verifyBatchSize,
         concurrency: settings.verifyConcurrency,
         signal: config.signal,

@@ -97,7 +97,7 @@ export async function write(
     return { draft: [], references: [], stage: "nothing to write: no sub-question found evidence" };
   }
   const settings = researchSettingsOf(config, state.maxQuestions);
-  const model = resolveModel(WRITER, config);
+  const model = await resolveModel(WRITER, config);
   const system = new SystemMessage(loadPrompt("writer/instructions.md"));
   const topic = state.task || state.topic;
   let usage: UsageTotals = emptyUsage();
