@@ -23,22 +23,32 @@ const NESTED_DEADLINE_MS = 120_000;
 /** Those tests' own timeout: above the actions' deadline. */
 const NESTED_TEST_TIMEOUT = { timeout: 180_000 };
 
-/** Live OS processes whose parent is this process (the sandbox children; prlimit execs node). */
-function osChildren(): number | null {
+/**
+ * Live OS processes whose parent is this process (the sandbox children; prlimit execs node), less
+ * those in `before`: a test worker shared with earlier files (vitest `isolate: false`) may still
+ * hold their processes (the process-wide default sandbox's warm pool).
+ */
+function osChildren(before: ReadonlySet<number> = new Set()): number | null {
   if (!existsSync("/proc/self/stat")) return null;
-  let n = 0;
+  return osChildPids().filter((pid) => !before.has(pid)).length;
+}
+
+/** Pids of the live OS processes whose parent is this process. */
+function osChildPids(): number[] {
+  if (!existsSync("/proc/self/stat")) return [];
+  const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       // Fields after the ")" that ends the command name: state, ppid, ...
       const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(ppid) === process.pid && state !== "Z") n++;
+      if (Number(ppid) === process.pid && state !== "Z") pids.push(Number(entry));
     } catch {
       // the process exited while we looked
     }
   }
-  return n;
+  return pids;
 }
 
 const sandboxes: ReturnType<typeof createSandbox>[] = [];
@@ -54,13 +64,14 @@ afterEach(async () => {
 describe("maxProcesses", () => {
   it("3N concurrent actions that all wait in a tool call never have more than N live processes, and all complete", async () => {
     const N = 3;
+    const before = new Set(osChildPids());
     const sandbox = make({ poolSize: 1, maxProcesses: N, limits: { timeoutMs: 10_000 } });
     let liveSeen = 0;
     let osSeen = 0;
     let queuedSeen = 0;
     const wait: HostToolFn = async (args) => {
       liveSeen = Math.max(liveSeen, sandbox.processCount);
-      osSeen = Math.max(osSeen, osChildren() ?? 0);
+      osSeen = Math.max(osSeen, osChildren(before) ?? 0);
       queuedSeen = Math.max(queuedSeen, sandbox.queuedActions);
       await sleep(60);
       return `done ${String(args[0])}`;
