@@ -28,8 +28,10 @@ function freePort(): Promise<number> {
 
 /**
  * Starts the LangGraph API server (`langgraphjs dev`, what `npm run studio` runs) on a free port
- * with the langgraph.json of `cwd`, and waits until it answers `/ok`. `extraArgs` go to
- * `langgraphjs dev` (e.g. `--n-jobs-per-worker`).
+ * with the langgraph.json of `cwd`, and waits until it says it is running and answers `/ok`.
+ * `extraArgs` go to `langgraphjs dev` (e.g. `--n-jobs-per-worker`). The free port is probed,
+ * released and then handed to the CLI, so another process of the suite can take it in between:
+ * on EADDRINUSE the start is retried on a new port (a fixed attempt count, then the error).
  */
 export async function startDevServer(
   cwd: string,
@@ -37,6 +39,23 @@ export async function startDevServer(
   readyMs = 90_000,
   extraArgs: string[] = [],
 ): Promise<DevServer> {
+  const deadline = Date.now() + readyMs;
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOnce(cwd, env, deadline, extraArgs);
+    if (started.ok) return started.server;
+    if (!started.portTaken || attempt >= 4) throw new Error(started.error);
+  }
+}
+
+type StartResult =
+  { ok: true; server: DevServer } | { ok: false; portTaken: boolean; error: string };
+
+async function startOnce(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  deadline: number,
+  extraArgs: string[],
+): Promise<StartResult> {
   const port = await freePort();
   let log = "";
   const api: ChildProcess = spawn(
@@ -65,19 +84,35 @@ export async function startDevServer(
     }
   };
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + readyMs;
   while (Date.now() < deadline) {
+    // The port was taken between the probe and the listen: whatever answers there is not ours.
+    if (log.includes("EADDRINUSE")) {
+      stop();
+      return { ok: false, portTaken: true, error: `port ${port} taken:\n${log.slice(-3000)}` };
+    }
     if (api.exitCode != null)
-      throw new Error(`langgraph dev exited (${api.exitCode}):\n${log.slice(-3000)}`);
-    try {
-      // 401: a langgraph.json with an auth.path guards /ok too (the server is up).
-      const res = await fetch(`${url}/ok`);
-      if (res.ok || res.status === 401) return { url, pid: api.pid, log: () => log, stop };
-    } catch {
-      // not listening yet
+      return {
+        ok: false,
+        portTaken: false,
+        error: `langgraph dev exited (${api.exitCode}):\n${log.slice(-3000)}`,
+      };
+    // Only once the server says so: before that, /ok could be another process's listener.
+    if (log.includes("Server running at")) {
+      try {
+        // 401: a langgraph.json with an auth.path guards /ok too (the server is up).
+        const res = await fetch(`${url}/ok`);
+        if (res.ok || res.status === 401)
+          return { ok: true, server: { url, pid: api.pid, log: () => log, stop } };
+      } catch {
+        // not listening yet
+      }
     }
     await new Promise((r) => setTimeout(r, 250));
   }
   stop();
-  throw new Error(`langgraph dev not ready after ${readyMs} ms:\n${log.slice(-3000)}`);
+  return {
+    ok: false,
+    portTaken: false,
+    error: `langgraph dev not ready in time:\n${log.slice(-3000)}`,
+  };
 }
