@@ -6,11 +6,13 @@ import { whyDistIsStale } from "../bin/dist-current.mjs";
 import { type BenchSection, BenchSkipped, fmt, percentile } from "./lib.ts";
 
 /**
- * What each CLI command costs to start (issue 27): the modules it loads and its CPU time, built
- * (`bin/codehop.mjs` running dist/) and from the sources through tsx (a clone after an edit).
- * Modules are listed by test/app/loaded-modules.mjs (a loader hook, plus require's cache); CPU is
- * user + system seconds of the whole command (children included) from /usr/bin/time, median of
- * REPS runs. CPU time, unlike wall time, hardly moves with the load of a shared machine.
+ * What each CLI command costs to start (issue 27): the files it loads and its CPU time, three ways:
+ * `bin/codehop.mjs` as a user runs it (the bundled CLI, dist/bundle, for every command but
+ * serve/worker/graph), the same build's unbundled dist/cli (what every command ran before the
+ * bundle), and the sources through tsx (a clone after an edit). Files are listed by
+ * test/app/loaded-modules.mjs (a loader hook, plus require's cache); CPU is user + system seconds of
+ * the whole command (children included) from /usr/bin/time, median of REPS runs, the three ways
+ * interleaved. CPU time, unlike wall time, hardly moves with the load of a shared machine.
  */
 
 const REPS = 5;
@@ -20,6 +22,12 @@ const HOOK = join(ROOT, "test/app/loaded-modules.mjs");
 const TIME = "/usr/bin/time";
 /** The stale-build path of bin/codehop.mjs, forced: tsx's loader, then src/cli/main.ts. */
 const FROM_SOURCE = `const { register } = await import("tsx/esm/api"); register(); const { main } = await import(${JSON.stringify(join(ROOT, "src/cli/main.ts"))}); await main(["node", "codehop", ...process.argv.slice(1)]);`;
+/** The build without its bundle: dist/cli/main.js and the commands' own modules. */
+const UNBUNDLED = `const { main } = await import(${JSON.stringify(join(ROOT, "dist/cli/main.js"))}); await main(["node", "codehop", ...process.argv.slice(1)]);`;
+
+/** How a command is started: as installed (bin), the unbundled build, the sources (tsx). */
+type Way = "bin" | "unbundled" | "tsx";
+const WAYS: Way[] = ["bin", "unbundled", "tsx"];
 
 const env = (extra: Record<string, string> = {}) => ({
   PATH: process.env.PATH,
@@ -29,15 +37,16 @@ const env = (extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-function nodeArgs(fromSource: boolean, args: string[]): string[] {
-  return fromSource ? ["--input-type=module", "-e", FROM_SOURCE, "--", ...args] : [BIN, ...args];
+function nodeArgs(way: Way, args: string[]): string[] {
+  if (way === "bin") return [BIN, ...args];
+  return ["--input-type=module", "-e", way === "tsx" ? FROM_SOURCE : UNBUNDLED, "--", ...args];
 }
 
-/** Distinct modules one run loaded. */
-function modulesLoaded(fromSource: boolean, args: string[], scratch: string): number {
+/** Distinct files one run loaded. */
+function modulesLoaded(way: Way, args: string[], scratch: string): number {
   const list = join(scratch, "modules.txt");
   rmSync(list, { force: true });
-  const r = spawnSync(process.execPath, ["--import", HOOK, ...nodeArgs(fromSource, args)], {
+  const r = spawnSync(process.execPath, ["--import", HOOK, ...nodeArgs(way, args)], {
     cwd: ROOT,
     env: env({ CODEHOP_TEST_MODULE_LIST: list }),
     encoding: "utf8",
@@ -46,22 +55,27 @@ function modulesLoaded(fromSource: boolean, args: string[], scratch: string): nu
   return new Set(readFileSync(list, "utf8").split("\n").filter(Boolean)).size;
 }
 
-/** Median CPU seconds (user + system, children included) of REPS runs. */
-function cpuSeconds(fromSource: boolean, args: string[], after?: () => void): number {
-  const runs: number[] = [];
-  for (let i = 0; i < REPS; i++) {
-    const r = spawnSync(TIME, ["-f", "%U %S", process.execPath, ...nodeArgs(fromSource, args)], {
-      cwd: ROOT,
-      env: env(),
-      encoding: "utf8",
-    });
-    if (r.status !== 0)
-      throw new Error(`codehop ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
-    const [user, system] = r.stderr.trim().split("\n").at(-1)!.split(" ").map(Number);
-    runs.push(user + system);
-    after?.();
-  }
-  return percentile(runs, 50);
+/** Median CPU seconds (user + system, children included) of REPS runs of each way, interleaved. */
+function cpuSeconds(args: string[], after?: () => void): Record<Way, number> {
+  const runs: Record<Way, number[]> = { bin: [], unbundled: [], tsx: [] };
+  for (let i = 0; i < REPS; i++)
+    for (const way of WAYS) {
+      const r = spawnSync(TIME, ["-f", "%U %S", process.execPath, ...nodeArgs(way, args)], {
+        cwd: ROOT,
+        env: env(),
+        encoding: "utf8",
+      });
+      if (r.status !== 0)
+        throw new Error(`codehop ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
+      const [user, system] = r.stderr.trim().split("\n").at(-1)!.split(" ").map(Number);
+      runs[way].push(user + system);
+      after?.();
+    }
+  return {
+    bin: percentile(runs.bin, 50),
+    unbundled: percentile(runs.unbundled, 50),
+    tsx: percentile(runs.tsx, 50),
+  };
 }
 
 export default async function cliModulesBench(): Promise<BenchSection> {
@@ -95,18 +109,36 @@ export default async function cliModulesBench(): Promise<BenchSection> {
       },
     ];
     const rows = cases.map((c) => {
-      const row: (string | number)[] = [`codehop ${c.name}`];
-      for (const fromSource of [false, true]) {
-        row.push(modulesLoaded(fromSource, c.args, home));
+      const files: number[] = [];
+      for (const way of WAYS) {
+        files.push(modulesLoaded(way, c.args, home));
         c.after?.();
-        row.push(fmt(cpuSeconds(fromSource, c.args, c.after)));
       }
-      return row;
+      const cpu = cpuSeconds(c.args, c.after);
+      return [
+        `codehop ${c.name}`,
+        files[0],
+        fmt(cpu.bin),
+        files[1],
+        fmt(cpu.unbundled),
+        `${fmt(cpu.bin / cpu.unbundled)}x`,
+        files[2],
+        fmt(cpu.tsx),
+      ];
     });
     return {
-      title: "CLI: modules loaded and CPU seconds per command",
-      description: `Per command: the distinct modules the process loads (a loader hook plus require's cache, test/app/loaded-modules.mjs) and the CPU seconds (user + system, children included, /usr/bin/time), median of ${REPS} runs; built (\`node bin/codehop.mjs\`, dist/) and from the sources through tsx (what a clone runs after an edit until \`npm run build\`). The thread read is the offline demo's towers question.`,
-      columns: ["command", "modules (built)", "CPU-s (built)", "modules (tsx)", "CPU-s (tsx)"],
+      title: "CLI: files loaded and CPU seconds per command",
+      description: `Per command: the distinct files the process loads (a loader hook plus require's cache, test/app/loaded-modules.mjs) and the CPU seconds (user + system, children included, /usr/bin/time), median of ${REPS} runs, the three ways interleaved: \`node bin/codehop.mjs\` as installed (the bundled CLI, dist/bundle, for all but serve/worker/graph), the same build unbundled (dist/cli/main.js, what every command ran before), and the sources through tsx (what a clone runs after an edit until \`npm run build\`). The thread read is the offline demo's towers question.`,
+      columns: [
+        "command",
+        "files (bin)",
+        "CPU-s (bin)",
+        "modules (unbundled)",
+        "CPU-s (unbundled)",
+        "bin / unbundled CPU",
+        "modules (tsx)",
+        "CPU-s (tsx)",
+      ],
       rows,
     };
   } finally {

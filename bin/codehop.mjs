@@ -37,6 +37,15 @@ if (versionOnly) {
   register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
   ({ main } = await import(source.href));
 } else {
-  ({ main } = await import("../dist/cli/main.js"));
+  // Most commands run from the bundled CLI (dist/bundle, bin/bundle.mjs: one file to load instead
+  // of a thousand modules); the others (the command list, `serve`, `worker`, `graph`, which load
+  // the operator's graphs) from dist/cli.
+  const name = args.find((a) => !a.startsWith("-"));
+  const bundled = new URL("../dist/bundle/cli.js", import.meta.url);
+  const bundle = name && existsSync(bundled) ? await import(bundled.href) : undefined;
+  if (bundle && Object.hasOwn(bundle.commands, name)) {
+    await bundle.main(process.argv, bundle.commands);
+    main = undefined;
+  } else ({ main } = await import("../dist/cli/main.js"));
 }
 await main?.(process.argv);

@@ -16,31 +16,51 @@ const isHelpFlag = (a: string) => a === "-h" || a === "--help";
 const COMMAND_FILE = /^(?!_)[a-z][a-z0-9-]*\.(ts|js)$/;
 
 /**
+ * The CLI's subcommands by name, each loaded only when asked for. By default the files of
+ * src/cli/commands (dist/cli/commands when built); the bundled CLI (dist/bundle, bin/bundle.mjs)
+ * passes its own, compiled into it.
+ */
+export type CommandModules = Record<string, () => Promise<Record<string, unknown>>>;
+
+/** The command modules in the commands folder beside this file. */
+function commandFiles(): CommandModules {
+  const dir = join(dirname(fileURLToPath(import.meta.url)), "commands");
+  // `.d.ts` files sit beside the `.js` ones in dist/: the pattern leaves them out.
+  const files = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => COMMAND_FILE.test(f));
+  return Object.fromEntries(
+    files.map((f) => [
+      f.replace(/\.(ts|js)$/, ""),
+      () => import(pathToFileURL(join(dir, f)).href) as Promise<Record<string, unknown>>,
+    ]),
+  );
+}
+
+/**
  * The `codehop` CLI. Each subcommand lives in src/cli/commands/<name>.ts and default-exports a
  * function returning a commander `Command`; they are discovered here so commands can be added
  * without touching this file.
  */
-export async function buildProgram(argv?: string[]): Promise<Command> {
+export async function buildProgram(
+  argv?: string[],
+  modules: CommandModules = commandFiles(),
+): Promise<Command> {
   const program = new Command("codehop")
     .description("Multi-agent code-action agents on LangGraph.js")
     .version(packageVersion());
-  const dir = join(dirname(fileURLToPath(import.meta.url)), "commands");
-  // `.d.ts` files sit beside the `.js` ones in dist/: the pattern leaves them out.
-  let files = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => COMMAND_FILE.test(f)).sort();
+  let names = Object.keys(modules).sort();
   // Running one command loads only its module: the others pull in the whole agent stack, and
   // `ask` must record its thread as early as possible (a kill during startup loses nothing else).
   const name = argv?.slice(2).find((a) => !a.startsWith("-"));
-  const own = files.filter((f) => f.replace(/\.(ts|js)$/, "") === name);
-  if (own.length) files = own;
+  if (name !== undefined && names.includes(name)) names = [name];
   // `codehop --version` needs no command at all; the list of commands (help, an unknown command)
   // loads them all, each cheap since a command module loads its work only when it runs.
   else if (!name && argv?.some((a) => a === "-V" || a === "--version") && !argv.some(isHelpFlag))
-    files = [];
-  for (const file of files) {
-    const mod = await import(pathToFileURL(join(dir, file)).href);
+    names = [];
+  for (const n of names) {
+    const mod = await modules[n]();
     const make = mod.default as (() => Command) | undefined;
     if (typeof make !== "function")
-      throw new Error(`src/cli/commands/${file} must default-export a Command factory`);
+      throw new Error(`src/cli/commands/${n}.ts must default-export a Command factory`);
     program.addCommand(make());
   }
   return ownErrorFormat(program);
@@ -87,13 +107,16 @@ export function quietOnBrokenPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
-/** Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack). */
-export async function main(argv = process.argv): Promise<void> {
+/**
+ * Entry point used by bin/codehop.mjs. Errors with a code are printed plainly (no stack).
+ * `modules`: the subcommands to offer (default: the commands folder's files).
+ */
+export async function main(argv = process.argv, modules?: CommandModules): Promise<void> {
   quietOnBrokenPipe(process.stdout);
   quietOnBrokenPipe(process.stderr);
   let program: Command | undefined;
   try {
-    program = await buildProgram(argv);
+    program = await buildProgram(argv, modules);
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {

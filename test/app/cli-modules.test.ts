@@ -35,11 +35,28 @@ function loadedBy(home: string, args: string[]) {
     env: cliEnv({ CODEHOP_HOME: home, CODEHOP_TEST_MODULE_LIST: list }),
     encoding: "utf8",
   });
-  const modules = readFileSync(list, "utf8")
+  const files = readFileSync(list, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((m) => (m.startsWith("file:") ? fileURLToPath(m) : m));
-  return { ...r, modules: [...new Set(modules)] };
+  const bundleFiles = files.filter((f) => f.startsWith(`${BUNDLE}/`)).length;
+  return { ...r, bundleFiles, modules: [...new Set(files.flatMap(bundled))] };
+}
+
+/** dist/bundle's list of the modules compiled into each of its files (bin/bundle.mjs). */
+const BUNDLE = join(process.cwd(), "dist/bundle");
+let bundleModules: Record<string, string[]> | undefined;
+
+/** A file of the bundled CLI stands for the modules compiled into it; any other for itself. */
+function bundled(file: string): string[] {
+  if (!file.startsWith(`${BUNDLE}/`)) return [file];
+  bundleModules ??= JSON.parse(readFileSync(join(BUNDLE, "modules.json"), "utf8")) as Record<
+    string,
+    string[]
+  >;
+  const inputs = bundleModules[file.slice(BUNDLE.length + 1)];
+  if (!inputs) throw new Error(`${file} is not listed in dist/bundle/modules.json`);
+  return inputs.map((m) => join(process.cwd(), m));
 }
 
 /** The modules of `modules` matching each of `kinds`, by kind (empty when none). */
@@ -88,6 +105,8 @@ describe("a reading command loads only what it needs", { timeout: 120_000 }, () 
   it("codehop history loads the thread's app graph (LangGraph reads states through it), no other app and no model", () => {
     const r = loadedBy(home, ["history", "old-done"]);
     expect(r.stderr).toBe("");
+    // From the bundled CLI (bin/bundle.mjs): the modules below are what its files hold.
+    expect(r.bundleFiles).toBeGreaterThan(0);
     expect(r.stdout).toMatch(/^checkpoint .* summary$/m);
     expect(r.stdout).toContain("answer: Yes. Birch plywood");
     expect(r.status).toBe(0);

@@ -147,8 +147,15 @@ describe("a clone runs the build while it is current with the sources", () => {
   it("runs dist/ when current, the edited source after an edit; --version loads no command", () => {
     const mark = (file: string, text: string) =>
       writeFileSync(file, readFileSync(file, "utf8").replace("list threads (", `${text} (`));
-    // The build is what runs: a mark put in dist/ only is printed.
-    mark(join(clone, "dist/cli/commands/threads.js"), "BUILT list threads");
+    // The build is what runs: a mark put in dist/ only is printed. `threads` runs from the bundled
+    // CLI (bin/bundle.mjs): the mark goes into the bundle's file that holds the command's module.
+    const bundled: Record<string, string[]> = JSON.parse(
+      readFileSync(join(clone, "dist/bundle/modules.json"), "utf8"),
+    );
+    const [threadsFile] = Object.entries(bundled).find(([, inputs]) =>
+      inputs.includes("dist/cli/commands/threads.js"),
+    )!;
+    mark(join(clone, "dist/bundle", threadsFile), "BUILT list threads");
     // A command whose module throws when loaded: only running it (or listing every command) loads it.
     writeFileSync(
       join(clone, "dist/cli/commands/zz-broken.js"),

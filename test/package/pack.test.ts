@@ -177,6 +177,7 @@ describe("the npm package", { timeout: 120_000 }, () => {
       "dist/index.d.ts",
       "dist/cli/main.js",
       "dist/cli/commands/ask.js",
+      "dist/bundle/cli.js", // the bundled CLI most commands start from (bin/bundle.mjs)
       "dist/sandbox/child/child.mjs", // the sandbox child: a folder of plain-ESM modules
       "dist/sandbox/child/protocol.mjs",
       "prompts/manager/system.md",
