@@ -10,6 +10,11 @@ import LongestFirstSequencer from "./test/vitest/sequencer.ts";
 // each of the suite's hundreds of processes compiles the same modules otherwise. The directory
 // is the one `codehop` itself uses (bin/codehop.mjs: module.enableCompileCache()).
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "node-compile-cache");
+// A machine-wide NODE_EXTRA_CA_CERTS (set on the 2-core machines this suite is measured on) makes
+// every Node process parse that certificate file at start: ~70 ms of CPU each, and the suite starts
+// hundreds (CLIs, servers, workers). No test speaks TLS to anything but its own local servers,
+// which never use the system's CAs.
+delete process.env.NODE_EXTRA_CA_CERTS;
 
 // One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
 // MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox
