@@ -13,6 +13,9 @@
 // - Files codehop starts or reads by path (the sandbox child, reader processes, prompts): the
 //   bundle's code finds them where dist/ has them, since every `import.meta.url` of a dist/ file
 //   is rewritten to that file's own URL, relative to the bundle (the package can live anywhere).
+// `CODEHOP_BUNDLE_REPORT=1 npm run build` lists the bundled node_modules files that mention
+// `__dirname`, `__filename` or `import.meta.url` (candidates for EXTERNAL after adding a dependency;
+// today: commander and undici in comments or guarded code, pino's transports, unused by the CLI).
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { build } from "esbuild";
