@@ -87,13 +87,35 @@ export function readerStats(): { running: number; waiting: number; max: number }
   return { running: queue.activeCount, waiting: queue.pendingCount, max: MAX_READER_PROCESSES };
 }
 
+const FROM_SOURCES = import.meta.url.endsWith(".ts");
+
+/**
+ * In a clone running its TypeScript sources (the tests, tsx), the built reader while dist/ is
+ * current with the sources, as bin/codehop.mjs decides for the CLI (bin/dist-current.mjs): the
+ * same code without tsx compiling it at every reader's start (~0.7 s of CPU each). Undefined when
+ * the build is missing or stale, or codehop runs from its build anyway.
+ */
+const BUILT_READER: string | undefined = FROM_SOURCES ? await currentBuiltReader() : undefined;
+
+async function currentBuiltReader(): Promise<string | undefined> {
+  const built = fileURLToPath(new URL("../../dist/ingest/reader-process.js", import.meta.url));
+  const check = new URL("../../bin/dist-current.mjs", import.meta.url);
+  if (!existsSync(built) || !existsSync(fileURLToPath(check))) return undefined;
+  try {
+    const { whyDistIsStale } = (await import(check.href)) as { whyDistIsStale(): unknown };
+    return whyDistIsStale() === undefined ? built : undefined;
+  } catch {
+    return undefined; // cannot tell: the sources through tsx
+  }
+}
+
 /** The reader program, and tsx's loader when codehop runs from its TypeScript sources. */
 function readerProgram(): { entry: string; loader?: string } {
-  const fromSources = import.meta.url.endsWith(".ts");
+  if (BUILT_READER) return { entry: BUILT_READER };
   const entry = fileURLToPath(
-    new URL(`./reader-process.${fromSources ? "ts" : "js"}`, import.meta.url),
+    new URL(`./reader-process.${FROM_SOURCES ? "ts" : "js"}`, import.meta.url),
   );
-  if (!fromSources) return { entry };
+  if (!FROM_SOURCES) return { entry };
   const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
   return { entry, loader };
 }
