@@ -108,6 +108,20 @@ function* slabs(text: string): Generator<string> {
   yield text.slice(from);
 }
 
+/**
+ * Text with none of the splitter's separators (no newline, no space: one long "word") cut straight
+ * into windows of `size` characters overlapping by `overlap`: what the recursive splitter makes of
+ * it too, after splitting it into single characters and merging them back (about 0.5 s and tens of
+ * MB of garbage per million characters, and minutes on a worker whose heap is already large).
+ */
+function windows(text: string, size: number, overlap: number): string[] {
+  const out: string[] = [];
+  for (let from = 0; ; from += size - overlap) {
+    out.push(text.slice(from, from + size));
+    if (from + size >= text.length) return out;
+  }
+}
+
 /** A reusable chunker (one splitter instance for many documents). */
 export class Chunker {
   readonly options: Required<ChunkOptions>;
@@ -130,8 +144,13 @@ export class Chunker {
     const out: Chunk[] = [];
     for (const section of splitSections(text)) {
       for (const slab of slabs(section.body)) {
+        const { chunkSize, chunkOverlap } = this.options;
         const pieces =
-          slab.length <= this.options.chunkSize ? [slab] : await this.splitter.splitText(slab);
+          slab.length <= chunkSize
+            ? [slab]
+            : /[ \n]/.test(slab)
+              ? await this.splitter.splitText(slab)
+              : windows(slab, chunkSize, chunkOverlap);
         for (const piece of pieces) {
           const t = piece.trim();
           if (t) out.push({ section: section.heading, text: t });

@@ -1,3 +1,4 @@
+import { RecursiveCharacterTextSplitter } from "@langchain/textsplitters";
 import { describe, expect, it } from "vitest";
 import { chunkDocument, splitSections } from "../../src/store/chunking.ts";
 import { CodehopError } from "../../src/errors.ts";
@@ -22,6 +23,23 @@ describe("chunking", () => {
       chunkOverlap: 0,
     });
     expect(chunks).toEqual([{ section: "Full", text: "Text here." }]);
+  });
+
+  it("cuts a word longer than a passage (no space, no newline) as LangChain's splitter does, overlap included", async () => {
+    for (const [length, chunkSize, chunkOverlap] of [
+      [5_000, 512, 0],
+      [5_000, 512, 64],
+      [100_003, 300, 299],
+      [513, 512, 100],
+    ]) {
+      const word = Array.from({ length }, (_, i) => String.fromCharCode(97 + (i % 26))).join("");
+      const ours = await chunkDocument(word, { chunkSize, chunkOverlap });
+      const theirs = await new RecursiveCharacterTextSplitter({
+        chunkSize,
+        chunkOverlap,
+      }).splitText(word);
+      expect(ours.map((c) => c.text)).toEqual(theirs);
+    }
   });
 
   it("cuts long sections into passages no longer than chunkSize that overlap", async () => {
