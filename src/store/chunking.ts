@@ -141,10 +141,10 @@ export class Chunker {
    * and every passage knows its heading.
    */
   async chunk(text: string): Promise<Chunk[]> {
+    const { chunkSize, chunkOverlap } = this.options;
     const out: Chunk[] = [];
     for (const section of splitSections(text)) {
       for (const slab of slabs(section.body)) {
-        const { chunkSize, chunkOverlap } = this.options;
         const pieces =
           slab.length <= chunkSize
             ? [slab]
