@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import type { RunOptions } from "../runs/app.ts";
 import type { AskResult } from "../runs/result.ts";
 import type { createLiveView, LiveView } from "../runs/tree-renderer.ts";
+import { setDefaultSandboxMode } from "../core/default-sandbox.ts";
 import { cliCommand, placeholder } from "../config/cli-command.ts";
 import { colorsFor } from "../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
@@ -112,6 +113,8 @@ export async function runInTerminal<R extends AskResult>(
   json?: { threadId: string; config?: RunOptions["config"] },
   print: (result: R, flags: RunFlags) => void | Promise<void> = printResult,
 ): Promise<void> {
+  // One run, then the process exits: no sandbox process is started ahead for a next run.
+  setDefaultSandboxMode("on-demand");
   // The live tree's renderer is loaded when a run starts, not with every command's module.
   const { createLiveView } = await import("../runs/tree-renderer.ts");
   let term = terminalRun(flags, header, createLiveView);

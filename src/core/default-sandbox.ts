@@ -7,6 +7,21 @@ let shared: Promise<CodeSandbox> | undefined;
 export const DEFAULT_POOL_SIZE = 3;
 
 /**
+ * How the default sandbox starts its processes: "warm" keeps {@link DEFAULT_POOL_SIZE} started
+ * ahead (growing with the rate of new runs), for a host that keeps starting runs; "on-demand"
+ * starts none ahead: each agent run's process starts when its first model call does (the
+ * sandbox's `prepare`), which a model's answer takes longer than. A one-shot CLI run exits after
+ * one run, so processes started ahead for a next run would only be started and killed.
+ */
+export type DefaultSandboxMode = "warm" | "on-demand";
+let mode: DefaultSandboxMode = "warm";
+
+/** Chooses the default sandbox's {@link DefaultSandboxMode}; no effect once it was created. */
+export function setDefaultSandboxMode(next: DefaultSandboxMode): void {
+  mode = next;
+}
+
+/**
  * The process-wide sandbox used by agents created without one: created on first use (so importing
  * a graph never spawns processes) and closed when the process exits.
  */
@@ -20,7 +35,8 @@ export function getDefaultSandbox(): Promise<CodeSandbox> {
     const libraries = mod.parseLibrariesSetting(readEnv().sandboxLibraries ?? "");
     // Children through a launcher process once a few runs have started (`launcher: "auto"`): a
     // worker or server starting runs back to back no longer stops its event loop in spawn().
-    const sandbox = mod.createSandbox({ poolSize: DEFAULT_POOL_SIZE, libraries, launcher: "auto" });
+    const poolSize = mode === "warm" ? DEFAULT_POOL_SIZE : 0;
+    const sandbox = mod.createSandbox({ poolSize, libraries, launcher: "auto" });
     const close = () => void sandbox.close().catch(() => {});
     process.once("beforeExit", close);
     process.once("exit", close);

@@ -128,7 +128,7 @@ async function execute(
     const snapshot = await graph.getState({ configurable: runConfig.configurable });
     state = snapshot.values as Record<string, unknown>;
   }
-  // Start the sandbox's warm child now, so its spawn overlaps the first model call.
+  // Create the sandbox now (a warm one starts its first child), so neither delays the first action.
   void getDefaultSandbox().catch(() => {});
   if (!from.started)
     options.onStart?.({ threadId, dbPath: persistence.location, state, root: rootName(app) });

@@ -115,6 +115,10 @@ process.on("message", (m) => {
     c.once("error", () => process.send({ t: "exit", id: m.id, code: null, signal: null }));
     return;
   }
+  // Nothing of the child's output is read here: it is the host's. Node starts reading a spawned
+  // child's pipes at once, and the handles go over one at a time (each waits for the host's
+  // acknowledgement): what the child wrote meanwhile would be read into this process and lost.
+  for (const s of [c.stderr, c.stdio[3]]) s._handle?.readStop();
   children.set(m.id, c);
   process.send({ t: "pipe", id: m.id, pid: c.pid, fd: 0 }, c.stdin);
   process.send({ t: "pipe", id: m.id, fd: 2 }, c.stderr);

@@ -15,6 +15,7 @@ import {
   type SandboxChild,
 } from "../../src/sandbox/pool.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
+import { Launcher } from "../../src/sandbox/launcher.ts";
 
 const spec = { heapMb: 128, addressSpaceMb: null };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +145,42 @@ describe("launcher", () => {
     expect(launched.length).toBeGreaterThan(0);
     expect(launched.every((pp) => pp > 1)).toBe(true);
   }, 180_000);
+
+  it("hands over every byte a launched child wrote before its pipes reached the host", async () => {
+    const l = new Launcher();
+    // Up: the first start goes direct and starts the launcher.
+    const first = l.start(process.execPath, ["-e", "0"], {});
+    await new Promise<void>((r) => first.onClose(() => r()));
+    for (let i = 0; i < 200 && !l.isUp; i++) await sleep(20);
+    expect(l.isUp).toBe(true);
+    // The child writes at once, on fd 3 and stderr; the host is busy meanwhile, so the handles
+    // (sent one at a time, each acknowledged by the host) reach it long after the bytes were written.
+    const write = `require("fs").writeSync(3, "out-first\\n"); process.stderr.write("err-first\\n"); setTimeout(() => {}, 2000);`;
+    const ports = [1, 2, 3].map(() => l.start(process.execPath, ["-e", write], {}));
+    const busyUntil = Date.now() + 400;
+    while (Date.now() < busyUntil); // a host whose event loop is busy (a large spawn, a big JSON)
+    const got = await Promise.all(
+      ports.map(
+        (port) =>
+          new Promise<string[]>((resolve) =>
+            port.onStreams(({ out, stderr }) => {
+              const text = ["", ""];
+              out.on("data", (d) => (text[0] += d));
+              stderr.on("data", (d) => (text[1] += d));
+              const check = setInterval(() => {
+                if (text[0].includes("\n") && text[1].includes("\n")) {
+                  clearInterval(check);
+                  resolve(text);
+                }
+              }, 10);
+              setTimeout(() => (clearInterval(check), resolve(text)), 5_000);
+            }),
+          ),
+      ),
+    );
+    for (const port of ports) port.kill();
+    expect(got).toEqual(ports.map(() => ["out-first\n", "err-first\n"]));
+  }, 60_000);
 
   it('rejects a launcher option that is not true, false or "auto"', () => {
     expect(() => createSandbox({ launcher: "yes" as never })).toThrow(/launcher must be/);

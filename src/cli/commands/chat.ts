@@ -89,6 +89,9 @@ export default function chatCommand(): Command {
       if (!resolved.baseURL) assertModelConfigured(resolved, ["chat"]);
       const settings: Record<string, number> = {};
       if (flags.keepRounds !== undefined) settings.keepRounds = flags.keepRounds;
+      // Rounds come at a person's pace: each round's process starts with its model call, none ahead.
+      const { setDefaultSandboxMode } = await import("../../core/default-sandbox.ts");
+      setDefaultSandboxMode("on-demand");
       // Loaded on use: the agent stack takes a moment to import.
       const app = await import("../../apps/chat/app.ts");
       const { deleteThread } = await import("../../apps/index.ts");

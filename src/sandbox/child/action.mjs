@@ -39,9 +39,9 @@ import {
   Compartment,
   InitialDate,
   InitialMath,
-  IntlCapability,
   floatArrays,
   harden,
+  intlCapability,
 } from "./lockdown.mjs";
 import {
   LAST_VALUE_CHARS,
@@ -262,7 +262,10 @@ export function startAction(msg) {
   if (caps.mathRandom) globals.Math = InitialMath;
   if (caps.dateNow) globals.Date = InitialDate;
   if (caps.floatArrays) Object.assign(globals, floatArrays);
-  if (caps.intl && IntlCapability) globals.Intl = IntlCapability;
+  if (caps.intl) {
+    const intl = intlCapability();
+    if (intl) globals.Intl = intl;
+  }
   for (const tool of msg.tools) {
     globals[tool] = makeTool(act, tool, guestError);
   }

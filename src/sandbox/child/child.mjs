@@ -11,7 +11,7 @@
  * Everything that touches guest values does so without calling guest code where it can (own
  * property descriptors, intrinsic methods captured before the guest runs, Proxy detection).
  */
-import { Worker } from "node:worker_threads";
+import { startWatchdog } from "./watchdog.mjs";
 import { process } from "./commons.mjs";
 import { getStackString, harden, Compartment, sesScript } from "./lockdown.mjs";
 import { currentAction, deliverResult, finish, startAction } from "./action.mjs";
@@ -20,7 +20,7 @@ import { describeError } from "./errors.mjs";
 import { formatValue } from "./format.mjs";
 import { loadLibraries } from "./libraries.mjs";
 import { receive, send } from "./io.mjs";
-import { CHILD_MAKE_CODE_CACHE_ARG, CHILD_PDEATHSIG_ARG, childArg } from "./protocol.mjs";
+import { CHILD_MAKE_CODE_CACHE_ARG, childArg } from "./protocol.mjs";
 
 // A guest promise nobody handles must not kill the process (Node's default for unhandled rejections).
 process.on("unhandledRejection", () => {});
@@ -43,38 +43,8 @@ receive((msg) => {
   else if (msg.t === "ping") send({ t: "pong" });
 });
 
-// Orphan watchdog: if the host dies without closing us (SIGKILL, crash) while guest code spins,
-// nobody would ever kill this process. A worker thread keeps running while the main thread is
-// busy; it kills the whole process once the parent is gone (we get re-parented). Started right
-// after `ready`, so its ~40 ms of startup overlap the first action instead of delaying readiness.
-// Not needed when the host started us with a parent-death signal (`setpriv --pdeathsig KILL`,
-// argument "pdeathsig"): the kernel then kills us the moment the host dies (strictly: the
-// host thread that spawned us ends, e.g. a worker_threads Worker that created the sandbox).
-const KILLED_WITH_HOST = childArg(process.argv, CHILD_PDEATHSIG_ARG) === true;
 /** Asked to send the host the SES code cache (see lockdown.mjs and code-cache.ts), before `ready`. */
 const MAKE_CODE_CACHE = childArg(process.argv, CHILD_MAKE_CODE_CACHE_ARG) === true;
-function startWatchdog() {
-  if (KILLED_WITH_HOST) return;
-  const hostPid = process.ppid;
-  const watchdog = new Worker(
-    `const { workerData } = require("node:worker_threads");
-     setInterval(() => { if (process.ppid !== workerData.hostPid) process.kill(process.pid, "SIGKILL"); }, 500);`,
-    {
-      eval: true,
-      workerData: { hostPid },
-      env: {},
-      // Small: each isolate otherwise reserves hundreds of MB of address space, which would eat into
-      // the RLIMIT_AS meant for guest allocations (see also MALLOC_ARENA_MAX in child-launch.ts).
-      resourceLimits: {
-        maxOldGenerationSizeMb: 8,
-        maxYoungGenerationSizeMb: 1,
-        codeRangeSizeMb: 4,
-        stackSizeMb: 1,
-      },
-    },
-  );
-  watchdog.unref();
-}
 
 function ready() {
   // After the warm-up, the cache holds the bytecode of every SES function lockdown and a first

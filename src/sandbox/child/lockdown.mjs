@@ -87,13 +87,22 @@ export const floatArrays = sesHarden({
   Float32Array: /** @type {Float32ArrayConstructor} */ (realm.Float32Array),
   Float64Array: /** @type {Float64ArrayConstructor} */ (realm.Float64Array),
 });
+/** The host's Intl once hardened (see {@link intlCapability}). */
+let hardenedIntl = /** @type {typeof globalThis.Intl | undefined} */ (undefined);
+
 /**
  * The host's Intl, hardened (undefined when Node was built without it), with the prototypes V8
  * creates lazily and no property of Intl reaches: those of Intl.Segmenter's segments and of their
  * iterator. Unhardened, one guest could patch them (e.g. `next`) and run inside any later action
- * of the process that segments text.
+ * of the process that segments text. Hardened when the first action given Intl is set up, before
+ * its code runs, not at start: only such an action reaches Intl, and a first Segmenter costs
+ * ~14 ms (ICU's break-iterator data), a good tenth of a child's start.
+ * @returns {typeof globalThis.Intl | undefined}
  */
-export const IntlCapability = Intl ? hardenIntl(Intl) : undefined;
+export function intlCapability() {
+  if (Intl && !hardenedIntl) hardenedIntl = hardenIntl(Intl);
+  return hardenedIntl;
+}
 
 /**
  * @param {typeof globalThis.Intl} intl
