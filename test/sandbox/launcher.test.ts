@@ -179,6 +179,8 @@ describe("launcher", () => {
       ),
     );
     for (const port of ports) port.kill();
+    // This test's own launcher goes too (it would otherwise live as long as the test worker).
+    (l as unknown as { proc: { kill(): void } | null }).proc?.kill();
     expect(got).toEqual(ports.map(() => ["out-first\n", "err-first\n"]));
   }, 60_000);
 
