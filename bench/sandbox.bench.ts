@@ -11,9 +11,11 @@ import { loadavg } from "node:os";
 import vm from "node:vm";
 import { createSandbox, type CodeSandbox, type HostToolFn } from "../src/sandbox/index.ts";
 import { SandboxChild } from "../src/sandbox/child-process.ts";
+import { CHILD_MODULES_ENTRY, CHILD_PROGRAM } from "../src/sandbox/child-launch.ts";
 import { sesCodeCaches } from "../src/sandbox/code-cache.ts";
 import { DEFAULT_LIMITS, DEFAULT_MAX_ADDRESS_SPACE_MB } from "../src/sandbox/limits.ts";
 import { fmt, percentile, type BenchSection } from "./lib.ts";
+import { treeCpuMs } from "./proc-cpu.ts";
 
 const WARMUP = 30;
 const ITERATIONS = 300;
@@ -613,18 +615,46 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     sesCodeCaches.failures.set(noCacheHeap, Infinity);
     const noCacheFile = sesCodeCaches.path({ heapMb: noCacheHeap, addressSpaceMb: null });
     if (noCacheFile) rmSync(noCacheFile, { force: true }); // one a sandbox of that heap size made
-    const startOne = async (heapMb: number, out: number[], cache: string) => {
-      const child = new SandboxChild({ heapMb, addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB });
+    // And the child loading its 12 ES modules instead of the bundle (child-bundle.ts), with the
+    // code cache too: the start's CPU time is read from /proc just before the kill.
+    const spawnReadyModules: number[] = [];
+    const cpuBundle: number[] = [];
+    const cpuModules: number[] = [];
+    const startOne = async (
+      heapMb: number,
+      out: number[],
+      cache: string,
+      entry?: string,
+      cpu?: number[],
+    ) => {
+      const child = new SandboxChild({
+        heapMb,
+        addressSpaceMb: DEFAULT_MAX_ADDRESS_SPACE_MB,
+        entry,
+      });
       child.setRef(true);
       await child.ready;
       out.push(child.readyAt! - child.spawnedAt);
+      if (cpu) {
+        // (V8's background threads finish the start's compiling and collecting after `ready`)
+        await new Promise((r) => setTimeout(r, 200));
+        cpu.push(treeCpuMs(child.proc.pid));
+      }
       child.kill("bench");
       await child.exited;
       if (child.codeCache !== cache)
         throw new Error(`expected code cache ${cache}, got ${child.codeCache}`);
     };
+    if (!CHILD_PROGRAM.bundled) throw new Error("no bundled sandbox child: run `npm run build`");
     for (let i = 0; i < REPLACEMENTS * 2; i++) {
-      await startOne(DEFAULT_LIMITS.maxHeapMb, spawnReady, "used");
+      await startOne(DEFAULT_LIMITS.maxHeapMb, spawnReady, "used", undefined, cpuBundle);
+      await startOne(
+        DEFAULT_LIMITS.maxHeapMb,
+        spawnReadyModules,
+        "used",
+        CHILD_MODULES_ENTRY,
+        cpuModules,
+      );
       await startOne(noCacheHeap, spawnReadyNoCache, "none");
     }
     sesCodeCaches.failures.delete(noCacheHeap);
@@ -663,7 +693,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
         description:
           `${REPLACEMENTS} times: an infinite loop is SIGKILLed at a 100 ms deadline, then the next trivial action is timed ` +
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
-          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts") and without it.`,
+          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready).`,
         columns: ["measure", "p50", "p95", "max"],
         rows: [
           [
@@ -684,9 +714,28 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
             fmt(percentile(spawnReadyNoCache, 95)),
             fmt(Math.max(...spawnReadyNoCache)),
           ],
+          [
+            "child spawn -> ready from its ES modules (not the bundle)",
+            fmt(percentile(spawnReadyModules, 50)),
+            fmt(percentile(spawnReadyModules, 95)),
+            fmt(Math.max(...spawnReadyModules)),
+          ],
+          [
+            "child start CPU time (bundle)",
+            fmt(percentile(cpuBundle, 50)),
+            fmt(percentile(cpuBundle, 95)),
+            fmt(Math.max(...cpuBundle)),
+          ],
+          [
+            "child start CPU time (ES modules)",
+            fmt(percentile(cpuModules, 50)),
+            fmt(percentile(cpuModules, 95)),
+            fmt(Math.max(...cpuModules)),
+          ],
         ],
         verdicts: [
           `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,
+          `child start CPU, bundle vs ES modules (p50, /proc ticks of 10 ms): ${fmt(percentile(cpuBundle, 50) / percentile(cpuModules, 50))}x`,
         ],
       },
       isolation,

@@ -18,6 +18,7 @@
 // today: commander and undici in comments or guarded code, pino's transports, unused by the CLI).
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
+import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 
 /** Commands that import the operator's graphs (langgraph.json): never bundled. */
@@ -134,4 +135,30 @@ export async function bundleCli(root, dist) {
     );
   }
   writeFileSync(join(outdir, "modules.json"), `${JSON.stringify(modules)}\n`);
+}
+
+/**
+ * Builds `<dist>/sandbox/child/child.cjs`: the sandbox child's ES modules (`<dist>/sandbox/child/
+ * *.mjs`, copied from src/) as one CommonJS file, whose first line names the digest of those
+ * modules (src/sandbox/child-bundle.ts: the host runs the bundle only when it matches). Why: a
+ * child process starts from one file without Node's ES module loader, ~25 ms less CPU each, and
+ * every agent run starts one.
+ */
+export async function bundleChild(dist) {
+  const childDir = join(dist, "sandbox/child");
+  const { CHILD_BUNDLE_NAME, childBundleHeader, childSourcesDigest } = await import(
+    pathToFileURL(join(dist, "sandbox/child-bundle.js")).href
+  );
+  const result = await build({
+    entryPoints: [join(childDir, "child.mjs")],
+    outfile: join(childDir, CHILD_BUNDLE_NAME),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    logLevel: "warning",
+    banner: { js: childBundleHeader(childSourcesDigest(childDir)) },
+  });
+  // A warning here means code that would run differently bundled (e.g. import.meta, empty in CommonJS).
+  if (result.warnings.length) throw new Error("bundle: the sandbox child bundled with warnings");
 }

@@ -4,7 +4,7 @@
  * through `setpriv`, the SES code cache). The process's life after that is child-process.ts; the
  * pool that decides when to start one is pool.ts.
  */
-import { existsSync, readdirSync, realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,13 +14,17 @@ import {
   CHILD_MAKE_CODE_CACHE_ARG,
   CHILD_PDEATHSIG_ARG,
 } from "./child/protocol.mjs";
+import { CHILD_BUNDLE_NAME, childBundleFor, childModuleFiles } from "./child-bundle.ts";
 
 /** How a child is started (children are only reused for the same spec). */
 export interface ChildSpec {
   heapMb: number;
   /** RLIMIT_AS in MB, or null for none. */
   addressSpaceMb: number | null;
-  /** Test only: another child program speaking the protocol (default: child/child.mjs). */
+  /**
+   * Tests and benchmarks only: another child program speaking the protocol (default:
+   * {@link CHILD_PROGRAM}); it may read the child's modules too.
+   */
   entry?: string;
   /** The authorized libraries' bundle file the child loads at start (src/sandbox/libraries.ts). */
   libraries?: string;
@@ -28,11 +32,26 @@ export interface ChildSpec {
 
 // Real paths: the permission model compares the files the child opens with these.
 const CHILD_DIR = realpathSync(fileURLToPath(new URL("./child/", import.meta.url)));
-const CHILD_ENTRY = join(CHILD_DIR, "child.mjs");
-/** The child's modules: the only files (with the SES bundle) it may read. */
-const CHILD_FILES = readdirSync(CHILD_DIR)
-  .filter((f) => f.endsWith(".mjs"))
-  .map((f) => join(CHILD_DIR, f));
+/** The child's ES modules (what a child reads when it does not run the bundle). */
+const CHILD_MODULES = childModuleFiles(CHILD_DIR);
+/** Their entry: what a child runs without a bundle (and benchmarks as {@link ChildSpec.entry}). */
+export const CHILD_MODULES_ENTRY = join(CHILD_DIR, "child.mjs");
+
+/**
+ * The bundled child (child-bundle.ts) when one was made from exactly these modules: built, beside
+ * them in dist/sandbox/child/; from the sources (tests, tsx), dist/'s, until a child module is
+ * edited and not yet built again. Else undefined: children load the modules.
+ */
+const CHILD_BUNDLE = childBundleFor(CHILD_DIR, [
+  join(CHILD_DIR, CHILD_BUNDLE_NAME),
+  fileURLToPath(new URL(`../../dist/sandbox/child/${CHILD_BUNDLE_NAME}`, import.meta.url)),
+]);
+
+/** The file a child runs (tests: {@link ChildSpec.entry} replaces it): the bundle, else child.mjs. */
+export const CHILD_PROGRAM: { readonly entry: string; readonly bundled: boolean } = {
+  entry: CHILD_BUNDLE ?? CHILD_MODULES_ENTRY,
+  bundled: CHILD_BUNDLE !== undefined,
+};
 /** The SES bundle the child loads (and the file its code caches are made from). */
 export const SES_PATH = realpathSync(createRequire(import.meta.url).resolve("ses"));
 const PRLIMIT = ["/usr/bin/prlimit", "/bin/prlimit"].find((p) => existsSync(p)) ?? null;
@@ -79,18 +98,24 @@ export function childCommand(
     `--max-old-space-size=${spec.heapMb}`,
     PERMISSION_FLAG,
     ...[
-      ...CHILD_FILES,
-      ...(spec.entry ? [spec.entry] : []),
+      ...(spec.entry
+        ? [spec.entry, ...CHILD_MODULES]
+        : CHILD_PROGRAM.bundled
+          ? [CHILD_PROGRAM.entry]
+          : CHILD_MODULES),
       SES_PATH,
       ...(codeCache ? [codeCache] : []),
       ...(spec.libraries ? [spec.libraries] : []),
-    ].map((f) => `--allow-fs-read=${f}`),
+    ]
+      // each path once: Node 20 aborts on a path given twice (a test's entry may be child.mjs)
+      .filter((f, i, all) => all.indexOf(f) === i)
+      .map((f) => `--allow-fs-read=${f}`),
     "--allow-worker", // only for the orphan watchdog thread (see child/child.mjs)
     // (--disable-warning exists from Node 20.11; the warnings only reach our stderr buffer anyway)
     ...(CAN_DISABLE_WARNINGS
       ? ["--disable-warning=ExperimentalWarning", "--disable-warning=SecurityWarning"]
       : []),
-    spec.entry ?? CHILD_ENTRY,
+    spec.entry ?? CHILD_PROGRAM.entry,
     SES_PATH,
     ...(SETPRIV ? [CHILD_PDEATHSIG_ARG] : []),
     ...(codeCache ? [`${CHILD_CODE_CACHE_ARG}=${codeCache}`] : []),

@@ -17,7 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
-import { SES_PATH, type ChildSpec } from "./child-launch.ts";
+import { CHILD_MODULES_ENTRY, SES_PATH, type ChildSpec } from "./child-launch.ts";
 
 /**
  * V8 code caches of the SES bundle, by child heap size (V8 accepts a cache only under the flags it
@@ -54,7 +54,9 @@ export const sesCodeCaches = {
 
   /** The cache file for children of `spec`, if made (here or by another host process of this user) and safe to use. */
   fileFor(spec: ChildSpec): string | undefined {
-    if (spec.entry !== undefined) return undefined;
+    // Not for a test's own child program; the child's modules (a benchmark's comparison with the
+    // bundle) load SES as the bundle does.
+    if (spec.entry !== undefined && spec.entry !== CHILD_MODULES_ENTRY) return undefined;
     const current = this.path(spec); // the directory checked, the key current
     if (current === null) return undefined;
     let file = this.files.get(spec.heapMb);

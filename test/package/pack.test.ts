@@ -179,6 +179,7 @@ describe("the npm package", { timeout: 120_000 }, () => {
       "dist/cli/commands/ask.js",
       "dist/bundle/cli.js", // the bundled CLI most commands start from (bin/bundle.mjs)
       "dist/sandbox/child/child.mjs", // the sandbox child: a folder of plain-ESM modules
+      "dist/sandbox/child/child.cjs", // ... and them bundled, what children run (bin/bundle.mjs)
       "dist/sandbox/child/protocol.mjs",
       "prompts/manager/system.md",
       "data/demo-corpus.jsonl",

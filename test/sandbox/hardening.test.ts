@@ -6,6 +6,7 @@
  */
 import { execSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
+import { CHILD_PROGRAM } from "../../src/sandbox/child-launch.ts";
 import { createSandbox, type HostToolFn } from "../../src/sandbox/index.ts";
 
 const sandbox = createSandbox({ poolSize: 1, limits: { timeoutMs: 10_000 } });
@@ -16,7 +17,7 @@ function childPids(): number[] {
   return execSync(`ps -o pid=,args= --ppid ${process.pid} || true`)
     .toString()
     .split("\n")
-    .filter((l) => l.includes("child.mjs"))
+    .filter((l) => l.includes(CHILD_PROGRAM.entry))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 

@@ -14,6 +14,7 @@ import {
   RUN_RATE_WINDOW_MS,
   type SandboxChild,
 } from "../../src/sandbox/pool.ts";
+import { CHILD_PROGRAM } from "../../src/sandbox/child-launch.ts";
 import { createSandbox } from "../../src/sandbox/index.ts";
 import { Launcher } from "../../src/sandbox/launcher.ts";
 
@@ -89,7 +90,7 @@ describe("launcher", () => {
       });
       expect(r.finalAnswer).toBe(i);
       sb.endSession(`run-${i}`);
-      const pids = execSync(`pgrep -f child.mjs || true`)
+      const pids = execSync(`pgrep -f ${CHILD_PROGRAM.entry} || true`)
         .toString()
         .trim()
         .split(/\s+/)

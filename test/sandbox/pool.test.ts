@@ -24,6 +24,7 @@ import {
   sesCodeCaches,
 } from "../../src/sandbox/pool.ts";
 import { CodehopError } from "../../src/errors.ts";
+import { CHILD_PROGRAM } from "../../src/sandbox/child-launch.ts";
 
 describe.runIf(HAS_OS_MEMORY_LIMIT)("startup failure", () => {
   // Node aborts at startup within a 200 MB address space: a stand-in for any broken startup.
@@ -440,7 +441,7 @@ describe("orphans", { timeout: 180_000 }, () => {
         execSync(`ps -o pid=,args= --ppid ${host.pid} || true`)
           .toString()
           .split("\n")
-          .filter((l) => l.includes("child.mjs"))
+          .filter((l) => l.includes(CHILD_PROGRAM.entry))
           .map((l) => Number(l.trim().split(/\s+/)[0]));
       for (let i = 0; i < 150 && children().length === 0; i++) await sleep(100);
       expect(children().length).toBeGreaterThan(0);

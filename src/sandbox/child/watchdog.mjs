@@ -19,7 +19,8 @@ const KILLED_WITH_HOST = childArg(process.argv, CHILD_PDEATHSIG_ARG) === true;
 /** @type {typeof import("node:worker_threads").Worker | undefined} */
 const Worker = KILLED_WITH_HOST
   ? undefined
-  : createRequire(import.meta.url)("node:worker_threads").Worker;
+  : // (a built-in resolves from any file: the entry, child.mjs or the bundle child.cjs)
+    createRequire(process.argv[1])("node:worker_threads").Worker;
 
 /** Starts the watchdog thread, unless the kernel kills us with the host. */
 export function startWatchdog() {
