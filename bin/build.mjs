@@ -1,9 +1,9 @@
 // `npm run build`: builds the workspace packages (packages/*, which codehop imports by name), then
-// compiles src/ into dist/ with tsc, copies the sandbox child's plain JavaScript and bundles the
-// CLI's commands into dist/bundle (bin/bundle.mjs). Last, and only
-// when every step succeeded, it records in dist/.build.json when the build started and what it
-// read, so bin/codehop.mjs runs dist/ only while it is current with those sources
-// (bin/dist-current.mjs); a failed build leaves dist/ marked stale.
+// compiles src/ into dist/ with tsc, copies the sandbox child's plain JavaScript and bundles it
+// into the one file children run, and bundles the CLI's commands into dist/bundle (both
+// bin/bundle.mjs). Last, and only when every step succeeded, it records in dist/.build.json when
+// the build started and what it read, so bin/codehop.mjs runs dist/ only while it is current with
+// those sources (bin/dist-current.mjs); a failed build leaves dist/ marked stale.
 // It compiles into .cache/dist-next and swaps that in only when complete, so dist/ never goes
 // missing under a running `codehop` (or a Ctrl-C'd build): the old build stays until the new one
 // is whole. `--if-stale` (package.json "prepare") builds only when dist/ is not current: npm runs

@@ -1,4 +1,5 @@
-// The bundled CLI (a step of `npm run build`, bin/build.mjs): the commands that run no operator
+// Bundles made by `npm run build` (bin/build.mjs): the sandbox child (bundleChild, at the end)
+// and the CLI (bundleCli). The bundled CLI: the commands that run no operator
 // code, with everything they import from codehop and its dependencies, compiled by esbuild into
 // a few files in dist/bundle/. Why: a command's start is mostly Node loading ~1,000-1,800 small
 // ES modules one by one (resolve, stat, read, compile each); from one bundle `codehop history`
