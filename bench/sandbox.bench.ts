@@ -695,44 +695,21 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
           `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready).`,
         columns: ["measure", "p50", "p95", "max"],
-        rows: [
+        rows: (
           [
-            "next action after a kill",
-            fmt(replacementP50),
-            fmt(percentile(afterKill, 95)),
-            fmt(Math.max(...afterKill)),
-          ],
-          [
-            "child spawn -> ready",
-            fmt(percentile(spawnReady, 50)),
-            fmt(percentile(spawnReady, 95)),
-            fmt(Math.max(...spawnReady)),
-          ],
-          [
-            "child spawn -> ready without the SES code cache",
-            fmt(percentile(spawnReadyNoCache, 50)),
-            fmt(percentile(spawnReadyNoCache, 95)),
-            fmt(Math.max(...spawnReadyNoCache)),
-          ],
-          [
-            "child spawn -> ready from its ES modules (not the bundle)",
-            fmt(percentile(spawnReadyModules, 50)),
-            fmt(percentile(spawnReadyModules, 95)),
-            fmt(Math.max(...spawnReadyModules)),
-          ],
-          [
-            "child start CPU time (bundle)",
-            fmt(percentile(cpuBundle, 50)),
-            fmt(percentile(cpuBundle, 95)),
-            fmt(Math.max(...cpuBundle)),
-          ],
-          [
-            "child start CPU time (ES modules)",
-            fmt(percentile(cpuModules, 50)),
-            fmt(percentile(cpuModules, 95)),
-            fmt(Math.max(...cpuModules)),
-          ],
-        ],
+            ["next action after a kill", afterKill],
+            ["child spawn -> ready", spawnReady],
+            ["child spawn -> ready without the SES code cache", spawnReadyNoCache],
+            ["child spawn -> ready from its ES modules (not the bundle)", spawnReadyModules],
+            ["child start CPU time (bundle)", cpuBundle],
+            ["child start CPU time (ES modules)", cpuModules],
+          ] as const
+        ).map(([measure, v]) => [
+          measure,
+          fmt(percentile(v, 50)),
+          fmt(percentile(v, 95)),
+          fmt(Math.max(...v)),
+        ]),
         verdicts: [
           `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,
           `child start CPU, bundle vs ES modules (p50, /proc ticks of 10 ms): ${fmt(percentile(cpuBundle, 50) / percentile(cpuModules, 50))}x`,
