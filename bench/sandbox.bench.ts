@@ -616,7 +616,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     const noCacheFile = sesCodeCaches.path({ heapMb: noCacheHeap, addressSpaceMb: null });
     if (noCacheFile) rmSync(noCacheFile, { force: true }); // one a sandbox of that heap size made
     // And the child loading its 12 ES modules instead of the bundle (child-bundle.ts), with the
-    // code cache too: the start's CPU time is read from /proc just before the kill.
+    // code cache too: the start's CPU time (all threads) is read from /proc 200 ms after ready.
     const spawnReadyModules: number[] = [];
     const cpuBundle: number[] = [];
     const cpuModules: number[] = [];
