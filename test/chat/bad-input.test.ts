@@ -1,7 +1,15 @@
-import { closeSync, mkdirSync, mkdtempSync, openSync, ftruncateSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { chat, threadFiles } from "../../src/apps/chat/app.ts";
 import { LOCAL_USER_ACCESS } from "../../src/apps/chat/conversation/access.ts";
 import { attachAll, type AttachmentInput } from "../../src/apps/chat/conversation/attachments.ts";
@@ -97,7 +105,9 @@ afterAll(async () => {
 });
 
 async function attachOne(input: AttachmentInput, options: Partial<ChatSettings> = {}) {
-  const store = new ChatFiles(mkdtempSync(join(tmpdir(), "codehop-bad-home-")));
+  const home = mkdtempSync(join(tmpdir(), "codehop-bad-home-"));
+  onTestFinished(() => rmSync(home, { recursive: true, force: true }));
+  const store = new ChatFiles(home);
   // The user's own machine (as the CLI and chat()): local paths and the local test server.
   const [result] = await attachAll(
     store,

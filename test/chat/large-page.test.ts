@@ -1,7 +1,7 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { chat, threadFiles } from "../../src/apps/chat/app.ts";
 import { chatResponder, type DemoRound } from "../../src/apps/chat/demo-trajectories.ts";
 import { action } from "../../src/apps/qa/demo-trajectories.ts";
@@ -103,6 +103,7 @@ describe("a multi-megabyte HTML page", () => {
 
     it("the round completes; the agent is told only the page's beginning was indexed", async () => {
       const home = mkdtempSync(join(tmpdir(), "codehop-large-page-"));
+      onTestFinished(() => rmSync(home, { recursive: true, force: true }));
       const config = { home, baseURL: model.baseURL, apiKey: "x", model: "scripted", models: {} };
       const result = await chat("big", rounds[0].message, { config, urls: [web.url("/tolls")] });
       expect(result.status).toBe("done");

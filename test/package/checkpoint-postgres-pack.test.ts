@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshSchema, postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
 import { expectResumeAndFork, installPackedWorkspace } from "./scratch.ts";
 
@@ -18,6 +18,7 @@ import { expectResumeAndFork, installPackedWorkspace } from "./scratch.ts";
 const run = promisify(execFile);
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-pg-saver-pack-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 const NAME = "@codehop/checkpoint-postgres";
 const cluster = useTestCluster();
 let packed: string[];

@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copySqliteAddon, expectResumeAndFork, installPackedWorkspace } from "./scratch.ts";
 
 // What `npm install @codehop/checkpoint-sqlite` gives a LangGraph.js user who has never heard of
@@ -16,6 +16,7 @@ import { copySqliteAddon, expectResumeAndFork, installPackedWorkspace } from "./
 const run = promisify(execFile);
 const repo = process.cwd();
 const root = mkdtempSync(join(tmpdir(), "codehop-saver-pack-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 const NAME = "@codehop/checkpoint-sqlite";
 let packed: string[];
 let manifest: Record<string, any>;

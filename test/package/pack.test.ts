@@ -1,6 +1,14 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -143,6 +151,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([demo?.close(), examples?.close()]);
+  // The packed install and its scratch project: ~430 MB a run.
+  rmSync(root, { recursive: true, force: true });
 });
 
 /** Plain `node` in the scratch project (no tsx), with only the environment given. */

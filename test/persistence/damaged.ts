@@ -1,8 +1,8 @@
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { expect } from "vitest";
+import { expect, onTestFinished } from "vitest";
 import { ask } from "../../src/apps/qa/app.ts";
 import { DEMO_QUESTIONS } from "../../src/apps/qa/demo-trajectories.ts";
 import type { Persistence } from "../../src/persistence/index.ts";
@@ -32,6 +32,8 @@ export function damagedHome(
   damage: (db: Database.Database, ns: number) => void,
 ): string {
   const copy = mkdtempSync(join(tmpdir(), "codehop-damaged-home-"));
+  // (called in a test: the copy goes with it)
+  onTestFinished(() => rmSync(copy, { recursive: true, force: true }));
   copyFileSync(join(home, "checkpoints.db"), join(copy, "checkpoints.db"));
   const db = new Database(join(copy, "checkpoints.db"));
   const { ns_id } = db

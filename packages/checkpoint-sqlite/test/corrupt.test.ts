@@ -5,19 +5,20 @@
  * and another thread of the same file stays readable.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import Database from "better-sqlite3";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CheckpointCorruptError, IncrementalSqliteSaver } from "../src/index.ts";
 import { NOT_DEFLATE, deflateBomb } from "./crafted.ts";
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "codehop-lgi-corrupt-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const original = join(dir, "original.db");
 
 /** A loop that appends a 2 KB record per step, counts, and notes: append chains, inline values, writes. */
