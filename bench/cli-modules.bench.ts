@@ -1,18 +1,21 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { whyDistIsStale } from "../bin/dist-current.mjs";
+import { postgresUnavailableReason, startTestCluster } from "../src/testing/postgres-cluster.ts";
 import { type BenchSection, BenchSkipped, fmt, percentile } from "./lib.ts";
 
 /**
  * What each CLI command costs to start (issue 27): the files it loads and its CPU time, three ways:
- * `bin/codehop.mjs` as a user runs it (the bundled CLI, dist/bundle, for every command but
- * serve/worker/graph), the same build's unbundled dist/cli (what every command ran before the
- * bundle), and the sources through tsx (a clone after an edit). Files are listed by
- * test/app/loaded-modules.mjs (a loader hook, plus require's cache); CPU is user + system seconds of
- * the whole command (children included) from /usr/bin/time, median of REPS runs, the three ways
- * interleaved. CPU time, unlike wall time, hardly moves with the load of a shared machine.
+ * `bin/codehop.mjs` as a user runs it (the bundled CLI, dist/bundle; `serve` and `worker` from
+ * dist/cli when their langgraph.json names the operator's graphs), the same build's unbundled
+ * dist/cli (what every command ran before the bundle), and the sources through tsx (a clone after
+ * an edit). Files are listed by test/app/loaded-modules.mjs (a loader hook, plus require's cache);
+ * CPU is user + system seconds of the whole command (children included) from /usr/bin/time, median
+ * of REPS runs, the three ways interleaved. `serve` and `worker` run until stopped: their CPU is
+ * the process's own (/proc) when it says it is listening or ready, on a throwaway PostgreSQL
+ * cluster. CPU time, unlike wall time, hardly moves with the load of a shared machine.
  */
 
 const REPS = 5;
@@ -53,6 +56,111 @@ function modulesLoaded(way: Way, args: string[], scratch: string): number {
   });
   if (r.status !== 0) throw new Error(`codehop ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
   return new Set(readFileSync(list, "utf8").split("\n").filter(Boolean)).size;
+}
+
+/** A long-running command (serve, worker): `ready` on stderr means it has started. */
+interface Server {
+  args: string[];
+  ready: RegExp;
+  env: Record<string, string>;
+}
+
+/**
+ * Starts a server command one way and stops it (SIGTERM) once `ready` shows: its own CPU seconds
+ * until then (/proc, user + system) and, with the module-list hook, the distinct files it loaded.
+ */
+async function serverStart(
+  way: Way,
+  server: Server,
+  list?: string,
+): Promise<{ cpu: number; files: number }> {
+  const argv = [...(list ? ["--import", HOOK] : []), ...nodeArgs(way, server.args)];
+  const child = spawn(process.execPath, argv, {
+    cwd: ROOT,
+    env: env({ ...server.env, ...(list ? { CODEHOP_TEST_MODULE_LIST: list } : {}) }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const cpu = await new Promise<number>((resolve, reject) => {
+    child.stderr.on("data", (d) => {
+      err += d;
+      if (!server.ready.test(err)) return;
+      child.stderr.removeAllListeners("data");
+      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      resolve((Number(f[11]) + Number(f[12])) / 100);
+    });
+    child.once("exit", (code) =>
+      reject(new Error(`codehop ${server.args[0]} exited ${code}: ${err}`)),
+    );
+  });
+  child.kill("SIGTERM");
+  await exited;
+  if (!list) return { cpu, files: 0 };
+  const files = new Set(readFileSync(list, "utf8").split("\n").filter(Boolean)).size;
+  rmSync(list, { force: true });
+  return { cpu, files };
+}
+
+/** One row of a server command: files per way, then the median start CPU of REPS interleaved runs. */
+async function serverRow(
+  name: string,
+  server: Server,
+  scratch: string,
+): Promise<(string | number)[]> {
+  const files: number[] = [];
+  for (const way of WAYS)
+    files.push((await serverStart(way, server, join(scratch, "m.txt"))).files);
+  const runs: Record<Way, number[]> = { bin: [], unbundled: [], tsx: [] };
+  for (let i = 0; i < REPS; i++)
+    for (const way of WAYS) runs[way].push((await serverStart(way, server)).cpu);
+  const [bin, unbundled, tsx] = WAYS.map((w) => percentile(runs[w], 50));
+  return [
+    `codehop ${name}`,
+    files[0],
+    fmt(bin),
+    files[1],
+    fmt(unbundled),
+    `${fmt(bin / unbundled)}x`,
+    files[2],
+    fmt(tsx),
+  ];
+}
+
+/** The server rows: serve and worker on codehop's graphs, serve on an operator's graph file. */
+async function serverRows(scratch: string): Promise<(string | number)[][]> {
+  if (postgresUnavailableReason()) return [];
+  const cluster = await startTestCluster();
+  try {
+    const url = await cluster.createDatabase("bench_cli_modules");
+    const serverEnv = { CODEHOP_DATABASE_URL: url, CODEHOP_HOME: scratch };
+    const listening = /listening on http/;
+    const operatorGraphs = join(ROOT, "test/fixtures/server/langgraph.json");
+    return [
+      await serverRow(
+        "serve (until listening; codehop's graphs)",
+        { args: ["serve", "--port", "0"], ready: listening, env: serverEnv },
+        scratch,
+      ),
+      await serverRow(
+        "worker (until ready; codehop's graphs)",
+        { args: ["worker", "--worker-id", "bench"], ready: /bench ready/, env: serverEnv },
+        scratch,
+      ),
+      await serverRow(
+        "serve --graphs <an operator's graph file> (bin: from dist/cli)",
+        {
+          args: ["serve", "--port", "0", "--graphs", operatorGraphs],
+          ready: listening,
+          env: serverEnv,
+        },
+        scratch,
+      ),
+    ];
+  } finally {
+    await cluster.stop();
+  }
 }
 
 /** Median CPU seconds (user + system, children included) of REPS runs of each way, interleaved. */
@@ -126,9 +234,10 @@ export default async function cliModulesBench(): Promise<BenchSection> {
         fmt(cpu.tsx),
       ];
     });
+    rows.push(...(await serverRows(home)));
     return {
       title: "CLI: files loaded and CPU seconds per command",
-      description: `Per command: the distinct files the process loads (a loader hook plus require's cache, test/app/loaded-modules.mjs) and the CPU seconds (user + system, children included, /usr/bin/time), median of ${REPS} runs, the three ways interleaved: \`node bin/codehop.mjs\` as installed (the bundled CLI, dist/bundle, for all but serve/worker/graph), the same build unbundled (dist/cli/main.js, what every command ran before), and the sources through tsx (what a clone runs after an edit until \`npm run build\`). The thread read is the offline demo's towers question.`,
+      description: `Per command: the distinct files the process loads (a loader hook plus require's cache, test/app/loaded-modules.mjs) and the CPU seconds (user + system, children included, /usr/bin/time), median of ${REPS} runs, the three ways interleaved: \`node bin/codehop.mjs\` as installed (the bundled CLI, dist/bundle; serve and worker from dist/cli when their langgraph.json names an operator's graphs), the same build unbundled (dist/cli/main.js, what every command ran before), and the sources through tsx (what a clone runs after an edit until \`npm run build\`). The thread read is the offline demo's towers question. serve and worker: the process's own CPU seconds (/proc) when it says it is listening or ready, on a throwaway PostgreSQL cluster${postgresUnavailableReason() ? " (not measured: PostgreSQL is missing)" : ""}.`,
       columns: [
         "command",
         "files (bin)",

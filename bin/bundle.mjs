@@ -6,9 +6,12 @@
 // takes ~0.5 s of CPU instead of ~1.2 s (Node 20; docs/performance.md, "CLI start").
 //
 // What stays outside the bundle:
-// - `serve`, `worker` and `graph` load the operator's langgraph.json graphs, which import
-//   @langchain/langgraph from node_modules: the graphs and codehop must share one copy of it
-//   (classes checked with instanceof), so those commands run dist/cli/main.js as before.
+// - The operator's graphs and auth file (a langgraph.json given to `serve` / `worker`): they
+//   import @langchain/langgraph (and maybe codehop) from node_modules, and must share one copy of
+//   it with the server (classes checked with instanceof). A bundled `serve` or `worker` whose
+//   langgraph.json names such a module runs again from dist/cli/main.js (bin/codehop.mjs,
+//   src/cli/server-support.ts leaveBundleForOperatorCode); codehop's own graphs (dist/graphs/*.js)
+//   are compiled into the bundle and served from it (src/server/bundled-modules.ts).
 // - Native modules and packages that read files beside their own code (see EXTERNAL): loaded from
 //   node_modules as usual.
 // - Files codehop starts or reads by path (the sandbox child, reader processes, prompts): the
@@ -21,9 +24,6 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import { dirname, join, relative, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
-
-/** Commands that import the operator's graphs (langgraph.json): never bundled. */
-export const OPERATOR_CODE_COMMANDS = new Set(["serve", "worker", "graph"]);
 
 /**
  * Imported from node_modules at run time: native addons, packages that locate files beside their
@@ -53,14 +53,21 @@ export async function bundleCli(root, dist) {
   const names = readdirSync(commandsDir)
     .filter((f) => /^(?!_)[a-z][a-z0-9-]*\.js$/.test(f))
     .map((f) => f.slice(0, -3))
-    .filter((n) => !OPERATOR_CODE_COMMANDS.has(n))
+    .sort();
+  // codehop's own graphs, which a bundled `serve` or `worker` serves from the bundle.
+  const graphs = readdirSync(join(dist, "graphs"))
+    .filter((f) => f.endsWith(".js"))
     .sort();
   const outdir = join(dist, "bundle");
   const entry = join(dist, "cli/bundle-entry.js");
   writeFileSync(
     entry,
     [
+      `import { setBundledModules } from "../server/bundled-modules.js";`,
       `export { main } from "./main.js";`,
+      `setBundledModules({`,
+      ...graphs.map((g) => `  ${JSON.stringify(`graphs/${g}`)}: () => import("../graphs/${g}"),`),
+      `});`,
       `export const commands = {`,
       ...names.map((n) => `  ${JSON.stringify(n)}: () => import("./commands/${n}.js"),`),
       `};`,

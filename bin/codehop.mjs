@@ -37,15 +37,20 @@ if (versionOnly) {
   register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
   ({ main } = await import(source.href));
 } else {
-  // Most commands run from the bundled CLI (dist/bundle, bin/bundle.mjs: one file to load instead
-  // of a thousand modules); the others (the command list, `serve`, `worker`, `graph`, which load
-  // the operator's graphs) from dist/cli.
+  // Commands run from the bundled CLI (dist/bundle, bin/bundle.mjs: one file to load instead of
+  // a thousand modules); the command list, and a `serve` or `worker` whose langgraph.json names
+  // the operator's own graphs (they must share node_modules' LangGraph with the server: the
+  // bundled command throws the marked error first thing), from dist/cli.
   const name = args.find((a) => !a.startsWith("-"));
   const bundled = new URL("../dist/bundle/cli.js", import.meta.url);
   const bundle = name && existsSync(bundled) ? await import(bundled.href) : undefined;
   if (bundle && Object.hasOwn(bundle.commands, name)) {
-    await bundle.main(process.argv, bundle.commands);
-    main = undefined;
+    try {
+      await bundle.main(process.argv, bundle.commands);
+    } catch (err) {
+      if (!err?.[Symbol.for("codehop.runUnbundled")]) throw err;
+      ({ main } = await import("../dist/cli/main.js"));
+    }
   } else ({ main } = await import("../dist/cli/main.js"));
 }
 await main?.(process.argv);

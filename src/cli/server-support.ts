@@ -51,6 +51,25 @@ export function serverFlagsToOptions(flags: ServerFlags): BackendOptions {
 }
 
 /**
+ * First thing a `serve` or `worker` action does: in the bundled CLI (dist/bundle), when the
+ * langgraph.json to serve names modules the bundle does not hold (the operator's graphs or auth
+ * file), throws the {@link RUN_UNBUNDLED} error, on which bin/codehop.mjs runs the command again
+ * from dist/cli/main.js: those modules import LangGraph and codehop from node_modules and must
+ * share them with the server (classes checked with instanceof). codehop's own graphs run from the
+ * bundle (about a second less CPU to start).
+ */
+export async function leaveBundleForOperatorCode(graphsFile: string | undefined): Promise<void> {
+  const { bundledModules, RUN_UNBUNDLED } = await import("../server/bundled-modules.ts");
+  if (!bundledModules()) return;
+  const { DEFAULT_GRAPHS_FILE, modulesOutsideBundle } = await import("../server/graphs.ts");
+  const outside = modulesOutsideBundle(graphsFile ?? DEFAULT_GRAPHS_FILE);
+  if (outside.length)
+    throw Object.assign(new Error(`operator modules (${outside.join(", ")}): run from dist/cli`), {
+      [RUN_UNBUNDLED]: true,
+    });
+}
+
+/**
  * Keeps a server or worker process up until SIGINT or SIGTERM, then calls `stop` once (a second
  * signal exits at once).
  */

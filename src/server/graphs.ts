@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { v5 as uuidv5 } from "@langchain/core/utils/uuid";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { bundledModules } from "./bundled-modules.ts";
 
 /**
  * The graphs a server and its workers serve, read from a `langgraph.json` (codehop's own by
@@ -92,14 +93,61 @@ async function loadTypeScript(target: string): Promise<void> {
   return typeScriptLoader;
 }
 
+/** The bundled CLI's copy of `full` (a dist/ file of codehop's own), when the bundle runs. */
+function bundledCopy(full: string): (() => Promise<Record<string, unknown>>) | undefined {
+  const modules = bundledModules();
+  if (!modules) return undefined;
+  const rel = relative(join(PACKAGE_ROOT, "dist"), full);
+  if (rel.startsWith("..") || isAbsolute(rel)) return undefined;
+  return modules[rel.split(sep).join("/")];
+}
+
+/**
+ * Imports a module `builtModule` resolved: in the bundled CLI its bundled copy (a bundled `serve`
+ * hands any other module over to dist/cli first: {@link modulesOutsideBundle}), else the file.
+ */
+async function importResolved(full: string): Promise<Record<string, unknown>> {
+  const copy = bundledCopy(full);
+  if (copy) return copy();
+  if (bundledModules())
+    throw new Error(
+      `the bundled CLI cannot load ${full} (not one of its modules): the command should have run from dist/cli`,
+    );
+  if (full.endsWith(".ts") && RUNNING_BUILT) await loadTypeScript(full);
+  return import(pathToFileURL(full).href);
+}
+
 /**
  * Imports a module of the operator's langgraph.json (a graph, an auth file): codehop's own
  * sources from its build when it runs from there, an operator's `.ts` file through tsx's loader.
  */
 export async function importModule(file: string): Promise<Record<string, unknown>> {
-  const full = builtModule(file);
-  if (full.endsWith(".ts") && RUNNING_BUILT) await loadTypeScript(full);
-  return import(pathToFileURL(full).href);
+  return importResolved(builtModule(file));
+}
+
+/**
+ * The modules a langgraph.json names (its graphs and `auth.path`) that the bundled CLI does not
+ * hold: the operator's code, which imports LangGraph (and maybe codehop) from node_modules and so
+ * must run beside dist/cli's copies, not the bundle's. Empty when the file cannot be read (loading
+ * it reports why); an entry that is not a string counts as outside.
+ */
+export function modulesOutsideBundle(graphsFile: string): string[] {
+  const path = resolve(graphsFile);
+  let spec: { graphs?: Record<string, unknown>; auth?: { path?: unknown } };
+  try {
+    spec = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return [];
+  }
+  const targets = [...Object.values(spec?.graphs ?? {})];
+  if (spec?.auth?.path !== undefined) targets.push(spec.auth.path);
+  return targets
+    .map((target) => {
+      if (typeof target !== "string") return String(target);
+      const file = target.split(":")[0];
+      return builtModule(isAbsolute(file) ? file : join(dirname(path), file));
+    })
+    .filter((full) => !bundledCopy(full));
 }
 
 /**
@@ -130,8 +178,7 @@ export async function loadGraphs(
     const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
     let graph: unknown;
     try {
-      if (full.endsWith(".ts") && RUNNING_BUILT) await loadTypeScript(target);
-      const mod = await import(pathToFileURL(full).href);
+      const mod = await importResolved(full);
       graph = mod[exportName];
       // A factory (as langgraph.json also allows) is called once.
       if (typeof graph === "function") graph = await (graph as () => unknown)();

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { readEnv, SERVE_LIMIT_ENV } from "../../config/env.ts";
 import type { LimitSettings } from "../../server/limits.ts";
 import {
+  leaveBundleForOperatorCode,
   serverFlags,
   serverFlagsToOptions,
   type ServerFlags,
@@ -181,11 +182,35 @@ export default function serveCommand(): Command {
         "listen on a non-loopback address without authentication (something in front of the server authenticates)",
       ),
   ).action(async (flags: ServeFlags) => {
-    const { startServer } = await import("../../server/app.ts");
-    const { resolveLimits } = await import("../../server/limits.ts");
     const env = readEnv();
     const modes = flags.auth ?? (env.auth ? authModes(env.auth) : []);
     const jwksUrl = flags.jwksUrl ?? env.jwksUrl;
+    const auth = {
+      // An empty --api-key (an unset variable pasted into the command) is refused, not ignored.
+      apiKey: flags.apiKey ?? env.apiKey,
+      apiKeys: modes.includes("keys"),
+      jwt:
+        jwksUrl || modes.includes("jwt")
+          ? {
+              jwksUrl: jwksUrl ?? "",
+              issuer: flags.jwtIssuer ?? env.jwtIssuer ?? "",
+              audience: flags.jwtAudience ?? env.jwtAudience ?? "",
+              identityClaim: flags.jwtIdentityClaim,
+            }
+          : undefined,
+    };
+    // An open server (an empty key, no authentication on a routable address) is refused before
+    // the server's modules load (startServer checks again): a refusal costs a fraction of a start.
+    const { checkAuthChoice } = await import("../../server/auth-modes.ts");
+    const { DEFAULT_GRAPHS_FILE } = await import("../../server/graphs.ts");
+    checkAuthChoice(
+      { ...auth, graphsFile: flags.graphs ?? DEFAULT_GRAPHS_FILE },
+      flags.host,
+      flags.insecure,
+    );
+    await leaveBundleForOperatorCode(flags.graphs);
+    const { startServer } = await import("../../server/app.ts");
+    const { resolveLimits } = await import("../../server/limits.ts");
     const server = await startServer({
       ...serverFlagsToOptions(flags),
       port: flags.port,
@@ -193,20 +218,7 @@ export default function serveCommand(): Command {
       insecure: flags.insecure,
       limits: resolveLimits(limitSettings(flags)),
       corsOrigins: flags.corsOrigin ?? corsOrigins(env.corsOrigins.join(",")),
-      auth: {
-        // An empty --api-key (an unset variable pasted into the command) is refused, not ignored.
-        apiKey: flags.apiKey ?? env.apiKey,
-        apiKeys: modes.includes("keys"),
-        jwt:
-          jwksUrl || modes.includes("jwt")
-            ? {
-                jwksUrl: jwksUrl ?? "",
-                issuer: flags.jwtIssuer ?? env.jwtIssuer ?? "",
-                audience: flags.jwtAudience ?? env.jwtAudience ?? "",
-                identityClaim: flags.jwtIdentityClaim,
-              }
-            : undefined,
-      },
+      auth,
     });
     const { graphs, persistence } = server.backend;
     process.stderr.write(

@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import {
+  leaveBundleForOperatorCode,
   serverFlags,
   serverFlagsToOptions,
   type ServerFlags,
@@ -24,6 +25,7 @@ export default function workerCommand(): Command {
       .option("-q, --quiet", "no log line per run"),
   ).action(
     async (flags: ServerFlags & { concurrency: number; workerId?: string; quiet?: boolean }) => {
+      await leaveBundleForOperatorCode(flags.graphs);
       const { startWorker } = await import("../../server/worker.ts");
       const { evalQueueHandlers } = await import("../../server/eval-queue.ts");
       const { deleteAppThreadData } = await import("../../apps/index.ts");
