@@ -15,7 +15,7 @@ import { CHILD_MODULES_ENTRY, CHILD_PROGRAM } from "../src/sandbox/child-launch.
 import { sesCodeCaches } from "../src/sandbox/code-cache.ts";
 import { DEFAULT_LIMITS, DEFAULT_MAX_ADDRESS_SPACE_MB } from "../src/sandbox/limits.ts";
 import { fmt, percentile, type BenchSection } from "./lib.ts";
-import { treeCpuMs } from "./proc-cpu.ts";
+import { ownCpuMs, treeCpuMs } from "./proc-cpu.ts";
 
 const WARMUP = 30;
 const ITERATIONS = 300;
@@ -411,6 +411,63 @@ export function loadNow(): string {
 }
 
 /**
+ * A new run's process whose first action is already waiting for it (a one-shot CLI run starts
+ * nothing ahead) skips the child's idle copy warm-up (src/sandbox/child/child.mjs, warmUpCopy:
+ * 3,000 records through the value copy); a process started ahead of its first action (here a
+ * model call's 200 ms) runs it while idle. The CPU of that process (all threads, from /proc:
+ * this process's children, reaped ones included) until 200 ms after its first action, both ways
+ * interleaved, each on a sandbox of its own that starts nothing ahead.
+ */
+async function idleWarmupSection(): Promise<BenchSection> {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const childrenCpu = () => treeCpuMs(process.pid) - ownCpuMs(process.pid);
+  const waiting: number[] = [];
+  const ahead: number[] = [];
+  const firstWaiting: number[] = [];
+  const loadBefore = loadNow();
+  for (let i = 0; i < 2 * REPLACEMENTS; i++) {
+    for (const mode of i % 2 ? (["ahead", "waiting"] as const) : (["waiting", "ahead"] as const)) {
+      const sb = createSandbox({ poolSize: 0 });
+      try {
+        const before = childrenCpu();
+        if (mode === "ahead") {
+          sb.prepare?.("run");
+          await sleep(200);
+        }
+        const t0 = performance.now();
+        const r = await sb.run({ code: "const x = 1 + 1;", tools: {}, session: "run" });
+        if (!r.ok) throw new Error(`idle warm-up bench action failed: ${r.error?.message}`);
+        if (mode === "waiting") firstWaiting.push(performance.now() - t0);
+        await sleep(200);
+        (mode === "ahead" ? ahead : waiting).push(childrenCpu() - before);
+      } finally {
+        await sb.close();
+      }
+    }
+  }
+  return {
+    title: "Sandbox: a new run's process, its first action waiting or started ahead",
+    description: `${2 * REPLACEMENTS} times each, interleaved (${loadBefore} at the start): the CPU time of a new run's process (all threads, /proc ticks of 10 ms) until 200 ms after its first action, when that action waits for the process (nothing started ahead: the child skips its idle copy warm-up) and when the process was started 200 ms before it (a model call's time: the warm-up ran while it was idle); and the waiting first action's own time, process start included.`,
+    columns: ["measure", "p50", "p95", "max"],
+    rows: (
+      [
+        ["process CPU ms, first action waiting for it", waiting],
+        ["process CPU ms, started 200 ms ahead of its first action", ahead],
+        ["first action waiting for its process, ms (start included)", firstWaiting],
+      ] as const
+    ).map(([measure, v]) => [
+      measure,
+      fmt(percentile(v, 50)),
+      fmt(percentile(v, 95)),
+      fmt(Math.max(...v)),
+    ]),
+    verdicts: [
+      `CPU of the idle copy warm-up (started ahead minus waiting, p50): ${fmt(percentile(ahead, 50) - percentile(waiting, 50))} ms`,
+    ],
+  };
+}
+
+/**
  * Issue 23's sandbox targets, in one run with interleaved repeats (each repeat measures every row
  * once, so all rows see the same machine): the first action of a new agent run (a process no run
  * used), with a model call's worth of time before it and back to back, and an action that leaves a
@@ -664,6 +721,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     const variables = await variablesSection(baseline);
     const serialization = await serializationSection();
     const targets = await targetsSection();
+    const idleWarmup = await idleWarmupSection();
 
     return [
       {
@@ -719,6 +777,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       variables,
       serialization,
       targets,
+      idleWarmup,
     ];
   } finally {
     await sandbox.close();

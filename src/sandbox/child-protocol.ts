@@ -77,15 +77,16 @@ function attachValues(msg: ChildMessage, attachments: string[]): boolean {
 /**
  * The action every child runs, through the protocol, before it counts as ready: a child's first
  * action otherwise pays ~10 ms more than later ones (V8 compiles and tunes the action path: the
- * run message, the wrapper, a tool call and its result, logging, the variables report), and one
- * that leaves a large value far more (its copy runs cold): the warm-up leaves 3,000 small records
- * (~200 KB), enough for V8 to optimize the copy's loops. It runs
- * framework code only, with no session (action id 0, which no real action has), in a compartment
- * of its own as every action does; its values are not kept (the host's record of what the child
- * holds stays empty, so the first real action restores nothing from it).
+ * run message, the wrapper, a tool call and its result, logging, the variables report). It leaves
+ * a small value (the copy's path). A large value's copy is warmed up by the child itself, once it
+ * has been idle a little after this action (child/child.mjs, warmUpCopy): not in a child whose
+ * first action is already waiting. It runs framework code only, with no session (action id 0,
+ * which no real action has), in a compartment of its own as every action does; its values are not
+ * kept (the host's record of what the child holds stays empty, so the first real action restores
+ * nothing from it).
  */
 const WARMUP_CODE =
-  'const r = await warmup("a", { n: 1, list: [1, "x"] });\nconst lines = [r, `${r.length}`].map((x) => JSON.stringify(x));\nconsole.log(lines.join(" "), { n: lines.length });\nconst records = Array.from({ length: 3000 }, (_, i) => ({ id: i, name: "item " + i, score: i * 0.5, tags: ["x", "y"], ok: i % 2 === 0 }));';
+  'const r = await warmup("a", { n: 1, list: [1, "x"] });\nconst lines = [r, `${r.length}`].map((x) => JSON.stringify(x));\nconsole.log(lines.join(" "), { n: lines.length });\nconst records = [{ id: 1, name: "item 1", score: 0.5, tags: ["x", "y"], ok: true }];';
 const WARMUP_ID = 0;
 let warmupLine: string | undefined;
 
