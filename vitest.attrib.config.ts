@@ -1,3 +1,0 @@
-import { mergeConfig } from "vitest/config";
-import base from "./vitest.config.ts";
-export default mergeConfig(base, { test: { setupFiles: ["/tmp/ctfile-setup.ts"] } });
