@@ -410,6 +410,16 @@ export function loadNow(): string {
   return `load ${loadavg()[0].toFixed(1)}`;
 }
 
+/** Table rows of measures: name, p50, p95, max. */
+function spreadRows(measures: [string, number[]][]): string[][] {
+  return measures.map(([measure, v]) => [
+    measure,
+    fmt(percentile(v, 50)),
+    fmt(percentile(v, 95)),
+    fmt(Math.max(...v)),
+  ]);
+}
+
 /**
  * A new run's process whose first action is already waiting for it (a one-shot CLI run starts
  * nothing ahead) skips the child's idle copy warm-up (src/sandbox/child/child.mjs, warmUpCopy:
@@ -449,17 +459,10 @@ async function idleWarmupSection(): Promise<BenchSection> {
     title: "Sandbox: a new run's process, its first action waiting or started ahead",
     description: `${2 * REPLACEMENTS} times each, interleaved (${loadBefore} at the start): the CPU time of a new run's process (all threads, /proc ticks of 10 ms) until 200 ms after its first action, when that action waits for the process (nothing started ahead: the child skips its idle copy warm-up) and when the process was started 200 ms before it (a model call's time: the warm-up ran while it was idle); and the waiting first action's own time, process start included.`,
     columns: ["measure", "p50", "p95", "max"],
-    rows: (
-      [
-        ["process CPU ms, first action waiting for it", waiting],
-        ["process CPU ms, started 200 ms ahead of its first action", ahead],
-        ["first action waiting for its process, ms (start included)", firstWaiting],
-      ] as const
-    ).map(([measure, v]) => [
-      measure,
-      fmt(percentile(v, 50)),
-      fmt(percentile(v, 95)),
-      fmt(Math.max(...v)),
+    rows: spreadRows([
+      ["process CPU ms, first action waiting for it", waiting],
+      ["process CPU ms, started 200 ms ahead of its first action", ahead],
+      ["first action waiting for its process, ms (start included)", firstWaiting],
     ]),
     verdicts: [
       `CPU of the idle copy warm-up (started ahead minus waiting, p50): ${fmt(percentile(ahead, 50) - percentile(waiting, 50))} ms`,
@@ -753,20 +756,13 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
           `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready).`,
         columns: ["measure", "p50", "p95", "max"],
-        rows: (
-          [
-            ["next action after a kill", afterKill],
-            ["child spawn -> ready", spawnReady],
-            ["child spawn -> ready without the SES code cache", spawnReadyNoCache],
-            ["child spawn -> ready from its ES modules (not the bundle)", spawnReadyModules],
-            ["child start CPU time (bundle)", cpuBundle],
-            ["child start CPU time (ES modules)", cpuModules],
-          ] as const
-        ).map(([measure, v]) => [
-          measure,
-          fmt(percentile(v, 50)),
-          fmt(percentile(v, 95)),
-          fmt(Math.max(...v)),
+        rows: spreadRows([
+          ["next action after a kill", afterKill],
+          ["child spawn -> ready", spawnReady],
+          ["child spawn -> ready without the SES code cache", spawnReadyNoCache],
+          ["child spawn -> ready from its ES modules (not the bundle)", spawnReadyModules],
+          ["child start CPU time (bundle)", cpuBundle],
+          ["child start CPU time (ES modules)", cpuModules],
         ]),
         verdicts: [
           `replacement < 300 ms: ${replacementP50 < 300 ? "MET" : "NOT MET"} (p50 ${fmt(replacementP50)} ms)`,

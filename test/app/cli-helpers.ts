@@ -34,15 +34,16 @@ export interface CliRun {
 
 /**
  * Spawns `node bin/codehop.mjs <args>` (the same entry `npx codehop` runs); `input`, when given,
- * is its whole stdin (else it has none).
+ * is its whole stdin (else it has none); `nodeArgs` go to node (e.g. `--import` a hook).
  */
 export function spawnCli(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd = process.cwd(),
   input?: string,
+  nodeArgs: string[] = [],
 ): CliRun {
-  const child = spawn(process.execPath, [CODEHOP_BIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, CODEHOP_BIN, ...args], {
     env,
     cwd,
     stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],

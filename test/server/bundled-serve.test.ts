@@ -6,14 +6,14 @@
  * share node_modules' LangGraph (one copy: classes are checked with instanceof). What is asserted
  * is the list of modules each process loaded (test/app/loaded-modules.mjs) and that it serves.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CODEHOP_BIN, type CliRun, cliEnv } from "../app/cli-helpers.ts";
+import { CODEHOP_BIN, type CliRun, cliEnv, spawnCli } from "../app/cli-helpers.ts";
 import { postgresMissing, useTestCluster } from "../persistence/postgres-cluster.ts";
 import { waitForStderr } from "./processes.ts";
 
@@ -37,27 +37,12 @@ afterAll(() => {
 
 /** Starts `codehop <args>` with the module-list hook; `ready` on stderr means it is up. */
 async function start(args: string[], ready: RegExp, list: string): Promise<CliRun> {
-  const child = spawn(process.execPath, ["--import", HOOK, CODEHOP_BIN, ...args], {
-    env: cliEnv({
-      CODEHOP_HOME: home,
-      CODEHOP_DATABASE_URL: databaseUrl,
-      CODEHOP_TEST_MODULE_LIST: list,
-    }),
-    stdio: ["ignore", "pipe", "pipe"],
+  const env = cliEnv({
+    CODEHOP_HOME: home,
+    CODEHOP_DATABASE_URL: databaseUrl,
+    CODEHOP_TEST_MODULE_LIST: list,
   });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d) => (out += d));
-  child.stderr.on("data", (d) => (err += d));
-  const done = new Promise<{
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal, stdout: out, stderr: err })),
-  );
-  const run: CliRun = { child, stdout: () => out, stderr: () => err, done };
+  const run = spawnCli(args, env, ROOT, undefined, ["--import", HOOK]);
   await waitForStderr(run, ready, args[0]);
   return run;
 }
