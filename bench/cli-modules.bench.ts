@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { whyDistIsStale } from "../bin/dist-current.mjs";
 import { postgresUnavailableReason, startTestCluster } from "../src/testing/postgres-cluster.ts";
 import { type BenchSection, BenchSkipped, fmt, percentile } from "./lib.ts";
+import { ownCpuMs } from "./proc-cpu.ts";
 
 /**
  * What each CLI command costs to start (issue 27): the files it loads and its CPU time, three ways:
@@ -87,9 +88,7 @@ async function serverStart(
       err += d;
       if (!server.ready.test(err)) return;
       child.stderr.removeAllListeners("data");
-      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      resolve((Number(f[11]) + Number(f[12])) / 100);
+      resolve(ownCpuMs(child.pid) / 1000);
     });
     child.once("exit", (code) =>
       reject(new Error(`codehop ${server.args[0]} exited ${code}: ${err}`)),

@@ -754,7 +754,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
         description:
           `${REPLACEMENTS} times: an infinite loop is SIGKILLed at a 100 ms deadline, then the next trivial action is timed ` +
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
-          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready).`,
+          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready: the child's idle copy warm-up included).`,
         columns: ["measure", "p50", "p95", "max"],
         rows: spreadRows([
           ["next action after a kill", afterKill],
