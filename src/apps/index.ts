@@ -1,5 +1,5 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistenceFor } from "../persistence/index.ts";
+import { openPersistenceFor } from "../persistence/open.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
 import { loadAppConfig, type AppConfig } from "../runs/config.ts";
 import { assistantApp } from "./assistant/app.ts";

@@ -1,5 +1,5 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistenceFor } from "../persistence/index.ts";
+import { openPersistenceFor } from "../persistence/open.ts";
 import type { AppOutline, RunApp, RunOptions } from "../runs/app.ts";
 import { loadAppConfig, persistenceLocation } from "../runs/config.ts";
 

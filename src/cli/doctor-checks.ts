@@ -142,7 +142,8 @@ async function dataDirCheck(home: string): Promise<DoctorCheck> {
   } catch {
     return { name, status: "fail", detail: `${home} is not writable` };
   }
-  const { checkpointDbPath, openPersistence } = await import("../persistence/index.ts");
+  const { openPersistence } = await import("../persistence/open.ts");
+  const { checkpointDbPath } = await import("../persistence/sqlite-database.ts");
   if (!existsSync(checkpointDbPath(home)))
     return { name, status: "ok", detail: `${home} (no runs yet)` };
   try {

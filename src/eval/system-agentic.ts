@@ -4,7 +4,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { RunnableLambda } from "@langchain/core/runnables";
 import { qaApp } from "../apps/qa/app.ts";
 import { buildTeamAgent, teamAgentNames, teamPromptFolders } from "../framework/team.ts";
-import { openPersistence, type Persistence } from "../persistence/index.ts";
+import { openPersistence, type Persistence } from "../persistence/open.ts";
 import type { RunApp, RunOptions } from "../runs/app.ts";
 import { reflectOnScore, resumeRun, startRun } from "../runs/lifecycle.ts";
 import type { AskResult } from "../runs/result.ts";

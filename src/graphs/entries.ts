@@ -39,7 +39,7 @@ import type { ApprovalJournal } from "../core/approval.ts";
 import { guardClientRuns } from "../core/client-settings.ts";
 import type { CallJournal, ReplayableJournal } from "../core/journal.ts";
 import { createCodeAgent } from "../framework/code-agent.ts";
-import { openPersistenceFor, type Persistence } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence } from "../persistence/open.ts";
 import type { Team } from "../framework/team.ts";
 import { loadAppConfig, persistenceLocation } from "../runs/config.ts";
 import type { KnowledgeSource } from "../store/types.ts";

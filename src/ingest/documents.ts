@@ -1,13 +1,13 @@
 import { CodehopError, ErrorCodes } from "../errors.ts";
 import { detectDocumentKind, displayName, type DocumentSource } from "./document-kinds.ts";
 import { looksBinary, textEncodingOf } from "./document-text.ts";
-import { htmlToText } from "./html-to-text.ts";
 import type { DocumentKind, FormatOutput } from "./format-types.ts";
 import { readInProcess, type ReaderUsage } from "./reader-pool.ts";
 import { resolveReaderLimits, type ReaderLimits } from "./reader-limits.ts";
 
-export { htmlToText, looksBinary, textEncodingOf };
-export { htmlTitle } from "./format-html.ts";
+// (htmlToText is in ./html-to-text.ts: turndown and its DOM, ~700 KB, are loaded by the readers
+// that convert HTML, not by every module that names a document kind.)
+export { looksBinary, textEncodingOf };
 export { pageLabel, type ArchiveEntry, type DocumentKind } from "./format-types.ts";
 export {
   DOCUMENT_EXTENSIONS,

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, fetch, type Dispatcher, type Response } from "undici";
+import type { Dispatcher, Response } from "undici";
 import { CodehopError, ErrorCodes } from "../errors.ts";
 
 /**
@@ -126,15 +126,28 @@ export function guardedLookup(allow: (address: string) => boolean): LookupFuncti
   };
 }
 
+/**
+ * undici, loaded at the first request: ~1 MB of modules (~80 ms of CPU) that every process
+ * importing a tool or app that can fetch (servers, the chat and assistant apps) would otherwise
+ * load at start, whether or not anything is fetched.
+ */
+export async function loadUndici(): Promise<typeof import("undici")> {
+  const mod = await import("undici");
+  // Node's loader gives a CommonJS package's exports by name and as `default`; the chunk esbuild
+  // makes of it for the bundled CLI only as `default`.
+  return (mod as unknown as { default?: typeof mod }).default ?? mod;
+}
+
 /** undici Agents whose connections go only to allowed addresses, one per policy. */
 const guardedAgents = new WeakMap<(address: string) => boolean, Dispatcher>();
 
-export function dispatcherFor(
+export async function dispatcherFor(
   allow: ((address: string) => boolean) | undefined,
-): Dispatcher | undefined {
+): Promise<Dispatcher | undefined> {
   if (!allow) return undefined;
   let agent = guardedAgents.get(allow);
   if (!agent) {
+    const { Agent } = await loadUndici();
     agent = new Agent({ connect: { lookup: guardedLookup(allow) } });
     guardedAgents.set(allow, agent);
   }
@@ -211,7 +224,8 @@ export async function fetchDocument(
   let url = parseHttpUrl(raw);
   const deadline = AbortSignal.timeout(timeoutMs);
   const abort = signal ? AbortSignal.any([signal, deadline]) : deadline;
-  const dispatcher = dispatcherFor(limits.allowAddress);
+  const dispatcher = await dispatcherFor(limits.allowAddress);
+  const { fetch } = await loadUndici();
   const refused = (host: string, address: string, err?: unknown): never => {
     throw invalid(
       `${raw} leads to ${host} (${address}), a private, loopback or link-local address, which is not fetched here${limits.refusedHint ? ` (${limits.refusedHint})` : ""}.`,

@@ -26,7 +26,6 @@ export type { IngestDocument, ReaderItem, SkippedRecord } from "./types.ts";
 export {
   extractDocument,
   detectDocumentKind,
-  htmlToText,
   pageLabel,
   DOCUMENT_EXTENSIONS,
   DOCUMENT_KIND_LABELS,
@@ -38,6 +37,7 @@ export {
   type ExtractedDocument,
   type ExtractOptions,
 } from "./documents.ts";
+export { htmlToText } from "./html-to-text.ts";
 export {
   InputLimitError,
   isInputError,

@@ -1,5 +1,8 @@
 import pg from "pg";
 import { CodehopError, ErrorCodes } from "../errors.ts";
+import { isPostgresUrl, redactUrl } from "./postgres-url.ts";
+
+export { isPostgresUrl, redactUrl } from "./postgres-url.ts";
 
 /** Where a Postgres adapter keeps its data. */
 export interface PostgresLocation {
@@ -24,22 +27,6 @@ export function schemaOf(location: PostgresLocation): string {
     );
   }
   return schema;
-}
-
-/** A URL fit for messages: the password replaced by ***. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-  }
-}
-
-/** True for the URLs that select the Postgres adapter. */
-export function isPostgresUrl(url: string | undefined): url is string {
-  return Boolean(url && /^postgres(ql)?:\/\//i.test(url));
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { cliCommand } from "../config/cli-command.ts";
 import { CodehopError, ErrorCodes } from "../errors.ts";
-import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence, type ThreadRecord } from "../persistence/open.ts";
 import { rootName, type AppOutline, type RunApp, type RunOptions } from "./app.ts";
 import { loadAppConfig, persistenceLocation } from "./config.ts";
 import { requireThread } from "./require-thread.ts";

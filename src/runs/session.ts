@@ -3,7 +3,7 @@ import type { CommandContext } from "../config/cli-command.ts";
 import type { MemorySettings } from "../core/memory.ts";
 import type { RunContext } from "../core/run-context.ts";
 import { LazyStore, memoryStoreOptions, openMemoryStore } from "../memory/open.ts";
-import { openPersistenceFor, type Persistence } from "../persistence/index.ts";
+import { openPersistenceFor, type Persistence } from "../persistence/open.ts";
 import type { AppGraph, RunApp, RunOptions, RunServices } from "./app.ts";
 import {
   assertModelConfigured,

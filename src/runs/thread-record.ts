@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { openPersistenceFor } from "../persistence/index.ts";
+import { openPersistenceFor } from "../persistence/open.ts";
 import type { RunApp } from "./app.ts";
 import {
   loadAppConfig,

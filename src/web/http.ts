@@ -1,6 +1,7 @@
-import { fetch, type Response } from "undici";
+import type { Response } from "undici";
 import {
   dispatcherFor,
+  loadUndici,
   fileNameOf,
   literalAddress,
   megabytes,
@@ -99,7 +100,8 @@ export async function httpRequest(
   let url = parseWebUrl(raw);
   const deadline = AbortSignal.timeout(policy.timeoutMs);
   const abort = signal ? AbortSignal.any([signal, deadline]) : deadline;
-  const dispatcher = dispatcherFor(policy.allowAddress);
+  const dispatcher = await dispatcherFor(policy.allowAddress);
+  const { fetch } = await loadUndici();
   let method = (init.method ?? "GET").toUpperCase();
   let body = init.body;
   const refused = (host: string, address: string, err?: unknown): never => {

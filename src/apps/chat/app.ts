@@ -25,7 +25,8 @@ import {
   roundsOf,
   type Round,
 } from "./conversation/memory.ts";
-import { checkpointDbPath, openPersistenceFor } from "../../persistence/index.ts";
+import { openPersistenceFor } from "../../persistence/open.ts";
+import { checkpointDbPath } from "../../persistence/sqlite-database.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import {
   chatSettingsFromEnv,

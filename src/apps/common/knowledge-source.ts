@@ -14,7 +14,6 @@ import { CodehopError, ErrorCodes } from "../../errors.ts";
 import { openKnowledgeSource } from "../../store/index.ts";
 import type { KnowledgeSource, SourceKind } from "../../store/types.ts";
 import { MultiSource } from "./multi-source.ts";
-import { openWebSource } from "./web-source.ts";
 import type { RunOptions, RunServices } from "../../runs/app.ts";
 import { loadAppConfig, wikipediaCachePath, type AppConfig } from "../../runs/config.ts";
 import { configForStoredSource } from "./source-record.ts";
@@ -173,9 +172,12 @@ export async function openSourceFor(
       "The corpus source needs a corpus DB: pass --corpus <db> (or set CODEHOP_CORPUS), made by `codehop ingest`.",
     );
   }
+  // The web source (HTTP client, page readers: ~2 MB of modules) is loaded only when asked for:
+  // every CLI command that loads an app (history, resume, ask on a corpus) would pay for it.
+  const web = kinds.includes("web") ? await import("./web-source.ts") : undefined;
   const open = (kind: SourceKind): KnowledgeSource =>
     kind === "web"
-      ? openWebSource(config.web)
+      ? web!.openWebSource(config.web)
       : openKnowledgeSource({
           corpus: kind === "corpus" ? config.corpus : undefined,
           wikipediaApi: config.wikipediaApi,

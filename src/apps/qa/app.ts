@@ -27,7 +27,7 @@ import type { AskResult } from "../../runs/result.ts";
 import type { Persistence } from "../../persistence/port.ts";
 import type { Citation } from "../common/citations.ts";
 import { putThreadRecord } from "../../core/journal.ts";
-import { openPersistenceFor } from "../../persistence/index.ts";
+import { openPersistenceFor } from "../../persistence/open.ts";
 import { openKnowledgeServices } from "../common/knowledge-source.ts";
 import {
   type AnswerVerification,

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDir } from "../../util/fs-safe.ts";
-import { ingestDocuments } from "../../ingest/index.ts";
+import { ingestDocuments } from "../../ingest/ingest.ts";
 import type { IngestDocument } from "../../ingest/types.ts";
 import {
   ScriptedOpenAIServer,

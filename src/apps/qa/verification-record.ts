@@ -1,5 +1,5 @@
 import { getThreadRecord } from "../../core/journal.ts";
-import { openPersistenceFor } from "../../persistence/index.ts";
+import { openPersistenceFor } from "../../persistence/open.ts";
 import type { RunOptions } from "../../runs/app.ts";
 import { loadAppConfig, persistenceLocation } from "../../runs/config.ts";
 import type { Citation } from "../common/citations.ts";

@@ -34,7 +34,7 @@ export default function checkCommand(): Command {
     .action(async (flags: CheckFlags) => {
       const { checkSqliteFile, checkPostgres, isHealthy, isRepaired } =
         await import("../../persistence/check.ts");
-      const { checkpointDbPath } = await import("../../persistence/index.ts");
+      const { checkpointDbPath } = await import("../../persistence/sqlite-database.ts");
       const { loadAppConfig } = await import("../../runs/config.ts");
       const repair = Boolean(flags.repair);
       let report;

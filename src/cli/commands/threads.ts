@@ -5,7 +5,7 @@ import { configFromFlags, type RunFlags } from "../cli-support.ts";
 import { cliCommand } from "../../config/cli-command.ts";
 import { colorsFor } from "../../config/colors.ts";
 import { CodehopError, ErrorCodes } from "../../errors.ts";
-import type { Persistence, ThreadRecord, ThreadStatus } from "../../persistence/index.ts";
+import type { Persistence, ThreadRecord, ThreadStatus } from "../../persistence/port.ts";
 
 /** Statuses `--prune` may delete (a thread a live process is running is never deleted). */
 const PRUNABLE: ReadonlyArray<ThreadStatus | "unknown"> = [
@@ -177,7 +177,7 @@ export default function threadsCommand(): Command {
           return;
         }
         if (flags.delete || flags.prune) {
-          const { openPersistenceFor } = await import("../../persistence/index.ts");
+          const { openPersistenceFor } = await import("../../persistence/open.ts");
           const p = await openPersistenceFor(persistenceLocation(config), { mustExist: true });
           try {
             const all = await p.threads.list();

@@ -1,11 +1,10 @@
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { FormData, fetch } from "undici";
 import { readEnv } from "../../../config/env.ts";
 import { readRunContext } from "../../../core/run-context.ts";
 import { callModel, isRequestRefused, messageText, resolveModel } from "../../../core/models.ts";
 import { usageFromMessage, type UsageTotals } from "../../../core/usage.ts";
-import { megabytes } from "../../../ingest/fetch-url.ts";
+import { loadUndici, megabytes } from "../../../ingest/fetch-url.ts";
 import { renderPrompt } from "../../../prompts/render.ts";
 
 /**
@@ -155,6 +154,7 @@ export async function transcribe(
       `${audio.name} is ${megabytes(audio.bytes.byteLength)}, over the ${megabytes(MAX_AUDIO_BYTES)} a transcription takes.`,
     );
   const { baseURL, apiKey, model } = transcriptionEndpoint(config);
+  const { FormData, fetch } = await loadUndici();
   const form = new FormData();
   form.append("model", model);
   form.append("response_format", "json");
