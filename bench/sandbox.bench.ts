@@ -421,14 +421,14 @@ function spreadRows(measures: [string, number[]][]): string[][] {
 }
 
 /**
- * A new run's process whose first action is already waiting for it (a one-shot CLI run starts
- * nothing ahead) skips the child's idle copy warm-up (src/sandbox/child/child.mjs, warmUpCopy:
- * 3,000 records through the value copy); a process started ahead of its first action (here a
- * model call's 200 ms) runs it while idle. The CPU of that process (all threads, from /proc:
- * this process's children, reaped ones included) until 200 ms after its first action, both ways
- * interleaved, each on a sandbox of its own that starts nothing ahead.
+ * What a new run's process costs: its CPU (all threads, from /proc: this process's children,
+ * reaped ones included) until 200 ms after its first action, when that action is already waiting
+ * for it (a one-shot CLI run starts nothing ahead) and when it was started 200 ms ahead (a model
+ * call's time), both ways interleaved, each on a sandbox of its own that starts nothing ahead.
+ * An idle process does nothing more than a waiting one: the child has no idle warm-up (a copy
+ * warm-up of 3,000 records cost every run's process ~40 ms of CPU; docs/sandbox.md).
  */
-async function idleWarmupSection(): Promise<BenchSection> {
+async function runProcessSection(): Promise<BenchSection> {
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const childrenCpu = () => treeCpuMs(process.pid) - ownCpuMs(process.pid);
   const waiting: number[] = [];
@@ -446,7 +446,7 @@ async function idleWarmupSection(): Promise<BenchSection> {
         }
         const t0 = performance.now();
         const r = await sb.run({ code: "const x = 1 + 1;", tools: {}, session: "run" });
-        if (!r.ok) throw new Error(`idle warm-up bench action failed: ${r.error?.message}`);
+        if (!r.ok) throw new Error(`run process bench action failed: ${r.error?.message}`);
         if (mode === "waiting") firstWaiting.push(performance.now() - t0);
         await sleep(200);
         (mode === "ahead" ? ahead : waiting).push(childrenCpu() - before);
@@ -457,7 +457,7 @@ async function idleWarmupSection(): Promise<BenchSection> {
   }
   return {
     title: "Sandbox: a new run's process, its first action waiting or started ahead",
-    description: `${2 * REPLACEMENTS} times each, interleaved (${loadBefore} at the start): the CPU time of a new run's process (all threads, /proc ticks of 10 ms) until 200 ms after its first action, when that action waits for the process (nothing started ahead: the child skips its idle copy warm-up) and when the process was started 200 ms before it (a model call's time: the warm-up ran while it was idle); and the waiting first action's own time, process start included.`,
+    description: `${2 * REPLACEMENTS} times each, interleaved (${loadBefore} at the start): the CPU time of a new run's process (all threads, /proc ticks of 10 ms) until 200 ms after its first action, when that action waits for the process (nothing started ahead) and when the process was started 200 ms before it (a model call's time); and the waiting first action's own time, process start included. The child does no work while idle (no copy warm-up: docs/sandbox.md, "How a child starts"), so the two should cost the same.`,
     columns: ["measure", "p50", "p95", "max"],
     rows: spreadRows([
       ["process CPU ms, first action waiting for it", waiting],
@@ -465,7 +465,7 @@ async function idleWarmupSection(): Promise<BenchSection> {
       ["first action waiting for its process, ms (start included)", firstWaiting],
     ]),
     verdicts: [
-      `CPU of the idle copy warm-up (started ahead minus waiting, p50): ${fmt(percentile(ahead, 50) - percentile(waiting, 50))} ms`,
+      `started ahead minus waiting (p50): ${fmt(percentile(ahead, 50) - percentile(waiting, 50))} ms of CPU`,
     ],
   };
 }
@@ -724,7 +724,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
     const variables = await variablesSection(baseline);
     const serialization = await serializationSection();
     const targets = await targetsSection();
-    const idleWarmup = await idleWarmupSection();
+    const runProcess = await runProcessSection();
 
     return [
       {
@@ -754,7 +754,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
         description:
           `${REPLACEMENTS} times: an infinite loop is SIGKILLed at a 100 ms deadline, then the next trivial action is timed ` +
           "(it runs on the replacement child, started as soon as the old one died). Also the bare spawn -> locked-down -> ready time of one child (ready: after its warm-up action), " +
-          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready: the child's idle copy warm-up included).`,
+          `${REPLACEMENTS * 2} times each, alternately with the SES code cache (docs/sandbox.md, "How a child starts"), without it, and from the child's ES modules instead of its bundle (with the cache; the CPU time of the start, all threads, read from /proc 200 ms after ready).`,
         columns: ["measure", "p50", "p95", "max"],
         rows: spreadRows([
           ["next action after a kill", afterKill],
@@ -773,7 +773,7 @@ export default async function sandboxBench(): Promise<BenchSection[]> {
       variables,
       serialization,
       targets,
-      idleWarmup,
+      runProcess,
     ];
   } finally {
     await sandbox.close();

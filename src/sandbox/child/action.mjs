@@ -117,17 +117,6 @@ let current = null;
  */
 let kept = new Map();
 
-/** Called once the host's warm-up action (id 0) was reported (child.mjs: the idle copy warm-up). */
-let warmupReported = /** @type {(() => void) | null} */ (null);
-
-/**
- * Sets what runs once the host's warm-up action was reported.
- * @param {() => void} fn
- */
-export function onWarmupReported(fn) {
-  warmupReported = fn;
-}
-
 /**
  * Helpers made once, from guest-compartment intrinsics (shared by every compartment): guest-side
  * errors, and what the wrapper calls for literals SES would reject as text (see
@@ -746,10 +735,7 @@ function report(act, outcome, reusable, withBindings) {
   // After the report, so the host has it first: what the process holds for the next action (the
   // host's own warm-up action, id 0, leaves nothing: the host keeps none of its values either).
   if (act.id !== 0) keepValues(act, bindings);
-  else {
-    kept = new Map();
-    warmupReported?.();
-  }
+  else kept = new Map();
   // Reported only once the event loop is free again: a guest still spinning (microtask loop,
   // busy code after final_answer) never gets here and the host replaces this process.
   if (reusable) setImmediate(() => send({ t: "idle", id: act.id, heapUsed: heapUsed() }));

@@ -12,9 +12,9 @@
  * property descriptors, intrinsic methods captured before the guest runs, Proxy detection).
  */
 import { startWatchdog } from "./watchdog.mjs";
-import { clearTimeout, process, setTimeout } from "./commons.mjs";
+import { process } from "./commons.mjs";
 import { getStackString, harden, Compartment, sesScript } from "./lockdown.mjs";
-import { currentAction, deliverResult, finish, onWarmupReported, startAction } from "./action.mjs";
+import { currentAction, deliverResult, finish, startAction } from "./action.mjs";
 import { toJson } from "./copy.mjs";
 import { describeError } from "./errors.mjs";
 import { formatValue } from "./format.mjs";
@@ -37,40 +37,7 @@ process.on("uncaughtException", (err) => {
   }
 });
 
-/**
- * The copy of a large value (toJson over thousands of records) runs cold in a process's first
- * action that leaves one: ~30 ms more for a 1 MB value. Copying 3,000 small records (~200 KB) has
- * V8 optimize it, at ~40 ms of CPU. It runs once the process has been idle for
- * IDLE_COPY_WARMUP_MS after the host's warm-up action: in the time a process started ahead waits
- * for its run's first action (a model call), and never in a process whose action is already
- * waiting for it (the host sends it the moment the warm-up action is reported), which then
- * neither pays that CPU nor waits for it.
- */
-const IDLE_COPY_WARMUP_MS = 25;
-let idleWarmup = /** @type {ReturnType<typeof setTimeout> | null} */ (null);
-
-function warmUpCopy() {
-  idleWarmup = null;
-  const records = [];
-  for (let i = 0; i < 3000; i++)
-    records.push({ id: i, name: "item " + i, score: i * 0.5, tags: ["x", "y"], ok: i % 2 === 0 });
-  try {
-    toJson(records, 1_000_000, 64, "warm-up", true);
-  } catch {
-    // Only a warm-up: the real copy reports its own errors.
-  }
-}
-
-onWarmupReported(() => {
-  idleWarmup = setTimeout(warmUpCopy, IDLE_COPY_WARMUP_MS);
-});
-
 receive((msg) => {
-  // Any message means work: the idle warm-up is not started any more.
-  if (idleWarmup !== null) {
-    clearTimeout(idleWarmup);
-    idleWarmup = null;
-  }
   if (msg.t === "run") startAction(msg);
   else if (msg.t === "result") deliverResult(msg);
   else if (msg.t === "ping") send({ t: "pong" });

@@ -118,7 +118,7 @@ export function heapUsed() {
 }
 
 // Node's process-level objects and timers (the guest never sees them).
-export const { process, Buffer, setImmediate, setInterval, setTimeout, clearTimeout } = globalThis;
+export const { process, Buffer, setImmediate, setInterval } = globalThis;
 /** Buffer.byteLength (static: it does not use `this`), for sizes counted in UTF-8 bytes. */
 export const bufferByteLength = Buffer.byteLength;
 /** The host's Intl, captured before lockdown (the `intl` capability hands out a hardened copy). */
