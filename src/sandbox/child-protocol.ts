@@ -78,8 +78,8 @@ function attachValues(msg: ChildMessage, attachments: string[]): boolean {
  * The action every child runs, through the protocol, before it counts as ready: a child's first
  * action otherwise pays ~10 ms more than later ones (V8 compiles and tunes the action path: the
  * run message, the wrapper, a tool call and its result, logging, the variables report). It leaves
- * a small value (the copy's path). A large value's copy is not warmed up: that would cost every
- * run's process ~20 ms of CPU for ~30 ms less in a first action that leaves ~1 MB (docs/sandbox.md,
+ * a small value (the copy's path). A large value's copy is not warmed up: that cost every run's
+ * process 20-40 ms of CPU for ~25 ms less in a first action that leaves ~1 MB (docs/sandbox.md,
  * "How a child starts"). It runs framework code only, with no session (action id 0,
  * which no real action has), in a compartment of its own as every action does; its values are not
  * kept (the host's record of what the child holds stays empty, so the first real action restores
