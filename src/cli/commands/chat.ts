@@ -94,7 +94,6 @@ export default function chatCommand(): Command {
       setDefaultSandboxMode("on-demand");
       // Loaded on use: the agent stack takes a moment to import.
       const app = await import("../../apps/chat/app.ts");
-      const { deleteThread } = await import("../../apps/index.ts");
       const out = (text: string) => process.stdout.write(`${text}\n`);
       const err = (text: string) => process.stderr.write(`${text}\n`);
       let threadId = flags.thread ?? randomUUID();
@@ -283,6 +282,8 @@ export default function chatCommand(): Command {
                   : `no attached file named ${rest} (see /files)`,
               );
             } else {
+              // Every app's thread data goes (src/apps/index.ts loads them all): only when asked.
+              const { deleteThread } = await import("../../apps/index.ts");
               await deleteThread(threadId, { config });
               const old = threadId;
               threadId = randomUUID();
