@@ -142,12 +142,17 @@ export function modulesOutsideBundle(graphsFile: string): string[] {
   const targets = [...Object.values(spec?.graphs ?? {})];
   if (spec?.auth?.path !== undefined) targets.push(spec.auth.path);
   return targets
-    .map((target) => {
-      if (typeof target !== "string") return String(target);
-      const file = target.split(":")[0];
-      return builtModule(isAbsolute(file) ? file : join(dirname(path), file));
-    })
+    .map((target) => (typeof target === "string" ? targetModule(path, target) : String(target)))
     .filter((full) => !bundledCopy(full));
+}
+
+/**
+ * The module a langgraph.json target names (`"./path.ts:export"`, relative to that file at
+ * `graphsPath`), as {@link builtModule} resolves it.
+ */
+function targetModule(graphsPath: string, target: string): string {
+  const file = target.split(":")[0];
+  return builtModule(isAbsolute(file) ? file : join(dirname(graphsPath), file));
 }
 
 /**
@@ -174,8 +179,8 @@ export async function loadGraphs(
     throw new CodehopError(ErrorCodes.CONFIG_INVALID, `${path} lists no "graphs".`);
   const graphs = new Map<string, ServedGraph>();
   for (const [graphId, target] of entries) {
-    const [modulePath, exportName = "default"] = target.split(":");
-    const full = builtModule(isAbsolute(modulePath) ? modulePath : join(dirname(path), modulePath));
+    const exportName = target.split(":")[1] ?? "default";
+    const full = targetModule(path, target);
     let graph: unknown;
     try {
       const mod = await importResolved(full);
