@@ -5,17 +5,15 @@
  * are moved aside so the others keep working: on SQLite the whole file is first copied as it was
  * (SQLite's online backup) and the threads are then deleted from it; on PostgreSQL their rows are
  * moved, in one transaction, into tables of the same names in the schema `<schema>_damaged`.
+ * The PostgreSQL side is check-postgres.ts, imported only for a postgres:// database (checking a
+ * SQLite file loads no Postgres driver).
  */
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, basename } from "node:path";
-import { LINEAR_TABLES } from "@codehop/checkpoint-postgres";
 import { CheckpointCorruptError } from "@codehop/checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { journalRowKey, journalRowProblem, JOURNAL_TABLE } from "../core/journal.ts";
 import { CodehopError, ErrorCodes, type CorruptData } from "../errors.ts";
-import { inTransaction, type PostgresLocation } from "./postgres-database.ts";
-import { journalRowFromSql as postgresJournalRow } from "./postgres-journal.ts";
-import { openPostgresPersistence } from "./postgres.ts";
 import { journalRowFromSql as sqliteJournalRow } from "./sqlite-journal.ts";
 import { sqlitePersistenceOn } from "./sqlite.ts";
 
@@ -62,7 +60,7 @@ const isCorrupt = (err: unknown): err is CodehopError & CorruptData =>
   CodehopError.isInstance(err) && err.code === ErrorCodes.CHECKPOINT_CORRUPT && "table" in err;
 
 /** A failure met while reading a thread, as a damaged row (a failure that is not one is thrown). */
-function damageOf(err: unknown): DamagedRow {
+export function damageOf(err: unknown): DamagedRow {
   if (CheckpointCorruptError.isInstance(err) || isCorrupt(err))
     return { table: err.table, row: err.row, problem: err.problem };
   // The file itself is damaged under the rows (SQLite's own message names no stored bytes).
@@ -72,7 +70,9 @@ function damageOf(err: unknown): DamagedRow {
 }
 
 /** `rows` of a thread's journal that do not read, as damaged rows. */
-function journalDamage(rows: Array<() => Parameters<typeof journalRowProblem>[0]>): DamagedRow[] {
+export function journalDamage(
+  rows: Array<() => Parameters<typeof journalRowProblem>[0]>,
+): DamagedRow[] {
   const out: DamagedRow[] = [];
   for (const read of rows) {
     try {
@@ -160,81 +160,5 @@ export async function checkSqliteFile(
     return report;
   } finally {
     db.close();
-  }
-}
-
-/** The tables of a thread's rows in a codehop Postgres schema, and the column naming the thread. */
-const POSTGRES_TABLES = [
-  ...LINEAR_TABLES,
-  "checkpoints",
-  "checkpoint_blobs",
-  "checkpoint_writes",
-  JOURNAL_TABLE,
-  "codehop_threads",
-] as const;
-
-/** Checks (and with `repair`, repairs) the codehop tables of a PostgreSQL database. */
-export async function checkPostgres(
-  location: PostgresLocation,
-  options: { repair?: boolean } = {},
-): Promise<CheckReport> {
-  const p = await openPostgresPersistence(location);
-  const report: CheckReport = {
-    kind: "postgres",
-    location: `${p.location} (schema ${p.schema})`,
-    integrity: [],
-    threads: [],
-  };
-  const table = (name: string) => `"${p.schema}".${name}`;
-  try {
-    const { rows: others } = await p.pool.query<{ thread_id: string }>(
-      `SELECT thread_id FROM ${table(JOURNAL_TABLE)}
-       UNION SELECT thread_id FROM ${table("codehop_threads")}`,
-    );
-    const ids = [
-      ...new Set([...(await p.checkpointer.threadIds()), ...others.map((r) => r.thread_id)]),
-    ].sort();
-    for (const threadId of ids) {
-      const found = new Map<string, DamagedRow>();
-      for (const c of await p.checkpointer.checkpointKeys(threadId)) {
-        try {
-          await p.checkpointer.getTuple({ configurable: { thread_id: threadId, ...c } });
-        } catch (err) {
-          const d = damageOf(err);
-          found.set(`${d.table}\u0000${d.row}\u0000${d.problem}`, d);
-        }
-      }
-      const { rows } = await p.pool.query(
-        `SELECT * FROM ${table(JOURNAL_TABLE)} WHERE thread_id = $1`,
-        [threadId],
-      );
-      const damage = [
-        ...found.values(),
-        ...journalDamage(rows.map((r) => () => postgresJournalRow(r))),
-      ];
-      report.threads.push({ threadId, damage });
-    }
-    const damaged = report.threads.filter((t) => t.damage.length).map((t) => t.threadId);
-    if (options.repair && damaged.length) {
-      const aside = `${p.schema}_damaged`;
-      await inTransaction(p.pool, async (client) => {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS "${aside}"`);
-        for (const name of POSTGRES_TABLES) {
-          // (The official layout's tables exist only in schemas it wrote.)
-          const { rows: exists } = await client.query(`SELECT to_regclass($1) AS t`, [table(name)]);
-          if (exists[0]?.t == null) continue;
-          await client.query(`CREATE TABLE IF NOT EXISTS "${aside}".${name} (LIKE ${table(name)})`);
-          await client.query(
-            `INSERT INTO "${aside}".${name} SELECT * FROM ${table(name)} WHERE thread_id = ANY($1)`,
-            [damaged],
-          );
-          await client.query(`DELETE FROM ${table(name)} WHERE thread_id = ANY($1)`, [damaged]);
-        }
-      });
-      report.repaired = { threads: damaged, copy: `schema ${aside} of ${p.location}` };
-    }
-    return report;
-  } finally {
-    await p.close();
   }
 }

@@ -63,6 +63,9 @@ function bundled(file: string): string[] {
   return inputs.map((m) => join(process.cwd(), m));
 }
 
+/** The Postgres driver and codehop's Postgres checkpointer, as module paths. */
+const POSTGRES_DRIVER = /\/node_modules\/(pg|pg-pool|pg-protocol)\/|checkpoint-postgres/;
+
 /** The modules of `modules` matching each of `kinds`, by kind (empty when none). */
 function offending(modules: string[], kinds: Record<string, RegExp>): Record<string, string[]> {
   const out: Record<string, string[]> = {};
@@ -102,6 +105,8 @@ describe("a reading command loads only what it needs", { timeout: 120_000 }, () 
         ...HEAVY,
         apps,
         LangGraph: /\/node_modules\/@langchain\/langgraph\//,
+        // The threads are in SQLite (check.ts leaves PostgreSQL to check-postgres.ts).
+        "the Postgres driver": POSTGRES_DRIVER,
       }),
     ).toEqual({});
   });
@@ -123,7 +128,7 @@ describe("a reading command loads only what it needs", { timeout: 120_000 }, () 
         ...heavy,
         "another app": /\/(src|dist)\/apps\/(research|chat|assistant)\//,
         // The thread is in SQLite: the Postgres adapter is loaded only for a postgres:// URL.
-        "the Postgres driver": /\/node_modules\/(pg|pg-pool|pg-protocol)\/|checkpoint-postgres/,
+        "the Postgres driver": POSTGRES_DRIVER,
       }),
     ).toEqual({});
   });

@@ -32,8 +32,7 @@ export default function checkCommand(): Command {
     )
     .option("--json", "print the report as JSON")
     .action(async (flags: CheckFlags) => {
-      const { checkSqliteFile, checkPostgres, isHealthy, isRepaired } =
-        await import("../../persistence/check.ts");
+      const { checkSqliteFile, isHealthy, isRepaired } = await import("../../persistence/check.ts");
       const { checkpointDbPath } = await import("../../persistence/sqlite-database.ts");
       const { loadAppConfig } = await import("../../runs/config.ts");
       const repair = Boolean(flags.repair);
@@ -42,7 +41,9 @@ export default function checkCommand(): Command {
       else {
         const config = loadAppConfig(configFromFlags(flags));
         report = config.databaseUrl
-          ? await checkPostgres({ url: config.databaseUrl }, { repair })
+          ? await (
+              await import("../../persistence/check-postgres.ts")
+            ).checkPostgres({ url: config.databaseUrl }, { repair })
           : await checkSqliteFile(checkpointDbPath(config.home), { repair });
       }
       const ok = repair ? isRepaired(report) : isHealthy(report);
