@@ -1,3 +1,4 @@
+import { chmodSync, mkdtempSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +16,19 @@ process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "node-compile-cache");
 // hundreds (CLIs, servers, workers). No test speaks TLS to anything but its own local servers,
 // which never use the system's CAs.
 delete process.env.NODE_EXTRA_CA_CERTS;
+// Every temporary file and folder of the run — the tests' own (hundreds of mkdtemp folders), the
+// PostgreSQL cluster's, those of the processes started with the run's environment — in one folder
+// of the system's temp directory, which test/vitest/global-setup.ts removes when the run ends: a
+// run leaves nothing in /tmp. (Set after NODE_COMPILE_CACHE above: that cache is kept from run to
+// run.) Searchable by others (0711): the cluster's folder inside belongs to the postgres user when
+// run as root. Only the process that made it removes it (a vitest started inside a run keeps it).
+if (process.env.CODEHOP_TEST_TMP_OWNER === undefined) {
+  const runTmp = mkdtempSync(join(tmpdir(), "codehop-test-run-"));
+  chmodSync(runTmp, 0o711);
+  process.env.CODEHOP_TEST_TMP = runTmp;
+  process.env.CODEHOP_TEST_TMP_OWNER = String(process.pid);
+  process.env.TMPDIR = runTmp;
+}
 
 // One config for the whole suite. Integration tests start real local servers (OpenAI-compatible,
 // MediaWiki-like, langgraph dev), so timeouts are generous and files run in forks (the sandbox

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { whyDistIsStale } from "../../bin/dist-current.mjs";
 import { startTestCluster, type TestCluster } from "../../src/testing/postgres-cluster.ts";
@@ -34,7 +35,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   const broker = await startClusterBroker();
   project.provide("postgresBroker", broker.url);
-  return broker.close;
+  return async () => {
+    await broker.close();
+    // The run's temporary folder (vitest.config.ts), with whatever the tests left in it: only
+    // by the process that made it.
+    const runTmp = process.env.CODEHOP_TEST_TMP;
+    const owner = process.env.CODEHOP_TEST_TMP_OWNER === String(process.pid);
+    if (owner && runTmp && basename(runTmp).startsWith("codehop-test-run-"))
+      rmSync(runTmp, { recursive: true, force: true, maxRetries: 3 });
+  };
 }
 
 /**
