@@ -19,8 +19,9 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 // Every temporary file and folder of the run — the tests' own (hundreds of mkdtemp folders), the
 // PostgreSQL cluster's, those of the processes started with the run's environment — in one folder
 // of the system's temp directory, which test/vitest/global-setup.ts removes when the run ends: a
-// run leaves nothing in /tmp. (Set after NODE_COMPILE_CACHE above: that cache is kept from run to
-// run.) Searchable by others (0711): the cluster's folder inside belongs to the postgres user when
+// run leaves no folders of its own in /tmp (the caches of CLIs started with a bare environment,
+// codehop-sandbox-<uid> and tsx's, stay there for the next run; so does NODE_COMPILE_CACHE's,
+// set above this for that reason). Searchable by others (0711): the cluster's folder inside belongs to the postgres user when
 // run as root. Only the process that made it removes it (a vitest started inside a run keeps it).
 if (process.env.CODEHOP_TEST_TMP_OWNER === undefined) {
   const runTmp = mkdtempSync(join(tmpdir(), "codehop-test-run-"));
